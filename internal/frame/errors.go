@@ -1,0 +1,66 @@
+package frame
+
+import "errors"
+
+// Sentinel errors returned (wrapped in *ProtocolError) by Parser.ReadFrame. Test for them with
+// errors.Is. Every one of them leaves the stream unsynchronised, so the connection must close.
+var (
+	// ErrHeaderLineTooLong is returned when a command or header line exceeds
+	// Limits.MaxHeaderLineBytes.
+	ErrHeaderLineTooLong = errors.New("frame: header line too long")
+	// ErrTooManyHeaders is returned when a frame has more than Limits.MaxHeaders headers.
+	ErrTooManyHeaders = errors.New("frame: too many headers")
+	// ErrHeaderSectionTooLarge is returned when the command and headers of one frame exceed
+	// Limits.MaxHeaderBytes in total.
+	ErrHeaderSectionTooLarge = errors.New("frame: headers too large")
+	// ErrBodyTooLarge is returned when a body (declared by content-length or read up to the
+	// NUL) exceeds Limits.MaxBodyBytes.
+	ErrBodyTooLarge = errors.New("frame: body too large")
+	// ErrBadContentLength is returned when content-length is not a non-negative decimal.
+	ErrBadContentLength = errors.New("frame: invalid content-length")
+	// ErrMissingNUL is returned when the octet after a content-length body is not NUL.
+	ErrMissingNUL = errors.New("frame: body not terminated by NUL")
+	// ErrMalformedHeader is returned for a header line without a colon or with an empty name.
+	ErrMalformedHeader = errors.New("frame: malformed header")
+	// ErrBadEscape is returned for an escape sequence the negotiated version does not define.
+	ErrBadEscape = errors.New("frame: undefined escape sequence")
+	// ErrBareCR is returned when a CR is not immediately followed by LF outside a body.
+	ErrBareCR = errors.New("frame: CR without LF")
+	// ErrUnknownCommand is returned for a command line that names no STOMP command.
+	ErrUnknownCommand = errors.New("frame: unknown command")
+)
+
+// ProtocolError is a protocol failure to be reported to the peer as an ERROR frame.
+//
+// Reason is the short text for the ERROR frame's message header. ReceiptID, when not empty,
+// is the receipt header of the offending frame and must be echoed as receipt-id (STOMP 1.2,
+// "ERROR"). Fatal means the connection closes after the ERROR frame. Err, when set, is the
+// sentinel the failure came from.
+type ProtocolError struct {
+	Reason    string
+	Detail    string
+	ReceiptID string
+	Fatal     bool
+	Err       error
+}
+
+// Error returns Reason, followed by Detail when set.
+func (e *ProtocolError) Error() string {
+	if e.Detail != "" {
+		return e.Reason + ": " + e.Detail
+	}
+	return e.Reason
+}
+
+// Unwrap returns the sentinel error, if any.
+func (e *ProtocolError) Unwrap() error { return e.Err }
+
+// Errorf-free constructor used on the parse path: reason is the sentinel's text without the
+// package prefix.
+func protoErr(sentinel error, receipt string) *ProtocolError {
+	msg := sentinel.Error()
+	if len(msg) > 7 && msg[:7] == "frame: " {
+		msg = msg[7:]
+	}
+	return &ProtocolError{Reason: msg, ReceiptID: receipt, Fatal: true, Err: sentinel}
+}
