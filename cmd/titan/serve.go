@@ -1,0 +1,164 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/titan-broker/titan/internal/broker"
+	"github.com/titan-broker/titan/internal/config"
+)
+
+type serveFlags struct {
+	configPath     string
+	host           string
+	port           int
+	monitorHost    string
+	monitorPort    int
+	monitorToken   string
+	dataDir        string
+	store          string
+	logLevel       string
+	logFormat      string
+	fanoutMode     string
+	defaultPattern string
+}
+
+func newServeCmd() *cobra.Command {
+	var f serveFlags
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Run the broker",
+		Long: `Run the Titan broker: STOMP on :61613, the monitor API, metrics and console on :7777,
+data in ./data. Settings come from, in increasing precedence: built-in defaults, the YAML
+file given by --config (Titan's titan-env.yml shape), TITAN_* environment variables, flags.
+
+Environment: TITAN_CONFIG, TITAN_HOST, TITAN_PORT, TITAN_MONITOR_HOST, TITAN_MONITOR_PORT,
+TITAN_MONITOR_TOKEN, TITAN_DATA_DIR, TITAN_STORE, TITAN_LOG_LEVEL, TITAN_LOG_FORMAT,
+TITAN_FANOUT_MODE, TITAN_DEFAULT_PATTERN.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, err := loadServeConfig(cmd, &f)
+			if err != nil {
+				return err
+			}
+			log := newLogger(cfg.Log)
+			b, err := broker.New(cfg, broker.Options{Logger: log})
+			if err != nil {
+				return err
+			}
+			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			if err := b.Start(); err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "Titan %s ready: STOMP %s, monitor %s, store %s\n",
+				broker.Version, strings.Join(b.Addrs(), ", "), b.MonitorAddr(), storeDesc(cfg))
+			<-ctx.Done()
+			fmt.Fprintln(cmd.OutOrStdout(), "Titan shutting down")
+			sctx, cancel := context.WithTimeout(context.Background(), 10e9)
+			defer cancel()
+			return b.Shutdown(sctx)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.configPath, "config", "", "YAML config file (titan-env.yml shape)")
+	fl.StringVar(&f.host, "host", "", "STOMP listen host (default 0.0.0.0)")
+	fl.IntVar(&f.port, "port", -1, "STOMP listen port (default 61613; 0 picks a free port)")
+	fl.StringVar(&f.monitorHost, "monitor-host", "", "monitor API listen host (default 0.0.0.0)")
+	fl.IntVar(&f.monitorPort, "monitor-port", -1, "monitor API port (default 7777; 0 picks a free port)")
+	fl.StringVar(&f.monitorToken, "monitor-token", "", "bearer token required by the monitor API")
+	fl.StringVar(&f.dataDir, "data-dir", "", "store directory (default ./data)")
+	fl.StringVar(&f.store, "store", "", "store type: pebble (durable, default) or memory")
+	fl.StringVar(&f.logLevel, "log-level", "", "log level: debug, info, warn, error")
+	fl.StringVar(&f.logFormat, "log-format", "", "log format: text or json")
+	fl.StringVar(&f.fanoutMode, "fanout-mode", "", `"virtual" routes events through dispatcher queues`)
+	fl.StringVar(&f.defaultPattern, "default-pattern", "", "pattern for bare destinations: events, events-store or queues")
+	return cmd
+}
+
+func storeDesc(c config.Config) string {
+	if c.Store.Type == "memory" {
+		return "memory"
+	}
+	return c.Store.Type + " " + c.Store.DataDir
+}
+
+// loadServeConfig layers defaults, the YAML file, TITAN_* variables and flags.
+func loadServeConfig(cmd *cobra.Command, f *serveFlags) (config.Config, error) {
+	cfg := config.Default()
+	path := f.configPath
+	if path == "" {
+		path = os.Getenv("TITAN_CONFIG")
+	}
+	if path != "" {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return cfg, fmt.Errorf("reading config: %w (check the --config path)", err)
+		}
+		if cfg, err = config.Parse(data); err != nil {
+			return cfg, fmt.Errorf("%s: %w", path, err)
+		}
+	}
+	str := func(flag, env string, dst *string) {
+		if v := os.Getenv(env); v != "" {
+			*dst = v
+		}
+		if v, _ := cmd.Flags().GetString(flag); cmd.Flags().Changed(flag) {
+			*dst = v
+		}
+	}
+	num := func(flag, env string, dst *int) error {
+		if v := os.Getenv(env); v != "" {
+			n, err := strconv.Atoi(v)
+			if err != nil {
+				return fmt.Errorf("%s=%q is not a number", env, v)
+			}
+			*dst = n
+		}
+		if cmd.Flags().Changed(flag) {
+			*dst, _ = cmd.Flags().GetInt(flag)
+		}
+		return nil
+	}
+	s0 := &cfg.Servers[0]
+	str("host", "TITAN_HOST", &s0.Host)
+	if err := num("port", "TITAN_PORT", &s0.Port); err != nil {
+		return cfg, err
+	}
+	str("monitor-host", "TITAN_MONITOR_HOST", &cfg.Monitor.Host)
+	if err := num("monitor-port", "TITAN_MONITOR_PORT", &cfg.Monitor.Port); err != nil {
+		return cfg, err
+	}
+	str("monitor-token", "TITAN_MONITOR_TOKEN", &cfg.Monitor.Token)
+	str("data-dir", "TITAN_DATA_DIR", &cfg.Store.DataDir)
+	str("store", "TITAN_STORE", &cfg.Store.Type)
+	str("log-level", "TITAN_LOG_LEVEL", &cfg.Log.Level)
+	str("log-format", "TITAN_LOG_FORMAT", &cfg.Log.Format)
+	for i := range cfg.Servers {
+		str("fanout-mode", "TITAN_FANOUT_MODE", &cfg.Servers[i].ProtocolOptions.FanoutMode)
+		str("default-pattern", "TITAN_DEFAULT_PATTERN", &cfg.Servers[i].ProtocolOptions.DefaultPattern)
+	}
+	cfg.ApplyDefaults()
+	if err := cfg.Validate(); err != nil {
+		return cfg, fmt.Errorf("invalid configuration:\n%w", err)
+	}
+	return cfg, nil
+}
+
+func newLogger(l config.Log) *slog.Logger {
+	var level slog.Level
+	_ = level.UnmarshalText([]byte(l.Level))
+	opts := &slog.HandlerOptions{Level: level}
+	if l.Format == "json" {
+		return slog.New(slog.NewJSONHandler(os.Stderr, opts))
+	}
+	return slog.New(slog.NewTextHandler(os.Stderr, opts))
+}

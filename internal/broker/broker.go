@@ -1,0 +1,356 @@
+// Package broker wires Titan together: listeners, sessions, the router, the dispatch engine,
+// the store and the admin API. It owns every goroutine (see goroutine) and the shutdown order:
+// stop accepting → stop routing new frames → flush and close sessions → close the store.
+package broker
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"runtime/pprof"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/titan-broker/titan/internal/config"
+	"github.com/titan-broker/titan/internal/dest"
+	"github.com/titan-broker/titan/internal/dispatch"
+	"github.com/titan-broker/titan/internal/frame"
+	"github.com/titan-broker/titan/internal/router"
+	"github.com/titan-broker/titan/internal/session"
+	"github.com/titan-broker/titan/internal/transport"
+)
+
+// Version is the broker version reported in CONNECTED and the monitor API.
+const Version = "0.1.0"
+
+// ErrServerClosed is returned by Run and Start after Shutdown.
+var ErrServerClosed = errors.New("broker: server closed")
+
+// Options are what a Config does not hold: process-level hooks.
+type Options struct {
+	// Logger receives the broker's logs (default: discard).
+	Logger *slog.Logger
+	// Clock is the broker's time source (default time.Now).
+	Clock func() time.Time
+	// SendStages are custom router stages run on SEND after routing and before publication.
+	SendStages []router.Stage
+}
+
+// Broker is one Titan server. Create with New, then Start (or Run). Safe for concurrent use.
+type Broker struct {
+	cfg    config.Config
+	opts   Options
+	log    *slog.Logger
+	engine *dispatch.Engine
+	router *router.Router
+
+	wg       sync.WaitGroup
+	mu       sync.Mutex // guards the fields below
+	closing  bool
+	started  bool
+	servers  []*server
+	sessions map[*session.Session]struct{}
+	admin    *adminServer
+
+	startTime time.Time
+	// Connections counts accepted connections; Closed counts closes per reason.
+	Connections atomic.Uint64
+	Closed      [16]atomic.Uint64
+}
+
+type server struct {
+	cfg   config.Server
+	ln    net.Listener
+	sopts *session.Options
+}
+
+// New builds a broker from cfg (validated here). Nothing listens until Start.
+func New(cfg config.Config, opts Options) (*Broker, error) {
+	cfg.ApplyDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.Clock == nil {
+		opts.Clock = time.Now
+	}
+	b := &Broker{cfg: cfg, opts: opts, log: opts.Logger, sessions: make(map[*session.Session]struct{})}
+	fanout := false
+	defPattern := dest.PatternEvents
+	first := cfg.Servers[0].ProtocolOptions
+	for _, s := range cfg.Servers {
+		if s.ProtocolOptions.FanoutMode != "" {
+			fanout = true
+		}
+	}
+	if p, ok := dest.ParsePattern(first.DefaultPattern); ok {
+		defPattern = p
+	}
+	resolver := config.NewResolver(&cfg)
+	b.engine = dispatch.NewEngine(dispatch.Options{
+		Now:        opts.Clock,
+		Settings:   resolver.Settings,
+		FanoutMode: fanout,
+		Logger:     b.log.With("component", "dispatch"),
+		Go:         b.goroutine,
+	})
+	b.router = router.New(b.engine, router.Options{
+		DefaultPattern:         defPattern,
+		MaxSubscriptions:       first.MaxSubscriptionsByClient,
+		MaxFramesInTransaction: first.MaxFrameInTransaction,
+		DefaultPrefetch:        first.DefaultPrefetch,
+		Clock:                  opts.Clock,
+		Logger:                 b.log.With("component", "router"),
+		SendStages:             opts.SendStages,
+	})
+	return b, nil
+}
+
+// Engine returns the dispatch engine (for the admin API and embedding).
+func (b *Broker) Engine() *dispatch.Engine { return b.engine }
+
+// Router returns the inbound router.
+func (b *Broker) Router() *router.Router { return b.router }
+
+// Config returns the effective configuration.
+func (b *Broker) Config() config.Config { return b.cfg }
+
+// goroutine starts fn as a tracked goroutine with a pprof label. It refuses (returns false)
+// once shutdown has begun.
+func (b *Broker) goroutine(name string, fn func()) bool {
+	b.mu.Lock()
+	if b.closing {
+		b.mu.Unlock()
+		return false
+	}
+	b.wg.Add(1)
+	b.mu.Unlock()
+	go func() {
+		defer b.wg.Done()
+		pprof.Do(context.Background(), pprof.Labels("titan", name), func(context.Context) { fn() })
+	}()
+	return true
+}
+
+func sessionOptions(s config.Server, log *slog.Logger, spawn func(string, func()) bool) *session.Options {
+	p := s.ProtocolOptions
+	o := session.DefaultOptions()
+	o.Limits = frame.Limits{MaxHeaderLineBytes: p.MaxHeaderLength, MaxHeaders: p.MaxHeaders, MaxHeaderBytes: p.MaxHeadersBytes, MaxBodyBytes: p.MaxBodyLength}
+	o.Versions = s.Versions()
+	o.ServerName = "Titan/" + Version
+	o.HeartBeatSend = config.Ms(*p.HeartbeatX)
+	o.HeartBeatRecv = config.Ms(*p.HeartbeatY)
+	o.HeartBeatGrace = p.HeartbeatGrace
+	o.ConnectionTTL = config.Ms(p.ConnectionTTL)
+	o.MaxOutboundBytes = p.MaxOutboundBytes
+	o.Logger = log
+	o.Go = spawn
+	return &o
+}
+
+// Start binds every listener (and the monitor API) and begins accepting. Addresses are
+// available from Addr once Start returns. Errors: a bind failure (everything already bound is
+// closed again), ErrServerClosed after Shutdown.
+func (b *Broker) Start() error {
+	b.mu.Lock()
+	if b.closing {
+		b.mu.Unlock()
+		return ErrServerClosed
+	}
+	if b.started {
+		b.mu.Unlock()
+		return errors.New("broker: already started")
+	}
+	b.started = true
+	b.startTime = time.Now()
+	b.mu.Unlock()
+	var servers []*server
+	fail := func(err error) error {
+		for _, s := range servers {
+			_ = s.ln.Close()
+		}
+		return err
+	}
+	for _, sc := range b.cfg.Servers {
+		var tlsConf *tls.Config
+		if sc.TLS.Enabled {
+			cert, err := tls.LoadX509KeyPair(sc.TLS.CertFile, sc.TLS.KeyFile)
+			if err != nil {
+				return fail(fmt.Errorf("broker: server %s: tls: %w", sc.Name, err))
+			}
+			tlsConf = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+		}
+		var ln net.Listener
+		var err error
+		log := b.log.With("server", sc.Name)
+		if sc.Transport == "websocket" {
+			ln, err = transport.ListenWebSocket(sc.Addr(), sc.TransportOptions.Path, tlsConf, log)
+		} else {
+			ln, err = transport.ListenTCP(sc.Addr(), tlsConf)
+		}
+		if err != nil {
+			return fail(fmt.Errorf("broker: server %s: listen %s: %w", sc.Name, sc.Addr(), err))
+		}
+		servers = append(servers, &server{cfg: sc, ln: ln, sopts: sessionOptions(sc, log, b.goroutine)})
+	}
+	if b.cfg.Monitor.IsEnabled() {
+		a, err := newAdminServer(b)
+		if err != nil {
+			return fail(err)
+		}
+		b.admin = a
+	}
+	b.mu.Lock()
+	b.servers = servers
+	b.mu.Unlock()
+	for _, s := range servers {
+		s := s
+		b.log.Info("listening", "server", s.cfg.Name, "transport", s.cfg.Transport, "addr", s.ln.Addr().String())
+		b.goroutine("accept", func() {
+			if err := transport.Serve(s.ln, b.goroutine, func(c net.Conn) { b.serveConn(s, c) }, b.log); err != nil {
+				b.log.Error("accept loop stopped", "server", s.cfg.Name, "err", err)
+			}
+		})
+	}
+	if b.admin != nil {
+		b.admin.start()
+	}
+	return nil
+}
+
+func (b *Broker) serveConn(s *server, c net.Conn) {
+	b.Connections.Add(1)
+	sess := session.New(c, handler{b}, s.sopts)
+	b.mu.Lock()
+	if b.closing {
+		b.mu.Unlock()
+		_ = c.Close()
+		return
+	}
+	b.sessions[sess] = struct{}{}
+	b.mu.Unlock()
+	sess.Serve()
+	b.mu.Lock()
+	delete(b.sessions, sess)
+	b.mu.Unlock()
+	if r := int(sess.Reason()); r < len(b.Closed) {
+		b.Closed[r].Add(1)
+	}
+}
+
+// handler adapts the router to the session's Handler port.
+type handler struct{ b *Broker }
+
+func (h handler) Connect(s *session.Session, _ *frame.Frame) (session.Link, *frame.ProtocolError) {
+	rc := h.b.router.Open(s)
+	s.OnDrain(func() { h.b.engine.Resume(rc.Delivery) })
+	return link{r: h.b.router, c: rc}, nil
+}
+
+type link struct {
+	r *router.Router
+	c *router.Conn
+}
+
+func (l link) Handle(f *frame.Frame)            { l.r.Handle(l.c, f) }
+func (l link) Closed(reason session.CloseReason) { l.r.Close(l.c) }
+
+// Addr returns the bound address of the named server ("" when unknown or not started).
+func (b *Broker) Addr(name string) string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, s := range b.servers {
+		if s.cfg.Name == name {
+			return s.ln.Addr().String()
+		}
+	}
+	return ""
+}
+
+// Addrs returns the bound address of every server, in configuration order.
+func (b *Broker) Addrs() []string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	out := make([]string, 0, len(b.servers))
+	for _, s := range b.servers {
+		out = append(out, s.ln.Addr().String())
+	}
+	return out
+}
+
+// MonitorAddr returns the admin API's bound address ("" when disabled).
+func (b *Broker) MonitorAddr() string {
+	if b.admin == nil {
+		return ""
+	}
+	return b.admin.ln.Addr().String()
+}
+
+// Run starts the broker and serves until ctx is done, then shuts down within 10 s.
+func (b *Broker) Run(ctx context.Context) error {
+	if err := b.Start(); err != nil {
+		return err
+	}
+	<-ctx.Done()
+	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	return b.Shutdown(sctx)
+}
+
+// Shutdown stops accepting, closes every session (a final flush bounded by ctx), stops the
+// admin API and waits for every broker goroutine. It returns ctx.Err() when ctx ends first.
+func (b *Broker) Shutdown(ctx context.Context) error {
+	b.mu.Lock()
+	if b.closing {
+		b.mu.Unlock()
+		return nil
+	}
+	b.closing = true
+	servers := b.servers
+	sessions := make([]*session.Session, 0, len(b.sessions))
+	for s := range b.sessions {
+		sessions = append(sessions, s)
+	}
+	b.mu.Unlock()
+	for _, s := range servers {
+		_ = s.ln.Close()
+	}
+	if b.admin != nil {
+		b.admin.shutdown(ctx)
+	}
+	for _, s := range sessions {
+		s.Fail(&frame.ProtocolError{Reason: "server shutting down", Fatal: true})
+	}
+	done := make(chan struct{})
+	go func() { b.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		for _, s := range sessions {
+			s.Close(session.CloseShutdown)
+		}
+		return ctx.Err()
+	}
+	b.log.Info("stopped")
+	return nil
+}
+
+// Sessions returns a snapshot of the connected sessions.
+func (b *Broker) Sessions() []*session.Session {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	out := make([]*session.Session, 0, len(b.sessions))
+	for s := range b.sessions {
+		out = append(out, s)
+	}
+	return out
+}
+
+// StartTime returns when Start ran.
+func (b *Broker) StartTime() time.Time { return b.startTime }

@@ -1,0 +1,429 @@
+// Package config is Titan's configuration: one immutable Config of plain values, its defaults,
+// validation, and loading from Titan's titan-env.yml shape (DESIGN §7).
+//
+// Library packages never read flags or the environment; cmd/titan does, and overlays them on
+// the file. Validate reports every problem at once. Unknown YAML keys are errors that name the
+// key and its line.
+package config
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/titan-broker/titan/internal/dest"
+	"github.com/titan-broker/titan/internal/dispatch"
+	"github.com/titan-broker/titan/internal/frame"
+)
+
+// File is the root of titan-env.yml.
+type File struct {
+	Titan Config `yaml:"titan"`
+}
+
+// Config is the whole broker configuration. Build one with Default, then Load or set fields;
+// treat it as immutable once the broker starts.
+type Config struct {
+	// Servers are the STOMP listeners (default: one TCP server on 0.0.0.0:61613).
+	Servers []Server `yaml:"servers"`
+	// Monitor is the admin/monitor HTTP API, metrics and web console.
+	Monitor Monitor `yaml:"monitor"`
+	// FlowControl holds Titan's flow-control defaults.
+	FlowControl FlowControl `yaml:"flow-control"`
+	// AddressSettings give traffic-created queues their settings by channel match.
+	AddressSettings []AddressSetting `yaml:"address-settings"`
+	// Store selects the durable store.
+	Store Store `yaml:"store"`
+	// Log configures logging.
+	Log Log `yaml:"log"`
+}
+
+// Server is one STOMP listener (titan.servers[]).
+type Server struct {
+	// Name identifies the server in logs and metrics (default "stomp").
+	Name string `yaml:"name"`
+	// Protocol must be "stomp".
+	Protocol string `yaml:"protocol"`
+	// Host is the listen address (default 0.0.0.0).
+	Host string `yaml:"host"`
+	// Port is the listen port (default 61613; 0 picks a free port).
+	Port int `yaml:"port"`
+	// Transport is "tcp" (default) or "websocket".
+	Transport string `yaml:"transport"`
+	// TransportOptions holds transport settings (path for websocket, default "/stomp").
+	TransportOptions TransportOptions `yaml:"transport-options"`
+	// ProtocolOptions are the STOMP settings.
+	ProtocolOptions ProtocolOptions `yaml:"protocol-options"`
+	// TLS enables TLS on the listener.
+	TLS TLS `yaml:"tls"`
+}
+
+// TransportOptions are transport settings.
+type TransportOptions struct {
+	// Path is the WebSocket upgrade path (default "/stomp").
+	Path string `yaml:"path"`
+}
+
+// ProtocolOptions are STOMP settings (titan.servers[].protocol-options). Lengths are bytes,
+// intervals milliseconds, as in Titan's existing file format.
+type ProtocolOptions struct {
+	// SupportedVersions lists offered versions (default ["1.0","1.1","1.2"]).
+	SupportedVersions []string `yaml:"supported-versions"`
+	// MaxHeaderLength bounds one header line in bytes (default 10240).
+	MaxHeaderLength int `yaml:"max-header-length"`
+	// MaxHeaders bounds headers per frame (default 1000).
+	MaxHeaders int `yaml:"max-headers"`
+	// MaxHeadersBytes bounds the command plus all header lines of a frame (default 262144).
+	MaxHeadersBytes int `yaml:"max-headers-bytes"`
+	// MaxBodyLength bounds a frame body in bytes (default 16777216).
+	MaxBodyLength int `yaml:"max-body-length"`
+	// MaxFrameInTransaction bounds frames buffered by one transaction (default 10000).
+	MaxFrameInTransaction int `yaml:"max-frame-in-transaction"`
+	// HeartbeatX is the server's outgoing heart-beat interval in ms (default 10000; 0 none).
+	HeartbeatX *int `yaml:"heartbeat-x"`
+	// HeartbeatY is the incoming heart-beat interval the server asks for in ms (default 10000).
+	HeartbeatY *int `yaml:"heartbeat-y"`
+	// HeartbeatGrace multiplies the client interval before a silent connection closes
+	// (default 2.0).
+	HeartbeatGrace float64 `yaml:"heartbeat-grace"`
+	// ConnectionTTL closes connections without client heart-beats after this many ms of
+	// silence (default 60000; -1 never).
+	ConnectionTTL int `yaml:"connection-ttl"`
+	// MaxSubscriptionsByClient bounds subscriptions per connection (default 1000).
+	MaxSubscriptionsByClient int `yaml:"max-subscriptions-by-client"`
+	// MaxOutboundBytes bounds bytes queued to one connection (default 16777216).
+	MaxOutboundBytes int64 `yaml:"max-outbound-bytes"`
+	// DefaultPrefetch bounds unacknowledged messages per subscription without a
+	// prefetch-count header (default 1000).
+	DefaultPrefetch int `yaml:"default-prefetch"`
+	// FanoutMode "virtual" routes events SENDs through dispatcher queues (reference 000);
+	// empty sends them straight to subscriptions. Broker-wide when set on any server.
+	FanoutMode string `yaml:"fanout-mode"`
+	// DefaultPattern routes bare destinations: events (default), events-store or queues.
+	DefaultPattern string `yaml:"default-pattern"`
+}
+
+// TLS configures TLS on a listener.
+type TLS struct {
+	Enabled  bool   `yaml:"enabled"`
+	CertFile string `yaml:"cert-file"`
+	KeyFile  string `yaml:"key-file"`
+}
+
+// Monitor configures the admin HTTP API (titan.monitor).
+type Monitor struct {
+	// Enabled turns the API on (default true).
+	Enabled *bool `yaml:"enabled"`
+	// Host is the listen address (default 0.0.0.0).
+	Host string `yaml:"host"`
+	// Port is the listen port (default 7777; 0 picks a free port).
+	Port int `yaml:"port"`
+	// Token, when set, is required as "Authorization: Bearer <token>" on every call.
+	Token string `yaml:"token"`
+}
+
+// FlowControl is titan.flow-control.
+type FlowControl struct {
+	Queue QueueFlow `yaml:"queue"`
+	Heap  HeapFlow  `yaml:"heap"`
+}
+
+// QueueFlow bounds queues-pattern queues.
+type QueueFlow struct {
+	// MaxPendingBytes bounds a traffic-created queue (default 67108864 = 64 MiB).
+	MaxPendingBytes int64 `yaml:"max-pending-bytes"`
+	// ResumePendingBytes is accepted for compatibility; producers resume as soon as there is
+	// room.
+	ResumePendingBytes int64 `yaml:"resume-pending-bytes"`
+}
+
+// HeapFlow is accepted for compatibility with Titan's file format (Go's runtime manages the
+// heap; see GOMEMLIMIT).
+type HeapFlow struct {
+	HighWatermark float64 `yaml:"high-watermark"`
+	LowWatermark  float64 `yaml:"low-watermark"`
+}
+
+// AddressSetting applies to traffic-created queues whose dot channel matches Match (`#` many
+// words, `*` one word; the most specific match wins, as in ActiveMQ Artemis).
+type AddressSetting struct {
+	Match                      string `yaml:"match"`
+	DefaultRingSize            *int   `yaml:"default-ring-size"`
+	DefaultMaxPendingMessages  *int   `yaml:"default-max-pending-messages"`
+	MaxPendingBytes            *int64 `yaml:"max-pending-bytes"`
+	AddressFullPolicy          string `yaml:"address-full-policy"`
+	BlockTimeout               *int   `yaml:"block-timeout"` // ms
+	MaxDeliveries              *int   `yaml:"max-deliveries"`
+	DeadLetter                 string `yaml:"dead-letter"`
+	RedeliveryDelay            *int   `yaml:"redelivery-delay"` // ms
+	RetentionMaxMessages       *int64 `yaml:"retention-max-messages"`
+	RetentionMaxBytes          *int64 `yaml:"retention-max-bytes"`
+	RetentionMaxAge            string `yaml:"retention-max-age"` // Go duration
+}
+
+// Store selects the durable store.
+type Store struct {
+	// Type is "pebble" (default, embedded, durable) or "memory" (nothing survives a restart).
+	Type string `yaml:"type"`
+	// DataDir is the store directory (default ./data).
+	DataDir string `yaml:"data-dir"`
+}
+
+// Log configures logging.
+type Log struct {
+	// Level is debug, info (default), warn or error.
+	Level string `yaml:"level"`
+	// Format is text (default) or json.
+	Format string `yaml:"format"`
+}
+
+// Default returns the configuration Titan runs with when nothing is configured.
+func Default() Config {
+	return Config{
+		Servers: []Server{DefaultServer()},
+		Monitor: Monitor{Host: "0.0.0.0", Port: 7777},
+		FlowControl: FlowControl{Queue: QueueFlow{MaxPendingBytes: dispatch.DefaultMaxPendingBytes}},
+		Store:   Store{Type: "pebble", DataDir: "./data"},
+		Log:     Log{Level: "info", Format: "text"},
+	}
+}
+
+// DefaultServer returns the default STOMP listener.
+func DefaultServer() Server {
+	s := Server{Name: "stomp", Protocol: "stomp", Host: "0.0.0.0", Port: 61613, Transport: "tcp"}
+	s.applyDefaults()
+	return s
+}
+
+func ip(v int) *int { return &v }
+
+func (s *Server) applyDefaults() {
+	if s.Name == "" {
+		s.Name = "stomp"
+	}
+	if s.Protocol == "" {
+		s.Protocol = "stomp"
+	}
+	if s.Host == "" {
+		s.Host = "0.0.0.0"
+	}
+	if s.Transport == "" {
+		s.Transport = "tcp"
+	}
+	if s.TransportOptions.Path == "" {
+		s.TransportOptions.Path = "/stomp"
+	}
+	p := &s.ProtocolOptions
+	if len(p.SupportedVersions) == 0 {
+		p.SupportedVersions = []string{"1.0", "1.1", "1.2"}
+	}
+	if p.MaxHeaderLength == 0 {
+		p.MaxHeaderLength = frame.DefaultMaxHeaderLineBytes
+	}
+	if p.MaxHeaders == 0 {
+		p.MaxHeaders = frame.DefaultMaxHeaders
+	}
+	if p.MaxHeadersBytes == 0 {
+		p.MaxHeadersBytes = frame.DefaultMaxHeaderBytes
+	}
+	if p.MaxBodyLength == 0 {
+		p.MaxBodyLength = frame.DefaultMaxBodyBytes
+	}
+	if p.MaxFrameInTransaction == 0 {
+		p.MaxFrameInTransaction = 10000
+	}
+	if p.HeartbeatX == nil {
+		p.HeartbeatX = ip(10000)
+	}
+	if p.HeartbeatY == nil {
+		p.HeartbeatY = ip(10000)
+	}
+	if p.HeartbeatGrace == 0 {
+		p.HeartbeatGrace = 2.0
+	}
+	if p.ConnectionTTL == 0 {
+		p.ConnectionTTL = 60000
+	}
+	if p.MaxSubscriptionsByClient == 0 {
+		p.MaxSubscriptionsByClient = 1000
+	}
+	if p.MaxOutboundBytes == 0 {
+		p.MaxOutboundBytes = 16 << 20
+	}
+	if p.DefaultPrefetch == 0 {
+		p.DefaultPrefetch = dispatch.DefaultPrefetch
+	}
+	if p.DefaultPattern == "" {
+		p.DefaultPattern = "events"
+	}
+}
+
+// ApplyDefaults fills every zero field with its default. Load calls it.
+func (c *Config) ApplyDefaults() {
+	if len(c.Servers) == 0 {
+		c.Servers = []Server{DefaultServer()}
+	}
+	for i := range c.Servers {
+		c.Servers[i].applyDefaults()
+	}
+	if c.Monitor.Host == "" {
+		c.Monitor.Host = "0.0.0.0"
+	}
+	if c.FlowControl.Queue.MaxPendingBytes == 0 {
+		c.FlowControl.Queue.MaxPendingBytes = dispatch.DefaultMaxPendingBytes
+	}
+	if c.Store.Type == "" {
+		c.Store.Type = "pebble"
+	}
+	if c.Store.DataDir == "" {
+		c.Store.DataDir = "./data"
+	}
+	if c.Log.Level == "" {
+		c.Log.Level = "info"
+	}
+	if c.Log.Format == "" {
+		c.Log.Format = "text"
+	}
+}
+
+// Parse decodes a titan-env.yml document. Unknown keys are errors naming the key and line.
+// The result has defaults applied but is not validated.
+func Parse(data []byte) (Config, error) {
+	var f File
+	f.Titan.Monitor.Port = 7777
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(&f); err != nil && !errors.Is(err, io.EOF) {
+		return Config{}, fmt.Errorf("config: %w", err)
+	}
+	f.Titan.ApplyDefaults()
+	return f.Titan, nil
+}
+
+// Load reads and parses the file at path, then validates it.
+func Load(path string) (Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return Config{}, fmt.Errorf("config: %w", err)
+	}
+	c, err := Parse(data)
+	if err != nil {
+		return Config{}, fmt.Errorf("%s: %w", path, err)
+	}
+	if err := c.Validate(); err != nil {
+		return Config{}, fmt.Errorf("%s: %w", path, err)
+	}
+	return c, nil
+}
+
+// Validate returns every problem at once (errors.Join), or nil.
+func (c *Config) Validate() error {
+	var errs []error
+	add := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
+	names := map[string]bool{}
+	for i, s := range c.Servers {
+		where := fmt.Sprintf("titan.servers[%d] (%s)", i, s.Name)
+		if names[s.Name] {
+			add("%s: duplicate server name", where)
+		}
+		names[s.Name] = true
+		if s.Protocol != "stomp" {
+			add("%s: protocol %q is not supported (want stomp)", where, s.Protocol)
+		}
+		if s.Transport != "tcp" && s.Transport != "websocket" {
+			add("%s: transport %q is not supported (want tcp or websocket)", where, s.Transport)
+		}
+		if s.Port < 0 || s.Port > 65535 {
+			add("%s: port %d out of range 0-65535", where, s.Port)
+		}
+		p := s.ProtocolOptions
+		for _, v := range p.SupportedVersions {
+			if _, ok := frame.ParseVersion(v); !ok {
+				add("%s: supported-versions: unknown version %q (want 1.0, 1.1, 1.2)", where, v)
+			}
+		}
+		if p.MaxHeaderLength < 0 || p.MaxHeaders < 0 || p.MaxBodyLength < 0 || p.MaxFrameInTransaction < 0 || p.MaxHeadersBytes < 0 {
+			add("%s: limits must not be negative", where)
+		}
+		if (p.HeartbeatX != nil && *p.HeartbeatX < 0) || (p.HeartbeatY != nil && *p.HeartbeatY < 0) {
+			add("%s: heartbeat-x and heartbeat-y must be >= 0 ms", where)
+		}
+		if p.FanoutMode != "" && p.FanoutMode != "virtual" {
+			add("%s: fanout-mode %q is not supported (want \"virtual\" or empty)", where, p.FanoutMode)
+		}
+		if pat, ok := dest.ParsePattern(p.DefaultPattern); !ok || !dest.ValidDefault(pat) {
+			add("%s: default-pattern %q is not allowed (want events, events-store or queues; commands and queries cannot be a default)", where, p.DefaultPattern)
+		}
+		if s.TLS.Enabled && (s.TLS.CertFile == "" || s.TLS.KeyFile == "") {
+			add("%s: tls.enabled needs cert-file and key-file", where)
+		}
+	}
+	if c.Monitor.Port < 0 || c.Monitor.Port > 65535 {
+		add("titan.monitor: port %d out of range 0-65535", c.Monitor.Port)
+	}
+	for i, a := range c.AddressSettings {
+		where := fmt.Sprintf("titan.address-settings[%d] (match %q)", i, a.Match)
+		if err := validMatch(a.Match); err != nil {
+			add("%s: %v", where, err)
+		}
+		if _, err := dispatch.ParseFullPolicy(a.AddressFullPolicy); err != nil {
+			add("%s: %v", where, err)
+		}
+		if a.RetentionMaxAge != "" {
+			if _, err := time.ParseDuration(a.RetentionMaxAge); err != nil {
+				add("%s: retention-max-age: %v", where, err)
+			}
+		}
+	}
+	if c.Store.Type != "pebble" && c.Store.Type != "memory" {
+		add("titan.store: type %q is not supported (want pebble or memory)", c.Store.Type)
+	}
+	switch strings.ToLower(c.Log.Level) {
+	case "debug", "info", "warn", "error":
+	default:
+		add("titan.log: level %q is not one of debug, info, warn, error", c.Log.Level)
+	}
+	return errors.Join(errs...)
+}
+
+func validMatch(m string) error {
+	if m == "" {
+		return errors.New("match must not be empty (use \"#\" for every address)")
+	}
+	for _, w := range strings.Split(m, ".") {
+		if w == "" {
+			return errors.New("match has an empty word")
+		}
+	}
+	return nil
+}
+
+// Versions returns the server's supported versions.
+func (s Server) Versions() []frame.Version {
+	var out []frame.Version
+	for _, v := range s.ProtocolOptions.SupportedVersions {
+		if fv, ok := frame.ParseVersion(v); ok {
+			out = append(out, fv)
+		}
+	}
+	return out
+}
+
+// Addr returns host:port.
+func (s Server) Addr() string { return s.Host + ":" + strconv.Itoa(s.Port) }
+
+// Addr returns the monitor's host:port.
+func (m Monitor) Addr() string { return m.Host + ":" + strconv.Itoa(m.Port) }
+
+// IsEnabled reports whether the monitor runs (default true).
+func (m Monitor) IsEnabled() bool { return m.Enabled == nil || *m.Enabled }
+
+// Ms converts a millisecond count to a Duration.
+func Ms(n int) time.Duration { return time.Duration(n) * time.Millisecond }

@@ -1,0 +1,419 @@
+package dest
+
+import (
+	"fmt"
+	"strings"
+)
+
+// MaxBytes is the longest destination Parse accepts, in bytes, measured on the raw header
+// value before the leading '/' is stripped (reference 003, grammar step 1).
+const MaxBytes = 512
+
+// DefaultGroup is the group of a SEND or SUBSCRIBE whose group header is absent or empty
+// (DESIGN §3).
+const DefaultGroup = "default"
+
+// maxGroupBytes is the longest valid group name, in bytes.
+const maxGroupBytes = 64
+
+// Pattern is the messaging pattern a destination's prefix selects (DESIGN §2). The zero
+// Pattern is no pattern: Valid reports false and Parse never returns it.
+type Pattern uint8
+
+// The messaging patterns, in DESIGN §2 table order.
+const (
+	// PatternEvents is fan-out to the subscribers present now (/topic/, alias /events/).
+	PatternEvents Pattern = iota + 1
+	// PatternEventsStore is a durable append-only log per channel (/events-store/, alias
+	// /store/).
+	PatternEventsStore
+	// PatternQueues is durable point-to-point delivery (/queue/, alias /queues/).
+	PatternQueues
+	// PatternCommands is request/response without a response body (/command/, alias
+	// /commands/).
+	PatternCommands
+	// PatternQueries is request/response with a response body (/query/, alias /queries/).
+	PatternQueries
+	// PatternTempQueue is a connection's private reply queue (/temp-queue/, no alias).
+	PatternTempQueue
+
+	// MaxPattern is the largest valid Pattern, for sizing arrays indexed by Pattern
+	// ([dest.MaxPattern + 1]T).
+	MaxPattern = PatternTempQueue
+)
+
+// patternNames are the config names (String, ParsePattern); patternPrefixes the primary
+// prefixes used on egress. Both are indexed by Pattern.
+var (
+	patternNames    = [MaxPattern + 1]string{"", "events", "events-store", "queues", "commands", "queries", "temp-queue"}
+	patternPrefixes = [MaxPattern + 1]string{"", "topic", "events-store", "queue", "command", "query", "temp-queue"}
+)
+
+// String returns the pattern's config name: "events", "events-store", "queues", "commands",
+// "queries" or "temp-queue"; "pattern(N)" for an invalid value.
+func (p Pattern) String() string {
+	if p.Valid() {
+		return patternNames[p]
+	}
+	return fmt.Sprintf("pattern(%d)", uint8(p))
+}
+
+// Valid reports whether p is one of the defined patterns.
+func (p Pattern) Valid() bool { return p >= PatternEvents && p <= MaxPattern }
+
+// Prefix returns the primary prefix of p without slashes ("topic", "events-store", "queue",
+// "command", "query", "temp-queue"), the one egress always uses; "" for an invalid value.
+func (p Pattern) Prefix() string {
+	if p.Valid() {
+		return patternPrefixes[p]
+	}
+	return ""
+}
+
+// MarshalText implements encoding.TextMarshaler with the config name (see String). It fails
+// for an invalid Pattern.
+func (p Pattern) MarshalText() ([]byte, error) {
+	if !p.Valid() {
+		return nil, fmt.Errorf("dest: invalid pattern %d", uint8(p))
+	}
+	return []byte(patternNames[p]), nil
+}
+
+// UnmarshalText implements encoding.TextUnmarshaler, accepting exactly the names ParsePattern
+// accepts, so a config file can spell default-pattern as "events".
+func (p *Pattern) UnmarshalText(b []byte) error {
+	v, ok := ParsePattern(string(b))
+	if !ok {
+		return fmt.Errorf("dest: unknown pattern %q (want events, events-store, queues, commands, queries or temp-queue)", b)
+	}
+	*p = v
+	return nil
+}
+
+// ParsePattern returns the Pattern whose config name (see String) is exactly s; matching is
+// case-sensitive and prefixes or aliases ("topic", "queue") are not accepted. ok is false
+// for any other string.
+func ParsePattern(s string) (p Pattern, ok bool) {
+	for i := PatternEvents; i <= MaxPattern; i++ {
+		if patternNames[i] == s {
+			return i, true
+		}
+	}
+	return 0, false
+}
+
+// ValidDefault reports whether p may be the default pattern that routes bare destinations:
+// only PatternEvents, PatternEventsStore and PatternQueues may (reference 003, "There is no
+// commands / queries default").
+func ValidDefault(p Pattern) bool {
+	return p == PatternEvents || p == PatternEventsStore || p == PatternQueues
+}
+
+// prefixPattern maps a destination's first segment to its pattern through the
+// case-sensitive prefix table (DESIGN §2): primaries and their aliases.
+func prefixPattern(seg string) (Pattern, bool) {
+	switch seg {
+	case "topic", "events":
+		return PatternEvents, true
+	case "queue", "queues":
+		return PatternQueues, true
+	case "events-store", "store":
+		return PatternEventsStore, true
+	case "command", "commands":
+		return PatternCommands, true
+	case "query", "queries":
+		return PatternQueries, true
+	case "temp-queue":
+		return PatternTempQueue, true
+	}
+	return 0, false
+}
+
+// Destination is a resolved destination: its pattern and its channel. Together with a group
+// it is the broker-internal identity (group, pattern, channel) of DESIGN §2; two raw strings
+// that resolve to equal Destinations name the same thing (/topic/a.b and /events/a/b).
+//
+// Channel is the dot-joined channel ("orders.eu"): never empty, no '/', no control
+// characters, and every dot-separated token non-empty. When it came from Parse it may share
+// memory with the raw string (it is a substring when raw has a single channel segment), so
+// if raw points into a reusable read buffer, clone Channel (strings.Clone) before keeping it.
+//
+// Bare is set when the first segment was no known prefix: the destination is routed by the
+// default pattern and its egress form has no prefix. Wildcard is set when a token of Channel
+// is exactly "*" or ">"; only ParseFilter returns such a Destination, and only for events.
+//
+// The zero Destination is invalid (its Pattern is not Valid). Destination is a small value
+// type, comparable with ==.
+type Destination struct {
+	Pattern  Pattern
+	Channel  string
+	Bare     bool
+	Wildcard bool
+}
+
+// Parse resolves a destination header value for every frame but SUBSCRIBE (SEND above all),
+// following DESIGN §2 / reference 003 steps 1-6, with def as the pattern for bare
+// destinations. A wildcard token is rejected.
+//
+// The rules, in order:
+//  1. len(raw) ≤ MaxBytes, measured on raw itself (so a 513-byte raw fails even if it starts
+//     with '/').
+//  2. Exactly one leading '/' is stripped (/queue/x and queue/x are the same).
+//  3. The rest is split on '/'; an empty segment ("", "/", "//x", "/queue//x", a trailing
+//     '/') is invalid.
+//  4. The first segment selects the pattern through the case-sensitive prefix table; a
+//     prefix with nothing after it ("/queue", "/queue/") is invalid.
+//  5. The remaining segments joined with '.' are the channel. A literal '.' inside a segment
+//     passes through, so /topic/a.b and /topic/a/b are the same channel "a.b". Titan
+//     decision: every dot-separated token of the channel must be non-empty, so "/topic/a..b",
+//     "/topic/.a" and "/topic/a." are invalid and the channel is always a well-formed dot
+//     sequence that Match and the subscription index can tokenize.
+//  6. A first segment that is no known prefix makes the destination bare: all segments form
+//     the channel and def routes it; def must satisfy ValidDefault. Titan decision: a bare
+//     destination whose first dot-token is a known prefix ("/queue.jobs", "topic.a/b") is
+//     invalid, because its egress form ("/queue/jobs") would parse as a different,
+//     prefixed destination.
+//
+// Bytes below 0x20 and 0x7f are invalid anywhere. Other bytes, including non-ASCII UTF-8,
+// pass through untouched. Only a whole token "*" or ">" is a wildcard; "a*" and "a>" are
+// literal tokens.
+//
+// Errors: ErrInvalid, wrapped with a detail for the log. Allocation: none for a destination
+// with a single channel segment (the channel is a substring of raw); one (the joined
+// channel) when there are several; the error path allocates. Safe for concurrent use.
+func Parse(raw string, def Pattern) (Destination, error) {
+	return parse(raw, def, false)
+}
+
+// ParseFilter is Parse for SUBSCRIBE: it additionally accepts wildcard tokens in the channel
+// (DESIGN §2 "Wildcards"; reference 003). A token that is exactly "*" matches one token in
+// any position; a token that is exactly ">" matches one or more trailing tokens and must be
+// the last token of the channel. Tokens such as "a*" or "a>" are literal. Slash-to-dot still
+// applies, so /topic/a/*/c gives the filter "a.*.c" and /topic/a.* gives "a.*".
+//
+// Wildcards are legal only when the resolved pattern is PatternEvents (prefixed, or bare
+// under an events default); ParseFilter rejects them for every other pattern. The returned
+// Destination has Wildcard set when the channel holds a wildcard token.
+//
+// Errors: ErrInvalid, wrapped, for everything Parse rejects other than a wildcard, for a '>'
+// that is not the last token, and for a wildcard outside events. Allocation and concurrency as
+// Parse.
+func ParseFilter(raw string, def Pattern) (Destination, error) {
+	return parse(raw, def, true)
+}
+
+// invalid wraps ErrInvalid with a detail. It is only called on the error path.
+func invalid(detail string) error {
+	return fmt.Errorf("%w: %s", ErrInvalid, detail)
+}
+
+func parse(raw string, def Pattern, filter bool) (Destination, error) {
+	if len(raw) > MaxBytes {
+		return Destination{}, invalid(fmt.Sprintf("%d bytes, longer than the %d-byte limit", len(raw), MaxBytes))
+	}
+	s := raw
+	if len(s) > 0 && s[0] == '/' {
+		s = s[1:]
+	}
+	if s == "" {
+		return Destination{}, invalid("empty")
+	}
+
+	var d Destination
+	rest := s
+	if i := strings.IndexByte(s, '/'); i >= 0 {
+		if p, ok := prefixPattern(s[:i]); ok {
+			d.Pattern = p
+			rest = s[i+1:]
+			if rest == "" {
+				return Destination{}, invalid("prefix " + s[:i] + " has no channel")
+			}
+		}
+	} else if _, ok := prefixPattern(s); ok {
+		return Destination{}, invalid("prefix " + s + " has no channel")
+	}
+	if d.Pattern == 0 {
+		if !ValidDefault(def) {
+			return Destination{}, invalid("default pattern " + def.String() + " cannot route bare destinations")
+		}
+		d.Pattern = def
+		d.Bare = true
+	}
+
+	// One pass over the channel part: tokens are separated by '/' (segments) or '.' (literal
+	// dots); none may be empty; find control characters and wildcards.
+	slash := false
+	start := 0
+	for i := 0; i <= len(rest); i++ {
+		var c byte
+		if i < len(rest) {
+			c = rest[i]
+			if c != '/' && c != '.' {
+				if c < 0x20 || c == 0x7f {
+					return Destination{}, invalid(fmt.Sprintf("control character 0x%02x", c))
+				}
+				continue
+			}
+		}
+		tok := rest[start:i]
+		switch {
+		case tok == "":
+			if c == '.' || (start > 0 && rest[start-1] == '.') {
+				return Destination{}, invalid("empty channel token")
+			}
+			return Destination{}, invalid("empty segment")
+		case tok == "*":
+			d.Wildcard = true
+		case tok == ">":
+			d.Wildcard = true
+			if i != len(rest) {
+				return Destination{}, invalid("'>' must be the last segment")
+			}
+		case start == 0 && d.Bare && c == '.':
+			// A bare destination whose first dot-token is a prefix would egress as that
+			// prefixed destination.
+			if _, ok := prefixPattern(tok); ok {
+				return Destination{}, invalid("bare destination starts with prefix " + tok + " followed by '.'")
+			}
+		}
+		if c == '/' {
+			slash = true
+		}
+		start = i + 1
+	}
+	if d.Wildcard {
+		if !filter {
+			return Destination{}, invalid("wildcard outside SUBSCRIBE")
+		}
+		if d.Pattern != PatternEvents {
+			return Destination{}, invalid("wildcard on " + d.Pattern.String() + "; wildcards are for events only")
+		}
+	}
+	if slash {
+		d.Channel = strings.ReplaceAll(rest, "/", ".")
+	} else {
+		d.Channel = rest
+	}
+	return d, nil
+}
+
+// String returns the canonical egress form of d that a MESSAGE carries (DESIGN §2 "Egress
+// destination"): "/" + the primary prefix + "/" + the channel with every '.' turned into '/'
+// ("/topic/orders/eu", also for a destination parsed through an alias), and for a bare
+// destination no prefix ("/orders/created"). It returns "" for a Destination whose Pattern is
+// not Valid. The result can be longer than MaxBytes when raw used a shorter alias.
+// Allocates the result once; see Append to avoid that.
+func (d Destination) String() string {
+	n := d.egressLen()
+	if n == 0 {
+		return ""
+	}
+	var b strings.Builder
+	b.Grow(n)
+	b.WriteByte('/')
+	if !d.Bare {
+		b.WriteString(d.Pattern.Prefix())
+		b.WriteByte('/')
+	}
+	ch := d.Channel
+	for {
+		i := strings.IndexByte(ch, '.')
+		if i < 0 {
+			b.WriteString(ch)
+			break
+		}
+		b.WriteString(ch[:i])
+		b.WriteByte('/')
+		ch = ch[i+1:]
+	}
+	return b.String()
+}
+
+// Append appends the egress form of d (see String) to b and returns the extended slice; it
+// appends nothing for a Destination whose Pattern is not Valid. It does not allocate when b
+// has room, so an encoder can write the destination straight into a frame buffer.
+func (d Destination) Append(b []byte) []byte {
+	if d.egressLen() == 0 {
+		return b
+	}
+	b = append(b, '/')
+	if !d.Bare {
+		b = append(b, d.Pattern.Prefix()...)
+		b = append(b, '/')
+	}
+	for i := 0; i < len(d.Channel); i++ {
+		c := d.Channel[i]
+		if c == '.' {
+			c = '/'
+		}
+		b = append(b, c)
+	}
+	return b
+}
+
+// egressLen is the byte length of String's result, 0 when d is invalid.
+func (d Destination) egressLen() int {
+	if !d.Pattern.Valid() {
+		return 0
+	}
+	n := 1 + len(d.Channel)
+	if !d.Bare {
+		n += len(d.Pattern.Prefix()) + 1
+	}
+	return n
+}
+
+// Match reports whether the channel filter (dot-separated tokens, possibly with wildcards, as
+// in ParseFilter's Destination.Channel) matches the concrete channel (as in Parse's). A filter
+// token "*" matches exactly one channel token in any position; a last filter token ">"
+// matches one or more remaining tokens, so "orders.>" matches "orders.eu" and "orders.eu.x"
+// but not "orders". Every other token must be equal byte for byte.
+//
+// Malformed input is handled consistently with the subscription index rather than rejected: a
+// '>' that is not the filter's last token makes the filter match nothing, and empty tokens
+// compare literally. Pure, allocation-free, safe for concurrent use.
+func Match(filter, channel string) bool {
+	f, c := 0, 0 // start of the current token in filter and channel
+	for {
+		fe := f
+		for fe < len(filter) && filter[fe] != '.' {
+			fe++
+		}
+		ft := filter[f:fe]
+		if ft == ">" {
+			return fe == len(filter)
+		}
+		ce := c
+		if ft == "*" {
+			for ce < len(channel) && channel[ce] != '.' {
+				ce++
+			}
+		} else {
+			ce = c + len(ft)
+			if ce > len(channel) || channel[c:ce] != ft || (ce < len(channel) && channel[ce] != '.') {
+				return false
+			}
+		}
+		fmore, cmore := fe < len(filter), ce < len(channel)
+		if !fmore || !cmore {
+			return fmore == cmore
+		}
+		f, c = fe+1, ce+1
+	}
+}
+
+// ValidGroup reports whether name is a valid group name, ^[a-zA-Z0-9_-]{1,64}$ (DESIGN §3).
+// The empty string is not valid: callers map an absent or empty group header to DefaultGroup
+// before asking. Allocation-free, without regexp.
+func ValidGroup(name string) bool {
+	if len(name) == 0 || len(name) > maxGroupBytes {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return true
+}

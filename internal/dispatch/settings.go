@@ -1,0 +1,88 @@
+package dispatch
+
+import (
+	"fmt"
+	"strings"
+	"time"
+)
+
+// FullPolicy is what a queue does with a SEND when it is full (DESIGN §4, Artemis
+// "address-full-policy").
+type FullPolicy uint8
+
+// Address-full policies.
+const (
+	// PolicyBlock stops reading the producer's connection until there is room, up to the
+	// block timeout, then fails like PolicyFail.
+	PolicyBlock FullPolicy = iota
+	// PolicyFail refuses the SEND with an ERROR (receipt-id echoed) and closes the
+	// connection, as STOMP requires after ERROR.
+	PolicyFail
+	// PolicyDrop discards the message and counts it.
+	PolicyDrop
+)
+
+// ParseFullPolicy maps "BLOCK", "FAIL", "DROP" (any case) to a FullPolicy.
+func ParseFullPolicy(s string) (FullPolicy, error) {
+	switch strings.ToUpper(strings.TrimSpace(s)) {
+	case "", "BLOCK":
+		return PolicyBlock, nil
+	case "FAIL":
+		return PolicyFail, nil
+	case "DROP":
+		return PolicyDrop, nil
+	}
+	return 0, fmt.Errorf("dispatch: unknown address-full-policy %q (want BLOCK, FAIL or DROP)", s)
+}
+
+// String returns the config spelling.
+func (p FullPolicy) String() string {
+	switch p {
+	case PolicyFail:
+		return "FAIL"
+	case PolicyDrop:
+		return "DROP"
+	}
+	return "BLOCK"
+}
+
+// MarshalText implements encoding.TextMarshaler.
+func (p FullPolicy) MarshalText() ([]byte, error) { return []byte(p.String()), nil }
+
+// Defaults for queues created by traffic (DESIGN §4).
+const (
+	// DefaultEventsCapacity is the hand-off capacity of an events queue in messages
+	// (reference 000's DispatcherQueue.DEFAULT_CAPACITY).
+	DefaultEventsCapacity = 11
+	// DefaultMaxPendingBytes bounds a queues-pattern queue (Titan's flow-control default).
+	DefaultMaxPendingBytes = 64 << 20
+	// DefaultBlockTimeout bounds how long PolicyBlock stalls a producer.
+	DefaultBlockTimeout = 30 * time.Second
+	// DefaultPrefetch is the unacknowledged-delivery limit of a subscription that sets no
+	// prefetch-count.
+	DefaultPrefetch = 1000
+)
+
+// QueueSettings are the limits and behaviour of one queue. Queues created by traffic take
+// them from the matching address setting; queues created explicitly keep their creator's.
+type QueueSettings struct {
+	// Capacity bounds the messages held (0: no count limit).
+	Capacity int
+	// MaxPendingBytes bounds the bytes held (0: no byte limit).
+	MaxPendingBytes int64
+	// FullPolicy decides what happens to a SEND when the queue is full.
+	FullPolicy FullPolicy
+	// BlockTimeout bounds PolicyBlock's stall (0: DefaultBlockTimeout).
+	BlockTimeout time.Duration
+	// RingSize > 0 makes a ring queue of that many messages (reference 002); <= 0: none.
+	RingSize int
+	// MaxDeliveries dead-letters a message after this many deliveries (0: unlimited).
+	MaxDeliveries int
+	// DeadLetter is the destination dead letters go to ("": /queue/DLQ.<channel>).
+	DeadLetter string
+	// RedeliveryDelay delays redelivery after NACK (0: at once).
+	RedeliveryDelay time.Duration
+	// Match is the address-setting match these settings came from ("" when explicit or
+	// built-in defaults).
+	Match string
+}

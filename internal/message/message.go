@@ -1,0 +1,134 @@
+// Package message defines Message, the immutable unit Titan routes, stores and delivers, and
+// the encoding of MESSAGE frames from it.
+//
+// A Message is built once at ingress and shared read-only by every queue, subscription and
+// connection it reaches. The part of a MESSAGE frame that is the same for every subscriber
+// (destination, content-length, user headers, body) is encoded once per STOMP version and
+// cached on the Message; only the per-delivery headers (subscription, message-id, ack,
+// redelivered) are written per subscriber ("encode once, send many").
+package message
+
+import (
+	"strconv"
+	"sync"
+	"sync/atomic"
+
+	"github.com/titan-broker/titan/internal/frame"
+)
+
+// Message is one published message. All fields are set before the message is shared and are
+// never mutated afterwards, so a *Message is safe for concurrent readers.
+type Message struct {
+	// ID is the broker-assigned message-id, unique per broker process lifetime (and, for stored
+	// messages, stable across redeliveries and restarts).
+	ID string
+	// Group is the destination group ("default" when the publisher named none).
+	Group string
+	// Destination is the canonical egress destination ("/topic/orders/eu").
+	Destination string
+	// Headers are the user-visible headers after ingress mapping (DESIGN §6): standard and
+	// custom headers, first occurrence only, machinery and reserved names removed.
+	Headers []frame.Header
+	// Body is the payload, byte-exact. Read-only.
+	Body []byte
+	// TimestampMs is the broker's acceptance time in Unix milliseconds.
+	TimestampMs int64
+	// ExpiresMs is the absolute expiry in Unix milliseconds; 0 means never.
+	ExpiresMs int64
+	// DeliverAtMs is the scheduled delivery time in Unix milliseconds; 0 means at once.
+	DeliverAtMs int64
+	// Persistent is false only when the publisher sent persistent:false.
+	Persistent bool
+	// Sequence is the store sequence for durable patterns (0 when not stored).
+	Sequence uint64
+
+	enc [3]atomic.Pointer[[]byte] // shared MESSAGE tail per version (index version-1)
+	dropped [3]atomic.Int32       // headers the version could not represent
+	once    [3]sync.Once
+}
+
+// Size returns the bytes the message accounts for in queue limits: body plus header text.
+func (m *Message) Size() int {
+	n := len(m.Body) + len(m.Destination) + len(m.ID)
+	for _, h := range m.Headers {
+		n += len(h.Key) + len(h.Value) + 2
+	}
+	return n
+}
+
+// Header returns the first user header named key.
+func (m *Message) Header(key string) (string, bool) {
+	for _, h := range m.Headers {
+		if h.Key == key {
+			return h.Value, true
+		}
+	}
+	return "", false
+}
+
+// Shared returns the encoded tail of a MESSAGE frame for version v: every header common to all
+// subscribers, the blank line, the body and the NUL. dropped counts headers v cannot
+// represent (they are left out, DESIGN §6). The slice is shared and must not be modified. Safe
+// for concurrent use; encodes at most once per version.
+func (m *Message) Shared(v frame.Version) (tail []byte, dropped int) {
+	i := int(v) - 1
+	if i < 0 || i > 2 {
+		i, v = 2, frame.V12
+	}
+	m.once[i].Do(func() {
+		b := make([]byte, 0, 128+len(m.Body)+len(m.Destination))
+		var ok bool
+		nd := 0
+		b, _ = frame.AppendHeader(b, frame.HdrDestination, m.Destination, v, false)
+		b, _ = frame.AppendHeader(b, frame.HdrMessageID, m.ID, v, false)
+		if m.Group != "" && m.Group != "default" {
+			b, _ = frame.AppendHeader(b, frame.HdrGroup, m.Group, v, false)
+		}
+		b = frame.AppendContentLength(b, len(m.Body))
+		for _, h := range m.Headers {
+			if b, ok = frame.AppendHeader(b, h.Key, h.Value, v, false); !ok {
+				nd++
+			}
+		}
+		b = append(b, '\n')
+		b = append(b, m.Body...)
+		b = append(b, 0)
+		m.enc[i].Store(&b)
+		m.dropped[i].Store(int32(nd))
+	})
+	return *m.enc[i].Load(), int(m.dropped[i].Load())
+}
+
+// Delivery describes the per-subscriber part of one MESSAGE frame.
+type Delivery struct {
+	Subscription string // subscription id
+	AckID        string // ack header value (1.2 and non-auto ack modes); "" for none
+	Redelivered  bool
+	// Extra are additional per-delivery headers (delivery-count, sequence, …); may be nil.
+	Extra []frame.Header
+}
+
+// AppendPrefix appends the head of a MESSAGE frame for one delivery at version v: the command
+// line and the per-delivery headers. The frame is completed by Shared(v). The per-delivery
+// headers come first so that, by first-wins, they override anything the publisher set.
+func AppendPrefix(dst []byte, d *Delivery, v frame.Version) []byte {
+	dst = append(dst, "MESSAGE\n"...)
+	dst, _ = frame.AppendHeader(dst, frame.HdrSubscription, d.Subscription, v, false)
+	if d.AckID != "" && v >= frame.V12 {
+		dst, _ = frame.AppendHeader(dst, frame.HdrAck, d.AckID, v, false)
+	}
+	if d.Redelivered {
+		dst = append(dst, "redelivered:true\n"...)
+	}
+	for _, h := range d.Extra {
+		dst, _ = frame.AppendHeader(dst, h.Key, h.Value, v, false)
+	}
+	return dst
+}
+
+var idCounter atomic.Uint64
+
+// NewID returns a process-unique message-id of the form "<prefix>-<n>".
+func NewID(prefix string) string {
+	return prefix + "-" + strconv.FormatUint(idCounter.Add(1), 10)
+}

@@ -1,0 +1,18 @@
+// Package router is the heart of Titan (DESIGN §1, reference 004): every client frame is run
+// through a fixed chain of stages to the final stage.
+//
+// A pure resolver maps (frame command, destination pattern) to a Route — a name for a fixed
+// slice of stages. Every stage implements Stage: it does one thing, records its outcome on the
+// Context and never lets an error or panic escape; a failed stage sets Context.Err and the
+// router skips straight to the final stage. Every route ends at Final, which answers the
+// client exactly once: ERROR (then close) on failure, RECEIPT when one was asked, nothing
+// otherwise. New capability is a new route or a new stage, never a branch in the transport.
+//
+// Stages depend on ports (Client, Engine, Clock), never on adapters: the session, the
+// dispatch engine and the store are wired in by the broker.
+//
+// # Concurrency
+//
+// Route runs on the calling connection's read goroutine; a Conn's transaction state is owned
+// by that goroutine. The Router itself is immutable after New and safe for concurrent use.
+package router

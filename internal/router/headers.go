@@ -1,0 +1,50 @@
+package router
+
+import (
+	"strings"
+
+	"github.com/titan-broker/titan/internal/frame"
+)
+
+// machinery reports whether a SEND header is protocol machinery that never becomes message
+// metadata (reference 003: destination, receipt, transaction, content-length, message-id,
+// subscription, ack, id, timeout), or a header only the broker may set on MESSAGE (group,
+// redelivered, delivery-count, sequence: a publisher must not be able to spoof them).
+func machinery(key string) bool {
+	switch key {
+	case frame.HdrDestination, frame.HdrReceipt, frame.HdrTransaction, frame.HdrContentLength,
+		frame.HdrMessageID, frame.HdrSubscription, frame.HdrAck, frame.HdrID, frame.HdrTimeout,
+		frame.HdrGroup, frame.HdrRedelivered, "delivery-count", "sequence":
+		return true
+	}
+	return false
+}
+
+// MetadataHeader is the read-only egress header carrying a native publisher's metadata
+// (reference 003's x-kubemq-metadata, renamed).
+const MetadataHeader = "x-titan-metadata"
+
+// reserved reports whether a client may not set the header at all: names starting with
+// "stomp." (reserved metadata) and the metadata header (reference 003, "Spoofing guard").
+func reserved(key string) bool {
+	return strings.HasPrefix(key, "stomp.") || key == MetadataHeader
+}
+
+// MapIngress appends to dst the headers of a SEND that become message headers: machinery and
+// reserved names removed, first occurrence of each name only (STOMP 1.2, "Repeated Header
+// Entries"). The returned headers alias the input strings.
+func MapIngress(dst, in []frame.Header) []frame.Header {
+outer:
+	for _, h := range in {
+		if machinery(h.Key) || reserved(h.Key) {
+			continue
+		}
+		for _, k := range dst {
+			if k.Key == h.Key {
+				continue outer
+			}
+		}
+		dst = append(dst, h)
+	}
+	return dst
+}

@@ -1,0 +1,35 @@
+package router
+
+import (
+	"time"
+
+	"github.com/titan-broker/titan/internal/dispatch"
+	"github.com/titan-broker/titan/internal/frame"
+	"github.com/titan-broker/titan/internal/message"
+)
+
+// Client is the port to one client connection (implemented by session.Session). Every method
+// is safe for concurrent use and never blocks on the socket.
+type Client interface {
+	dispatch.Writer
+	// ID is the session id.
+	ID() string
+	// WriteFrame queues a control frame (RECEIPT, ERROR).
+	WriteFrame(f *frame.Frame) bool
+	// Fail sends pe as an ERROR frame and, when pe.Fatal, closes after it is written.
+	Fail(pe *frame.ProtocolError)
+	// Disconnect closes after everything queued is written.
+	Disconnect()
+}
+
+// Engine is the port to the messaging core (implemented by *dispatch.Engine).
+type Engine interface {
+	Publish(id dispatch.Identity, m *message.Message) (dropped bool, err error)
+	Subscribe(sub *dispatch.Subscription) error
+	Unsubscribe(c *dispatch.Conn, id string) error
+	Ack(c *dispatch.Conn, key, subID string, nack bool) error
+	CloseConn(c *dispatch.Conn)
+}
+
+// Clock is the time source (injectable for tests).
+type Clock func() time.Time

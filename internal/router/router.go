@@ -1,0 +1,278 @@
+package router
+
+import (
+	"fmt"
+	"log/slog"
+	"runtime/debug"
+	"sync/atomic"
+	"time"
+
+	"github.com/titan-broker/titan/internal/dest"
+	"github.com/titan-broker/titan/internal/dispatch"
+	"github.com/titan-broker/titan/internal/frame"
+)
+
+// Route names a fixed chain of stages.
+type Route uint8
+
+// Routes. RouteReject carries frames the resolver already failed (malformed destination,
+// unsupported pattern) straight to Final.
+const (
+	RouteReject Route = iota
+	RouteSendEvents
+	RouteSendQueue
+	RouteSubscribe
+	RouteUnsubscribe
+	RouteAck
+	RouteNack
+	RouteBegin
+	RouteCommit
+	RouteAbort
+	RouteDisconnect
+	numRoutes
+)
+
+var routeNames = [numRoutes]string{"reject", "send-events", "send-queue", "subscribe", "unsubscribe", "ack", "nack", "begin", "commit", "abort", "disconnect"}
+
+// String returns the route's name (used in metrics).
+func (r Route) String() string {
+	if r < numRoutes {
+		return routeNames[r]
+	}
+	return "unknown"
+}
+
+// Stage is one bead on a route: it does one thing and records its outcome on the Context
+// (reference 004, PipelineStage). It must not panic or block on a socket; a failure is
+// recorded in c.Err, never returned.
+type Stage interface {
+	Apply(c *Context)
+}
+
+// StageFunc adapts a function to Stage.
+type StageFunc func(c *Context)
+
+// Apply calls f(c).
+func (f StageFunc) Apply(c *Context) { f(c) }
+
+// Options configure a Router. Zero values take the documented defaults.
+type Options struct {
+	// DefaultPattern routes bare destinations (events, events-store or queues; default events).
+	DefaultPattern dest.Pattern
+	// MaxSubscriptions bounds subscriptions per connection (default 1000;
+	// max-subscriptions-by-client).
+	MaxSubscriptions int
+	// MaxFramesInTransaction bounds the frames one transaction buffers (default 10000;
+	// max-frame-in-transaction).
+	MaxFramesInTransaction int
+	// MaxTransactions bounds open transactions per connection (default 100).
+	MaxTransactions int
+	// DefaultPrefetch is the unacknowledged-message limit of a subscription without a
+	// prefetch-count header (default dispatch.DefaultPrefetch).
+	DefaultPrefetch int
+	// MaxPrefetch caps prefetch-count (default 65535).
+	MaxPrefetch int
+	// MessageIDPrefix prefixes broker-assigned message ids (default "titan").
+	MessageIDPrefix string
+	// Clock is the time source (default time.Now).
+	Clock Clock
+	// Logger receives routing events; nil discards them.
+	Logger *slog.Logger
+	// SendStages are custom stages run on every SEND route after the route stage and before
+	// publication (reference 000: "custom handlers are inserted between those stages").
+	SendStages []Stage
+}
+
+// Router resolves routes and runs frames through them. Immutable after New; safe for
+// concurrent use.
+type Router struct {
+	opts   Options
+	engine Engine
+	log    *slog.Logger
+	routes [numRoutes][]Stage
+	final  Stage
+	// sendEffects are the stages after the transaction stage on SEND routes.
+	sendEffects []Stage
+
+	// Routed counts frames per route (index Route).
+	Routed [numRoutes]atomic.Uint64
+	// Errors counts frames that ended in an ERROR, per route.
+	Errors [numRoutes]atomic.Uint64
+}
+
+// New builds a Router over engine.
+func New(engine Engine, o Options) *Router {
+	if !o.DefaultPattern.Valid() {
+		o.DefaultPattern = dest.PatternEvents
+	}
+	if o.MaxSubscriptions <= 0 {
+		o.MaxSubscriptions = 1000
+	}
+	if o.MaxFramesInTransaction <= 0 {
+		o.MaxFramesInTransaction = 10000
+	}
+	if o.MaxTransactions <= 0 {
+		o.MaxTransactions = 100
+	}
+	if o.DefaultPrefetch <= 0 {
+		o.DefaultPrefetch = dispatch.DefaultPrefetch
+	}
+	if o.MaxPrefetch <= 0 {
+		o.MaxPrefetch = 65535
+	}
+	if o.MessageIDPrefix == "" {
+		o.MessageIDPrefix = "titan"
+	}
+	if o.Clock == nil {
+		o.Clock = time.Now
+	}
+	r := &Router{opts: o, engine: engine, log: o.Logger}
+	if r.log == nil {
+		r.log = slog.New(slog.DiscardHandler)
+	}
+	group := groupStage{}
+	build := messageStage{clock: o.Clock, idPrefix: o.MessageIDPrefix}
+	tx := txBufferStage{max: o.MaxFramesInTransaction}
+	publish := publishStage{engine: engine}
+	// effects are the SEND stages that act once a message is built and admitted; COMMIT
+	// replays exactly these for each buffered SEND.
+	r.sendEffects = append(append([]Stage(nil), o.SendStages...), publish)
+	send := func() []Stage {
+		return append([]Stage{group, build, tx}, r.sendEffects...)
+	}
+	r.routes[RouteSendEvents] = send()
+	r.routes[RouteSendQueue] = send()
+	r.routes[RouteSubscribe] = []Stage{group, subscribeStage{engine: engine, opts: &r.opts}}
+	r.routes[RouteUnsubscribe] = []Stage{unsubscribeStage{engine: engine}}
+	r.routes[RouteAck] = []Stage{tx, ackStage{engine: engine}}
+	r.routes[RouteNack] = []Stage{tx, ackStage{engine: engine, nack: true}}
+	r.routes[RouteBegin] = []Stage{beginStage{max: o.MaxTransactions}}
+	r.routes[RouteCommit] = []Stage{commitStage{router: r}}
+	r.routes[RouteAbort] = []Stage{abortStage{}}
+	r.routes[RouteDisconnect] = nil
+	r.final = finalStage{}
+	return r
+}
+
+// Options returns the router's effective options.
+func (r *Router) Options() Options { return r.opts }
+
+// Conn is the router's state for one connection. Its transaction map belongs to the
+// connection's read goroutine.
+type Conn struct {
+	Client   Client
+	Delivery *dispatch.Conn
+	txs      map[string]*transaction
+}
+
+// Open returns the router state for a newly connected client.
+func (r *Router) Open(c Client) *Conn {
+	return &Conn{Client: c, Delivery: dispatch.NewConn(c)}
+}
+
+// Close releases a connection's state: open transactions are aborted and unacknowledged
+// messages go back to their queues for redelivery.
+func (r *Router) Close(c *Conn) {
+	c.txs = nil
+	r.engine.CloseConn(c.Delivery)
+}
+
+// Handle routes one frame from c. f is valid only during the call.
+func (r *Router) Handle(c *Conn, f *frame.Frame) {
+	ctx := Context{Conn: c, Frame: f}
+	r.Route(&ctx)
+}
+
+// Resolve is the pure resolver: it maps the frame's command and destination pattern to a
+// route, recording a sanitized error (RouteReject) for a destination that does not resolve.
+func (r *Router) Resolve(c *Context) Route {
+	f := c.Frame
+	switch f.Command {
+	case frame.CmdSend:
+		raw, ok := f.Get(frame.HdrDestination)
+		if !ok {
+			c.fail("missing destination header", "SEND requires a destination header")
+			return RouteReject
+		}
+		d, err := dest.Parse(raw, r.opts.DefaultPattern)
+		if err != nil {
+			r.log.Debug("invalid destination", "destination", raw, "err", err)
+			c.fail("invalid destination", "")
+			return RouteReject
+		}
+		c.Dest = d
+		switch d.Pattern {
+		case dest.PatternEvents:
+			return RouteSendEvents
+		case dest.PatternQueues:
+			return RouteSendQueue
+		}
+		c.fail("unsupported destination pattern", d.Pattern.String()+" destinations are not available on this server")
+		return RouteReject
+	case frame.CmdSubscribe:
+		raw, ok := f.Get(frame.HdrDestination)
+		if !ok {
+			c.fail("missing destination header", "SUBSCRIBE requires a destination header")
+			return RouteReject
+		}
+		d, err := dest.ParseFilter(raw, r.opts.DefaultPattern)
+		if err != nil {
+			r.log.Debug("invalid destination", "destination", raw, "err", err)
+			c.fail("invalid destination", "")
+			return RouteReject
+		}
+		c.Dest = d
+		switch d.Pattern {
+		case dest.PatternEvents, dest.PatternQueues:
+			return RouteSubscribe
+		}
+		c.fail("unsupported destination pattern", d.Pattern.String()+" destinations are not available on this server")
+		return RouteReject
+	case frame.CmdUnsubscribe:
+		return RouteUnsubscribe
+	case frame.CmdAck:
+		return RouteAck
+	case frame.CmdNack:
+		return RouteNack
+	case frame.CmdBegin:
+		return RouteBegin
+	case frame.CmdCommit:
+		return RouteCommit
+	case frame.CmdAbort:
+		return RouteAbort
+	case frame.CmdDisconnect:
+		return RouteDisconnect
+	}
+	c.fail("unexpected frame", f.Command.String()+" is not valid here")
+	return RouteReject
+}
+
+// Route runs c through its route to Final. It never panics: a stage panic is recovered,
+// logged and turned into an ERROR for this connection only.
+func (r *Router) Route(c *Context) {
+	c.Receipt, _ = c.Frame.Get(frame.HdrReceipt)
+	c.Route = r.Resolve(c)
+	r.Routed[c.Route].Add(1)
+	r.run(c, r.routes[c.Route])
+	if c.Err != nil {
+		r.Errors[c.Route].Add(1)
+	}
+	if !c.Replay {
+		r.final.Apply(c)
+	}
+}
+
+func (r *Router) run(c *Context, stages []Stage) {
+	defer func() {
+		if p := recover(); p != nil {
+			r.log.Error("stage panic", "route", c.Route.String(), "panic", p, "stack", string(debug.Stack()))
+			c.Err = &frame.ProtocolError{Reason: "internal error", ReceiptID: c.Receipt, Fatal: true, Err: fmt.Errorf("panic: %v", p)}
+		}
+	}()
+	for _, s := range stages {
+		if c.Err != nil || c.Halt {
+			return
+		}
+		s.Apply(c)
+	}
+}

@@ -1,0 +1,207 @@
+package router
+
+import (
+	"errors"
+	"strconv"
+	"strings"
+
+	"github.com/titan-broker/titan/internal/dest"
+	"github.com/titan-broker/titan/internal/dispatch"
+	"github.com/titan-broker/titan/internal/frame"
+	"github.com/titan-broker/titan/internal/message"
+)
+
+// groupStage resolves the group header (DESIGN §3): absent or empty is "default"; a name
+// outside ^[a-zA-Z0-9_-]{1,64}$ is an error that closes the connection.
+type groupStage struct{}
+
+func (groupStage) Apply(c *Context) {
+	g, _ := c.Frame.Get(frame.HdrGroup)
+	if g == "" {
+		g = dest.DefaultGroup
+	} else if !dest.ValidGroup(g) {
+		c.fail("invalid group", "group names match ^[a-zA-Z0-9_-]{1,64}$")
+		return
+	}
+	c.Identity = dispatch.IdentityOf(g, c.Dest)
+}
+
+// messageStage builds the Message of a SEND: header mapping (DESIGN §6), broker-assigned
+// message-id and timestamp, expiry and scheduling.
+type messageStage struct {
+	clock    Clock
+	idPrefix string
+}
+
+func (s messageStage) Apply(c *Context) {
+	f := c.Frame
+	var scratch [16]frame.Header
+	hdrs := MapIngress(scratch[:0], f.Headers)
+	packed := (&frame.Frame{Headers: hdrs, Body: f.Body}).Clone()
+	now := s.clock().UnixMilli()
+	m := &message.Message{
+		ID:          message.NewID(s.idPrefix),
+		Group:       strings.Clone(c.Identity.Group),
+		Destination: c.Identity.Destination(),
+		Headers:     packed.Headers,
+		Body:        packed.Body,
+		TimestampMs: now,
+		Persistent:  f.Value(frame.HdrPersistent) != "false",
+	}
+	if v, ok := f.Get(frame.HdrExpires); ok && v != "" && v != "0" {
+		ms, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || ms < 0 {
+			c.fail("invalid expires header", "expires is an absolute time in Unix milliseconds")
+			return
+		}
+		m.ExpiresMs = ms
+	}
+	if v, ok := f.Get("delay"); ok && v != "" {
+		ms, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || ms < 0 {
+			c.fail("invalid delay header", "delay is a non-negative number of milliseconds")
+			return
+		}
+		if ms > 0 {
+			m.DeliverAtMs = now + ms
+		}
+	}
+	c.Message = m
+	c.Identity = cloneIdentity(c.Identity)
+}
+
+func cloneIdentity(id dispatch.Identity) dispatch.Identity {
+	id.Group = strings.Clone(id.Group)
+	id.Channel = strings.Clone(id.Channel)
+	return id
+}
+
+// publishStage hands the message to the engine (dispatcher queue or subscriptions).
+type publishStage struct{ engine Engine }
+
+func (s publishStage) Apply(c *Context) {
+	if _, err := s.engine.Publish(c.Identity, c.Message); err != nil {
+		switch {
+		case errors.Is(err, dispatch.ErrQueueFull):
+			c.fail("queue full", "the destination is full; retry later")
+		default:
+			c.fail("publish failed", "")
+		}
+	}
+}
+
+// subscribeStage validates a SUBSCRIBE and registers the subscription.
+type subscribeStage struct {
+	engine Engine
+	opts   *Options
+}
+
+func (s subscribeStage) Apply(c *Context) {
+	f := c.Frame
+	id, _ := f.Get(frame.HdrID)
+	if id == "" {
+		if c.Conn.Client.Version() >= frame.V11 {
+			c.fail("missing id header", "SUBSCRIBE requires an id header")
+			return
+		}
+		id = f.Value(frame.HdrDestination) // STOMP 1.0: the destination identifies the subscription
+	}
+	mode, ok := dispatch.ParseAckMode(f.Value(frame.HdrAck))
+	if !ok {
+		c.fail("invalid ack mode", "ack must be auto, client or client-individual")
+		return
+	}
+	prefetch := s.opts.DefaultPrefetch
+	if v, ok := f.Get("prefetch-count"); ok {
+		n, err := strconv.Atoi(v)
+		if err != nil || n <= 0 {
+			c.fail("invalid prefetch-count", "prefetch-count is a positive number of messages")
+			return
+		}
+		prefetch = min(n, s.opts.MaxPrefetch)
+	}
+	if c.Conn.Delivery.SubscriptionCount() >= s.opts.MaxSubscriptions {
+		c.fail("too many subscriptions", "the per-connection subscription limit is "+strconv.Itoa(s.opts.MaxSubscriptions))
+		return
+	}
+	d := c.Dest
+	d.Channel = strings.Clone(d.Channel)
+	sub := &dispatch.Subscription{
+		ID: strings.Clone(id), Conn: c.Conn.Delivery, Group: strings.Clone(c.Identity.Group),
+		Dest: d, Ack: mode, Prefetch: prefetch,
+	}
+	if err := s.engine.Subscribe(sub); err != nil {
+		c.fail("duplicate subscription id", "subscription "+id+" is already active")
+	}
+}
+
+// unsubscribeStage removes a subscription; its unacknowledged queue messages are redelivered.
+type unsubscribeStage struct{ engine Engine }
+
+func (s unsubscribeStage) Apply(c *Context) {
+	id, _ := c.Frame.Get(frame.HdrID)
+	if id == "" {
+		if c.Conn.Client.Version() >= frame.V11 {
+			c.fail("missing id header", "UNSUBSCRIBE requires an id header")
+			return
+		}
+		id = c.Frame.Value(frame.HdrDestination)
+	}
+	if err := s.engine.Unsubscribe(c.Conn.Delivery, id); err != nil {
+		c.fail("unknown subscription", "no active subscription "+id)
+	}
+}
+
+// ackStage acknowledges (or rejects) a delivery. STOMP 1.2 names it by the id header (the
+// MESSAGE's ack header); 1.0 and 1.1 by message-id (and subscription on 1.1).
+type ackStage struct {
+	engine Engine
+	nack   bool
+}
+
+func (s ackStage) Apply(c *Context) {
+	f := c.Frame
+	var key, sub string
+	if c.Conn.Client.Version() >= frame.V12 {
+		key = f.Value(frame.HdrID)
+		if key == "" {
+			c.fail("missing id header", f.Command.String()+" requires an id header")
+			return
+		}
+	} else {
+		key = f.Value(frame.HdrMessageID)
+		if key == "" {
+			c.fail("missing message-id header", f.Command.String()+" requires a message-id header")
+			return
+		}
+		sub = f.Value(frame.HdrSubscription)
+	}
+	s.apply(c, key, sub)
+}
+
+func (s ackStage) apply(c *Context, key, sub string) {
+	if err := s.engine.Ack(c.Conn.Delivery, key, sub, s.nack); err != nil {
+		c.fail("unknown ack id", "no unacknowledged message "+key)
+	}
+}
+
+// finalStage answers the client exactly once (reference 004, FinalStage): ERROR and close on
+// failure, RECEIPT when asked, and the close after DISCONNECT.
+type finalStage struct{}
+
+func (finalStage) Apply(c *Context) {
+	cl := c.Conn.Client
+	if c.Err != nil {
+		if c.Err.ReceiptID == "" {
+			c.Err.ReceiptID = c.Receipt
+		}
+		cl.Fail(c.Err)
+		return
+	}
+	if c.Receipt != "" {
+		cl.WriteFrame(&frame.Frame{Command: frame.CmdReceipt, Headers: []frame.Header{{Key: frame.HdrReceiptID, Value: c.Receipt}}})
+	}
+	if c.Route == RouteDisconnect {
+		cl.Disconnect()
+	}
+}

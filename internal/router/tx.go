@@ -1,0 +1,136 @@
+package router
+
+import (
+	"strconv"
+	"strings"
+
+	"github.com/titan-broker/titan/internal/dispatch"
+	"github.com/titan-broker/titan/internal/frame"
+	"github.com/titan-broker/titan/internal/message"
+)
+
+// transaction buffers the SENDs and ACK/NACKs of one open transaction (STOMP 1.2, "BEGIN").
+type transaction struct {
+	ops []txOp
+}
+
+// txOp is one buffered frame, already validated and detached from the read buffer.
+type txOp struct {
+	route    Route
+	identity dispatch.Identity
+	msg      *message.Message
+	key, sub string
+}
+
+// txBufferStage diverts a frame carrying a transaction header into its transaction; the frame
+// takes effect at COMMIT and is discarded at ABORT.
+type txBufferStage struct{ max int }
+
+func (s txBufferStage) Apply(c *Context) {
+	if c.Replay {
+		return
+	}
+	name, ok := c.Frame.Get(frame.HdrTransaction)
+	if !ok {
+		return
+	}
+	t := c.Conn.txs[name]
+	if t == nil {
+		c.fail("unknown transaction", "no open transaction "+name)
+		return
+	}
+	if len(t.ops) >= s.max {
+		c.fail("transaction too large", "a transaction holds at most "+strconv.Itoa(s.max)+" frames")
+		return
+	}
+	op := txOp{route: c.Route, identity: c.Identity, msg: c.Message}
+	if c.Route == RouteAck || c.Route == RouteNack {
+		f := c.Frame
+		if c.Conn.Client.Version() >= frame.V12 {
+			op.key = strings.Clone(f.Value(frame.HdrID))
+		} else {
+			op.key = strings.Clone(f.Value(frame.HdrMessageID))
+			op.sub = strings.Clone(f.Value(frame.HdrSubscription))
+		}
+		if op.key == "" {
+			c.fail("missing id header", f.Command.String()+" requires an id header")
+			return
+		}
+	}
+	t.ops = append(t.ops, op)
+	c.Halt = true
+}
+
+func txName(c *Context) (string, bool) {
+	name, ok := c.Frame.Get(frame.HdrTransaction)
+	if !ok || name == "" {
+		c.fail("missing transaction header", c.Frame.Command.String()+" requires a transaction header")
+		return "", false
+	}
+	return name, true
+}
+
+type beginStage struct{ max int }
+
+func (s beginStage) Apply(c *Context) {
+	name, ok := txName(c)
+	if !ok {
+		return
+	}
+	if c.Conn.txs == nil {
+		c.Conn.txs = make(map[string]*transaction)
+	}
+	if _, dup := c.Conn.txs[name]; dup {
+		c.fail("transaction already active", "transaction "+name+" is already open")
+		return
+	}
+	if len(c.Conn.txs) >= s.max {
+		c.fail("too many transactions", "at most "+strconv.Itoa(s.max)+" open transactions per connection")
+		return
+	}
+	c.Conn.txs[strings.Clone(name)] = &transaction{}
+}
+
+// commitStage replays a transaction's frames, in order, through their routes' effect stages.
+type commitStage struct{ router *Router }
+
+func (s commitStage) Apply(c *Context) {
+	name, ok := txName(c)
+	if !ok {
+		return
+	}
+	t := c.Conn.txs[name]
+	if t == nil {
+		c.fail("unknown transaction", "no open transaction "+name)
+		return
+	}
+	delete(c.Conn.txs, name)
+	r := s.router
+	for _, op := range t.ops {
+		rc := Context{Conn: c.Conn, Frame: c.Frame, Route: op.route, Identity: op.identity, Message: op.msg, Receipt: c.Receipt, Replay: true}
+		switch op.route {
+		case RouteSendEvents, RouteSendQueue:
+			r.run(&rc, r.sendEffects) // the message was built and validated at SEND time
+		case RouteAck, RouteNack:
+			ackStage{engine: r.engine, nack: op.route == RouteNack}.apply(&rc, op.key, op.sub)
+		}
+		if rc.Err != nil {
+			c.Err = rc.Err
+			return
+		}
+	}
+}
+
+type abortStage struct{}
+
+func (abortStage) Apply(c *Context) {
+	name, ok := txName(c)
+	if !ok {
+		return
+	}
+	if _, ok := c.Conn.txs[name]; !ok {
+		c.fail("unknown transaction", "no open transaction "+name)
+		return
+	}
+	delete(c.Conn.txs, name)
+}

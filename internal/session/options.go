@@ -1,0 +1,63 @@
+package session
+
+import (
+	"log/slog"
+	"time"
+
+	"github.com/titan-broker/titan/internal/frame"
+)
+
+// Options configure every session of one listener. The zero value is not useful; start from
+// DefaultOptions. Options are read-only once a session starts.
+type Options struct {
+	// Limits bound what the parser accepts (see frame.Limits).
+	Limits frame.Limits
+	// Versions are the protocol versions offered, in any order (default 1.0, 1.1, 1.2).
+	Versions []frame.Version
+	// ServerName is the CONNECTED server header (default "Titan/<version>").
+	ServerName string
+	// HeartBeatSend is the smallest interval at which the server can send heart-beats (sx;
+	// default 10 s; 0 disables sending).
+	HeartBeatSend time.Duration
+	// HeartBeatRecv is the interval at which the server wants to receive heart-beats (sy;
+	// default 10 s; 0 means it wants none).
+	HeartBeatRecv time.Duration
+	// HeartBeatGrace multiplies the negotiated client interval before a silent connection is
+	// closed (default 2.0, so a connection silent for more than twice the interval closes;
+	// values below 1 are raised to 1).
+	HeartBeatGrace float64
+	// ConnectionTTL is how long a connection without negotiated client heart-beats may stay
+	// silent before it is closed (default 60 s, ActiveMQ Artemis's connection-ttl; negative
+	// disables).
+	ConnectionTTL time.Duration
+	// ConnectTimeout bounds the wait for the CONNECT frame after accept (default 10 s).
+	ConnectTimeout time.Duration
+	// WriteTimeout bounds one socket write; a peer that accepts nothing for this long is
+	// closed as a slow consumer (default 30 s).
+	WriteTimeout time.Duration
+	// MaxOutboundBytes bounds the bytes queued for one connection's writer. MESSAGE frames
+	// beyond it are refused (WriteMessage returns false) so that the caller can hold or drop
+	// them; control frames (RECEIPT, ERROR, CONNECTED) are always queued (default 16 MiB).
+	MaxOutboundBytes int64
+	// Logger receives connection events; nil discards them.
+	Logger *slog.Logger
+	// Go starts a named goroutine tracked by the owner's WaitGroup; it returns false once the
+	// owner is shutting down. nil runs `go fn()`.
+	Go func(name string, fn func()) bool
+}
+
+// DefaultOptions returns the options Titan ships with.
+func DefaultOptions() Options {
+	return Options{
+		Limits:           frame.DefaultLimits(),
+		Versions:         []frame.Version{frame.V10, frame.V11, frame.V12},
+		ServerName:       "Titan/0.1.0",
+		HeartBeatSend:    10 * time.Second,
+		HeartBeatRecv:    10 * time.Second,
+		HeartBeatGrace:   2.0,
+		ConnectionTTL:    60 * time.Second,
+		ConnectTimeout:   10 * time.Second,
+		WriteTimeout:     30 * time.Second,
+		MaxOutboundBytes: 16 << 20,
+	}
+}

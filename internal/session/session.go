@@ -1,0 +1,565 @@
+package session
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"runtime/debug"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/titan-broker/titan/internal/frame"
+)
+
+// Handler is the inbound router as the transport sees it.
+type Handler interface {
+	// Connect is called from the read goroutine once CONNECT (or STOMP) has been negotiated
+	// and before CONNECTED is written. A non-nil error rejects the connection: it is sent as
+	// an ERROR frame and the connection closes. The Link receives every later frame.
+	Connect(s *Session, f *frame.Frame) (Link, *frame.ProtocolError)
+}
+
+// Link is the router's side of one connected session.
+type Link interface {
+	// Handle routes one frame. It runs on the session's read goroutine; f and everything it
+	// references are valid only until Handle returns (clone what you keep).
+	Handle(f *frame.Frame)
+	// Closed is called once, from the read goroutine, after the connection closed.
+	Closed(reason CloseReason)
+}
+
+// Session is one client connection. Its exported methods are safe for concurrent use.
+type Session struct {
+	id     string
+	conn   net.Conn
+	opts   *Options
+	h      Handler
+	log    *slog.Logger
+	parser *frame.Parser
+
+	version     atomic.Uint32
+	readTimeout time.Duration // set before the read loop's steady state; read goroutine only
+	sendEvery   time.Duration // negotiated server heart-beat interval; set before writer uses it
+
+	mu           sync.Mutex // guards the fields below
+	chunks       [][]byte   // queued outbound data, guarded by mu
+	queuedBytes  int64      // bytes in chunks, guarded by mu
+	closing      bool       // no more writes accepted; writer closes after flush; guarded by mu
+	closeReason  CloseReason
+	reasonSet    bool
+	writerActive bool
+	wantDrain    bool   // a limited write was refused; call onDrain once below half the limit; guarded by mu
+	onDrain      func() // set once before Serve's steady state
+
+	kick     chan struct{} // 1-slot writer signal
+	done     chan struct{} // closed when the connection is closed
+	doneOnce sync.Once
+	hbStart  chan struct{} // closed when heart-beat parameters are final
+
+	outBytes atomic.Int64 // bytes queued but not yet written (for snapshots)
+	created  time.Time
+}
+
+// New wraps conn. Call Serve to run it.
+func New(conn net.Conn, h Handler, opts *Options) *Session {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	s := &Session{
+		id:      "titan-" + hex.EncodeToString(b[:]),
+		conn:    conn,
+		opts:    opts,
+		h:       h,
+		kick:    make(chan struct{}, 1),
+		done:    make(chan struct{}),
+		hbStart: make(chan struct{}),
+		created: time.Now(),
+	}
+	s.log = opts.Logger
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	s.log = s.log.With("session", s.id, "remote", conn.RemoteAddr().String())
+	s.parser = frame.NewParser(deadlineReader{s}, opts.Limits)
+	return s
+}
+
+// ID returns the session id sent in CONNECTED ("titan-<16 hex>").
+func (s *Session) ID() string { return s.id }
+
+// Version returns the negotiated protocol version (frame.V12 before negotiation ends).
+func (s *Session) Version() frame.Version {
+	if v := frame.Version(s.version.Load()); v != 0 {
+		return v
+	}
+	return frame.V12
+}
+
+// RemoteAddr returns the peer's address.
+func (s *Session) RemoteAddr() string { return s.conn.RemoteAddr().String() }
+
+// QueuedBytes returns the bytes queued for writing and not yet written.
+func (s *Session) QueuedBytes() int64 { return s.outBytes.Load() }
+
+// Created returns when the connection was accepted.
+func (s *Session) Created() time.Time { return s.created }
+
+// Done is closed when the connection has closed.
+func (s *Session) Done() <-chan struct{} { return s.done }
+
+type deadlineReader struct{ s *Session }
+
+func (d deadlineReader) Read(p []byte) (int, error) {
+	if t := d.s.readTimeout; t > 0 {
+		_ = d.s.conn.SetReadDeadline(time.Now().Add(t))
+	}
+	return d.s.conn.Read(p)
+}
+
+// Serve runs the connection until it closes. It starts the write goroutine and runs the read
+// loop on the calling goroutine. It never panics: a panic inside routing is recovered,
+// logged with its stack, and closes only this connection.
+func (s *Session) Serve() {
+	var link Link
+	reason := CloseReadError
+	defer func() {
+		if r := recover(); r != nil {
+			s.log.Error("session panic", "panic", r, "stack", string(debug.Stack()))
+			reason = CloseProtocol
+		}
+		s.Close(reason)
+		if link != nil {
+			link.Closed(s.reason())
+		}
+	}()
+	if !s.startWriter() {
+		reason = CloseShutdown
+		return
+	}
+	s.readTimeout = s.opts.ConnectTimeout
+	link, reason = s.handshake()
+	if link == nil {
+		return
+	}
+	for {
+		f, err := s.parser.ReadFrame()
+		if err != nil {
+			reason = s.readFailure(err)
+			return
+		}
+		switch {
+		case f.Command == frame.CmdConnect || f.Command == frame.CmdStomp:
+			s.Fail(&frame.ProtocolError{Reason: "already connected", ReceiptID: f.Value(frame.HdrReceipt), Fatal: true})
+		case !f.Command.IsClient():
+			s.Fail(&frame.ProtocolError{Reason: "unexpected " + f.Command.String() + " frame from a client", ReceiptID: f.Value(frame.HdrReceipt), Fatal: true})
+		default:
+			link.Handle(f)
+		}
+		if s.isClosing() {
+			reason = s.reason()
+			s.waitDone()
+			return
+		}
+	}
+}
+
+func (s *Session) readFailure(err error) CloseReason {
+	if s.isClosing() {
+		return s.reason()
+	}
+	if pe, ok := frame.IsProtocolError(err); ok {
+		s.Fail(pe)
+		s.waitDone()
+		return CloseProtocol
+	}
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, net.ErrClosed) {
+		return CloseClientEOF
+	}
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		return CloseHeartbeatTimeout
+	}
+	return CloseReadError
+}
+
+// waitDone waits (bounded) for the writer to flush a final ERROR or RECEIPT and close.
+func (s *Session) waitDone() {
+	t := time.NewTimer(s.opts.WriteTimeout + time.Second)
+	defer t.Stop()
+	select {
+	case <-s.done:
+	case <-t.C:
+	}
+}
+
+func (s *Session) handshake() (Link, CloseReason) {
+	f, err := s.parser.ReadFrame()
+	if err != nil {
+		return nil, s.readFailure(err)
+	}
+	if f.Command != frame.CmdConnect && f.Command != frame.CmdStomp {
+		s.Fail(&frame.ProtocolError{Reason: "expected CONNECT frame", ReceiptID: f.Value(frame.HdrReceipt), Fatal: true})
+		s.waitDone()
+		return nil, CloseProtocol
+	}
+	v, ok := s.negotiate(f.Value(frame.HdrAcceptVersion), f.Command)
+	if !ok {
+		s.writeFrame(&frame.Frame{Command: frame.CmdError, Headers: []frame.Header{
+			{Key: frame.HdrVersion, Value: s.versionList()},
+			{Key: "content-type", Value: "text/plain"},
+			{Key: frame.HdrMessage, Value: "unsupported protocol version"},
+		}, Body: []byte("Supported protocol versions are " + s.versionList() + "\n")})
+		s.CloseAfterFlush(CloseProtocol)
+		s.waitDone()
+		return nil, CloseProtocol
+	}
+	s.version.Store(uint32(v))
+	s.parser.SetVersion(v)
+	var cx, cy time.Duration
+	if v >= frame.V11 {
+		if hb, present := f.Get(frame.HdrHeartBeat); present {
+			if cx, cy, ok = parseHeartBeat(hb); !ok {
+				s.Fail(&frame.ProtocolError{Reason: "invalid heart-beat header", Fatal: true})
+				s.waitDone()
+				return nil, CloseProtocol
+			}
+		}
+	}
+	link, perr := s.h.Connect(s, f)
+	if perr != nil {
+		perr.Fatal = true
+		s.Fail(perr)
+		s.waitDone()
+		return nil, CloseProtocol
+	}
+	sx, sy := s.opts.HeartBeatSend, s.opts.HeartBeatRecv
+	if v == frame.V10 {
+		sx, sy = 0, 0
+	}
+	// STOMP 1.2, "Heart-beating": each direction runs at the larger of what one side can do
+	// and what the other wants; 0 on either side disables it.
+	if sx > 0 && cy > 0 {
+		s.sendEvery = max(sx, cy)
+	}
+	s.readTimeout = s.opts.ConnectionTTL
+	if cx > 0 && sy > 0 {
+		g := s.opts.HeartBeatGrace
+		if g < 1 {
+			g = 1
+		}
+		s.readTimeout = time.Duration(float64(max(cx, sy)) * g)
+	}
+	if s.readTimeout < 0 {
+		s.readTimeout = 0
+	}
+	hdrs := []frame.Header{
+		{Key: frame.HdrVersion, Value: v.String()},
+		{Key: frame.HdrServer, Value: s.opts.ServerName},
+		{Key: frame.HdrSession, Value: s.id},
+	}
+	if v >= frame.V11 {
+		hdrs = append(hdrs, frame.Header{Key: frame.HdrHeartBeat, Value: strconv.FormatInt(sx.Milliseconds(), 10) + "," + strconv.FormatInt(sy.Milliseconds(), 10)})
+	}
+	s.writeFrame(&frame.Frame{Command: frame.CmdConnected, Headers: hdrs})
+	close(s.hbStart)
+	s.log.Debug("connected", "version", v.String(), "send_heartbeat", s.sendEvery, "read_timeout", s.readTimeout)
+	return link, 0
+}
+
+func (s *Session) versionList() string {
+	parts := make([]string, 0, len(s.opts.Versions))
+	for _, v := range s.opts.Versions {
+		parts = append(parts, v.String())
+	}
+	return strings.Join(parts, ",")
+}
+
+// negotiate picks the highest version both sides support (STOMP 1.2, "Protocol
+// Negotiation"); an absent accept-version means 1.0.
+func (s *Session) negotiate(accept string, cmd frame.Command) (frame.Version, bool) {
+	supported := func(v frame.Version) bool {
+		for _, x := range s.opts.Versions {
+			if x == v {
+				return true
+			}
+		}
+		return false
+	}
+	if accept == "" {
+		if cmd == frame.CmdStomp && supported(frame.V11) {
+			return frame.V11, true
+		}
+		return frame.V10, supported(frame.V10)
+	}
+	var best frame.Version
+	for _, p := range strings.Split(accept, ",") {
+		if v, ok := frame.ParseVersion(p); ok && supported(v) && v > best {
+			best = v
+		}
+	}
+	return best, best != 0
+}
+
+func parseHeartBeat(v string) (cx, cy time.Duration, ok bool) {
+	a, b, found := strings.Cut(v, ",")
+	if !found {
+		return 0, 0, false
+	}
+	x, err1 := strconv.ParseUint(strings.TrimSpace(a), 10, 31)
+	y, err2 := strconv.ParseUint(strings.TrimSpace(b), 10, 31)
+	if err1 != nil || err2 != nil {
+		return 0, 0, false
+	}
+	return time.Duration(x) * time.Millisecond, time.Duration(y) * time.Millisecond, true
+}
+
+// WriteFrame queues a control frame (RECEIPT, ERROR, …) encoded at the negotiated version.
+// It is always queued unless the connection is closing; it reports whether it was queued.
+func (s *Session) WriteFrame(f *frame.Frame) bool { return s.writeFrame(f) }
+
+func (s *Session) writeFrame(f *frame.Frame) bool {
+	b, _ := frame.AppendFrame(make([]byte, 0, 64+len(f.Body)), f, s.Version())
+	return s.enqueue(false, b)
+}
+
+// WriteMessage queues one MESSAGE frame made of a per-delivery prefix and a shared tail (see
+// message.Message.Shared). The tail is not copied and must stay unmodified. It returns false,
+// queuing nothing, when the connection is closing or its queued bytes are over
+// MaxOutboundBytes; the caller then holds, drops or redelivers the message.
+func (s *Session) WriteMessage(prefix, shared []byte) bool { return s.enqueue(true, prefix, shared) }
+
+func (s *Session) enqueue(limited bool, bufs ...[]byte) bool {
+	n := 0
+	for _, b := range bufs {
+		n += len(b)
+	}
+	s.mu.Lock()
+	if s.closing {
+		s.mu.Unlock()
+		return false
+	}
+	if limited && s.queuedBytes > 0 && s.queuedBytes+int64(n) > s.opts.MaxOutboundBytes {
+		s.wantDrain = true
+		s.mu.Unlock()
+		return false
+	}
+	s.chunks = append(s.chunks, bufs...)
+	s.queuedBytes += int64(n)
+	s.mu.Unlock()
+	s.outBytes.Add(int64(n))
+	select {
+	case s.kick <- struct{}{}:
+	default:
+	}
+	return true
+}
+
+// OnDrain sets fn to be called (from the writer goroutine) when the outbound queue falls to
+// half of MaxOutboundBytes after a WriteMessage was refused. Set it before the connection
+// carries MESSAGE frames (in Handler.Connect); fn must not block.
+func (s *Session) OnDrain(fn func()) { s.onDrain = fn }
+
+// Disconnect closes the connection after everything queued (a RECEIPT for DISCONNECT
+// included) is written.
+func (s *Session) Disconnect() { s.CloseAfterFlush(CloseClientDisconnect) }
+
+// Fail sends an ERROR frame for pe (message header, receipt-id when set, detail as body) and,
+// when pe.Fatal, closes the connection once the frame is written (STOMP 1.2, "ERROR": the
+// server MUST close the connection after sending ERROR).
+func (s *Session) Fail(pe *frame.ProtocolError) {
+	hdrs := []frame.Header{{Key: frame.HdrMessage, Value: pe.Reason}}
+	if pe.ReceiptID != "" {
+		hdrs = append(hdrs, frame.Header{Key: frame.HdrReceiptID, Value: pe.ReceiptID})
+	}
+	var body []byte
+	if pe.Detail != "" {
+		body = []byte(pe.Detail + "\n")
+		hdrs = append(hdrs, frame.Header{Key: frame.HdrContentType, Value: "text/plain"})
+	}
+	hdrs = append(hdrs, frame.Header{Key: frame.HdrContentLength, Value: strconv.Itoa(len(body))})
+	s.log.Debug("protocol error", "reason", pe.Reason, "detail", pe.Detail, "err", pe.Err)
+	s.writeFrame(&frame.Frame{Command: frame.CmdError, Headers: hdrs, Body: body})
+	if pe.Fatal {
+		s.CloseAfterFlush(CloseProtocol)
+	}
+}
+
+// CloseAfterFlush stops accepting writes and closes the connection once everything queued so
+// far is written (bounded by WriteTimeout).
+func (s *Session) CloseAfterFlush(reason CloseReason) {
+	s.mu.Lock()
+	if !s.closing {
+		s.closing = true
+		s.setReasonLocked(reason)
+	}
+	active := s.writerActive
+	s.mu.Unlock()
+	if !active {
+		s.Close(reason)
+		return
+	}
+	select {
+	case s.kick <- struct{}{}:
+	default:
+	}
+}
+
+// Close closes the connection at once, dropping anything not yet written. Idempotent.
+func (s *Session) Close(reason CloseReason) {
+	s.mu.Lock()
+	s.closing = true
+	s.setReasonLocked(reason)
+	s.mu.Unlock()
+	s.doneOnce.Do(func() {
+		close(s.done)
+		_ = s.conn.Close()
+		s.log.Debug("closed", "reason", s.reason().String())
+	})
+}
+
+// setReasonLocked records the first close reason. s.mu must be held.
+func (s *Session) setReasonLocked(r CloseReason) {
+	if !s.reasonSet {
+		s.closeReason, s.reasonSet = r, true
+	}
+}
+
+func (s *Session) reason() CloseReason {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.closeReason
+}
+
+func (s *Session) isClosing() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.closing
+}
+
+// Reason returns why the connection closed (meaningful once Done is closed).
+func (s *Session) Reason() CloseReason { return s.reason() }
+
+func (s *Session) startWriter() bool {
+	s.mu.Lock()
+	s.writerActive = true
+	s.mu.Unlock()
+	run := func() { s.writeLoop() }
+	if s.opts.Go == nil {
+		go run()
+		return true
+	}
+	if !s.opts.Go("session-writer", run) {
+		s.mu.Lock()
+		s.writerActive = false
+		s.mu.Unlock()
+		return false
+	}
+	return true
+}
+
+var heartBeatEOL = []byte{'\n'}
+
+// writeLoop drains queued chunks with one writev per wake-up and sends heart-beats.
+func (s *Session) writeLoop() {
+	defer func() {
+		if r := recover(); r != nil {
+			s.log.Error("writer panic", "panic", r, "stack", string(debug.Stack()))
+			s.Close(CloseWriteError)
+		}
+		s.mu.Lock()
+		s.writerActive = false
+		s.mu.Unlock()
+	}()
+	var spare [][]byte
+	var hb <-chan time.Time
+	hbReady := s.hbStart
+	lastWrite := time.Now()
+	for {
+		select {
+		case <-s.kick:
+		case <-hbReady:
+			hbReady = nil
+			if s.sendEvery > 0 {
+				t := time.NewTicker(s.sendEvery / 2)
+				defer t.Stop()
+				hb = t.C
+			}
+			continue
+		case now := <-hb:
+			s.mu.Lock()
+			idle := len(s.chunks) == 0
+			s.mu.Unlock()
+			if idle && now.Sub(lastWrite) >= s.sendEvery/2 {
+				if !s.enqueue(false, heartBeatEOL) {
+					continue
+				}
+			}
+		case <-s.done:
+			return
+		}
+		s.mu.Lock()
+		bufs := s.chunks
+		s.chunks = spare[:0]
+		closing := s.closing
+		s.mu.Unlock()
+		if len(bufs) > 0 {
+			n := int64(0)
+			for _, b := range bufs {
+				n += int64(len(b))
+			}
+			_ = s.conn.SetWriteDeadline(time.Now().Add(s.opts.WriteTimeout))
+			nb := net.Buffers(bufs)
+			_, err := nb.WriteTo(s.conn)
+			s.mu.Lock()
+			s.queuedBytes -= n
+			more := len(s.chunks) > 0
+			closing = s.closing
+			drained := s.wantDrain && s.queuedBytes <= s.opts.MaxOutboundBytes/2 && !closing
+			if drained {
+				s.wantDrain = false
+			}
+			s.mu.Unlock()
+			if drained && s.onDrain != nil {
+				s.onDrain()
+			}
+			s.outBytes.Add(-n)
+			clear(bufs)
+			spare = bufs[:0]
+			lastWrite = time.Now()
+			if err != nil {
+				r := CloseWriteError
+				if errors.Is(err, os.ErrDeadlineExceeded) {
+					r = CloseSlowConsumer
+				}
+				s.log.Debug("write failed", "err", err)
+				s.Close(r)
+				return
+			}
+			if more {
+				select {
+				case s.kick <- struct{}{}:
+				default:
+				}
+				continue
+			}
+		}
+		if closing {
+			s.mu.Lock()
+			empty := len(s.chunks) == 0
+			s.mu.Unlock()
+			if empty {
+				s.Close(s.reason())
+				return
+			}
+		}
+	}
+}
+
+// String identifies the session in logs.
+func (s *Session) String() string { return fmt.Sprintf("session %s (%s)", s.id, s.RemoteAddr()) }

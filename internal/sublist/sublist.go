@@ -1,0 +1,348 @@
+package sublist
+
+import (
+	"strings"
+	"sync"
+)
+
+// Cache bounds. When a miss would store entry number cacheMaxEntries, the miss first sweeps
+// the cache down to cacheSweepEntries (stale generations first, then arbitrary entries), so
+// the sweep costs O(cacheMaxEntries) once every cacheMaxEntries-cacheSweepEntries misses.
+const (
+	cacheMaxEntries   = 1024
+	cacheSweepEntries = 512
+)
+
+// setMinEntries is the subscriber count above which a node adds a map index to its slice, so
+// Insert and Remove stay O(1) on a filter with many subscribers while the common node with
+// one or a few subscribers costs only a slice.
+const setMinEntries = 16
+
+// Sublist is an index from channel filters to subscribers of type T: a trie over the
+// channel's dot-separated tokens, with a literal child map and a '*' and a '>' child at each
+// level (after nats-server's server/sublist.go, credited in prose; this is not a copy). It
+// answers "which subscribers match this concrete channel" in time proportional to the
+// channel's token count and the number of matching wildcard branches, not the number of
+// subscriptions.
+//
+// Filters and channels follow dest's grammar (see the package doc). The index holds a set of
+// (filter, v) pairs: inserting the same pair twice stores it once. A subscriber inserted under
+// two different filters that both match a channel is reported twice.
+//
+// Match results are cached per channel, at most about 1024 entries; any Insert or Remove that
+// changes the index bumps a generation counter that invalidates every cached result at once.
+//
+// A Sublist is safe for concurrent use. The zero value is not usable; call New.
+type Sublist[T comparable] struct {
+	mu sync.RWMutex
+	// Guarded by mu:
+	root  level[T]
+	count int    // distinct (filter, v) pairs
+	gen   uint64 // bumped by every Insert/Remove that changes the index
+	cache map[string]cacheEntry[T]
+}
+
+// cacheEntry is one cached Match result, valid while gen equals Sublist.gen. subs is never
+// modified after it is stored (it is clipped, so even an append would copy).
+type cacheEntry[T comparable] struct {
+	gen  uint64
+	subs []T
+}
+
+// level is one token position of the trie.
+type level[T comparable] struct {
+	nodes map[string]*node[T] // literal tokens; nil until the first one
+	pwc   *node[T]            // "*" child
+	fwc   *node[T]            // ">" child
+}
+
+func (l *level[T]) empty() bool { return len(l.nodes) == 0 && l.pwc == nil && l.fwc == nil }
+
+// node is the end of one filter prefix: the subscribers whose filter ends here, and the level
+// of the next token.
+type node[T comparable] struct {
+	next *level[T] // nil until a longer filter passes through
+	subs []T
+	idx  map[T]int // position in subs; nil while len(subs) <= setMinEntries
+}
+
+func (n *node[T]) empty() bool { return len(n.subs) == 0 && (n.next == nil || n.next.empty()) }
+
+func (n *node[T]) find(v T) int {
+	if n.idx != nil {
+		if i, ok := n.idx[v]; ok {
+			return i
+		}
+		return -1
+	}
+	for i, s := range n.subs {
+		if s == v {
+			return i
+		}
+	}
+	return -1
+}
+
+// add appends v, which is not yet present.
+func (n *node[T]) add(v T) {
+	n.subs = append(n.subs, v)
+	if n.idx != nil {
+		n.idx[v] = len(n.subs) - 1
+	} else if len(n.subs) > setMinEntries {
+		n.idx = make(map[T]int, len(n.subs))
+		for i, s := range n.subs {
+			n.idx[s] = i
+		}
+	}
+}
+
+// del removes the subscriber at position i by moving the last one into its place.
+func (n *node[T]) del(i int) {
+	last := len(n.subs) - 1
+	v := n.subs[i]
+	if i != last {
+		n.subs[i] = n.subs[last]
+		if n.idx != nil {
+			n.idx[n.subs[i]] = i
+		}
+	}
+	var zero T
+	n.subs[last] = zero // drop the reference for the GC
+	n.subs = n.subs[:last]
+	if n.idx != nil {
+		delete(n.idx, v)
+		if len(n.subs) <= setMinEntries/2 {
+			n.idx = nil
+		}
+	}
+	if len(n.subs) == 0 {
+		n.subs = nil
+	}
+}
+
+// New returns an empty Sublist.
+func New[T comparable]() *Sublist[T] {
+	return &Sublist[T]{cache: make(map[string]cacheEntry[T])}
+}
+
+// child returns the node for token tok on level l, nil if there is none.
+func (l *level[T]) child(tok string) *node[T] {
+	switch tok {
+	case "*":
+		return l.pwc
+	case ">":
+		return l.fwc
+	}
+	return l.nodes[tok]
+}
+
+// Insert adds subscriber v under filter, a dot-separated channel that may hold the wildcard
+// tokens "*" and ">" (a Destination.Channel from dest.ParseFilter). Inserting a (filter, v)
+// pair that is already present does nothing. filter is copied; the caller may reuse its
+// memory. Filters that dest.ParseFilter would reject are stored with dest.Match's meaning: a
+// '>' that is not the last token makes the filter match nothing, empty tokens are literal.
+//
+// Insert takes the write lock; it invalidates the match cache when it changes the index.
+func (s *Sublist[T]) Insert(filter string, v T) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	l := &s.root
+	var n *node[T]
+	for rest, more := filter, true; more; {
+		var tok string
+		tok, rest, more = strings.Cut(rest, ".")
+		n = l.child(tok)
+		if n == nil {
+			n = &node[T]{}
+			switch tok {
+			case "*":
+				l.pwc = n
+			case ">":
+				l.fwc = n
+			default:
+				if l.nodes == nil {
+					l.nodes = make(map[string]*node[T])
+				}
+				l.nodes[strings.Clone(tok)] = n
+			}
+		}
+		if more {
+			if n.next == nil {
+				n.next = &level[T]{}
+			}
+			l = n.next
+		}
+	}
+	if n.find(v) >= 0 {
+		return
+	}
+	n.add(v)
+	s.count++
+	s.gen++
+}
+
+// Remove deletes the pair (filter, v) inserted by Insert and reports whether it was present.
+// Nodes and levels left without subscribers or children are pruned, so an index that has
+// every filter removed again holds no memory beyond the root.
+//
+// Remove takes the write lock; it invalidates the match cache when it changes the index.
+func (s *Sublist[T]) Remove(filter string, v T) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+
+	// Walk down, remembering each (level, token) so empty nodes can be pruned bottom-up.
+	type step struct {
+		l   *level[T]
+		tok string
+	}
+	var pathArr [16]step
+	path := pathArr[:0]
+	l := &s.root
+	var n *node[T]
+	for rest, more := filter, true; more; {
+		var tok string
+		tok, rest, more = strings.Cut(rest, ".")
+		n = l.child(tok)
+		if n == nil {
+			return false
+		}
+		path = append(path, step{l, tok})
+		if more {
+			if n.next == nil {
+				return false
+			}
+			l = n.next
+		}
+	}
+	i := n.find(v)
+	if i < 0 {
+		return false
+	}
+	n.del(i)
+	s.count--
+	s.gen++
+
+	for k := len(path) - 1; k >= 0; k-- {
+		st := path[k]
+		c := st.l.child(st.tok)
+		if !c.empty() {
+			break
+		}
+		switch st.tok {
+		case "*":
+			st.l.pwc = nil
+		case ">":
+			st.l.fwc = nil
+		default:
+			delete(st.l.nodes, st.tok)
+			if len(st.l.nodes) == 0 {
+				st.l.nodes = nil
+			}
+		}
+		if k > 0 {
+			// The parent's next level may now be empty: drop it so the parent can be pruned.
+			if parent := path[k-1].l.child(path[k-1].tok); parent.next.empty() {
+				parent.next = nil
+			}
+		}
+	}
+	return true
+}
+
+// Match calls fn once for each subscriber whose filter matches the concrete channel (a
+// Destination.Channel from dest.Parse): exact filters and wildcard filters alike, with the
+// rule of dest.Match. A subscriber is reported once per matching (filter, v) pair, in no
+// particular order. channel is only read; Match keeps a private copy when it caches a result.
+//
+// fn runs after the lock is released, over a snapshot taken when Match began, so it may call
+// Insert, Remove or Match on the same Sublist; a change it makes is seen by the next Match.
+//
+// Match takes the read lock. A cache hit does not allocate; a miss walks the trie, allocates
+// the result slice and briefly takes the write lock to store it.
+func (s *Sublist[T]) Match(channel string, fn func(T)) {
+	s.mu.RLock()
+	e, hit := s.cache[channel]
+	if hit && e.gen == s.gen {
+		s.mu.RUnlock()
+		for _, v := range e.subs {
+			fn(v)
+		}
+		return
+	}
+	gen := s.gen
+	var subs []T
+	subs = s.root.match(channel, subs)
+	s.mu.RUnlock()
+
+	subs = subs[:len(subs):len(subs)]
+	s.mu.Lock()
+	if s.gen == gen {
+		s.storeLocked(channel, subs, gen)
+	}
+	s.mu.Unlock()
+
+	for _, v := range subs {
+		fn(v)
+	}
+}
+
+// storeLocked caches subs for channel, sweeping the cache first when it is full. s.mu must be
+// held for writing.
+func (s *Sublist[T]) storeLocked(channel string, subs []T, gen uint64) {
+	if e, ok := s.cache[channel]; ok {
+		// Reuse the stored key: only the value changes.
+		e.gen, e.subs = gen, subs
+		s.cache[channel] = e
+		return
+	}
+	if len(s.cache) >= cacheMaxEntries {
+		for k, e := range s.cache {
+			if e.gen != gen {
+				delete(s.cache, k)
+			}
+		}
+		for k := range s.cache {
+			if len(s.cache) <= cacheSweepEntries {
+				break
+			}
+			delete(s.cache, k)
+		}
+	}
+	s.cache[strings.Clone(channel)] = cacheEntry[T]{gen: gen, subs: subs}
+}
+
+// match appends to out the subscribers of every filter under l that matches channel.
+func (l *level[T]) match(channel string, out []T) []T {
+	tok, rest, more := strings.Cut(channel, ".")
+	if l.fwc != nil {
+		// '>' matches this token and everything after it.
+		out = append(out, l.fwc.subs...)
+	}
+	if l.pwc != nil {
+		out = l.pwc.matchRest(rest, more, out)
+	}
+	if n := l.nodes[tok]; n != nil {
+		out = n.matchRest(rest, more, out)
+	}
+	return out
+}
+
+// matchRest continues a match at n: n's own subscribers when the channel ends here, its next
+// level otherwise.
+func (n *node[T]) matchRest(rest string, more bool, out []T) []T {
+	if !more {
+		return append(out, n.subs...)
+	}
+	if n.next == nil {
+		return out
+	}
+	return n.next.match(rest, out)
+}
+
+// Count returns the number of distinct (filter, v) pairs in the index. It takes the read
+// lock.
+func (s *Sublist[T]) Count() int {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.count
+}
