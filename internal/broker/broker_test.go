@@ -1,0 +1,222 @@
+package broker_test
+
+import (
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/titan-broker/titan/internal/brokertest"
+	"github.com/titan-broker/titan/internal/config"
+	"github.com/titan-broker/titan/internal/frame"
+)
+
+func start(t *testing.T, mutate ...func(*config.Config)) string {
+	t.Helper()
+	cfg := brokertest.DefaultTestConfig()
+	for _, m := range mutate {
+		m(&cfg)
+	}
+	b := brokertest.Run(t, cfg)
+	return b.Addrs()[0]
+}
+
+func TestTopicFanOutToEveryExactSubscriber(t *testing.T) {
+	addr := start(t)
+	var subs []*brokertest.Client
+	for i := range 3 {
+		c := brokertest.Connect(t, addr)
+		c.SendFrame("SUBSCRIBE", "", "destination:/topic/orders", "id:s"+strconv.Itoa(i), "receipt:r")
+		c.Expect(frame.CmdReceipt, "receipt-id:r")
+		subs = append(subs, c)
+	}
+	other := brokertest.Connect(t, addr)
+	other.SendFrame("SUBSCRIBE", "", "destination:/topic/orders/created", "id:x", "receipt:r")
+	other.Expect(frame.CmdReceipt)
+	p := brokertest.Connect(t, addr)
+	p.SendFrame("SEND", "hello", "destination:/topic/orders", "receipt:p1")
+	p.Expect(frame.CmdReceipt, "receipt-id:p1")
+	for i, c := range subs {
+		m := c.Expect(frame.CmdMessage, "destination:/topic/orders", "subscription:s"+strconv.Itoa(i), "content-length:5")
+		if string(m.Body) != "hello" {
+			t.Fatalf("body %q", m.Body)
+		}
+	}
+	other.ExpectNothing(200 * time.Millisecond) // /topic/orders never reaches /topic/orders/created
+}
+
+func TestQueueRedeliversOnNackAndDisconnect(t *testing.T) {
+	addr := start(t)
+	a := brokertest.Connect(t, addr)
+	a.SendFrame("SUBSCRIBE", "", "destination:/queue/jobs", "id:a", "ack:client-individual", "receipt:r")
+	a.Expect(frame.CmdReceipt)
+	p := brokertest.Connect(t, addr)
+	p.SendFrame("SEND", "job1", "destination:/queue/jobs", "receipt:1")
+	p.Expect(frame.CmdReceipt)
+	m := a.Expect(frame.CmdMessage, "subscription:a")
+	if _, ok := m.Get("redelivered"); ok {
+		t.Fatal("first delivery marked redelivered")
+	}
+	a.SendFrame("NACK", "", "id:"+m.Value("ack"))
+	m2 := a.Expect(frame.CmdMessage, "redelivered:true", "delivery-count:2")
+	if m2.Value("message-id") != m.Value("message-id") {
+		t.Fatal("redelivery changed message-id")
+	}
+	// Abrupt disconnect with the message unacknowledged: a second subscriber gets it.
+	b := brokertest.Connect(t, addr)
+	b.SendFrame("SUBSCRIBE", "", "destination:/queue/jobs", "id:b", "ack:client", "receipt:r")
+	b.Expect(frame.CmdReceipt)
+	_ = a.Conn.Close()
+	m3 := b.Expect(frame.CmdMessage, "redelivered:true", "subscription:b")
+	if string(m3.Body) != "job1" {
+		t.Fatalf("body %q", m3.Body)
+	}
+	b.SendFrame("ACK", "", "id:"+m3.Value("ack"), "receipt:ack")
+	b.Expect(frame.CmdReceipt, "receipt-id:ack")
+	b.SendFrame("ACK", "", "id:"+m3.Value("ack"), "receipt:again")
+	b.Expect(frame.CmdError, "message:unknown ack id", "receipt-id:again")
+}
+
+func TestQueueRoundRobinAndPrefetch(t *testing.T) {
+	addr := start(t)
+	a := brokertest.Connect(t, addr)
+	a.SendFrame("SUBSCRIBE", "", "destination:/queue/w", "id:a", "ack:client", "prefetch-count:2", "receipt:r")
+	a.Expect(frame.CmdReceipt)
+	p := brokertest.Connect(t, addr)
+	for i := range 5 {
+		p.SendFrame("SEND", strconv.Itoa(i), "destination:/queue/w")
+	}
+	p.SendFrame("SEND", "x", "destination:/queue/other", "receipt:done")
+	p.Expect(frame.CmdReceipt)
+	a.Expect(frame.CmdMessage)
+	m := a.Expect(frame.CmdMessage)
+	a.ExpectNothing(200 * time.Millisecond) // prefetch 2 honoured
+	a.SendFrame("ACK", "", "id:"+m.Value("ack")) // cumulative: frees both
+	got := []string{string(a.Expect(frame.CmdMessage).Body), string(a.Expect(frame.CmdMessage).Body)}
+	if got[0] != "2" || got[1] != "3" {
+		t.Fatalf("FIFO broken: %v", got)
+	}
+}
+
+func TestGroupsIsolateDestinations(t *testing.T) {
+	addr := start(t)
+	m := brokertest.Connect(t, addr)
+	m.SendFrame("SUBSCRIBE", "", "destination:/topic/orders", "id:m", "group:market", "receipt:r")
+	m.Expect(frame.CmdReceipt)
+	d := brokertest.Connect(t, addr)
+	d.SendFrame("SUBSCRIBE", "", "destination:/topic/orders", "id:d", "receipt:r")
+	d.Expect(frame.CmdReceipt)
+	p := brokertest.Connect(t, addr)
+	p.SendFrame("SEND", "to-market", "destination:/topic/orders", "group:market")
+	p.SendFrame("SEND", "to-default", "destination:/topic/orders", "receipt:r")
+	p.Expect(frame.CmdReceipt)
+	mm := m.Expect(frame.CmdMessage, "group:market")
+	if string(mm.Body) != "to-market" {
+		t.Fatalf("market got %q", mm.Body)
+	}
+	dm := d.Expect(frame.CmdMessage)
+	if string(dm.Body) != "to-default" {
+		t.Fatalf("default got %q", dm.Body)
+	}
+	if _, ok := dm.Get("group"); ok {
+		t.Fatal("default-group MESSAGE carries a group header")
+	}
+	p.SendFrame("SEND", "x", "destination:/topic/orders", "group:bad/name", "receipt:g")
+	p.Expect(frame.CmdError, "message:invalid group", "receipt-id:g")
+	p.ExpectClosed(2 * time.Second)
+}
+
+func TestServerHeadersCannotBeSpoofed(t *testing.T) {
+	addr := start(t)
+	c := brokertest.Connect(t, addr)
+	c.SendFrame("SUBSCRIBE", "", "destination:/queue/s", "id:real", "ack:client-individual", "receipt:r")
+	c.Expect(frame.CmdReceipt)
+	c.SendFrame("SEND", "b", "destination:/queue/s", "subscription:fake", "message-id:fake", "ack:fake",
+		"content-length:1", "redelivered:true", "destination:/queue/evil")
+	m := c.Expect(frame.CmdMessage, "subscription:real", "destination:/queue/s", "content-length:1")
+	if m.Value("message-id") == "fake" || m.Value("ack") == "fake" {
+		t.Fatalf("spoofed header survived: %s", m)
+	}
+	if _, ok := m.Get("redelivered"); ok {
+		t.Fatal("spoofed redelivered header survived")
+	}
+}
+
+func TestFanoutModeDropsMessagesWithoutSubscribers(t *testing.T) {
+	addr := start(t, func(c *config.Config) { c.Servers[0].ProtocolOptions.FanoutMode = "virtual" })
+	p := brokertest.Connect(t, addr)
+	p.SendFrame("SEND", "early", "destination:/orders", "receipt:1")
+	p.Expect(frame.CmdReceipt)
+	s := brokertest.Connect(t, addr)
+	s.SendFrame("SUBSCRIBE", "", "destination:/orders", "id:1", "receipt:r")
+	s.Expect(frame.CmdReceipt)
+	s.ExpectNothing(150 * time.Millisecond) // nothing is retained for a later subscriber
+	for i := range 50 {
+		p.SendFrame("SEND", strconv.Itoa(i), "destination:/orders")
+	}
+	for i := range 50 {
+		if m := s.Expect(frame.CmdMessage, "destination:/orders"); string(m.Body) != strconv.Itoa(i) {
+			t.Fatalf("FIFO broken at %d: %q", i, m.Body)
+		}
+	}
+}
+
+func TestHeartBeatNegotiationAndSilentClientDropped(t *testing.T) {
+	addr := start(t, func(c *config.Config) {
+		hb := 200
+		c.Servers[0].ProtocolOptions.HeartbeatX = &hb
+		c.Servers[0].ProtocolOptions.HeartbeatY = &hb
+	})
+	c := brokertest.Dial(t, addr)
+	c.Send("CONNECT\naccept-version:1.2\nhost:h\nheart-beat:100,300\n\n\x00")
+	c.Expect(frame.CmdConnected, "version:1.2", "heart-beat:200,200")
+	// The broker beats every max(200, 300) ms; we stay silent and must be dropped after
+	// 2 × max(100, 200) ms.
+	start := time.Now()
+	c.ExpectClosed(3 * time.Second)
+	if el := time.Since(start); el < 300*time.Millisecond {
+		t.Fatalf("dropped after %v, before the grace period", el)
+	}
+}
+
+func TestDelayedAndExpiredMessages(t *testing.T) {
+	addr := start(t)
+	c := brokertest.Connect(t, addr)
+	c.SendFrame("SUBSCRIBE", "", "destination:/queue/d", "id:1", "receipt:r")
+	c.Expect(frame.CmdReceipt)
+	past := strconv.FormatInt(time.Now().Add(-time.Second).UnixMilli(), 10)
+	c.SendFrame("SEND", "expired", "destination:/queue/d", "expires:"+past)
+	c.SendFrame("SEND", "later", "destination:/queue/d", "delay:300")
+	sent := time.Now()
+	c.SendFrame("SEND", "now", "destination:/queue/d")
+	if m := c.Expect(frame.CmdMessage); string(m.Body) != "now" {
+		t.Fatalf("got %q first", m.Body)
+	}
+	m := c.Expect(frame.CmdMessage)
+	if string(m.Body) != "later" || time.Since(sent) < 250*time.Millisecond {
+		t.Fatalf("delayed message %q after %v", m.Body, time.Since(sent))
+	}
+	c.ExpectNothing(100 * time.Millisecond)
+}
+
+func TestDeadLetterAfterMaxDeliveries(t *testing.T) {
+	md := 2
+	addr := start(t, func(c *config.Config) {
+		c.AddressSettings = []config.AddressSetting{{Match: "#", MaxDeliveries: &md}}
+	})
+	c := brokertest.Connect(t, addr)
+	c.SendFrame("SUBSCRIBE", "", "destination:/queue/DLQ.poison", "id:dlq", "receipt:r")
+	c.Expect(frame.CmdReceipt)
+	c.SendFrame("SUBSCRIBE", "", "destination:/queue/poison", "id:p", "ack:client-individual", "receipt:r")
+	c.Expect(frame.CmdReceipt)
+	c.SendFrame("SEND", "bad", "destination:/queue/poison")
+	for range md {
+		m := c.Expect(frame.CmdMessage, "subscription:p")
+		c.SendFrame("NACK", "", "id:"+m.Value("ack"))
+	}
+	dl := c.Expect(frame.CmdMessage, "subscription:dlq", "destination:/queue/DLQ/poison",
+		"dlq-original-destination:/queue/poison", "dlq-reason:max-deliveries", "dlq-delivery-count:2")
+	if string(dl.Body) != "bad" {
+		t.Fatalf("dead letter body %q", dl.Body)
+	}
+	c.ExpectNothing(100 * time.Millisecond)
+}

@@ -1,0 +1,177 @@
+// Package brokertest starts real in-process brokers for tests and gives them a raw STOMP
+// client that speaks bytes, so tests can send exactly what a broken or hostile client would.
+package brokertest
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/titan-broker/titan/internal/broker"
+	"github.com/titan-broker/titan/internal/config"
+	"github.com/titan-broker/titan/internal/frame"
+)
+
+// DefaultTestConfig returns a config for tests: one TCP server on 127.0.0.1:0, monitor on
+// 127.0.0.1:0, memory store, short heart-beats.
+func DefaultTestConfig() config.Config {
+	c := config.Default()
+	c.Servers[0].Host = "127.0.0.1"
+	c.Servers[0].Port = 0
+	hb := 1000
+	c.Servers[0].ProtocolOptions.HeartbeatX = &hb
+	c.Servers[0].ProtocolOptions.HeartbeatY = &hb
+	c.Monitor.Host = "127.0.0.1"
+	c.Monitor.Port = 0
+	c.Store.Type = "memory"
+	c.Log.Level = "error"
+	return c
+}
+
+// Run starts a broker with cfg and registers its shutdown with t.Cleanup.
+func Run(t testing.TB, cfg config.Config, opts ...broker.Options) *broker.Broker {
+	t.Helper()
+	var o broker.Options
+	if len(opts) > 0 {
+		o = opts[0]
+	}
+	b, err := broker.New(cfg, o)
+	if err != nil {
+		t.Fatalf("broker.New: %v", err)
+	}
+	if err := b.Start(); err != nil {
+		t.Fatalf("broker.Start: %v", err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := b.Shutdown(ctx); err != nil {
+			t.Errorf("broker.Shutdown: %v", err)
+		}
+	})
+	return b
+}
+
+// Client is a raw STOMP client for tests. Not safe for concurrent use.
+type Client struct {
+	t    testing.TB
+	Conn net.Conn
+	p    *frame.Parser
+	r    *bufio.Reader
+}
+
+// Dial connects to addr without sending anything.
+func Dial(t testing.TB, addr string) *Client {
+	t.Helper()
+	c, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	if err != nil {
+		t.Fatalf("dial %s: %v", addr, err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	cl := &Client{t: t, Conn: c}
+	cl.p = frame.NewParser(c, frame.Limits{MaxBodyBytes: 64 << 20})
+	return cl
+}
+
+// Connect dials addr and completes a STOMP 1.2 CONNECT (extra headers as "k:v" strings).
+func Connect(t testing.TB, addr string, hdrs ...string) *Client {
+	t.Helper()
+	c := Dial(t, addr)
+	h := "accept-version:1.2\nhost:test\n"
+	for _, x := range hdrs {
+		h += x + "\n"
+	}
+	c.Send("CONNECT\n" + h + "\n\x00")
+	c.Expect(frame.CmdConnected)
+	return c
+}
+
+// Send writes raw bytes.
+func (c *Client) Send(raw string) {
+	c.t.Helper()
+	if _, err := c.Conn.Write([]byte(raw)); err != nil {
+		c.t.Fatalf("write: %v", err)
+	}
+}
+
+// SendFrame writes a frame built from a command, "k:v" headers and a body.
+func (c *Client) SendFrame(cmd string, body string, hdrs ...string) {
+	c.t.Helper()
+	var b strings.Builder
+	b.WriteString(cmd + "\n")
+	for _, h := range hdrs {
+		b.WriteString(h + "\n")
+	}
+	b.WriteString("\n" + body + "\x00")
+	c.Send(b.String())
+}
+
+// Read returns the next frame (a clone) or fails the test after timeout.
+func (c *Client) Read(timeout time.Duration) (*frame.Frame, error) {
+	_ = c.Conn.SetReadDeadline(time.Now().Add(timeout))
+	f, err := c.p.ReadFrame()
+	if err != nil {
+		if ne, ok := err.(net.Error); ok && ne.Timeout() && c.p.Buffered() == 0 {
+			// The parser keeps read errors sticky; start a fresh one so the client can go on
+			// reading after an expected silence.
+			c.p = frame.NewParser(c.Conn, frame.Limits{MaxBodyBytes: 64 << 20})
+		}
+		return nil, err
+	}
+	return f.Clone(), nil
+}
+
+// Expect reads the next frame and fails unless it has cmd and every "k:v" header given.
+func (c *Client) Expect(cmd frame.Command, hdrs ...string) *frame.Frame {
+	c.t.Helper()
+	f, err := c.Read(5 * time.Second)
+	if err != nil {
+		c.t.Fatalf("expecting %s: %v", cmd, err)
+	}
+	if f.Command != cmd {
+		c.t.Fatalf("got %s, want %s", f, cmd)
+	}
+	for _, h := range hdrs {
+		k, v, _ := strings.Cut(h, ":")
+		if got, ok := f.Get(k); !ok || got != v {
+			c.t.Fatalf("%s: header %s = %q (present %v), want %q", f, k, got, ok, v)
+		}
+	}
+	return f
+}
+
+// ExpectNothing fails if a frame arrives within d.
+func (c *Client) ExpectNothing(d time.Duration) {
+	c.t.Helper()
+	f, err := c.Read(d)
+	if err == nil {
+		c.t.Fatalf("unexpected frame %s", f)
+	}
+	if ne, ok := err.(net.Error); !ok || !ne.Timeout() {
+		c.t.Fatalf("expected silence, got %v", err)
+	}
+}
+
+// ExpectClosed fails unless the broker closes the connection within d.
+func (c *Client) ExpectClosed(d time.Duration) {
+	c.t.Helper()
+	deadline := time.Now().Add(d)
+	for time.Now().Before(deadline) {
+		f, err := c.Read(time.Until(deadline))
+		if err != nil {
+			if ne, ok := err.(net.Error); ok && ne.Timeout() {
+				break
+			}
+			return
+		}
+		_ = f
+	}
+	c.t.Fatalf("connection not closed within %v", d)
+}
+
+// String is for logs.
+func (c *Client) String() string { return fmt.Sprintf("client %s", c.Conn.LocalAddr()) }
