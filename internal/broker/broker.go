@@ -258,7 +258,7 @@ type link struct {
 	c *router.Conn
 }
 
-func (l link) Handle(f *frame.Frame)            { l.r.Handle(l.c, f) }
+func (l link) Handle(f *frame.Frame)             { l.r.Handle(l.c, f) }
 func (l link) Closed(reason session.CloseReason) { l.r.Close(l.c) }
 
 // Addr returns the bound address of the named server ("" when unknown or not started).

@@ -89,7 +89,7 @@ func TestQueueRoundRobinAndPrefetch(t *testing.T) {
 	p.Expect(frame.CmdReceipt)
 	a.Expect(frame.CmdMessage)
 	m := a.Expect(frame.CmdMessage)
-	a.ExpectNothing(200 * time.Millisecond) // prefetch 2 honoured
+	a.ExpectNothing(200 * time.Millisecond)      // prefetch 2 honoured
 	a.SendFrame("ACK", "", "id:"+m.Value("ack")) // cumulative: frees both
 	got := []string{string(a.Expect(frame.CmdMessage).Body), string(a.Expect(frame.CmdMessage).Body)}
 	if got[0] != "2" || got[1] != "3" {

@@ -154,18 +154,18 @@ type HeapFlow struct {
 // AddressSetting applies to traffic-created queues whose dot channel matches Match (`#` many
 // words, `*` one word; the most specific match wins, as in ActiveMQ Artemis).
 type AddressSetting struct {
-	Match                      string `yaml:"match"`
-	DefaultRingSize            *int   `yaml:"default-ring-size"`
-	DefaultMaxPendingMessages  *int   `yaml:"default-max-pending-messages"`
-	MaxPendingBytes            *int64 `yaml:"max-pending-bytes"`
-	AddressFullPolicy          string `yaml:"address-full-policy"`
-	BlockTimeout               *int   `yaml:"block-timeout"` // ms
-	MaxDeliveries              *int   `yaml:"max-deliveries"`
-	DeadLetter                 string `yaml:"dead-letter"`
-	RedeliveryDelay            *int   `yaml:"redelivery-delay"` // ms
-	RetentionMaxMessages       *int64 `yaml:"retention-max-messages"`
-	RetentionMaxBytes          *int64 `yaml:"retention-max-bytes"`
-	RetentionMaxAge            string `yaml:"retention-max-age"` // Go duration
+	Match                     string `yaml:"match"`
+	DefaultRingSize           *int   `yaml:"default-ring-size"`
+	DefaultMaxPendingMessages *int   `yaml:"default-max-pending-messages"`
+	MaxPendingBytes           *int64 `yaml:"max-pending-bytes"`
+	AddressFullPolicy         string `yaml:"address-full-policy"`
+	BlockTimeout              *int   `yaml:"block-timeout"` // ms
+	MaxDeliveries             *int   `yaml:"max-deliveries"`
+	DeadLetter                string `yaml:"dead-letter"`
+	RedeliveryDelay           *int   `yaml:"redelivery-delay"` // ms
+	RetentionMaxMessages      *int64 `yaml:"retention-max-messages"`
+	RetentionMaxBytes         *int64 `yaml:"retention-max-bytes"`
+	RetentionMaxAge           string `yaml:"retention-max-age"` // Go duration
 }
 
 // Store selects the durable store.
@@ -187,11 +187,11 @@ type Log struct {
 // Default returns the configuration Titan runs with when nothing is configured.
 func Default() Config {
 	return Config{
-		Servers: []Server{DefaultServer()},
-		Monitor: Monitor{Host: "0.0.0.0", Port: 7777},
+		Servers:     []Server{DefaultServer()},
+		Monitor:     Monitor{Host: "0.0.0.0", Port: 7777},
 		FlowControl: FlowControl{Queue: QueueFlow{MaxPendingBytes: dispatch.DefaultMaxPendingBytes}},
-		Store:   Store{Type: "pebble", DataDir: "./data"},
-		Log:     Log{Level: "info", Format: "text"},
+		Store:       Store{Type: "pebble", DataDir: "./data"},
+		Log:         Log{Level: "info", Format: "text"},
 	}
 }
 

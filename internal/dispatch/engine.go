@@ -54,11 +54,11 @@ type Engine struct {
 	opts Options
 	log  *slog.Logger
 
-	mu      sync.RWMutex                         // guards the maps below; never held while taking a queue's or Conn's lock
-	queues  map[Identity]Queue                   // the dispatcher: exact identity → queue
-	waiting map[Identity][]*Subscription         // queues-pattern consumers, also for identities without a queue yet
+	mu      sync.RWMutex                               // guards the maps below; never held while taking a queue's or Conn's lock
+	queues  map[Identity]Queue                         // the dispatcher: exact identity → queue
+	waiting map[Identity][]*Subscription               // queues-pattern consumers, also for identities without a queue yet
 	events  map[string]*sublist.Sublist[*Subscription] // events subscriptions by group
-	groups  map[string]struct{}                  // groups named by a SEND
+	groups  map[string]struct{}                        // groups named by a SEND
 
 	Published     atomic.Uint64
 	EventsNoSub   atomic.Uint64 // events messages that matched no subscription (direct mode)

@@ -32,7 +32,7 @@ func AppendHeader(dst []byte, key, value string, v Version, raw bool) (out []byt
 	if !Representable(key, value, v, raw) {
 		return dst, false
 	}
-	if raw || v == V10 || (!needsEscape(key) && !needsEscape(value)) {
+	if raw || v == V10 {
 		dst = append(dst, key...)
 		dst = append(dst, ':')
 		dst = append(dst, value...)
@@ -88,19 +88,21 @@ func Representable(key, value string, v Version, raw bool) bool {
 	return true
 }
 
-func needsEscape(s string) bool {
-	for i := 0; i < len(s); i++ {
-		switch s[i] {
-		case '\r', '\n', ':', '\\':
-			return true
-		}
-	}
-	return false
-}
+// escapable marks the octets STOMP 1.1/1.2 escape in header names and values.
+var escapable = [256]bool{'\r': true, '\n': true, ':': true, '\\': true}
 
+// appendEscaped appends s escaped for v, copying the runs between escapable octets whole.
+// Callers have checked Representable, so a CR only reaches here at 1.2.
 func appendEscaped(dst []byte, s string, v Version) []byte {
+	start := 0
 	for i := 0; i < len(s); i++ {
-		switch c := s[i]; c {
+		c := s[i]
+		if !escapable[c] {
+			continue
+		}
+		dst = append(dst, s[start:i]...)
+		start = i + 1
+		switch c {
 		case '\r':
 			if v >= V12 {
 				dst = append(dst, '\\', 'r')
@@ -109,11 +111,9 @@ func appendEscaped(dst []byte, s string, v Version) []byte {
 			dst = append(dst, '\\', 'n')
 		case ':':
 			dst = append(dst, '\\', 'c')
-		case '\\':
+		default: // '\\'
 			dst = append(dst, '\\', '\\')
-		default:
-			dst = append(dst, c)
 		}
 	}
-	return dst
+	return append(dst, s[start:]...)
 }

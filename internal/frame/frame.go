@@ -219,9 +219,10 @@ func (f *Frame) Del(key string) {
 	f.Headers = out
 }
 
-// Clone returns a deep copy of f that shares no memory with it, built with two allocations
-// (one buffer holding the body and every header string, one header slice). The clone's Body
-// and strings share that buffer, so the clone's Body must be treated as read-only.
+// Clone returns a deep copy of f that shares no memory with it, built with three allocations
+// (the Frame, one buffer holding the body and every header string, one header slice). The
+// clone's Body and strings share that buffer, so the clone's Body must be treated as
+// read-only.
 func (f *Frame) Clone() *Frame {
 	n := len(f.Body)
 	for _, h := range f.Headers {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"strings"
 	"unsafe"
 )
 
@@ -15,8 +16,8 @@ type Limits struct {
 	MaxHeaderLineBytes int
 	// MaxHeaders bounds the number of headers in one frame (default 1000).
 	MaxHeaders int
-	// MaxHeaderBytes bounds the command line plus all header lines of one frame (default
-	// 256 KiB).
+	// MaxHeaderBytes bounds the header section of one frame: the command line, every header
+	// line and the blank line that ends them, EOLs included (default 256 KiB).
 	MaxHeaderBytes int
 	// MaxBodyBytes bounds one frame's body (default 16 MiB).
 	MaxBodyBytes int
@@ -75,14 +76,20 @@ const (
 type hdrOff struct{ ks, colon, end int }
 
 // Parser reads frames from a byte stream. It is an incremental state machine: a frame may
-// arrive in any number of reads, and no byte is scanned twice. Limits are checked before the
-// buffer grows, so a peer cannot make a Parser hold more than MaxHeaderBytes+MaxBodyBytes+2.
+// arrive in any number of reads, and the search for a line end or a body's NUL never rescans
+// bytes. Limits are checked before the buffer grows, and growth is capped at one maximal frame
+// (MaxHeaderBytes+MaxBodyBytes+1 bytes, or the initial 4 KiB if that is more), so a peer
+// cannot make a Parser hold more than that.
+//
+// The result does not depend on how the stream is split into reads: every error is the one a
+// parser fed one byte at a time would report, at the first byte that proves it.
 //
 // A Parser is not safe for concurrent use.
 type Parser struct {
-	rd      io.Reader
-	lim     Limits
-	version Version
+	rd       io.Reader
+	lim      Limits
+	maxFrame int // largest possible frame in bytes: MaxHeaderBytes + MaxBodyBytes + NUL
+	version  Version
 
 	buf  []byte
 	r, w int   // unread bytes are buf[r:w]
@@ -90,8 +97,9 @@ type Parser struct {
 
 	// per-frame state, offsets relative to r
 	state      parseState
-	pos        int // next byte to scan
-	cmdEnd     int
+	pos        int // start of the current header line, or next body byte to scan
+	scanned    int // in stateHeaders, bytes before scanned hold no LF of the current line
+	cmd        Command
 	offs       []hdrOff
 	bodyStart  int
 	contentLen int // -1: none
@@ -103,7 +111,15 @@ type Parser struct {
 // NewParser returns a parser reading rd under lim. It unescapes header values as STOMP 1.2
 // until SetVersion says otherwise.
 func NewParser(rd io.Reader, lim Limits) *Parser {
-	return &Parser{rd: rd, lim: lim.withDefaults(), version: V12, buf: make([]byte, minBufBytes), contentLen: -1}
+	lim = lim.withDefaults()
+	return &Parser{
+		rd:         rd,
+		lim:        lim,
+		maxFrame:   lim.MaxHeaderBytes + lim.MaxBodyBytes + 1,
+		version:    V12,
+		buf:        make([]byte, minBufBytes),
+		contentLen: -1,
+	}
 }
 
 // SetVersion sets the version whose escaping rules apply to later frames (CONNECT, STOMP and
@@ -121,8 +137,12 @@ func (p *Parser) Buffered() int { return p.w - p.r }
 // violation returns a *ProtocolError wrapping one of the package's sentinels, after which the
 // Parser must not be used again.
 func (p *Parser) ReadFrame() (*Frame, error) {
-	if p.r == p.w && len(p.buf) > idleBufBytes {
-		p.buf = make([]byte, minBufBytes)
+	if p.r == p.w {
+		// Nothing buffered: the previous frame is released, so start reading at the front
+		// of the buffer again, and give back a buffer that a large frame made grow.
+		if len(p.buf) > idleBufBytes {
+			p.buf = make([]byte, minBufBytes)
+		}
 		p.r, p.w = 0, 0
 	}
 	for {
@@ -164,10 +184,10 @@ func (p *Parser) fill(need int) error {
 		p.r, p.w = 0, n
 	}
 	if need > len(p.buf) || p.w == len(p.buf) {
-		size := 2 * len(p.buf)
-		if size < need {
-			size = need
-		}
+		// Never beyond one maximal frame: step reports a limit error before a pending frame
+		// fills that much, so need and the buffered bytes stay below maxFrame; the max is
+		// only a guard against losing buffered bytes should that ever change.
+		size := max(min(2*len(p.buf), p.maxFrame), need, p.w+1)
 		nb := make([]byte, size)
 		copy(nb, p.buf[p.r:p.w])
 		p.buf, p.w, p.r = nb, p.w-p.r, 0
@@ -216,15 +236,15 @@ func (p *Parser) step() (*Frame, int, error) {
 		if p.r == p.w {
 			return nil, 1, nil
 		}
-		p.state, p.pos, p.offs, p.contentLen = stateHeaders, 0, p.offs[:0], -1
-		p.cmdEnd = -1
+		p.state, p.pos, p.scanned, p.offs, p.contentLen = stateHeaders, 0, 0, p.offs[:0], -1
+		p.cmd = CmdUnknown
 	}
 	if p.state == stateHeaders {
 		if err := p.scanHeaders(); err != nil {
 			return nil, 0, err
 		}
 		if p.state == stateHeaders {
-			return nil, p.pos + 1, nil
+			return nil, p.scanned + 1, nil
 		}
 	}
 	// stateBody
@@ -235,36 +255,44 @@ func (p *Parser) step() (*Frame, int, error) {
 			return nil, end + 1, nil
 		}
 		if p.buf[p.r+end] != 0 {
-			return nil, 0, protoErr(ErrMissingNUL, p.rawReceipt())
+			return nil, 0, protoErr(ErrMissingNUL, p.receipt(nil))
 		}
 		return p.finish(end)
 	}
 	if i := bytes.IndexByte(p.buf[p.r+p.pos:p.w], 0); i >= 0 {
-		return p.finish(p.pos + i)
+		nul := p.pos + i
+		if nul-p.bodyStart > p.lim.MaxBodyBytes {
+			// The limit holds however the body arrived, not only when it spans reads.
+			return nil, 0, protoErr(ErrBodyTooLarge, p.receipt(nil))
+		}
+		return p.finish(nul)
 	}
 	p.pos = avail
 	if avail-p.bodyStart > p.lim.MaxBodyBytes {
-		return nil, 0, protoErr(ErrBodyTooLarge, p.rawReceipt())
+		return nil, 0, protoErr(ErrBodyTooLarge, p.receipt(nil))
 	}
 	return nil, avail + 1, nil
 }
 
 // scanHeaders consumes complete lines from pos. On the blank line it moves to stateBody.
+//
+// Each check runs on whole lines, except the two limits, which must also stop a line that
+// never ends; partialLimitErr makes those independent of where reads split the stream.
 func (p *Parser) scanHeaders() error {
 	base := p.buf[p.r:p.w]
 	for {
-		i := bytes.IndexByte(base[p.pos:], '\n')
+		from := max(p.pos, p.scanned)
+		i := bytes.IndexByte(base[from:], '\n')
 		if i < 0 {
-			if len(base)-p.pos > p.lim.MaxHeaderLineBytes+1 {
-				return protoErr(ErrHeaderLineTooLong, "")
-			}
-			if len(base) > p.lim.MaxHeaderBytes+2 {
-				return protoErr(ErrHeaderSectionTooLarge, "")
-			}
-			return nil
+			p.scanned = len(base)
+			return p.partialLimitErr(len(base))
 		}
-		ls, le := p.pos, p.pos+i // line is base[ls:le]
-		p.pos = le + 1
+		lf := from + i
+		if err := p.partialLimitErr(lf); err != nil {
+			return err
+		}
+		ls, le := p.pos, lf // line is base[ls:le]
+		p.pos = lf + 1
 		if le > ls && base[le-1] == '\r' {
 			le--
 		}
@@ -275,11 +303,14 @@ func (p *Parser) scanHeaders() error {
 		if len(line) > p.lim.MaxHeaderLineBytes {
 			return protoErr(ErrHeaderLineTooLong, "")
 		}
-		if p.pos > p.lim.MaxHeaderBytes+2 {
+		if p.pos > p.lim.MaxHeaderBytes {
 			return protoErr(ErrHeaderSectionTooLarge, "")
 		}
-		if p.cmdEnd < 0 {
-			p.cmdEnd = le
+		if p.cmd == CmdUnknown {
+			// Reject a bad command at once rather than after buffering a whole frame.
+			if p.cmd = parseCommand(line); p.cmd == CmdUnknown {
+				return protoErr(ErrUnknownCommand, "")
+			}
 			continue
 		}
 		if len(line) == 0 {
@@ -298,6 +329,23 @@ func (p *Parser) scanHeaders() error {
 	}
 }
 
+// partialLimitErr returns the limit error, if any, that a parser fed one byte at a time would
+// have reported while the current line (from pos) had no LF yet and the frame had at most e
+// bytes. Both limits grow monotonically with e, so the one crossed first wins (the line limit
+// on a tie). The line limit allows one extra byte for the CR of a CRLF; the header section
+// is over its limit once e reaches it, because the LF is still to come.
+func (p *Parser) partialLimitErr(e int) error {
+	lineAt := p.pos + p.lim.MaxHeaderLineBytes + 2
+	sectionAt := p.lim.MaxHeaderBytes
+	switch {
+	case lineAt <= e && lineAt <= sectionAt:
+		return protoErr(ErrHeaderLineTooLong, "")
+	case sectionAt <= e:
+		return protoErr(ErrHeaderSectionTooLarge, "")
+	}
+	return nil
+}
+
 // readContentLength finds the first content-length header and checks it against the limits.
 func (p *Parser) readContentLength() error {
 	base := p.buf[p.r:p.w]
@@ -305,10 +353,10 @@ func (p *Parser) readContentLength() error {
 		if string(base[o.ks:o.colon]) == HdrContentLength {
 			n, err := parseContentLength(unsafe.String(unsafe.SliceData(base[o.colon+1:o.end]), o.end-o.colon-1))
 			if err != nil {
-				return protoErr(err, p.rawReceipt())
+				return protoErr(err, p.receipt(nil))
 			}
 			if n > p.lim.MaxBodyBytes {
-				return protoErr(ErrBodyTooLarge, p.rawReceipt())
+				return protoErr(ErrBodyTooLarge, p.receipt(nil))
 			}
 			p.contentLen = n
 			return nil
@@ -317,13 +365,34 @@ func (p *Parser) readContentLength() error {
 	return nil
 }
 
-// rawReceipt returns the first receipt header's raw value (copied), for receipt-id on errors.
-func (p *Parser) rawReceipt() string {
-	base := p.buf[p.r:p.w]
-	for _, o := range p.offs {
-		if string(base[o.ks:o.colon]) == HdrReceipt {
-			return string(base[o.colon+1 : o.end])
+// escaped reports whether the current frame's headers are escaped (STOMP 1.2, "Value
+// Encoding": never in 1.0, nor in CONNECT, STOMP and CONNECTED frames).
+func (p *Parser) escaped() bool {
+	return p.version != V10 && p.cmd != CmdConnect && p.cmd != CmdStomp && p.cmd != CmdConnected
+}
+
+// receipt returns a copy of the frame's first receipt header, decoded, for the receipt-id of
+// an ERROR frame. decoded holds the headers finish has already unescaped in place (their raw
+// bytes are gone); the raw bytes of the others are intact. A receipt whose own escapes are
+// bad is returned raw. Only error paths call it, so it may allocate.
+func (p *Parser) receipt(decoded []Header) string {
+	for _, h := range decoded {
+		if h.Key == HdrReceipt {
+			return strings.Clone(h.Value)
 		}
+	}
+	base := p.buf[p.r:p.w]
+	for _, o := range p.offs[len(decoded):] {
+		if string(base[o.ks:o.colon]) != HdrReceipt {
+			continue
+		}
+		v := []byte(string(base[o.colon+1 : o.end]))
+		if p.escaped() {
+			if u, err := unescapeInPlace(v, p.version); err == nil {
+				v = u
+			}
+		}
+		return string(v)
 	}
 	return ""
 }
@@ -331,11 +400,7 @@ func (p *Parser) rawReceipt() string {
 // finish builds the frame whose NUL is at offset nul, and consumes it.
 func (p *Parser) finish(nul int) (*Frame, int, error) {
 	base := p.buf[p.r:p.w]
-	cmd := parseCommand(base[:p.cmdEnd])
-	if cmd == CmdUnknown {
-		return nil, 0, &ProtocolError{Reason: "unknown command", Fatal: true, Err: ErrUnknownCommand}
-	}
-	escaped := p.version != V10 && cmd != CmdConnect && cmd != CmdStomp && cmd != CmdConnected
+	escaped := p.escaped()
 	hdrs := p.hdrs[:0]
 	for _, o := range p.offs {
 		k := base[o.ks:o.colon]
@@ -343,16 +408,18 @@ func (p *Parser) finish(nul int) (*Frame, int, error) {
 		if escaped {
 			var err error
 			if k, err = unescapeInPlace(k, p.version); err != nil {
-				return nil, 0, protoErr(err, p.rawReceipt())
+				p.hdrs = hdrs
+				return nil, 0, protoErr(err, p.receipt(hdrs))
 			}
 			if v, err = unescapeInPlace(v, p.version); err != nil {
-				return nil, 0, protoErr(err, p.rawReceipt())
+				p.hdrs = hdrs
+				return nil, 0, protoErr(err, p.receipt(hdrs))
 			}
 		}
 		hdrs = append(hdrs, Header{Key: bstr(k), Value: bstr(v)})
 	}
 	p.hdrs = hdrs
-	p.f = Frame{Command: cmd, Headers: hdrs, Body: base[p.bodyStart:nul:nul]}
+	p.f = Frame{Command: p.cmd, Headers: hdrs, Body: base[p.bodyStart:nul:nul]}
 	p.r += nul + 1
 	p.state = stateStart
 	return &p.f, 0, nil
@@ -366,39 +433,48 @@ func bstr(b []byte) string {
 }
 
 // unescapeInPlace decodes STOMP escapes in b, reusing its memory (STOMP 1.2, "Value
-// Encoding"; 1.1 lacks \r).
+// Encoding"; 1.1 lacks \r). It checks every escape before writing, so on ErrBadEscape b is
+// unchanged.
 func unescapeInPlace(b []byte, v Version) ([]byte, error) {
 	i := bytes.IndexByte(b, '\\')
 	if i < 0 {
 		return b, nil
 	}
-	w := i
-	for ; i < len(b); i++ {
-		c := b[i]
-		if c != '\\' {
-			b[w] = c
-			w++
+	for j := i; j < len(b); j++ {
+		if b[j] != '\\' {
 			continue
 		}
-		if i+1 == len(b) {
+		j++
+		if j == len(b) {
 			return nil, ErrBadEscape
 		}
-		i++
-		switch b[i] {
-		case 'n':
-			b[w] = '\n'
-		case 'c':
-			b[w] = ':'
-		case '\\':
-			b[w] = '\\'
+		switch b[j] {
+		case 'n', 'c', '\\':
 		case 'r':
 			if v < V12 {
 				return nil, ErrBadEscape
 			}
-			b[w] = '\r'
 		default:
 			return nil, ErrBadEscape
 		}
+	}
+	w := i
+	for ; i < len(b); i++ {
+		c := b[i]
+		if c == '\\' {
+			i++
+			switch b[i] {
+			case 'n':
+				c = '\n'
+			case 'c':
+				c = ':'
+			case 'r':
+				c = '\r'
+			default: // '\\', checked above
+				c = '\\'
+			}
+		}
+		b[w] = c
 		w++
 	}
 	return b[:w], nil

@@ -42,8 +42,8 @@ type Message struct {
 	// Sequence is the store sequence for durable patterns (0 when not stored).
 	Sequence uint64
 
-	enc [3]atomic.Pointer[[]byte] // shared MESSAGE tail per version (index version-1)
-	dropped [3]atomic.Int32       // headers the version could not represent
+	enc     [3]atomic.Pointer[[]byte] // shared MESSAGE tail per version (index version-1)
+	dropped [3]atomic.Int32           // headers the version could not represent
 	once    [3]sync.Once
 }
 

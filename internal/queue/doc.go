@@ -21,7 +21,7 @@
 //
 // Expired messages (now >= ExpiresAt) are removed lazily, when Pop finds them at the head, and
 // count in Counts until then. Removed messages are returned to the owner with a Reason, for it
-// to count, log or dead-letter; the Queue keeps no reference to them.
+// to count, log or dead-letter; the Queue forgets them once its next call overwrites the result.
 //
 // # Ring rule
 //

@@ -5,15 +5,15 @@ type CloseReason uint8
 
 // Close reasons.
 const (
-	CloseClientEOF         CloseReason = iota // the peer closed its side
-	CloseClientDisconnect                     // DISCONNECT frame
-	CloseProtocol                             // protocol error (ERROR frame sent)
-	CloseHeartbeatTimeout                     // silent for longer than the heart-beat or TTL allows
-	CloseSlowConsumer                         // outbound bytes over the limit
-	CloseWriteError                           // socket write failed
-	CloseReadError                            // socket read failed
-	CloseShutdown                             // broker shutting down
-	CloseAdmin                                // closed by an operator or by policy (FAIL)
+	CloseClientEOF        CloseReason = iota // the peer closed its side
+	CloseClientDisconnect                    // DISCONNECT frame
+	CloseProtocol                            // protocol error (ERROR frame sent)
+	CloseHeartbeatTimeout                    // silent for longer than the heart-beat or TTL allows
+	CloseSlowConsumer                        // outbound bytes over the limit
+	CloseWriteError                          // socket write failed
+	CloseReadError                           // socket read failed
+	CloseShutdown                            // broker shutting down
+	CloseAdmin                               // closed by an operator or by policy (FAIL)
 	numCloseReasons
 )
 

@@ -31,6 +31,8 @@ const setMinEntries = 16
 //
 // Match results are cached per channel, at most about 1024 entries; any Insert or Remove that
 // changes the index bumps a generation counter that invalidates every cached result at once.
+// A stale entry is dropped lazily (replaced on the next miss for its channel, or swept when
+// the cache is full), so it may keep a removed subscriber reachable for the GC until then.
 //
 // A Sublist is safe for concurrent use. The zero value is not usable; call New.
 type Sublist[T comparable] struct {
