@@ -18,9 +18,11 @@ import (
 	"github.com/titan-broker/titan/internal/config"
 	"github.com/titan-broker/titan/internal/dest"
 	"github.com/titan-broker/titan/internal/dispatch"
+	"github.com/titan-broker/titan/internal/durable"
 	"github.com/titan-broker/titan/internal/frame"
 	"github.com/titan-broker/titan/internal/router"
 	"github.com/titan-broker/titan/internal/session"
+	"github.com/titan-broker/titan/internal/store"
 	"github.com/titan-broker/titan/internal/transport"
 )
 
@@ -55,6 +57,8 @@ type Broker struct {
 	servers  []*server
 	sessions map[*session.Session]struct{}
 	admin    *adminServer
+	store    store.Store
+	durable  *durable.Log
 
 	startTime time.Time
 	// Connections counts accepted connections; Closed counts closes per reason.
@@ -81,6 +85,12 @@ func New(cfg config.Config, opts Options) (*Broker, error) {
 		opts.Clock = time.Now
 	}
 	b := &Broker{cfg: cfg, opts: opts, log: opts.Logger, sessions: make(map[*session.Session]struct{})}
+	st, err := openStore(cfg.Store, b.log)
+	if err != nil {
+		return nil, err
+	}
+	b.store = st
+	b.durable = durable.New(st, b.log.With("component", "durable"))
 	fanout := false
 	defPattern := dest.PatternEvents
 	first := cfg.Servers[0].ProtocolOptions
@@ -99,6 +109,8 @@ func New(cfg config.Config, opts Options) (*Broker, error) {
 		FanoutMode: fanout,
 		Logger:     b.log.With("component", "dispatch"),
 		Go:         b.goroutine,
+		OnRetire:   b.durable.Retire,
+		Persist:    b.durable.Persist,
 	})
 	b.router = router.New(b.engine, router.Options{
 		DefaultPattern:         defPattern,
@@ -108,6 +120,7 @@ func New(cfg config.Config, opts Options) (*Broker, error) {
 		Clock:                  opts.Clock,
 		Logger:                 b.log.With("component", "router"),
 		SendStages:             opts.SendStages,
+		Store:                  b.durable,
 	})
 	return b, nil
 }
@@ -170,6 +183,15 @@ func (b *Broker) Start() error {
 	b.started = true
 	b.startTime = time.Now()
 	b.mu.Unlock()
+	// Recovery comes before any listener: every committed, unacknowledged queue message is
+	// back on its queue before a client can connect.
+	n, err := b.durable.RecoverQueues(b.engine.Restore)
+	if err != nil {
+		return fmt.Errorf("broker: recovery: %w", err)
+	}
+	if n > 0 || b.durable.Corrupt.Load() > 0 {
+		b.log.Info("recovered stored messages", "messages", n, "unreadable_skipped", b.durable.Corrupt.Load())
+	}
 	var servers []*server
 	fail := func(err error) error {
 		for _, s := range servers {
@@ -335,11 +357,18 @@ func (b *Broker) Shutdown(ctx context.Context) error {
 		for _, s := range sessions {
 			s.Close(session.CloseShutdown)
 		}
+		_ = b.store.Close()
 		return ctx.Err()
+	}
+	if err := b.store.Close(); err != nil {
+		b.log.Error("closing store", "err", err)
 	}
 	b.log.Info("stopped")
 	return nil
 }
+
+// Durable returns the durable message log.
+func (b *Broker) Durable() *durable.Log { return b.durable }
 
 // Sessions returns a snapshot of the connected sessions.
 func (b *Broker) Sessions() []*session.Session {

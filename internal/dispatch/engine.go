@@ -32,6 +32,9 @@ type Options struct {
 	// OnRetire, when set, is told (without locks held) about queue messages that were
 	// acknowledged or removed, so that durable copies can be deleted.
 	OnRetire func(id Identity, acked []*message.Message, removed []queue.Removed)
+	// Persist, when set, durably stores a message the engine itself publishes to a durable
+	// pattern (dead letters) before it is queued.
+	Persist func(id Identity, m *message.Message) error
 }
 
 // DefaultSettings are the built-in settings of traffic-created queues (DESIGN §4).
@@ -418,6 +421,12 @@ func (e *Engine) deadLetter(q *PointQueue, qm *queue.Message) {
 			frame.Header{Key: "dlq-reason", Value: "max-deliveries"},
 			frame.Header{Key: "dlq-delivery-count", Value: strconv.Itoa(qm.DeliveryCount)}),
 	}
+	if e.opts.Persist != nil && dl.Persistent {
+		if err := e.opts.Persist(id, dl); err != nil {
+			e.log.Error("dead letter not stored; it stays on its queue's store until restart", "queue", id.String(), "err", err)
+			return
+		}
+	}
 	if _, err := e.Publish(id, dl); err != nil {
 		e.log.Warn("dead letter refused", "queue", id.String(), "err", err)
 		return
@@ -457,4 +466,18 @@ func (e *Engine) Queues() []Queue {
 		return a.Destination() < b.Destination()
 	})
 	return out
+}
+
+// Restore puts a recovered stored message back on its queue at start-up, bypassing the
+// address-full policy (it was accepted before the restart). It counts as delivered once, so
+// its next delivery carries redelivered:true (DESIGN §5). Scheduled messages keep their due
+// time.
+func (e *Engine) Restore(id Identity, m *message.Message) {
+	e.noteGroup(id.Group)
+	q, _ := e.GetOrPut(id, e.opts.Settings(id))
+	pq, ok := q.(*PointQueue)
+	if !ok {
+		return
+	}
+	pq.restore(m)
 }

@@ -152,6 +152,25 @@ func (p *PointQueue) Enqueue(m *message.Message) (dropped bool, err error) {
 	return false, nil
 }
 
+// restore enqueues a recovered message without admission checks (see Engine.Restore).
+func (p *PointQueue) restore(m *message.Message) {
+	p.mu.Lock()
+	now := p.now()
+	p.seq++
+	qm := &queue.Message{Seq: p.seq, Size: m.Size(), Value: m, DeliveryCount: 1}
+	if m.DeliverAtMs > 0 {
+		qm.DeliverAt = time.UnixMilli(m.DeliverAtMs)
+	}
+	if m.ExpiresMs > 0 {
+		qm.ExpiresAt = time.UnixMilli(m.ExpiresMs)
+	}
+	removed := cloneRemoved(p.q.Enqueue(qm, now))
+	p.Enqueued.Add(1)
+	acked, removed := p.dispatchLocked(now, nil, removed)
+	p.mu.Unlock()
+	p.finish(acked, removed)
+}
+
 func cloneRemoved(r []queue.Removed) []queue.Removed {
 	if len(r) == 0 {
 		return nil

@@ -33,3 +33,11 @@ type Engine interface {
 
 // Clock is the time source (injectable for tests).
 type Clock func() time.Time
+
+// Persister is the durable-acceptance port (implemented by *durable.Log). Persist commits m
+// (fsync'd) and sets m.Sequence before m is shared; Forget deletes a persisted message whose
+// admission was then refused.
+type Persister interface {
+	Persist(id dispatch.Identity, m *message.Message) error
+	Forget(id dispatch.Identity, m *message.Message)
+}

@@ -78,6 +78,8 @@ type Options struct {
 	Clock Clock
 	// Logger receives routing events; nil discards them.
 	Logger *slog.Logger
+	// Store is the durable-acceptance port; nil keeps durable patterns in memory only.
+	Store Persister
 	// SendStages are custom stages run on every SEND route after the route stage and before
 	// publication (reference 000: "custom handlers are inserted between those stages").
 	SendStages []Stage
@@ -91,8 +93,9 @@ type Router struct {
 	log    *slog.Logger
 	routes [numRoutes][]Stage
 	final  Stage
-	// sendEffects are the stages after the transaction stage on SEND routes.
-	sendEffects []Stage
+	// sendEffects and durableEffects are the stages after the transaction stage on SEND
+	// routes of non-durable and durable patterns; COMMIT replays exactly these.
+	sendEffects, durableEffects []Stage
 
 	// Routed counts frames per route (index Route).
 	Routed [numRoutes]atomic.Uint64
@@ -133,15 +136,13 @@ func New(engine Engine, o Options) *Router {
 	group := groupStage{}
 	build := messageStage{clock: o.Clock, idPrefix: o.MessageIDPrefix}
 	tx := txBufferStage{max: o.MaxFramesInTransaction}
-	publish := publishStage{engine: engine}
+	publish := publishStage{engine: engine, store: o.Store}
 	// effects are the SEND stages that act once a message is built and admitted; COMMIT
 	// replays exactly these for each buffered SEND.
 	r.sendEffects = append(append([]Stage(nil), o.SendStages...), publish)
-	send := func() []Stage {
-		return append([]Stage{group, build, tx}, r.sendEffects...)
-	}
-	r.routes[RouteSendEvents] = send()
-	r.routes[RouteSendQueue] = send()
+	r.durableEffects = append(append(append([]Stage(nil), o.SendStages...), storeStage{store: o.Store}), publish)
+	r.routes[RouteSendEvents] = append([]Stage{group, build, tx}, r.sendEffects...)
+	r.routes[RouteSendQueue] = append([]Stage{group, build, tx}, r.durableEffects...)
 	r.routes[RouteSubscribe] = []Stage{group, subscribeStage{engine: engine, opts: &r.opts}}
 	r.routes[RouteUnsubscribe] = []Stage{unsubscribeStage{engine: engine}}
 	r.routes[RouteAck] = []Stage{tx, ackStage{engine: engine}}
@@ -152,6 +153,14 @@ func New(engine Engine, o Options) *Router {
 	r.routes[RouteDisconnect] = nil
 	r.final = finalStage{}
 	return r
+}
+
+// effects returns the stages COMMIT replays for a buffered SEND of route rt.
+func (r *Router) effects(rt Route) []Stage {
+	if rt == RouteSendEvents {
+		return r.sendEffects
+	}
+	return r.durableEffects
 }
 
 // Options returns the router's effective options.

@@ -76,11 +76,32 @@ func cloneIdentity(id dispatch.Identity) dispatch.Identity {
 	return id
 }
 
-// publishStage hands the message to the engine (dispatcher queue or subscriptions).
-type publishStage struct{ engine Engine }
+// storeStage is durable acceptance (DESIGN §5): a persistent message of a durable pattern is
+// committed to the store, fsync'd, before it is published, so the RECEIPT the final stage
+// writes means the message survives a crash. A SEND with persistent:false skips it.
+type storeStage struct{ store Persister }
+
+func (s storeStage) Apply(c *Context) {
+	if s.store == nil || !c.Message.Persistent {
+		return
+	}
+	if err := s.store.Persist(c.Identity, c.Message); err != nil {
+		c.fail("message not stored", "the broker could not store the message; it was not accepted")
+	}
+}
+
+// publishStage hands the message to the engine (dispatcher queue or subscriptions). A message
+// that was stored and then refused admission is deleted again.
+type publishStage struct {
+	engine Engine
+	store  Persister
+}
 
 func (s publishStage) Apply(c *Context) {
 	if _, err := s.engine.Publish(c.Identity, c.Message); err != nil {
+		if s.store != nil {
+			s.store.Forget(c.Identity, c.Message)
+		}
 		switch {
 		case errors.Is(err, dispatch.ErrQueueFull):
 			c.fail("queue full", "the destination is full; retry later")

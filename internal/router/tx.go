@@ -110,7 +110,7 @@ func (s commitStage) Apply(c *Context) {
 		rc := Context{Conn: c.Conn, Frame: c.Frame, Route: op.route, Identity: op.identity, Message: op.msg, Receipt: c.Receipt, Replay: true}
 		switch op.route {
 		case RouteSendEvents, RouteSendQueue:
-			r.run(&rc, r.sendEffects) // the message was built and validated at SEND time
+			r.run(&rc, r.effects(op.route)) // the message was built and validated at SEND time
 		case RouteAck, RouteNack:
 			ackStage{engine: r.engine, nack: op.route == RouteNack}.apply(&rc, op.key, op.sub)
 		}

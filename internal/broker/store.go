@@ -1,0 +1,28 @@
+package broker
+
+import (
+	"fmt"
+	"log/slog"
+	"os"
+
+	"github.com/titan-broker/titan/internal/config"
+	"github.com/titan-broker/titan/internal/store"
+	"github.com/titan-broker/titan/internal/store/memstore"
+	"github.com/titan-broker/titan/internal/store/pebblestore"
+)
+
+// openStore opens the configured store: the embedded Pebble store in DataDir (created when
+// missing) or the in-memory store.
+func openStore(c config.Store, log *slog.Logger) (store.Store, error) {
+	if c.Type == "memory" {
+		return memstore.New(), nil
+	}
+	if err := os.MkdirAll(c.DataDir, 0o750); err != nil {
+		return nil, fmt.Errorf("broker: data directory %s: %w", c.DataDir, err)
+	}
+	st, err := pebblestore.Open(c.DataDir, pebblestore.Options{Logger: log.With("component", "pebble")})
+	if err != nil {
+		return nil, fmt.Errorf("broker: opening store in %s: %w (is another titan using it?)", c.DataDir, err)
+	}
+	return st, nil
+}

@@ -1,0 +1,27 @@
+package store
+
+import "errors"
+
+// Sentinel errors of the store port and its adapters. Adapters wrap them with detail; test
+// for them with errors.Is.
+var (
+	// ErrClosed is returned by every Store method called after Close has begun, Close
+	// included.
+	ErrClosed = errors.New("store: closed")
+	// ErrCorrupt is returned when stored data fails validation: by Open when the data
+	// directory cannot be recovered (for example a write-ahead log damaged before its tail),
+	// and by any method after the engine reported corruption in the background. The wrapped
+	// error says what was found and where.
+	ErrCorrupt = errors.New("store: corrupt data")
+	// ErrIncompatible is returned by Open when the data directory was written in a store
+	// format this build does not understand (a newer or foreign format).
+	ErrIncompatible = errors.New("store: incompatible data format")
+	// ErrLocked is returned by Open when another open Store, in this process or another one,
+	// holds the data directory.
+	ErrLocked = errors.New("store: data directory in use")
+	// ErrInvalidName is returned when a stream name or meta key is empty or longer than
+	// MaxNameBytes.
+	ErrInvalidName = errors.New("store: invalid stream name or meta key")
+	// ErrNoRecords is returned when Append is called without records.
+	ErrNoRecords = errors.New("store: append without records")
+)

@@ -1,0 +1,47 @@
+package pebblestore
+
+import (
+	"log/slog"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+)
+
+// Default option values, applied by Open for zero fields.
+const (
+	// DefaultCacheBytes is the default block cache size: 16 MiB.
+	DefaultCacheBytes = 16 << 20
+	// DefaultMemTableBytes is the default memtable size: 16 MiB.
+	DefaultMemTableBytes = 16 << 20
+	// DefaultDeleteSyncInterval is the default DeleteSyncInterval: 1 s.
+	DefaultDeleteSyncInterval = time.Second
+)
+
+// Options configures Open. The zero value is ready to use. Options are read once by Open;
+// none can be changed on an open Store.
+type Options struct {
+	// Logger receives Pebble's messages: informational ones at slog.LevelDebug, background
+	// errors and corruption reports at slog.LevelError. nil (the default) discards them all.
+	Logger *slog.Logger
+
+	// FS is the file system the store lives on. nil (the default) is the operating system's
+	// (vfs.Default). Tests pass a wrapper to count fsyncs or inject faults (Pebble's
+	// vfs/errorfs), or vfs.NewMem() for a store that lives in memory.
+	FS vfs.FS
+
+	// CacheBytes is the size of the block cache, in bytes. Zero means DefaultCacheBytes;
+	// negative is invalid.
+	CacheBytes int64
+
+	// MemTableBytes is the size of one memtable, in bytes: records are buffered in memory up
+	// to this size (and logged to the WAL) before being flushed to a table file. Zero means
+	// DefaultMemTableBytes; negative is invalid.
+	MemTableBytes int64
+
+	// DeleteSyncInterval bounds how long a Delete or Trim can stay unsynced when no Append or
+	// SetMeta syncs the write-ahead log in the meantime: a background goroutine syncs the
+	// log this often while deletes are pending. Zero means DefaultDeleteSyncInterval; a
+	// negative value disables the background sync (deletes then become durable with the next
+	// Append, SetMeta or Close).
+	DeleteSyncInterval time.Duration
+}

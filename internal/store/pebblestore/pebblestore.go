@@ -1,0 +1,711 @@
+package pebblestore
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/vfs"
+
+	"github.com/titan-broker/titan/internal/store"
+)
+
+// lockFile is the name, inside the data directory, of the file Open locks so that two
+// Stores never share a directory.
+const lockFile = "titan.lock"
+
+// Store is a store.Store on a Pebble database in one directory. Open returns it; it is safe
+// for concurrent use. See the package documentation for the key layout and durability.
+type Store struct {
+	db      *pebble.DB
+	dirLock io.Closer
+	log     *slog.Logger
+
+	mu       sync.Mutex
+	idle     sync.Cond // on mu; broadcast when inflight drops to 0 after closed is set
+	closed   bool      // guarded by mu
+	inflight int       // guarded by mu: calls between enter and exit
+	werr     error     // guarded by mu: sticky write error
+
+	smu     sync.RWMutex
+	streams map[string]*stream // guarded by smu
+
+	// dirty is set after a Delete or Trim reaches the WAL unsynced, and cleared by whoever
+	// issues the next sync (an Append or SetMeta before committing, or the syncer).
+	dirty      atomic.Bool
+	stopSyncer chan struct{} // closed by Close; nil when no syncer runs
+	syncerDone chan struct{} // closed by the syncer when it returns
+}
+
+var _ store.Store = (*Store)(nil)
+
+// stream is the in-memory state of one stream. Every change to its records happens with mu
+// held, from building the batch until Pebble has applied it (ApplyNoSyncWait), so that
+// Pebble's commit order for a stream is its sequence order and each batch's state value is
+// the latest. The fsync wait happens after mu is released, which is what lets concurrent
+// Appends to one stream share an fsync.
+type stream struct {
+	name      string
+	recPrefix []byte // 'r' | nameLen | name
+	stateKey  []byte // 's' | nameLen | name
+
+	mu    sync.Mutex
+	last  uint64 // guarded by mu: high-water mark
+	count uint64 // guarded by mu: records held
+	bytes uint64 // guarded by mu: record bytes held
+	first uint64 // guarded by mu: lowest seq held; 0 = unknown (recomputed on demand)
+
+	// durable is the highest seq whose Append has synced. Scan reads up to it: since Pebble
+	// syncs its WAL in commit order and a stream commits in seq order, every seq at or below
+	// it is durable and visible.
+	durable atomic.Uint64
+}
+
+func newStream(name string) *stream {
+	return &stream{
+		name:      name,
+		recPrefix: streamPrefix(prefixRecord, name),
+		stateKey:  streamPrefix(prefixStream, name),
+	}
+}
+
+// raiseDurable ratchets st.durable up to seq.
+func (st *stream) raiseDurable(seq uint64) {
+	for {
+		cur := st.durable.Load()
+		if cur >= seq || st.durable.CompareAndSwap(cur, seq) {
+			return
+		}
+	}
+}
+
+func (st *stream) stateLocked() streamState {
+	return streamState{last: st.last, count: st.count, bytes: st.bytes}
+}
+
+// Open opens the store in dir, creating dir and an empty store if needed, and recovers
+// it: Pebble replays its write-ahead log (a torn tail — the end of a write cut short by a
+// crash — is dropped) and the per-stream high-water marks are loaded.
+//
+// Errors: store.ErrLocked when another Store holds dir; store.ErrCorrupt when the data
+// cannot be recovered (the wrapped error says which file and offset; the directory is left
+// untouched so that it can be inspected or restored); store.ErrIncompatible when dir holds
+// something other than a Titan store of this format. Any other error comes from the file
+// system.
+func Open(dir string, opts Options) (*Store, error) {
+	if opts.CacheBytes < 0 || opts.MemTableBytes < 0 {
+		return nil, fmt.Errorf("pebblestore: negative CacheBytes (%d) or MemTableBytes (%d)", opts.CacheBytes, opts.MemTableBytes)
+	}
+	fs := opts.FS
+	if fs == nil {
+		fs = vfs.Default
+	}
+	logger := opts.Logger
+	if logger == nil {
+		logger = discardLogger()
+	}
+	cacheBytes := opts.CacheBytes
+	if cacheBytes == 0 {
+		cacheBytes = DefaultCacheBytes
+	}
+	memBytes := opts.MemTableBytes
+	if memBytes == 0 {
+		memBytes = DefaultMemTableBytes
+	}
+	syncEvery := opts.DeleteSyncInterval
+	if syncEvery == 0 {
+		syncEvery = DefaultDeleteSyncInterval
+	}
+
+	if err := fs.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("pebblestore: create data directory: %w", err)
+	}
+	lock, err := fs.Lock(fs.PathJoin(dir, lockFile))
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s (stop the other titan process or choose another --data-dir): %v", store.ErrLocked, dir, err)
+	}
+
+	s := &Store{dirLock: lock, log: logger, streams: make(map[string]*stream)}
+	s.idle.L = &s.mu
+
+	cache := pebble.NewCache(cacheBytes)
+	defer cache.Unref()
+	popts := &pebble.Options{
+		FS:           fs,
+		Cache:        cache,
+		MemTableSize: uint64(memBytes),
+		Logger:       pebbleLogger{logger},
+		// The oldest format whose WAL chunks carry sync offsets, which let recovery tell a
+		// torn tail (tolerated) from damage before the tail (reported as corruption).
+		FormatMajorVersion: pebble.FormatWALSyncChunks,
+		EventListener: &pebble.EventListener{
+			BackgroundError: func(err error) {
+				logger.Error("pebble background error", "component", "pebble", "err", err)
+				if errors.Is(err, pebble.ErrCorruption) {
+					s.fail(wrapErr("background", err))
+				}
+			},
+			DataCorruption: func(info pebble.DataCorruptionInfo) {
+				logger.Error("pebble data corruption", "component", "pebble", "info", info.String())
+				s.fail(fmt.Errorf("%w: pebblestore: %s", store.ErrCorrupt, info))
+			},
+		},
+	}
+	db, err := pebble.Open(dir, popts)
+	if err != nil {
+		_ = lock.Close()
+		if errors.Is(err, pebble.ErrCorruption) {
+			return nil, fmt.Errorf("%w: pebblestore: cannot recover %s: %w "+
+				"(the directory was left untouched: restore it from a backup, or move it aside to start empty)",
+				store.ErrCorrupt, dir, err)
+		}
+		return nil, fmt.Errorf("pebblestore: open %s: %w", dir, err)
+	}
+	s.db = db
+	if err := s.checkVersion(); err != nil {
+		return nil, errors.Join(err, db.Close(), lock.Close())
+	}
+	if err := s.loadStreams(); err != nil {
+		return nil, errors.Join(err, db.Close(), lock.Close())
+	}
+	if syncEvery > 0 {
+		s.stopSyncer = make(chan struct{})
+		s.syncerDone = make(chan struct{})
+		go s.syncLoop(syncEvery)
+	}
+	return s, nil
+}
+
+// checkVersion reads the format key, writing it into an empty database.
+func (s *Store) checkVersion() error {
+	v, closer, err := s.db.Get(versionKey)
+	if errors.Is(err, pebble.ErrNotFound) {
+		it, err := s.db.NewIter(nil)
+		if err != nil {
+			return wrapErr("open", err)
+		}
+		nonEmpty := it.First()
+		if err := it.Close(); err != nil {
+			return wrapErr("open", err)
+		}
+		if nonEmpty {
+			return fmt.Errorf("%w: pebblestore: the directory holds a Pebble database that is not a Titan store", store.ErrIncompatible)
+		}
+		return wrapErr("open", s.db.Set(versionKey, binary.BigEndian.AppendUint32(nil, formatVersion), pebble.Sync))
+	}
+	if err != nil {
+		return wrapErr("open", err)
+	}
+	defer closer.Close()
+	if len(v) != 4 || binary.BigEndian.Uint32(v) != formatVersion {
+		return fmt.Errorf("%w: pebblestore: store format %x, this build reads %d", store.ErrIncompatible, v, formatVersion)
+	}
+	return nil
+}
+
+// loadStreams loads every stream's state and checks it against its last record key.
+func (s *Store) loadStreams() error {
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: []byte{prefixStream}, UpperBound: []byte{prefixStream + 1}})
+	if err != nil {
+		return wrapErr("open", err)
+	}
+	for it.First(); it.Valid(); it.Next() {
+		name, err := parseStreamKey(it.Key())
+		if err != nil {
+			return errors.Join(fmt.Errorf("%w: pebblestore: stream key %q: %w", store.ErrCorrupt, it.Key(), err), it.Close())
+		}
+		v, err := it.ValueAndErr()
+		if err != nil {
+			return errors.Join(wrapErr("open", err), it.Close())
+		}
+		state, ok := decodeState(v)
+		if !ok {
+			return errors.Join(fmt.Errorf("%w: pebblestore: stream %q: state value of %d bytes", store.ErrCorrupt, name, len(v)), it.Close())
+		}
+		st := newStream(name)
+		st.last, st.count, st.bytes = state.last, state.count, state.bytes
+		st.durable.Store(state.last)
+		if err := s.checkLastRecord(st); err != nil {
+			return errors.Join(err, it.Close())
+		}
+		s.streams[name] = st
+	}
+	return wrapErr("open", it.Close())
+}
+
+// checkLastRecord seeks the stream's highest record key and checks it against the
+// persisted high-water mark and count.
+func (s *Store) checkLastRecord(st *stream) error {
+	it, err := s.db.NewIter(&pebble.IterOptions{
+		LowerBound: recordKey(st.recPrefix, 0),
+		UpperBound: recordKey(st.recPrefix, ^uint64(0)),
+	})
+	if err != nil {
+		return wrapErr("open", err)
+	}
+	var lastSeq uint64
+	found := it.Last()
+	if found {
+		lastSeq = seqOf(it.Key())
+	}
+	if err := it.Close(); err != nil {
+		return wrapErr("open", err)
+	}
+	if lastSeq > st.last || found != (st.count > 0) {
+		return fmt.Errorf("%w: pebblestore: stream %q: last record %d (found %v) but high-water mark %d, count %d",
+			store.ErrCorrupt, st.name, lastSeq, found, st.last, st.count)
+	}
+	return nil
+}
+
+// wrapErr prefixes a Pebble error with the operation and marks corruption with
+// store.ErrCorrupt. It returns nil for a nil err.
+func wrapErr(op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, pebble.ErrCorruption) {
+		return fmt.Errorf("%w: pebblestore: %s: %w", store.ErrCorrupt, op, err)
+	}
+	return fmt.Errorf("pebblestore: %s: %w", op, err)
+}
+
+// enter registers a call in progress, refusing it once Close has begun and, for a write,
+// after a write failed. Every successful enter must be paired with exit.
+func (s *Store) enter(write bool) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return store.ErrClosed
+	}
+	if write && s.werr != nil {
+		return s.werr
+	}
+	s.inflight++
+	return nil
+}
+
+func (s *Store) exit() {
+	s.mu.Lock()
+	s.inflight--
+	if s.inflight == 0 && s.closed {
+		s.idle.Broadcast()
+	}
+	s.mu.Unlock()
+}
+
+// fail records err as the sticky write error, if none is recorded yet, and returns it.
+func (s *Store) fail(err error) error {
+	s.mu.Lock()
+	if s.werr == nil {
+		s.werr = err
+	}
+	s.mu.Unlock()
+	return err
+}
+
+// stream returns the named stream, creating it when create is set, or nil.
+func (s *Store) stream(name string, create bool) *stream {
+	s.smu.RLock()
+	st := s.streams[name]
+	s.smu.RUnlock()
+	if st != nil || !create {
+		return st
+	}
+	s.smu.Lock()
+	defer s.smu.Unlock()
+	if st = s.streams[name]; st == nil {
+		st = newStream(name)
+		s.streams[name] = st
+	}
+	return st
+}
+
+// claimSync clears the dirty flag before a synced commit: unsynced deletes that set it
+// reached the WAL before this commit, so its fsync covers them.
+func (s *Store) claimSync() {
+	if s.dirty.Load() {
+		s.dirty.Store(false)
+	}
+}
+
+// Append implements store.Store. The records and the stream's new state are one Pebble
+// batch, committed with Sync through ApplyNoSyncWait under the stream's lock and then
+// awaited (Batch.SyncWait) without it; Pebble's WAL writer syncs every batch queued while a
+// sync is under way with the next single fsync.
+//
+// Errors: store.ErrClosed, store.ErrInvalidName, store.ErrNoRecords, and a sticky write error
+// (store.ErrCorrupt when Pebble reports corruption).
+func (s *Store) Append(name string, records ...[]byte) (uint64, error) {
+	if err := store.CheckName(name); err != nil {
+		return 0, err
+	}
+	if len(records) == 0 {
+		return 0, store.ErrNoRecords
+	}
+	if err := s.enter(true); err != nil {
+		return 0, err
+	}
+	defer s.exit()
+	st := s.stream(name, true)
+
+	size := stateLen + len(st.stateKey) + 16
+	for _, r := range records {
+		size += len(st.recPrefix) + 8 + len(r) + 16
+	}
+	b := s.db.NewBatchWithSize(size)
+	defer b.Close()
+
+	st.mu.Lock()
+	first := st.last + 1
+	next := st.stateLocked()
+	for i, r := range records {
+		op := b.SetDeferred(len(st.recPrefix)+8, len(r))
+		copy(op.Key, st.recPrefix)
+		binary.BigEndian.PutUint64(op.Key[len(st.recPrefix):], first+uint64(i))
+		copy(op.Value, r)
+		if err := op.Finish(); err != nil {
+			st.mu.Unlock()
+			return 0, wrapErr("append", err)
+		}
+		next.bytes += uint64(len(r))
+	}
+	next.last += uint64(len(records))
+	next.count += uint64(len(records))
+	if err := b.Set(st.stateKey, next.encode(), nil); err != nil {
+		st.mu.Unlock()
+		return 0, wrapErr("append", err)
+	}
+	s.claimSync()
+	err := s.db.ApplyNoSyncWait(b, pebble.Sync)
+	if err == nil {
+		if st.count == 0 {
+			st.first = first
+		}
+		st.last, st.count, st.bytes = next.last, next.count, next.bytes
+	}
+	st.mu.Unlock()
+	if err == nil {
+		err = b.SyncWait()
+	}
+	if err != nil {
+		return 0, s.fail(wrapErr("append", err))
+	}
+	st.raiseDurable(next.last)
+	return first, nil
+}
+
+// Delete implements store.Store. It looks each seq up (to keep Count and Bytes exact),
+// writes point deletions and the stream's new state in one unsynced batch, and leaves the
+// fsync to the next Append or SetMeta, or to the syncer after Options.DeleteSyncInterval.
+//
+// Errors: store.ErrClosed, store.ErrInvalidName, a read error, or a sticky write error.
+func (s *Store) Delete(name string, seqs ...uint64) error {
+	if err := store.CheckName(name); err != nil {
+		return err
+	}
+	if err := s.enter(true); err != nil {
+		return err
+	}
+	defer s.exit()
+	st := s.stream(name, false)
+	if st == nil || len(seqs) == 0 {
+		return nil
+	}
+	seqs = slices.Clone(seqs)
+	slices.Sort(seqs)
+	seqs = slices.Compact(seqs)
+
+	b := s.db.NewBatch()
+	defer b.Close()
+	key := recordKey(st.recPrefix, 0)
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	next := st.stateLocked()
+	firstGone := false
+	for _, seq := range seqs {
+		if seq == 0 || seq > st.last {
+			continue
+		}
+		binary.BigEndian.PutUint64(key[len(st.recPrefix):], seq)
+		v, closer, err := s.db.Get(key)
+		if errors.Is(err, pebble.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return wrapErr("delete", err)
+		}
+		n := len(v)
+		_ = closer.Close()
+		if err := b.DeleteSized(key, uint32(n), nil); err != nil {
+			return wrapErr("delete", err)
+		}
+		next.count--
+		next.bytes -= uint64(n)
+		firstGone = firstGone || seq == st.first
+	}
+	if next.count == st.count {
+		return nil
+	}
+	return s.commitRemovalLocked(st, b, next, firstGone, "delete")
+}
+
+// commitRemovalLocked adds the stream's new state to b, commits it without sync and
+// updates the in-memory state. st.mu must be held.
+func (s *Store) commitRemovalLocked(st *stream, b *pebble.Batch, next streamState, firstGone bool, op string) error {
+	if err := b.Set(st.stateKey, next.encode(), nil); err != nil {
+		return wrapErr(op, err)
+	}
+	if err := s.db.Apply(b, pebble.NoSync); err != nil {
+		return s.fail(wrapErr(op, err))
+	}
+	s.dirty.Store(true)
+	st.count, st.bytes = next.count, next.bytes
+	if firstGone {
+		st.first = 0
+	}
+	return nil
+}
+
+// Trim implements store.Store. It counts the records below before (for Count and Bytes),
+// then removes them with one range deletion in an unsynced batch, like Delete.
+//
+// Errors: store.ErrClosed, store.ErrInvalidName, a read error, or a sticky write error.
+func (s *Store) Trim(name string, before uint64) error {
+	if err := store.CheckName(name); err != nil {
+		return err
+	}
+	if err := s.enter(true); err != nil {
+		return err
+	}
+	defer s.exit()
+	st := s.stream(name, false)
+	if st == nil {
+		return nil
+	}
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	end := min(before, st.last+1)
+	if end <= 1 || st.count == 0 {
+		return nil
+	}
+	hi := recordKey(st.recPrefix, end)
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: recordKey(st.recPrefix, 1), UpperBound: hi})
+	if err != nil {
+		return wrapErr("trim", err)
+	}
+	next := st.stateLocked()
+	for it.First(); it.Valid(); it.Next() {
+		lv := it.LazyValue()
+		next.count--
+		next.bytes -= uint64(lv.Len())
+	}
+	if err := it.Close(); err != nil {
+		return wrapErr("trim", err)
+	}
+	if next.count == st.count {
+		return nil
+	}
+	b := s.db.NewBatch()
+	defer b.Close()
+	if err := b.DeleteRange(recordKey(st.recPrefix, 0), hi, nil); err != nil {
+		return wrapErr("trim", err)
+	}
+	return s.commitRemovalLocked(st, b, next, true, "trim")
+}
+
+// Scan implements store.Store. It iterates a Pebble iterator bounded to the stream's
+// records from from up to the stream's durable high-water mark; the iterator reads a
+// consistent view taken when Scan starts. No lock is held while fn runs.
+//
+// Errors: store.ErrClosed, store.ErrInvalidName, or a read error (store.ErrCorrupt for
+// corruption).
+func (s *Store) Scan(name string, from uint64, fn func(seq uint64, data []byte) bool) error {
+	if err := store.CheckName(name); err != nil {
+		return err
+	}
+	if err := s.enter(false); err != nil {
+		return err
+	}
+	defer s.exit()
+	st := s.stream(name, false)
+	if st == nil {
+		return nil
+	}
+	from = max(from, 1)
+	hi := st.durable.Load()
+	if from > hi {
+		return nil
+	}
+	it, err := s.db.NewIter(&pebble.IterOptions{
+		LowerBound: recordKey(st.recPrefix, from),
+		UpperBound: recordKey(st.recPrefix, hi+1),
+	})
+	if err != nil {
+		return wrapErr("scan", err)
+	}
+	for it.First(); it.Valid(); it.Next() {
+		v, err := it.ValueAndErr()
+		if err != nil {
+			return errors.Join(wrapErr("scan", err), it.Close())
+		}
+		if !fn(seqOf(it.Key()), v) {
+			break
+		}
+	}
+	return wrapErr("scan", it.Close())
+}
+
+// Streams implements store.Store. Count, Bytes and Last come from memory; First is cached
+// and, after the first record was deleted or trimmed, found again with one seek.
+//
+// Errors: store.ErrClosed, or a read error.
+func (s *Store) Streams() ([]store.StreamInfo, error) {
+	if err := s.enter(false); err != nil {
+		return nil, err
+	}
+	defer s.exit()
+	s.smu.RLock()
+	sts := make([]*stream, 0, len(s.streams))
+	for _, st := range s.streams {
+		sts = append(sts, st)
+	}
+	s.smu.RUnlock()
+	slices.SortFunc(sts, func(a, b *stream) int { return strings.Compare(a.name, b.name) })
+
+	out := make([]store.StreamInfo, 0, len(sts))
+	for _, st := range sts {
+		st.mu.Lock()
+		if st.last == 0 { // created by an Append that failed
+			st.mu.Unlock()
+			continue
+		}
+		if st.count > 0 && st.first == 0 {
+			if err := s.findFirstLocked(st); err != nil {
+				st.mu.Unlock()
+				return nil, err
+			}
+		}
+		in := store.StreamInfo{Name: st.name, First: st.last + 1, Last: st.last, Count: int64(st.count), Bytes: int64(st.bytes)}
+		if st.count > 0 {
+			in.First = st.first
+		}
+		st.mu.Unlock()
+		out = append(out, in)
+	}
+	return out, nil
+}
+
+// findFirstLocked sets st.first to the lowest seq the stream holds. st.mu must be held.
+func (s *Store) findFirstLocked(st *stream) error {
+	it, err := s.db.NewIter(&pebble.IterOptions{
+		LowerBound: recordKey(st.recPrefix, 1),
+		UpperBound: recordKey(st.recPrefix, st.last+1),
+	})
+	if err != nil {
+		return wrapErr("streams", err)
+	}
+	if it.First() {
+		st.first = seqOf(it.Key())
+	}
+	return wrapErr("streams", it.Close())
+}
+
+// SetMeta implements store.Store. It commits with Sync, which also makes pending deletes
+// durable.
+//
+// Errors: store.ErrClosed, store.ErrInvalidName, or a sticky write error.
+func (s *Store) SetMeta(key string, value []byte) error {
+	if err := store.CheckName(key); err != nil {
+		return err
+	}
+	if err := s.enter(true); err != nil {
+		return err
+	}
+	defer s.exit()
+	s.claimSync()
+	if err := s.db.Set(metaKey(key), value, pebble.Sync); err != nil {
+		return s.fail(wrapErr("set meta", err))
+	}
+	return nil
+}
+
+// Meta implements store.Store.
+//
+// Errors: store.ErrClosed, store.ErrInvalidName, or a read error.
+func (s *Store) Meta(key string) ([]byte, bool, error) {
+	if err := store.CheckName(key); err != nil {
+		return nil, false, err
+	}
+	if err := s.enter(false); err != nil {
+		return nil, false, err
+	}
+	defer s.exit()
+	v, closer, err := s.db.Get(metaKey(key))
+	if errors.Is(err, pebble.ErrNotFound) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, wrapErr("meta", err)
+	}
+	out := slices.Clone(v)
+	if out == nil {
+		out = []byte{}
+	}
+	return out, true, closer.Close()
+}
+
+// syncLoop syncs the WAL every interval while Deletes or Trims are pending, so that an
+// idle broker does not redeliver acknowledged messages after a crash.
+func (s *Store) syncLoop(interval time.Duration) {
+	defer close(s.syncerDone)
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.stopSyncer:
+			return
+		case <-t.C:
+		}
+		if !s.dirty.Load() || s.enter(true) != nil {
+			continue
+		}
+		s.dirty.Store(false)
+		if err := s.db.LogData(nil, pebble.Sync); err != nil {
+			s.log.Error("pebblestore: syncing deletes", "err", err)
+			s.fail(wrapErr("sync", err))
+		}
+		s.exit()
+	}
+}
+
+// Close implements store.Store: it refuses new calls, waits for calls in progress (Scan
+// callbacks included), stops the syncer, closes Pebble (which syncs the WAL, so pending
+// deletes become durable) and releases the directory lock.
+//
+// Errors: store.ErrClosed on a second call; otherwise Pebble's close error, if any.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return store.ErrClosed
+	}
+	s.closed = true
+	for s.inflight > 0 {
+		s.idle.Wait()
+	}
+	s.mu.Unlock()
+	if s.stopSyncer != nil {
+		close(s.stopSyncer)
+		<-s.syncerDone
+	}
+	return errors.Join(wrapErr("close", s.db.Close()), s.dirLock.Close())
+}

@@ -1,0 +1,99 @@
+package store
+
+// MaxNameBytes is the longest stream name or meta key, in bytes, that every adapter accepts.
+// Longer (or empty) names are refused with ErrInvalidName.
+const MaxNameBytes = 4096
+
+// Store is the durable port: named append-only streams of opaque records plus a small
+// key-value space for metadata. It is safe for concurrent use by any number of goroutines.
+//
+// Sequences are per stream, start at 1, are strictly increasing and are never reused, even
+// after deletes, trims or restarts. A record is immutable once appended; the only ways to
+// remove it are Delete and Trim.
+//
+// Every method returns ErrClosed once Close has begun (Close itself included), and
+// ErrInvalidName for an empty stream name or meta key or one longer than MaxNameBytes.
+// A Store whose write failed returns that failure from every later write (sticky error);
+// reopen the store to recover.
+type Store interface {
+	// Append durably appends records, in order, to stream (creating the stream on first use)
+	// and returns the sequence number given to the first; record i gets firstSeq+i.
+	//
+	// It returns only after the records are committed and fsync'd; concurrent Appends share
+	// one fsync (group commit). The records are copied: the caller may reuse the slices once
+	// Append returns. An empty record is allowed; no records at all is ErrNoRecords.
+	Append(stream string, records ...[]byte) (firstSeq uint64, err error)
+
+	// Delete removes the records with the given sequence numbers (acknowledged or dropped
+	// messages). A missing, already deleted or never assigned seq, and an unknown stream, are
+	// not errors. The removal is durable at the next sync (the next Append or SetMeta, or the
+	// adapter's periodic sync): losing it in a crash only means a redelivery.
+	Delete(stream string, seqs ...uint64) error
+
+	// Scan calls fn for each record of stream with seq >= from (0 means 1) in ascending seq
+	// order, until fn returns false or the records run out. Scan sees only records whose
+	// Append has committed durably. An unknown stream is not an error: fn is never called.
+	//
+	// data is valid only during fn; copy it to keep it. fn may call other methods of the
+	// Store (records appended or deleted meanwhile may or may not be seen), but must return
+	// before Close can complete.
+	Scan(stream string, from uint64, fn func(seq uint64, data []byte) bool) error
+
+	// Streams lists, sorted by name, every stream that holds records or has ever been
+	// appended to. The returned slice belongs to the caller.
+	Streams() ([]StreamInfo, error)
+
+	// Trim deletes every record of stream with seq < before (retention). Like Delete it is
+	// durable at the next sync, and an unknown stream is not an error.
+	Trim(stream string, before uint64) error
+
+	// SetMeta durably stores value under key (for example a durable subscription's position),
+	// replacing any previous value; it returns after an fsync. value is copied; nil stores an
+	// empty value.
+	SetMeta(key string, value []byte) error
+
+	// Meta returns a copy of the value stored under key, and whether the key exists.
+	Meta(key string) (value []byte, ok bool, err error)
+
+	// Close waits for calls in progress to return, syncs outstanding deletes and releases the
+	// store's resources. It is sticky: Close and every other method called after it return
+	// ErrClosed.
+	Close() error
+}
+
+// StreamInfo describes one stream, as returned by Store.Streams.
+type StreamInfo struct {
+	// Name is the stream name given to Append.
+	Name string
+	// First is the lowest sequence number the stream holds; when Count is 0 it is Last+1
+	// (where the next record will go).
+	First uint64
+	// Last is the highest sequence number ever given in the stream (its high-water mark),
+	// whether or not that record still exists.
+	Last uint64
+	// Count is the number of records the stream holds.
+	Count int64
+	// Bytes is the total size of the records' data, in bytes (keys and overhead excluded).
+	Bytes int64
+}
+
+// CheckName returns ErrInvalidName, wrapped with the offending length, when name is empty or
+// longer than MaxNameBytes, and nil otherwise. Adapters use it to validate stream names and
+// meta keys.
+func CheckName(name string) error {
+	if len(name) == 0 || len(name) > MaxNameBytes {
+		return &nameError{n: len(name)}
+	}
+	return nil
+}
+
+type nameError struct{ n int }
+
+func (e *nameError) Error() string {
+	if e.n == 0 {
+		return ErrInvalidName.Error() + ": empty"
+	}
+	return ErrInvalidName.Error() + ": longer than MaxNameBytes"
+}
+
+func (e *nameError) Unwrap() error { return ErrInvalidName }
