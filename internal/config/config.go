@@ -80,7 +80,8 @@ type ProtocolOptions struct {
 	MaxHeaderLength int `yaml:"max-header-length"`
 	// MaxHeaders bounds headers per frame (default 1000).
 	MaxHeaders int `yaml:"max-headers"`
-	// MaxHeadersBytes bounds the command plus all header lines of a frame (default 262144).
+	// MaxHeadersBytes bounds the command line, header lines and blank line of a frame,
+	// EOLs included (default 262144).
 	MaxHeadersBytes int `yaml:"max-headers-bytes"`
 	// MaxBodyLength bounds a frame body in bytes (default 16777216).
 	MaxBodyLength int `yaml:"max-body-length"`

@@ -1,0 +1,126 @@
+package outbox
+
+import (
+	"sync"
+	"testing"
+	"time"
+)
+
+func TestRegulatorDoublesOnShedAndEasesBack(t *testing.T) {
+	r := NewRegulator(time.Second, 30*time.Second)
+	want := []time.Duration{2, 4, 8, 16, 30, 30}
+	for i, w := range want {
+		r.Dropped()
+		if got := r.Interval(); got != w*time.Second {
+			t.Fatalf("after %d sheds: %v, want %v", i+1, got, w*time.Second)
+		}
+	}
+	// Six sheds outstanding: each clean delivery halves toward the base, then stops.
+	wantBack := []time.Duration{15 * time.Second, 7500 * time.Millisecond, 3750 * time.Millisecond, 1875 * time.Millisecond, time.Second, time.Second}
+	for i, w := range wantBack {
+		r.Clean()
+		if got := r.Interval(); got != w {
+			t.Fatalf("after %d cleans: %v, want %v", i+1, got, w)
+		}
+	}
+	if r.Shedding() {
+		t.Fatal("still shedding after easing back every shed")
+	}
+	r.Clean() // no shed outstanding: nothing changes
+	if r.Interval() != time.Second || r.Eases.Load() != 6 || r.Sheds.Load() != 6 {
+		t.Fatalf("interval %v eases %d sheds %d", r.Interval(), r.Eases.Load(), r.Sheds.Load())
+	}
+}
+
+type fakeSink struct {
+	mu        sync.Mutex
+	got       []uint64
+	shedEvery int
+	calls     int
+	busy      bool
+}
+
+func (s *fakeSink) Busy() bool { s.mu.Lock(); defer s.mu.Unlock(); return s.busy }
+func (s *fakeSink) Deliver(seq uint64, _ []byte) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.calls++
+	if s.shedEvery > 0 && s.calls%s.shedEvery == 0 {
+		return false
+	}
+	s.got = append(s.got, seq)
+	return true
+}
+
+func source(n uint64) Source {
+	return func(from uint64, fn func(uint64, []byte) bool) error {
+		if from == 0 {
+			from = 1
+		}
+		for s := from; s <= n; s++ {
+			if !fn(s, nil) {
+				return nil
+			}
+		}
+		return nil
+	}
+}
+
+func TestPollerDeliversEverythingInOrderDespiteSheds(t *testing.T) {
+	sink := &fakeSink{shedEvery: 7}
+	reg := NewRegulator(time.Millisecond, 4*time.Millisecond)
+	p := NewPoller(source(100), sink, reg, 0, 10)
+	done := make(chan struct{})
+	go func() { p.Run(); close(done) }()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		sink.mu.Lock()
+		n := len(sink.got)
+		sink.mu.Unlock()
+		if n == 100 || time.Now().After(deadline) {
+			break
+		}
+		p.Kick()
+		time.Sleep(time.Millisecond)
+	}
+	p.Stop()
+	<-done
+	if len(sink.got) != 100 {
+		t.Fatalf("delivered %d of 100", len(sink.got))
+	}
+	for i, s := range sink.got {
+		if s != uint64(i+1) {
+			t.Fatalf("order broken at %d: %d", i, s)
+		}
+	}
+	if reg.Sheds.Load() == 0 {
+		t.Fatal("sheds not reported to the regulator")
+	}
+}
+
+func TestPollerSkipsFetchWhileSinkBusy(t *testing.T) {
+	sink := &fakeSink{busy: true}
+	p := NewPoller(source(5), sink, NewRegulator(time.Millisecond, 2*time.Millisecond), 0, 10)
+	done := make(chan struct{})
+	go func() { p.Run(); close(done) }()
+	for p.Skipped.Load() < 3 {
+		time.Sleep(time.Millisecond)
+	}
+	if p.Fetches.Load() != 0 || len(sink.got) != 0 {
+		t.Fatal("fetched while the sink was busy")
+	}
+	sink.mu.Lock()
+	sink.busy = false
+	sink.mu.Unlock()
+	for {
+		sink.mu.Lock()
+		n := len(sink.got)
+		sink.mu.Unlock()
+		if n == 5 {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	p.Stop()
+	<-done
+}
