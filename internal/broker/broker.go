@@ -111,6 +111,7 @@ func New(cfg config.Config, opts Options) (*Broker, error) {
 		Go:         b.goroutine,
 		OnRetire:   b.durable.Retire,
 		Persist:    b.durable.Persist,
+		Logs:       b.durable,
 	})
 	b.router = router.New(b.engine, router.Options{
 		DefaultPattern:         defPattern,

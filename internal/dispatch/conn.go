@@ -18,6 +18,8 @@ type Writer interface {
 	// WriteMessage queues one MESSAGE made of a per-delivery prefix and a shared, read-only
 	// tail. false means nothing was queued (connection closing or over its outbound limit).
 	WriteMessage(prefix, shared []byte) bool
+	// QueuedBytes is the number of bytes queued and not yet written to the socket.
+	QueuedBytes() int64
 }
 
 // AckMode is a subscription's acknowledgement mode (STOMP 1.2, "SUBSCRIBE ack Header").
@@ -64,6 +66,13 @@ type Subscription struct {
 	Prefetch int // max unacknowledged deliveries in client modes; > 0
 
 	queue atomic.Pointer[PointQueue] // queues pattern only: the queue consuming for it, once one exists
+	log   *logSub                    // events-store only: the log reader; set before the subscription is shared
+
+	// Start is where an events-store subscription begins (start-position header).
+	Start StartPosition
+	// DurableName makes an events-store subscription's position survive reconnects and
+	// restarts (durable-name header); "" for none.
+	DurableName string
 
 	// guarded by Conn.mu
 	pending []*delivery // unacknowledged deliveries in delivery order
@@ -80,7 +89,8 @@ type delivery struct {
 	sub *Subscription
 	msg *message.Message
 	q   *PointQueue // queue the message came from; nil for events
-	seq uint64      // sequence within q
+	seq uint64      // sequence within q, or within the log for events-store
+	log *logSub     // events-store subscription the message came from
 }
 
 // Conn is the delivery-side state of one connection: its subscriptions and unacknowledged
@@ -141,6 +151,12 @@ func ackKeyLocked(c *Conn, sub *Subscription, msgID string) (key, ackHeader stri
 // nothing is recorded then. q and seq locate the message in its PointQueue (nil, 0 for events). Must be called
 // without c.mu held.
 func (c *Conn) deliver(sub *Subscription, m *message.Message, q *PointQueue, seq uint64, deliveryCount int) bool {
+	return c.deliverFrom(sub, m, q, nil, seq, deliveryCount)
+}
+
+// deliverFrom is deliver with the events-store origin (ls) when there is one; such a delivery
+// carries a sequence header.
+func (c *Conn) deliverFrom(sub *Subscription, m *message.Message, q *PointQueue, ls *logSub, seq uint64, deliveryCount int) bool {
 	c.mu.Lock()
 	if c.closed || sub.closed {
 		c.mu.Unlock()
@@ -151,10 +167,13 @@ func (c *Conn) deliver(sub *Subscription, m *message.Message, q *PointQueue, seq
 	if sub.Ack != AckAuto {
 		key, hdr := ackKeyLocked(c, sub, m.ID)
 		d.AckID = hdr
-		dl = &delivery{key: key, sub: sub, msg: m, q: q, seq: seq}
+		dl = &delivery{key: key, sub: sub, msg: m, q: q, seq: seq, log: ls}
 	}
 	if deliveryCount > 1 {
 		d.Extra = []frame.Header{{Key: "delivery-count", Value: strconv.Itoa(deliveryCount)}}
+	}
+	if ls != nil {
+		d.Extra = append(d.Extra, frame.Header{Key: "sequence", Value: strconv.FormatUint(seq, 10)})
 	}
 	v := c.w.Version()
 	shared, _ := m.Shared(v)
@@ -209,6 +228,7 @@ type resolved struct {
 	sub *Subscription
 	q   *PointQueue
 	seq uint64
+	log *logSub
 }
 
 // takeAckLocked finds the deliveries an ACK/NACK of key resolves. For AckClient ACK it is
@@ -223,7 +243,7 @@ func (c *Conn) takeAckLocked(key, subID string, cumulative bool) ([]resolved, bo
 		p := d.sub.pending
 		n := 0
 		for i, x := range p {
-			out = append(out, resolved{x.sub, x.q, x.seq})
+			out = append(out, resolved{x.sub, x.q, x.seq, x.log})
 			delete(c.pending, x.key)
 			if x == d {
 				n = i + 1
@@ -236,7 +256,7 @@ func (c *Conn) takeAckLocked(key, subID string, cumulative bool) ([]resolved, bo
 		return out, true
 	}
 	removePendingLocked(c, d)
-	return []resolved{{d.sub, d.q, d.seq}}, true
+	return []resolved{{d.sub, d.q, d.seq, d.log}}, true
 }
 
 func (c *Conn) lookupLocked(key, subID string) (*delivery, bool) {

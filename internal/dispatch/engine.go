@@ -35,6 +35,12 @@ type Options struct {
 	// Persist, when set, durably stores a message the engine itself publishes to a durable
 	// pattern (dead letters) before it is queued.
 	Persist func(id Identity, m *message.Message) error
+	// Logs is the durable log port events-store subscriptions read from; nil disables the
+	// events-store pattern.
+	Logs LogStore
+	// PollBase and PollMax bound the outbox pollers' regulated interval (defaults 1 s and
+	// 30 s, reference 004).
+	PollBase, PollMax time.Duration
 }
 
 // DefaultSettings are the built-in settings of traffic-created queues (DESIGN §4).
@@ -62,8 +68,10 @@ type Engine struct {
 	waiting map[Identity][]*Subscription               // queues-pattern consumers, also for identities without a queue yet
 	events  map[string]*sublist.Sublist[*Subscription] // events subscriptions by group
 	groups  map[string]struct{}                        // groups named by a SEND
+	logs    map[Identity][]*logSub                     // events-store subscriptions by identity
 
 	Published     atomic.Uint64
+	LogDelivered  atomic.Uint64 // events-store messages delivered by outbox pollers
 	EventsNoSub   atomic.Uint64 // events messages that matched no subscription (direct mode)
 	EventsDropped atomic.Uint64 // events deliveries dropped for a full subscription or connection
 	DeadLettered  atomic.Uint64
@@ -84,6 +92,7 @@ func NewEngine(o Options) *Engine {
 		waiting: make(map[Identity][]*Subscription),
 		events:  make(map[string]*sublist.Sublist[*Subscription]),
 		groups:  map[string]struct{}{dest.DefaultGroup: {}},
+		logs:    make(map[Identity][]*logSub),
 	}
 	e.log = o.Logger
 	if e.log == nil {
@@ -147,6 +156,18 @@ func (e *Engine) Publish(id Identity, m *message.Message) (dropped bool, err err
 		if e.fanout(id, m) == 0 {
 			e.EventsNoSub.Add(1)
 		}
+		return false, nil
+	}
+	if id.Pattern == dest.PatternEventsStore {
+		if m.Sequence == 0 {
+			return false, ErrNotStored
+		}
+		e.mu.RLock()
+		subs := e.logs[id]
+		for _, ls := range subs {
+			ls.poller.Kick() // the live tail: each subscription's poller fetches from the log
+		}
+		e.mu.RUnlock()
 		return false, nil
 	}
 	for range 3 {
@@ -214,6 +235,25 @@ func (e *Engine) Subscribe(sub *Subscription) error {
 		sub.Prefetch = DefaultPrefetch
 	}
 	switch sub.Dest.Pattern {
+	case dest.PatternEventsStore:
+		if e.opts.Logs == nil {
+			e.dropSub(c, sub)
+			return ErrNotStored
+		}
+		id := IdentityOf(sub.Group, sub.Dest)
+		ls, err := e.newLogSub(sub, id)
+		if err != nil {
+			e.dropSub(c, sub)
+			return err
+		}
+		sub.log = ls
+		e.mu.Lock()
+		e.logs[id] = append(e.logs[id], ls)
+		e.mu.Unlock()
+		if !e.goroutine("outbox-poller", ls.poller.Run) {
+			e.detach(sub)
+			return ErrNotStored
+		}
 	case dest.PatternEvents:
 		e.mu.Lock()
 		sl := e.events[sub.Group]
@@ -235,6 +275,12 @@ func (e *Engine) Subscribe(sub *Subscription) error {
 		}
 	}
 	return nil
+}
+
+func (e *Engine) dropSub(c *Conn, sub *Subscription) {
+	c.mu.Lock()
+	delete(c.subs, sub.ID)
+	c.mu.Unlock()
 }
 
 // Unsubscribe removes the subscription id of c. Its unacknowledged queue messages go back to
@@ -268,6 +314,26 @@ func (e *Engine) detach(sub *Subscription) {
 	sub.pending = nil
 	c.mu.Unlock()
 	switch sub.Dest.Pattern {
+	case dest.PatternEventsStore:
+		if sub.log == nil {
+			return
+		}
+		id := sub.log.id
+		e.mu.Lock()
+		l := e.logs[id]
+		for i, x := range l {
+			if x == sub.log {
+				l = append(l[:i:i], l[i+1:]...)
+				break
+			}
+		}
+		if len(l) == 0 {
+			delete(e.logs, id)
+		} else {
+			e.logs[id] = l
+		}
+		e.mu.Unlock()
+		sub.log.stop()
 	case dest.PatternEvents:
 		e.mu.RLock()
 		sl := e.events[sub.Group]
@@ -312,6 +378,18 @@ func (e *Engine) Ack(c *Conn, key, subID string, nack bool) error {
 	c.mu.Unlock()
 	if !ok {
 		return ErrUnknownAck
+	}
+	var logs map[*logSub][]uint64
+	for _, r := range res {
+		if r.log != nil {
+			if logs == nil {
+				logs = map[*logSub][]uint64{}
+			}
+			logs[r.log] = append(logs[r.log], r.seq)
+		}
+	}
+	for ls, seqs := range logs {
+		ls.acked(seqs, nack)
 	}
 	if len(res) == 1 { // the common case: no map
 		if r := res[0]; r.q != nil {
@@ -366,6 +444,9 @@ func (e *Engine) Resume(c *Conn) {
 			s.stalled = false
 			if q := s.queue.Load(); q != nil {
 				qs = append(qs, q)
+			}
+			if s.log != nil {
+				s.log.poller.Kick()
 			}
 		}
 	}

@@ -28,6 +28,9 @@ var (
 	ErrDuplicateSubscription = errors.New("dispatch: duplicate subscription id")
 	// ErrUnknownSubscription is returned for an UNSUBSCRIBE naming no subscription.
 	ErrUnknownSubscription = errors.New("dispatch: unknown subscription id")
+	// ErrNotStored is returned when an events-store message or subscription needs the store
+	// and none is configured (or the message was not persisted).
+	ErrNotStored = errors.New("dispatch: events-store needs the store")
 	// ErrTooManySubscriptions is returned when a connection exceeds its subscription limit.
 	ErrTooManySubscriptions = errors.New("dispatch: too many subscriptions")
 )

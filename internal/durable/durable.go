@@ -11,10 +11,12 @@
 package durable
 
 import (
+	"encoding/binary"
 	"fmt"
 	"log/slog"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	"github.com/titan-broker/titan/internal/dest"
 	"github.com/titan-broker/titan/internal/dispatch"
@@ -154,4 +156,60 @@ func (l *Log) RecoverQueues(fn func(id dispatch.Identity, m *message.Message)) (
 		}
 	}
 	return recovered, nil
+}
+
+// Scan implements dispatch.LogStore over id's stream.
+func (l *Log) Scan(id dispatch.Identity, from uint64, fn func(seq uint64, data []byte) bool) error {
+	return l.st.Scan(StreamName(id), from, fn)
+}
+
+// Bounds implements dispatch.LogStore.
+func (l *Log) Bounds(id dispatch.Identity) (first, last uint64, err error) {
+	name := StreamName(id)
+	streams, err := l.st.Streams()
+	if err != nil {
+		return 0, 0, err
+	}
+	for _, s := range streams {
+		if s.Name == name {
+			return s.First, s.Last, nil
+		}
+	}
+	return 0, 0, nil
+}
+
+// SeekTime implements dispatch.LogStore: the first sequence accepted at or after t.
+func (l *Log) SeekTime(id dispatch.Identity, t time.Time) (uint64, error) {
+	ms := t.UnixMilli()
+	var found uint64
+	err := l.st.Scan(StreamName(id), 0, func(seq uint64, data []byte) bool {
+		m, err := message.Decode(data)
+		if err == nil && m.TimestampMs >= ms {
+			found = seq
+			return false
+		}
+		return true
+	})
+	if err != nil || found != 0 {
+		return found, err
+	}
+	_, last, err := l.Bounds(id)
+	return last + 1, err
+}
+
+// SavePosition implements dispatch.LogStore (fsync'd).
+func (l *Log) SavePosition(key string, seq uint64) error {
+	return l.st.SetMeta(key, binary.BigEndian.AppendUint64(nil, seq))
+}
+
+// Position implements dispatch.LogStore.
+func (l *Log) Position(key string) (uint64, bool, error) {
+	v, ok, err := l.st.Meta(key)
+	if err != nil || !ok {
+		return 0, false, err
+	}
+	if len(v) != 8 {
+		return 0, false, fmt.Errorf("durable: position %s: malformed value", key)
+	}
+	return binary.BigEndian.Uint64(v), true, nil
 }

@@ -21,6 +21,7 @@ const (
 	RouteReject Route = iota
 	RouteSendEvents
 	RouteSendQueue
+	RouteSendEventsStore
 	RouteSubscribe
 	RouteUnsubscribe
 	RouteAck
@@ -32,7 +33,7 @@ const (
 	numRoutes
 )
 
-var routeNames = [numRoutes]string{"reject", "send-events", "send-queue", "subscribe", "unsubscribe", "ack", "nack", "begin", "commit", "abort", "disconnect"}
+var routeNames = [numRoutes]string{"reject", "send-events", "send-queue", "send-events-store", "subscribe", "unsubscribe", "ack", "nack", "begin", "commit", "abort", "disconnect"}
 
 // String returns the route's name (used in metrics).
 func (r Route) String() string {
@@ -143,6 +144,7 @@ func New(engine Engine, o Options) *Router {
 	r.durableEffects = append(append(append([]Stage(nil), o.SendStages...), storeStage{store: o.Store}), publish)
 	r.routes[RouteSendEvents] = append([]Stage{group, build, tx}, r.sendEffects...)
 	r.routes[RouteSendQueue] = append([]Stage{group, build, tx}, r.durableEffects...)
+	r.routes[RouteSendEventsStore] = append([]Stage{group, build, tx}, r.durableEffects...)
 	r.routes[RouteSubscribe] = []Stage{group, subscribeStage{engine: engine, opts: &r.opts}}
 	r.routes[RouteUnsubscribe] = []Stage{unsubscribeStage{engine: engine}}
 	r.routes[RouteAck] = []Stage{tx, ackStage{engine: engine}}
@@ -215,6 +217,8 @@ func (r *Router) Resolve(c *Context) Route {
 			return RouteSendEvents
 		case dest.PatternQueues:
 			return RouteSendQueue
+		case dest.PatternEventsStore:
+			return RouteSendEventsStore
 		}
 		c.fail("unsupported destination pattern", d.Pattern.String()+" destinations are not available on this server")
 		return RouteReject
@@ -232,7 +236,7 @@ func (r *Router) Resolve(c *Context) Route {
 		}
 		c.Dest = d
 		switch d.Pattern {
-		case dest.PatternEvents, dest.PatternQueues:
+		case dest.PatternEvents, dest.PatternQueues, dest.PatternEventsStore:
 			return RouteSubscribe
 		}
 		c.fail("unsupported destination pattern", d.Pattern.String()+" destinations are not available on this server")

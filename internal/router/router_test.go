@@ -21,6 +21,7 @@ type fakeClient struct {
 
 func (c *fakeClient) Version() frame.Version        { return c.v }
 func (c *fakeClient) WriteMessage(_, _ []byte) bool { return true }
+func (c *fakeClient) QueuedBytes() int64            { return 0 }
 func (c *fakeClient) ID() string                    { return "test" }
 func (c *fakeClient) WriteFrame(f *frame.Frame) bool {
 	c.mu.Lock()

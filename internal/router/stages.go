@@ -82,8 +82,8 @@ func cloneIdentity(id dispatch.Identity) dispatch.Identity {
 type storeStage struct{ store Persister }
 
 func (s storeStage) Apply(c *Context) {
-	if s.store == nil || !c.Message.Persistent {
-		return
+	if s.store == nil || (!c.Message.Persistent && c.Identity.Pattern != dest.PatternEventsStore) {
+		return // events-store is a log: it always stores
 	}
 	if err := s.store.Persist(c.Identity, c.Message); err != nil {
 		c.fail("message not stored", "the broker could not store the message; it was not accepted")
@@ -151,8 +151,27 @@ func (s subscribeStage) Apply(c *Context) {
 		ID: strings.Clone(id), Conn: c.Conn.Delivery, Group: strings.Clone(c.Identity.Group),
 		Dest: d, Ack: mode, Prefetch: prefetch,
 	}
-	if err := s.engine.Subscribe(sub); err != nil {
+	if d.Pattern == dest.PatternEventsStore {
+		start, err := dispatch.ParseStartPosition(f.Value("start-position"), s.opts.Clock())
+		if err != nil {
+			c.fail("invalid start-position", "start-position is new, first, last, a sequence number, time:<RFC 3339> or delta:<duration>")
+			return
+		}
+		sub.Start = start
+		if dn := f.Value("durable-name"); dn != "" {
+			if !dest.ValidGroup(dn) {
+				c.fail("invalid durable-name", "durable names match ^[a-zA-Z0-9_-]{1,64}$")
+				return
+			}
+			sub.DurableName = strings.Clone(dn)
+		}
+	}
+	switch err := s.engine.Subscribe(sub); {
+	case err == nil:
+	case errors.Is(err, dispatch.ErrDuplicateSubscription):
 		c.fail("duplicate subscription id", "subscription "+id+" is already active")
+	default:
+		c.fail("subscribe failed", "the subscription could not be started")
 	}
 }
 

@@ -1,0 +1,89 @@
+package broker_test
+
+import (
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/titan-broker/titan/internal/brokertest"
+	"github.com/titan-broker/titan/internal/frame"
+)
+
+func sendN(t *testing.T, c *brokertest.Client, dest string, from, to int) {
+	t.Helper()
+	for i := from; i <= to; i++ {
+		c.SendFrame("SEND", "e"+strconv.Itoa(i), "destination:"+dest, "receipt:"+strconv.Itoa(i))
+		c.Expect(frame.CmdReceipt)
+	}
+}
+
+func expectSeqs(t *testing.T, c *brokertest.Client, sub string, seqs ...int) []*frame.Frame {
+	t.Helper()
+	var out []*frame.Frame
+	for _, s := range seqs {
+		m := c.Expect(frame.CmdMessage, "subscription:"+sub, "sequence:"+strconv.Itoa(s))
+		if string(m.Body) != "e"+strconv.Itoa(s) {
+			t.Fatalf("sequence %d carries %q", s, m.Body)
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+func TestEventsStoreStartPositions(t *testing.T) {
+	addr := start(t)
+	p := brokertest.Connect(t, addr)
+	sendN(t, p, "/events-store/prices", 1, 5)
+	c := brokertest.Connect(t, addr)
+	c.SendFrame("SUBSCRIBE", "", "destination:/events-store/prices", "id:first", "start-position:first")
+	expectSeqs(t, c, "first", 1, 2, 3, 4, 5)
+	c.SendFrame("SUBSCRIBE", "", "destination:/store/prices", "id:last", "start-position:last")
+	m := expectSeqs(t, c, "last", 5)[0]
+	if m.Value("destination") != "/events-store/prices" {
+		t.Fatalf("alias subscriber sees %q, want the primary prefix", m.Value("destination"))
+	}
+	c.SendFrame("SUBSCRIBE", "", "destination:/events-store/prices", "id:three", "start-position:3")
+	expectSeqs(t, c, "three", 3, 4, 5)
+	c.SendFrame("SUBSCRIBE", "", "destination:/events-store/prices", "id:delta", "start-position:delta:1h")
+	expectSeqs(t, c, "delta", 1, 2, 3, 4, 5)
+	c.SendFrame("SUBSCRIBE", "", "destination:/events-store/prices", "id:new", "receipt:new")
+	c.Expect(frame.CmdReceipt)
+	c.ExpectNothing(100 * time.Millisecond) // start-position new: nothing old
+	sendN(t, p, "/events-store/prices", 6, 6)
+	got := map[string]bool{}
+	for range 5 { // the live tail reaches every subscription
+		m := c.Expect(frame.CmdMessage, "sequence:6")
+		got[m.Value("subscription")] = true
+	}
+	if len(got) != 5 {
+		t.Fatalf("live tail reached %v", got)
+	}
+	c.SendFrame("SUBSCRIBE", "", "destination:/events-store/prices/*", "id:w", "receipt:w")
+	c.Expect(frame.CmdError, "message:invalid destination", "receipt-id:w")
+}
+
+func TestEventsStoreDurableSubscriptionSurvivesRestart(t *testing.T) {
+	dir := t.TempDir()
+	b, stop := startStop(t, durableConfig(dir))
+	p := brokertest.Connect(t, b.Addrs()[0])
+	sendN(t, p, "/events-store/audit", 1, 5)
+	c := brokertest.Connect(t, b.Addrs()[0])
+	c.SendFrame("SUBSCRIBE", "", "destination:/events-store/audit", "id:a", "ack:client-individual",
+		"durable-name:auditor", "start-position:first")
+	ms := expectSeqs(t, c, "a", 1, 2, 3, 4, 5)
+	for _, m := range ms[:2] {
+		c.SendFrame("ACK", "", "id:"+m.Value("ack"))
+	}
+	c.SendFrame("DISCONNECT", "", "receipt:bye")
+	c.Expect(frame.CmdReceipt)
+	stop()
+
+	b2, stop2 := startStop(t, durableConfig(dir))
+	defer stop2()
+	p2 := brokertest.Connect(t, b2.Addrs()[0])
+	sendN(t, p2, "/events-store/audit", 6, 6) // sequences continue across the restart
+	c2 := brokertest.Connect(t, b2.Addrs()[0])
+	c2.SendFrame("SUBSCRIBE", "", "destination:/events-store/audit", "id:a", "ack:client",
+		"durable-name:auditor", "start-position:first")
+	expectSeqs(t, c2, "a", 3, 4, 5, 6)
+}
