@@ -69,6 +69,7 @@ type Engine struct {
 	events  map[string]*sublist.Sublist[*Subscription] // events subscriptions by group
 	groups  map[string]struct{}                        // groups named by a SEND
 	logs    map[Identity][]*logSub                     // events-store subscriptions by identity
+	rpc     *rpcState
 
 	Published     atomic.Uint64
 	LogDelivered  atomic.Uint64 // events-store messages delivered by outbox pollers
@@ -93,6 +94,7 @@ func NewEngine(o Options) *Engine {
 		events:  make(map[string]*sublist.Sublist[*Subscription]),
 		groups:  map[string]struct{}{dest.DefaultGroup: {}},
 		logs:    make(map[Identity][]*logSub),
+		rpc:     newRPCState(),
 	}
 	e.log = o.Logger
 	if e.log == nil {
@@ -235,6 +237,8 @@ func (e *Engine) Subscribe(sub *Subscription) error {
 		sub.Prefetch = DefaultPrefetch
 	}
 	switch sub.Dest.Pattern {
+	case dest.PatternCommands, dest.PatternQueries:
+		e.addResponder(sub)
 	case dest.PatternEventsStore:
 		if e.opts.Logs == nil {
 			e.dropSub(c, sub)
@@ -314,6 +318,8 @@ func (e *Engine) detach(sub *Subscription) {
 	sub.pending = nil
 	c.mu.Unlock()
 	switch sub.Dest.Pattern {
+	case dest.PatternCommands, dest.PatternQueries:
+		e.removeResponder(sub)
 	case dest.PatternEventsStore:
 		if sub.log == nil {
 			return

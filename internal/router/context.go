@@ -31,6 +31,8 @@ type Context struct {
 	Halt bool
 	// Replay is set while COMMIT replays a transaction's frames.
 	Replay bool
+	// ReceiptHeaders are added to the RECEIPT (a request's correlation-id).
+	ReceiptHeaders []frame.Header
 }
 
 // fail records a protocol error on c (fatal: the connection closes after the ERROR).

@@ -29,6 +29,13 @@ type Engine interface {
 	Unsubscribe(c *dispatch.Conn, id string) error
 	Ack(c *dispatch.Conn, key, subID string, nack bool) error
 	CloseConn(c *dispatch.Conn)
+	// Request/response (commands, queries, temp-queues).
+	Request(id dispatch.Identity, m *message.Message, replyTo dispatch.Identity, corr string, timeout time.Duration) error
+	Respond(replyTo dispatch.Identity, corr string) (pending, late bool)
+	CountDroppedResponse(replyTo dispatch.Identity, late bool)
+	SetTempOwner(session string, c *dispatch.Conn)
+	TempOwnerAlive(session string) bool
+	DropTempQueues(session string)
 }
 
 // Clock is the time source (injectable for tests).

@@ -22,6 +22,8 @@ const (
 	RouteSendEvents
 	RouteSendQueue
 	RouteSendEventsStore
+	RouteSendRequest
+	RouteSendTempQueue
 	RouteSubscribe
 	RouteUnsubscribe
 	RouteAck
@@ -33,7 +35,7 @@ const (
 	numRoutes
 )
 
-var routeNames = [numRoutes]string{"reject", "send-events", "send-queue", "send-events-store", "subscribe", "unsubscribe", "ack", "nack", "begin", "commit", "abort", "disconnect"}
+var routeNames = [numRoutes]string{"reject", "send-events", "send-queue", "send-events-store", "send-request", "send-temp-queue", "subscribe", "unsubscribe", "ack", "nack", "begin", "commit", "abort", "disconnect"}
 
 // String returns the route's name (used in metrics).
 func (r Route) String() string {
@@ -73,6 +75,11 @@ type Options struct {
 	DefaultPrefetch int
 	// MaxPrefetch caps prefetch-count (default 65535).
 	MaxPrefetch int
+	// RequestTimeout is the wait for a response when a request has no timeout header
+	// (default 30 s).
+	RequestTimeout time.Duration
+	// MaxRequestTimeout caps the timeout header (default 5 min).
+	MaxRequestTimeout time.Duration
 	// MessageIDPrefix prefixes broker-assigned message ids (default "titan").
 	MessageIDPrefix string
 	// Clock is the time source (default time.Now).
@@ -96,7 +103,7 @@ type Router struct {
 	final  Stage
 	// sendEffects and durableEffects are the stages after the transaction stage on SEND
 	// routes of non-durable and durable patterns; COMMIT replays exactly these.
-	sendEffects, durableEffects []Stage
+	sendEffects, durableEffects, requestEffects []Stage
 
 	// Routed counts frames per route (index Route).
 	Routed [numRoutes]atomic.Uint64
@@ -124,6 +131,12 @@ func New(engine Engine, o Options) *Router {
 	if o.MaxPrefetch <= 0 {
 		o.MaxPrefetch = 65535
 	}
+	if o.RequestTimeout <= 0 {
+		o.RequestTimeout = 30 * time.Second
+	}
+	if o.MaxRequestTimeout < o.RequestTimeout {
+		o.MaxRequestTimeout = max(5*time.Minute, o.RequestTimeout)
+	}
 	if o.MessageIDPrefix == "" {
 		o.MessageIDPrefix = "titan"
 	}
@@ -140,12 +153,17 @@ func New(engine Engine, o Options) *Router {
 	publish := publishStage{engine: engine, store: o.Store}
 	// effects are the SEND stages that act once a message is built and admitted; COMMIT
 	// replays exactly these for each buffered SEND.
-	r.sendEffects = append(append([]Stage(nil), o.SendStages...), publish)
-	r.durableEffects = append(append(append([]Stage(nil), o.SendStages...), storeStage{store: o.Store}), publish)
+	respond := responseStage{engine: engine}
+	r.sendEffects = append(append([]Stage(nil), o.SendStages...), respond, publish)
+	r.durableEffects = append(append(append([]Stage(nil), o.SendStages...), respond, storeStage{store: o.Store}), publish)
+	temp := tempQueueStage{engine: engine}
 	r.routes[RouteSendEvents] = append([]Stage{group, build, tx}, r.sendEffects...)
 	r.routes[RouteSendQueue] = append([]Stage{group, build, tx}, r.durableEffects...)
 	r.routes[RouteSendEventsStore] = append([]Stage{group, build, tx}, r.durableEffects...)
-	r.routes[RouteSubscribe] = []Stage{group, subscribeStage{engine: engine, opts: &r.opts}}
+	r.routes[RouteSendTempQueue] = append([]Stage{temp, group, build, tx}, r.sendEffects...)
+	r.requestEffects = append(append([]Stage(nil), o.SendStages...), requestStage{engine: engine, opts: &r.opts})
+	r.routes[RouteSendRequest] = append([]Stage{group, build, tx}, r.requestEffects...)
+	r.routes[RouteSubscribe] = []Stage{temp, group, subscribeStage{engine: engine, opts: &r.opts}}
 	r.routes[RouteUnsubscribe] = []Stage{unsubscribeStage{engine: engine}}
 	r.routes[RouteAck] = []Stage{tx, ackStage{engine: engine}}
 	r.routes[RouteNack] = []Stage{tx, ackStage{engine: engine, nack: true}}
@@ -159,8 +177,11 @@ func New(engine Engine, o Options) *Router {
 
 // effects returns the stages COMMIT replays for a buffered SEND of route rt.
 func (r *Router) effects(rt Route) []Stage {
-	if rt == RouteSendEvents {
+	switch rt {
+	case RouteSendEvents, RouteSendTempQueue:
 		return r.sendEffects
+	case RouteSendRequest:
+		return r.requestEffects
 	}
 	return r.durableEffects
 }
@@ -178,7 +199,9 @@ type Conn struct {
 
 // Open returns the router state for a newly connected client.
 func (r *Router) Open(c Client) *Conn {
-	return &Conn{Client: c, Delivery: dispatch.NewConn(c)}
+	rc := &Conn{Client: c, Delivery: dispatch.NewConn(c)}
+	r.engine.SetTempOwner(c.ID(), rc.Delivery)
+	return rc
 }
 
 // Close releases a connection's state: open transactions are aborted and unacknowledged
@@ -186,6 +209,7 @@ func (r *Router) Open(c Client) *Conn {
 func (r *Router) Close(c *Conn) {
 	c.txs = nil
 	r.engine.CloseConn(c.Delivery)
+	r.engine.DropTempQueues(c.Client.ID())
 }
 
 // Handle routes one frame from c. f is valid only during the call.
@@ -219,6 +243,10 @@ func (r *Router) Resolve(c *Context) Route {
 			return RouteSendQueue
 		case dest.PatternEventsStore:
 			return RouteSendEventsStore
+		case dest.PatternCommands, dest.PatternQueries:
+			return RouteSendRequest
+		case dest.PatternTempQueue:
+			return RouteSendTempQueue
 		}
 		c.fail("unsupported destination pattern", d.Pattern.String()+" destinations are not available on this server")
 		return RouteReject
@@ -236,7 +264,8 @@ func (r *Router) Resolve(c *Context) Route {
 		}
 		c.Dest = d
 		switch d.Pattern {
-		case dest.PatternEvents, dest.PatternQueues, dest.PatternEventsStore:
+		case dest.PatternEvents, dest.PatternQueues, dest.PatternEventsStore,
+			dest.PatternCommands, dest.PatternQueries, dest.PatternTempQueue:
 			return RouteSubscribe
 		}
 		c.fail("unsupported destination pattern", d.Pattern.String()+" destinations are not available on this server")

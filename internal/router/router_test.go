@@ -3,6 +3,7 @@ package router
 import (
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/titan-broker/titan/internal/dest"
 	"github.com/titan-broker/titan/internal/dispatch"
@@ -65,6 +66,16 @@ func (e *fakeEngine) Ack(c *dispatch.Conn, key, sub string, nack bool) error {
 	return nil
 }
 func (e *fakeEngine) CloseConn(c *dispatch.Conn) {}
+func (e *fakeEngine) Request(id dispatch.Identity, m *message.Message, replyTo dispatch.Identity, corr string, timeout time.Duration) error {
+	return nil
+}
+func (e *fakeEngine) Respond(replyTo dispatch.Identity, corr string) (bool, bool) {
+	return false, false
+}
+func (e *fakeEngine) CountDroppedResponse(replyTo dispatch.Identity, late bool) {}
+func (e *fakeEngine) SetTempOwner(session string, c *dispatch.Conn)             {}
+func (e *fakeEngine) TempOwnerAlive(session string) bool                        { return false }
+func (e *fakeEngine) DropTempQueues(session string)                             {}
 
 func newTest(o Options) (*Router, *fakeEngine, *Conn, *fakeClient) {
 	e := &fakeEngine{}

@@ -17,6 +17,9 @@ type groupStage struct{}
 
 func (groupStage) Apply(c *Context) {
 	g, _ := c.Frame.Get(frame.HdrGroup)
+	if c.Dest.Pattern == dest.PatternTempQueue {
+		g = "" // a temp-queue is scoped by its owning connection, not by a group
+	}
 	if g == "" {
 		g = dest.DefaultGroup
 	} else if !dest.ValidGroup(g) {
@@ -239,7 +242,8 @@ func (finalStage) Apply(c *Context) {
 		return
 	}
 	if c.Receipt != "" {
-		cl.WriteFrame(&frame.Frame{Command: frame.CmdReceipt, Headers: []frame.Header{{Key: frame.HdrReceiptID, Value: c.Receipt}}})
+		hdrs := append([]frame.Header{{Key: frame.HdrReceiptID, Value: c.Receipt}}, c.ReceiptHeaders...)
+		cl.WriteFrame(&frame.Frame{Command: frame.CmdReceipt, Headers: hdrs})
 	}
 	if c.Route == RouteDisconnect {
 		cl.Disconnect()
