@@ -61,6 +61,8 @@ type Broker struct {
 	durable  *durable.Log
 
 	startTime time.Time
+	stop      chan struct{} // closed when shutdown begins
+	resolver  *config.Resolver
 	// Connections counts accepted connections; Closed counts closes per reason.
 	Connections atomic.Uint64
 	Closed      [16]atomic.Uint64
@@ -84,7 +86,7 @@ func New(cfg config.Config, opts Options) (*Broker, error) {
 	if opts.Clock == nil {
 		opts.Clock = time.Now
 	}
-	b := &Broker{cfg: cfg, opts: opts, log: opts.Logger, sessions: make(map[*session.Session]struct{})}
+	b := &Broker{cfg: cfg, opts: opts, log: opts.Logger, sessions: make(map[*session.Session]struct{}), stop: make(chan struct{})}
 	st, err := openStore(cfg.Store, b.log)
 	if err != nil {
 		return nil, err
@@ -103,6 +105,7 @@ func New(cfg config.Config, opts Options) (*Broker, error) {
 		defPattern = p
 	}
 	resolver := config.NewResolver(&cfg)
+	b.resolver = resolver
 	b.engine = dispatch.NewEngine(dispatch.Options{
 		Now:        opts.Clock,
 		Settings:   resolver.Settings,
@@ -244,7 +247,28 @@ func (b *Broker) Start() error {
 	if b.admin != nil {
 		b.admin.start()
 	}
+	b.goroutine("retention", b.retentionLoop)
 	return nil
+}
+
+// RetentionInterval is how often events-store retention is enforced.
+const RetentionInterval = 5 * time.Second
+
+func (b *Broker) retentionLoop() {
+	t := time.NewTicker(RetentionInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-b.stop:
+			return
+		case <-t.C:
+			if n, err := b.durable.EnforceRetention(b.resolver.Settings, b.opts.Clock()); err != nil {
+				b.log.Warn("retention", "err", err)
+			} else if n > 0 {
+				b.log.Debug("retention trimmed events-store records", "records", n)
+			}
+		}
+	}
 }
 
 func (b *Broker) serveConn(s *server, c net.Conn) {
@@ -335,6 +359,7 @@ func (b *Broker) Shutdown(ctx context.Context) error {
 		return nil
 	}
 	b.closing = true
+	close(b.stop)
 	servers := b.servers
 	sessions := make([]*session.Session, 0, len(b.sessions))
 	for s := range b.sessions {

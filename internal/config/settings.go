@@ -108,6 +108,15 @@ func (r *Resolver) Settings(id dispatch.Identity) dispatch.QueueSettings {
 		if a.DeadLetter != "" {
 			qs.DeadLetter = a.DeadLetter
 		}
+		if a.RetentionMaxMessages != nil {
+			qs.RetentionMaxMessages = *a.RetentionMaxMessages
+		}
+		if a.RetentionMaxBytes != nil {
+			qs.RetentionMaxBytes = *a.RetentionMaxBytes
+		}
+		if a.RetentionMaxAge != "" {
+			qs.RetentionMaxAge, _ = time.ParseDuration(a.RetentionMaxAge)
+		}
 		if a.RedeliveryDelay != nil {
 			qs.RedeliveryDelay = time.Duration(*a.RedeliveryDelay) * time.Millisecond
 		}

@@ -82,6 +82,11 @@ type QueueSettings struct {
 	DeadLetter string
 	// RedeliveryDelay delays redelivery after NACK (0: at once).
 	RedeliveryDelay time.Duration
+	// RetentionMaxMessages, RetentionMaxBytes and RetentionMaxAge bound an events-store log:
+	// older messages beyond any of them are trimmed (0: no bound).
+	RetentionMaxMessages int64
+	RetentionMaxBytes    int64
+	RetentionMaxAge      time.Duration
 	// Match is the address-setting match these settings came from ("" when explicit or
 	// built-in defaults).
 	Match string

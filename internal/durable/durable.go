@@ -213,3 +213,61 @@ func (l *Log) Position(key string) (uint64, bool, error) {
 	}
 	return binary.BigEndian.Uint64(v), true, nil
 }
+
+// EnforceRetention trims every events-store log to the retention bounds settings gives for
+// its identity (max messages, max bytes, max age relative to now). It returns the number of
+// records trimmed. Safe to run concurrently with appends. The newest record of a log is only
+// trimmed by the message-count bound, so a log never loses its last sequence to bytes or age.
+func (l *Log) EnforceRetention(settings func(dispatch.Identity) dispatch.QueueSettings, now time.Time) (int, error) {
+	streams, err := l.st.Streams()
+	if err != nil {
+		return 0, err
+	}
+	trimmed := 0
+	for _, s := range streams {
+		id, ok := ParseStream(s.Name)
+		if !ok || id.Pattern != dest.PatternEventsStore || s.Count == 0 {
+			continue
+		}
+		qs := settings(id)
+		before := s.First
+		if qs.RetentionMaxMessages > 0 && s.Count > qs.RetentionMaxMessages {
+			// Sequences may have gaps only from trims, which are prefixes: count from Last.
+			before = max(before, s.Last-uint64(qs.RetentionMaxMessages)+1)
+		}
+		if qs.RetentionMaxAge > 0 || (qs.RetentionMaxBytes > 0 && s.Bytes > qs.RetentionMaxBytes) {
+			cutoff := now.Add(-qs.RetentionMaxAge).UnixMilli()
+			excess := s.Bytes - qs.RetentionMaxBytes
+			err := l.st.Scan(s.Name, s.First, func(seq uint64, data []byte) bool {
+				if seq >= s.Last {
+					return false
+				}
+				drop := false
+				if qs.RetentionMaxBytes > 0 && excess > 0 {
+					excess -= int64(len(data))
+					drop = true
+				}
+				if qs.RetentionMaxAge > 0 {
+					if m, err := message.Decode(data); err == nil && m.TimestampMs < cutoff {
+						drop = true
+					}
+				}
+				if !drop {
+					return false
+				}
+				before = max(before, seq+1)
+				return true
+			})
+			if err != nil {
+				return trimmed, err
+			}
+		}
+		if before > s.First {
+			if err := l.st.Trim(s.Name, before); err != nil {
+				return trimmed, err
+			}
+			trimmed += int(min(before-s.First, uint64(s.Count)))
+		}
+	}
+	return trimmed, nil
+}

@@ -1,0 +1,66 @@
+package durable
+
+import (
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/titan-broker/titan/internal/dest"
+	"github.com/titan-broker/titan/internal/dispatch"
+	"github.com/titan-broker/titan/internal/message"
+	"github.com/titan-broker/titan/internal/store/memstore"
+)
+
+func TestStreamNamesRoundTrip(t *testing.T) {
+	for _, id := range []dispatch.Identity{
+		{Group: "default", Pattern: dest.PatternQueues, Channel: "orders.eu"},
+		{Group: "market", Pattern: dest.PatternEventsStore, Channel: "a/b.c", Bare: true},
+	} {
+		got, ok := ParseStream(StreamName(id))
+		if !ok || got != id {
+			t.Fatalf("%v -> %q -> %v", id, StreamName(id), got)
+		}
+	}
+	for _, bad := range []string{"", "queue/x", "other/default/p/x", "queue/bad group/p/x", "queue/default/p/"} {
+		if _, ok := ParseStream(bad); ok {
+			t.Fatalf("%q parsed", bad)
+		}
+	}
+}
+
+func TestRetentionTrimsByCountBytesAndAge(t *testing.T) {
+	l := New(memstore.New(), nil)
+	id := dispatch.Identity{Group: "default", Pattern: dest.PatternEventsStore, Channel: "log"}
+	now := time.UnixMilli(1_000_000)
+	for i := 1; i <= 10; i++ {
+		m := &message.Message{ID: strconv.Itoa(i), Destination: "/events-store/log", Body: make([]byte, 100), TimestampMs: now.Add(time.Duration(i-10) * time.Minute).UnixMilli()}
+		if err := l.Persist(id, m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	first := func() uint64 { f, _, _ := l.Bounds(id); return f }
+	run := func(qs dispatch.QueueSettings) {
+		t.Helper()
+		if _, err := l.EnforceRetention(func(dispatch.Identity) dispatch.QueueSettings { return qs }, now); err != nil {
+			t.Fatal(err)
+		}
+	}
+	run(dispatch.QueueSettings{RetentionMaxMessages: 8})
+	if first() != 3 {
+		t.Fatalf("max messages 8: first %d, want 3", first())
+	}
+	run(dispatch.QueueSettings{RetentionMaxAge: 3*time.Minute + time.Second}) // keeps seq 7..10
+	if first() != 7 {
+		t.Fatalf("max age: first %d, want 7", first())
+	}
+	var size int64
+	_ = l.Scan(id, 10, func(_ uint64, data []byte) bool { size = int64(len(data)); return false })
+	run(dispatch.QueueSettings{RetentionMaxBytes: 2*size + size/2}) // room for two records and a half: keep 2
+	if f := first(); f != 9 {
+		t.Fatalf("max bytes: first %d, want 9", f)
+	}
+	_, last, _ := l.Bounds(id)
+	if last != 10 {
+		t.Fatalf("last %d", last)
+	}
+}
