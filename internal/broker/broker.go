@@ -115,6 +115,7 @@ func New(cfg config.Config, opts Options) (*Broker, error) {
 		OnRetire:   b.durable.Retire,
 		Persist:    b.durable.Persist,
 		Logs:       b.durable,
+		OnSettings: b.durable.SaveQueueSettings,
 	})
 	b.router = router.New(b.engine, router.Options{
 		DefaultPattern:         defPattern,
@@ -189,6 +190,13 @@ func (b *Broker) Start() error {
 	b.mu.Unlock()
 	// Recovery comes before any listener: every committed, unacknowledged queue message is
 	// back on its queue before a client can connect.
+	saved, err := b.durable.QueueSettings()
+	if err != nil {
+		b.log.Error("operator queue settings unreadable; queues recover with address-setting defaults", "err", err)
+	}
+	for id, s := range saved {
+		b.engine.GetOrPut(id, s) // not Create: re-saving what was just read is pointless
+	}
 	n, err := b.durable.RecoverQueues(b.engine.Restore)
 	if err != nil {
 		return fmt.Errorf("broker: recovery: %w", err)

@@ -9,6 +9,8 @@ import (
 	"github.com/titan-broker/titan/internal/broker"
 	"github.com/titan-broker/titan/internal/brokertest"
 	"github.com/titan-broker/titan/internal/config"
+	"github.com/titan-broker/titan/internal/dest"
+	"github.com/titan-broker/titan/internal/dispatch"
 	"github.com/titan-broker/titan/internal/frame"
 )
 
@@ -80,5 +82,58 @@ func TestQueueMessagesSurviveRestart(t *testing.T) {
 	m := c2.Expect(frame.CmdMessage)
 	if string(m.Body) != "scheduled" {
 		t.Fatalf("scheduled message: %q", m.Body)
+	}
+}
+
+func TestRingQueueContentAndSizeSurviveRestart(t *testing.T) {
+	dir := t.TempDir()
+	b, stop := startStop(t, durableConfig(dir))
+	id := dispatch.Identity{Group: "default", Pattern: dest.PatternQueues, Channel: "prices"}
+	b.Engine().Create(id, dispatch.QueueSettings{RingSize: 3})
+	p := brokertest.Connect(t, b.Addrs()[0])
+	for _, body := range []string{"A", "B", "C", "D", "E"} {
+		p.SendFrame("SEND", body, "destination:/queue/prices", "receipt:"+body)
+		p.Expect(frame.CmdReceipt)
+	}
+	eventually(t, func() bool { return streamCount(t, b, "queue/default/p/prices") == 3 }) // ring removals leave the store too
+	stop()
+
+	b2, stop2 := startStop(t, durableConfig(dir))
+	defer stop2()
+	q, ok := b2.Engine().Lookup(id)
+	if !ok || q.Stats().Settings.RingSize != 3 || q.Stats().Messages != 3 {
+		t.Fatalf("after restart: found %v stats %+v", ok, q.Stats())
+	}
+	c := brokertest.Connect(t, b2.Addrs()[0])
+	c.SendFrame("SUBSCRIBE", "", "destination:/queue/prices", "id:1")
+	for _, want := range []string{"C", "D", "E"} {
+		if m := c.Expect(frame.CmdMessage); string(m.Body) != want {
+			t.Fatalf("got %q, want %q", m.Body, want)
+		}
+	}
+}
+
+func streamCount(t *testing.T, b *broker.Broker, name string) int64 {
+	t.Helper()
+	streams, err := b.Durable().Store().Streams()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range streams {
+		if s.Name == name {
+			return s.Count
+		}
+	}
+	return 0
+}
+
+func eventually(t *testing.T, fn func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !fn() {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not met within 5s")
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 }

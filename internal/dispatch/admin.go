@@ -105,7 +105,11 @@ func (e *Engine) SetRingSize(id Identity, n int) error {
 	pq.mu.Lock()
 	pq.q.SetRingSize(n)
 	pq.settings.RingSize = n
+	s := pq.settings
 	pq.mu.Unlock()
+	if e.opts.OnSettings != nil {
+		e.opts.OnSettings(id, &s)
+	}
 	return nil
 }
 
@@ -125,6 +129,9 @@ func (e *Engine) Delete(id Identity, force bool) error {
 	}
 	delete(e.queues, id)
 	e.mu.Unlock()
+	if e.opts.OnSettings != nil {
+		e.opts.OnSettings(id, nil)
+	}
 	switch q := q.(type) {
 	case *PointQueue:
 		q.mu.Lock()
@@ -156,7 +163,11 @@ func (e *Engine) Create(id Identity, s QueueSettings) (Queue, bool) {
 		s.Capacity = DefaultEventsCapacity
 	}
 	e.noteGroup(id.Group)
-	return e.GetOrPut(id, s)
+	q, created := e.GetOrPut(id, s)
+	if created && e.opts.OnSettings != nil && id.Pattern == dest.PatternQueues {
+		e.opts.OnSettings(id, &s)
+	}
+	return q, created
 }
 
 // Settings returns the effective settings a traffic-created queue for id would get.

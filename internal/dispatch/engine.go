@@ -38,6 +38,10 @@ type Options struct {
 	// Logs is the durable log port events-store subscriptions read from; nil disables the
 	// events-store pattern.
 	Logs LogStore
+	// OnSettings, when set, is told (without engine locks held) when an operator creates a
+	// queue, changes its ring size (s is the new settings) or deletes it (s nil), so the
+	// settings can be kept across restarts.
+	OnSettings func(id Identity, s *QueueSettings)
 	// PollBase and PollMax bound the outbox pollers' regulated interval (defaults 1 s and
 	// 30 s, reference 004).
 	PollBase, PollMax time.Duration

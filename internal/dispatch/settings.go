@@ -91,3 +91,13 @@ type QueueSettings struct {
 	// built-in defaults).
 	Match string
 }
+
+// UnmarshalText implements encoding.TextUnmarshaler (see ParseFullPolicy).
+func (p *FullPolicy) UnmarshalText(b []byte) error {
+	v, err := ParseFullPolicy(string(b))
+	if err != nil {
+		return err
+	}
+	*p = v
+	return nil
+}

@@ -12,9 +12,11 @@ package durable
 
 import (
 	"encoding/binary"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -35,6 +37,8 @@ type Log struct {
 	Appended atomic.Uint64
 	Deleted  atomic.Uint64
 	Corrupt  atomic.Uint64
+
+	settingsMu sync.Mutex // serialises read-modify-write of the queue-settings meta key
 }
 
 // New returns a Log over st.
@@ -270,4 +274,55 @@ func (l *Log) EnforceRetention(settings func(dispatch.Identity) dispatch.QueueSe
 		}
 	}
 	return trimmed, nil
+}
+
+// settingsKey is the meta key holding the settings of operator-created queues.
+const settingsKey = "queue-settings"
+
+// SaveQueueSettings records (s non-nil) or forgets (s nil) the settings of an
+// operator-created queue, durably, so a restart recreates the queue with them (a ring keeps its
+// ring size). It matches dispatch.Options.OnSettings.
+func (l *Log) SaveQueueSettings(id dispatch.Identity, s *dispatch.QueueSettings) {
+	l.settingsMu.Lock()
+	defer l.settingsMu.Unlock()
+	all, err := l.queueSettingsLocked()
+	if err != nil {
+		l.log.Error("reading queue settings", "err", err)
+		return
+	}
+	if s == nil {
+		delete(all, StreamName(id))
+	} else {
+		all[StreamName(id)] = *s
+	}
+	data, _ := json.Marshal(all)
+	if err := l.st.SetMeta(settingsKey, data); err != nil {
+		l.log.Error("saving queue settings", "err", err)
+	}
+}
+
+func (l *Log) queueSettingsLocked() (map[string]dispatch.QueueSettings, error) {
+	all := map[string]dispatch.QueueSettings{}
+	v, ok, err := l.st.Meta(settingsKey)
+	if err != nil || !ok {
+		return all, err
+	}
+	if err := json.Unmarshal(v, &all); err != nil {
+		return map[string]dispatch.QueueSettings{}, fmt.Errorf("durable: queue settings: %w", err)
+	}
+	return all, nil
+}
+
+// QueueSettings returns the saved settings of operator-created queues by identity.
+func (l *Log) QueueSettings() (map[dispatch.Identity]dispatch.QueueSettings, error) {
+	l.settingsMu.Lock()
+	defer l.settingsMu.Unlock()
+	all, err := l.queueSettingsLocked()
+	out := make(map[dispatch.Identity]dispatch.QueueSettings, len(all))
+	for name, s := range all {
+		if id, ok := ParseStream(name); ok {
+			out[id] = s
+		}
+	}
+	return out, err
 }
