@@ -220,3 +220,22 @@ func TestDeadLetterAfterMaxDeliveries(t *testing.T) {
 	}
 	c.ExpectNothing(100 * time.Millisecond)
 }
+
+func TestEgressDropsHeadersAVersionCannotCarry(t *testing.T) {
+	b := brokertest.Run(t, brokertest.DefaultTestConfig())
+	addr := b.Addrs()[0]
+	old := brokertest.Dial(t, addr)
+	old.Send("CONNECT\nlogin:x\n\n\x00") // no accept-version: STOMP 1.0
+	old.Expect(frame.CmdConnected)
+	old.SendFrame("SUBSCRIBE", "", "destination:/topic/v", "receipt:r")
+	old.Expect(frame.CmdReceipt)
+	p := brokertest.Connect(t, addr) // 1.2: may escape a newline in a value
+	p.Send("SEND\ndestination:/topic/v\nx-multi:line1\\nline2\nx-ok:fine\n\nbody\x00")
+	m := old.Expect(frame.CmdMessage, "x-ok:fine")
+	if _, ok := m.Get("x-multi"); ok {
+		t.Fatal("1.0 MESSAGE carries a header it cannot represent")
+	}
+	if string(m.Body) != "body" || b.Engine().EgressHeadersDropped.Load() != 1 {
+		t.Fatalf("body %q dropped %d", m.Body, b.Engine().EgressHeadersDropped.Load())
+	}
+}

@@ -103,6 +103,8 @@ type Conn struct {
 	pending map[string]*delivery     // by ack key, guarded by mu
 	nextTag uint64                   // guarded by mu
 	closed  bool                     // guarded by mu
+
+	egressDropped *atomic.Uint64 // engine counter of headers left out on egress; may be nil
 }
 
 // NewConn returns the delivery state for a connection writing through w.
@@ -176,7 +178,10 @@ func (c *Conn) deliverFrom(sub *Subscription, m *message.Message, q *PointQueue,
 		d.Extra = append(d.Extra, frame.Header{Key: "sequence", Value: strconv.FormatUint(seq, 10)})
 	}
 	v := c.w.Version()
-	shared, _ := m.Shared(v)
+	shared, dropped := m.Shared(v)
+	if dropped > 0 && c.egressDropped != nil {
+		c.egressDropped.Add(uint64(dropped))
+	}
 	prefix := message.AppendPrefix(make([]byte, 0, 96), &d, v)
 	if !c.w.WriteMessage(prefix, shared) {
 		sub.stalled = true

@@ -80,7 +80,10 @@ type Engine struct {
 	EventsNoSub   atomic.Uint64 // events messages that matched no subscription (direct mode)
 	EventsDropped atomic.Uint64 // events deliveries dropped for a full subscription or connection
 	DeadLettered  atomic.Uint64
-	Expired       atomic.Uint64
+	// EgressHeadersDropped counts headers left out of MESSAGE frames because the
+	// connection's STOMP version cannot represent them (DESIGN §6), once per delivery.
+	EgressHeadersDropped atomic.Uint64
+	Expired              atomic.Uint64
 }
 
 // NewEngine returns an engine configured by o.
@@ -113,6 +116,14 @@ func (e *Engine) goroutine(name string, fn func()) bool {
 		return true
 	}
 	return e.opts.Go(name, fn)
+}
+
+// NewConn returns the delivery state for a connection writing through w, counted in the
+// engine's metrics.
+func (e *Engine) NewConn(w Writer) *Conn {
+	c := NewConn(w)
+	c.egressDropped = &e.EgressHeadersDropped
+	return c
 }
 
 // GetOrPut atomically returns the queue for id, creating it with s when absent (the

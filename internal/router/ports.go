@@ -24,6 +24,7 @@ type Client interface {
 
 // Engine is the port to the messaging core (implemented by *dispatch.Engine).
 type Engine interface {
+	NewConn(w dispatch.Writer) *dispatch.Conn
 	Publish(id dispatch.Identity, m *message.Message) (dropped bool, err error)
 	Subscribe(sub *dispatch.Subscription) error
 	Unsubscribe(c *dispatch.Conn, id string) error

@@ -199,7 +199,7 @@ type Conn struct {
 
 // Open returns the router state for a newly connected client.
 func (r *Router) Open(c Client) *Conn {
-	rc := &Conn{Client: c, Delivery: dispatch.NewConn(c)}
+	rc := &Conn{Client: c, Delivery: r.engine.NewConn(c)}
 	r.engine.SetTempOwner(c.ID(), rc.Delivery)
 	return rc
 }

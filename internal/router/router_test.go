@@ -65,7 +65,8 @@ func (e *fakeEngine) Ack(c *dispatch.Conn, key, sub string, nack bool) error {
 	e.acks = append(e.acks, key)
 	return nil
 }
-func (e *fakeEngine) CloseConn(c *dispatch.Conn) {}
+func (e *fakeEngine) CloseConn(c *dispatch.Conn)               {}
+func (e *fakeEngine) NewConn(w dispatch.Writer) *dispatch.Conn { return dispatch.NewConn(w) }
 func (e *fakeEngine) Request(id dispatch.Identity, m *message.Message, replyTo dispatch.Identity, corr string, timeout time.Duration) error {
 	return nil
 }
