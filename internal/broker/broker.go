@@ -40,6 +40,9 @@ type Options struct {
 	Clock func() time.Time
 	// SendStages are custom router stages run on SEND after routing and before publication.
 	SendStages []router.Stage
+	// Store, when set, is used instead of opening the configured store; the broker closes it
+	// at shutdown.
+	Store store.Store
 }
 
 // Broker is one Titan server. Create with New, then Start (or Run). Safe for concurrent use.
@@ -87,9 +90,12 @@ func New(cfg config.Config, opts Options) (*Broker, error) {
 		opts.Clock = time.Now
 	}
 	b := &Broker{cfg: cfg, opts: opts, log: opts.Logger, sessions: make(map[*session.Session]struct{}), stop: make(chan struct{})}
-	st, err := openStore(cfg.Store, b.log)
-	if err != nil {
-		return nil, err
+	st := opts.Store
+	if st == nil {
+		var err error
+		if st, err = openStore(cfg.Store, b.log); err != nil {
+			return nil, err
+		}
 	}
 	b.store = st
 	b.durable = durable.New(st, b.log.With("component", "durable"))
