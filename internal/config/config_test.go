@@ -1,0 +1,150 @@
+package config
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/titan-broker/titan/internal/dest"
+	"github.com/titan-broker/titan/internal/dispatch"
+)
+
+const fullYAML = `
+titan:
+  servers:
+    - name: stomp-dispatch
+      protocol: stomp
+      host: 127.0.0.1
+      port: 61613
+      transport: tcp
+      protocol-options:
+        supported-versions: ["1.1", "1.2"]
+        max-header-length: 2048
+        max-headers: 50
+        max-body-length: 1048576
+        max-frame-in-transaction: 100
+        heartbeat-x: 5000
+        heartbeat-y: 0
+        max-subscriptions-by-client: 10
+        fanout-mode: "virtual"
+    - name: web
+      protocol: stomp
+      port: 15674
+      transport: websocket
+      transport-options:
+        path: /ws
+  monitor:
+    enabled: true
+    port: 7777
+    token: secret
+  flow-control:
+    queue:
+      max-pending-bytes: 1048576
+      resume-pending-bytes: 524288
+    heap:
+      high-watermark: 0.9
+      low-watermark: 0.7
+  address-settings:
+    - match: "ring.#"
+      default-ring-size: 3
+    - match: "ring.prices.*"
+      max-deliveries: 5
+      address-full-policy: FAIL
+  store:
+    type: memory
+`
+
+func TestParseReadsTitanShape(t *testing.T) {
+	c, err := Parse([]byte(fullYAML))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	s := c.Servers[0]
+	if s.Name != "stomp-dispatch" || s.ProtocolOptions.FanoutMode != "virtual" || *s.ProtocolOptions.HeartbeatY != 0 ||
+		s.ProtocolOptions.MaxHeaders != 50 || len(s.Versions()) != 2 {
+		t.Fatalf("server 0: %+v", s)
+	}
+	if w := c.Servers[1]; w.Transport != "websocket" || w.TransportOptions.Path != "/ws" || w.ProtocolOptions.MaxHeaderLength != 10240 {
+		t.Fatalf("server 1 (defaults applied): %+v", w)
+	}
+	if c.Monitor.Token != "secret" || c.FlowControl.Queue.MaxPendingBytes != 1<<20 || c.Store.Type != "memory" {
+		t.Fatalf("monitor/flow/store: %+v %+v %+v", c.Monitor, c.FlowControl, c.Store)
+	}
+}
+
+func TestUnknownKeyNamesKeyAndLine(t *testing.T) {
+	_, err := Parse([]byte("titan:\n  servers:\n    - name: a\n      prot0col: stomp\n"))
+	if err == nil || !strings.Contains(err.Error(), "line 4") || !strings.Contains(err.Error(), "prot0col") {
+		t.Fatalf("error %v must name the key and line 4", err)
+	}
+}
+
+func TestValidateReportsEveryProblem(t *testing.T) {
+	c, err := Parse([]byte(`
+titan:
+  servers:
+    - name: a
+      protocol: amqp
+      transport: quic
+      port: 70000
+      protocol-options:
+        default-pattern: commands
+        fanout-mode: real
+  address-settings:
+    - match: "a..b"
+      address-full-policy: PAGE
+  store:
+    type: postgres
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = c.Validate()
+	if err == nil {
+		t.Fatal("invalid config validated")
+	}
+	for _, want := range []string{"protocol \"amqp\"", "transport \"quic\"", "port 70000", "default-pattern \"commands\"",
+		"fanout-mode \"real\"", "empty word", "PAGE", "type \"postgres\""} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("missing %q in:\n%v", want, err)
+		}
+	}
+}
+
+func TestAddressMatching(t *testing.T) {
+	cases := []struct {
+		match, channel string
+		want           bool
+	}{
+		{"#", "a", true}, {"#", "a.b.c", true}, {"ring.#", "ring", true}, {"ring.#", "ring.a.b", true},
+		{"ring.*", "ring.a", true}, {"ring.*", "ring", false}, {"ring.*", "ring.a.b", false},
+		{"a.*.c", "a.b.c", true}, {"a.#.c", "a.c", true}, {"a.#.c", "a.x.y.c", true}, {"a.b", "a.b.c", false},
+	}
+	for _, tc := range cases {
+		if got := MatchAddress(tc.match, tc.channel); got != tc.want {
+			t.Errorf("MatchAddress(%q, %q) = %v", tc.match, tc.channel, got)
+		}
+	}
+}
+
+func TestResolverMostSpecificWinsAndMerges(t *testing.T) {
+	c, err := Parse([]byte(fullYAML))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := NewResolver(&c)
+	q := r.Settings(dispatch.Identity{Group: "default", Pattern: dest.PatternQueues, Channel: "ring.prices.eu"})
+	if q.RingSize != 3 || q.MaxDeliveries != 5 || q.FullPolicy != dispatch.PolicyFail || q.Match != "ring.prices.*" || q.MaxPendingBytes != 1<<20 {
+		t.Fatalf("merged settings %+v", q)
+	}
+	other := r.Settings(dispatch.Identity{Group: "default", Pattern: dest.PatternQueues, Channel: "orders"})
+	if other.RingSize != 0 || other.Match != "" || other.FullPolicy != dispatch.PolicyBlock {
+		t.Fatalf("unmatched settings %+v", other)
+	}
+	ev := r.Settings(dispatch.Identity{Group: "default", Pattern: dest.PatternEvents, Channel: "ring.x"})
+	if ev.RingSize != 0 || ev.Capacity != dispatch.DefaultEventsCapacity {
+		t.Fatalf("events take no ring size: %+v", ev)
+	}
+}

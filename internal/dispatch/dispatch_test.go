@@ -1,0 +1,288 @@
+package dispatch
+
+import (
+	"errors"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/titan-broker/titan/internal/dest"
+	"github.com/titan-broker/titan/internal/frame"
+	"github.com/titan-broker/titan/internal/message"
+)
+
+// recordingWriter keeps every MESSAGE body it is given.
+type recordingWriter struct {
+	mu     sync.Mutex
+	bodies []string
+	full   bool
+}
+
+func (w *recordingWriter) Version() frame.Version { return frame.V12 }
+func (w *recordingWriter) QueuedBytes() int64     { return 0 }
+func (w *recordingWriter) WriteMessage(prefix, shared []byte) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.full {
+		return false
+	}
+	// The body sits between the blank line and the trailing NUL of the shared tail.
+	i := len(shared) - 1
+	j := i
+	for j > 0 && !(shared[j-1] == '\n' && shared[j-2] == '\n') {
+		j--
+	}
+	w.bodies = append(w.bodies, string(shared[j:i]))
+	return true
+}
+
+func (w *recordingWriter) got() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return append([]string(nil), w.bodies...)
+}
+
+func msg(body string) *message.Message {
+	return &message.Message{ID: body, Group: "default", Destination: "/x", Body: []byte(body)}
+}
+
+func events(ch string) Identity {
+	return Identity{Group: "default", Pattern: dest.PatternEvents, Channel: ch}
+}
+
+func subscribe(t *testing.T, e *Engine, w Writer, group string, d dest.Destination) *Subscription {
+	t.Helper()
+	s := &Subscription{ID: "s", Conn: NewConn(w), Group: group, Dest: d}
+	if err := e.Subscribe(s); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func waitFor(t *testing.T, fn func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !fn() {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not met")
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+func TestExactIdentityNeverFallsBack(t *testing.T) {
+	e := NewEngine(Options{FanoutMode: true})
+	parent, child := &recordingWriter{}, &recordingWriter{}
+	subscribe(t, e, parent, "default", dest.Destination{Pattern: dest.PatternEvents, Channel: "orders"})
+	subscribe(t, e, child, "default", dest.Destination{Pattern: dest.PatternEvents, Channel: "orders.created"})
+	if _, err := e.Publish(events("orders.created"), msg("c")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Publish(events("orders.cancelled"), msg("x")); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, func() bool { return len(child.got()) == 1 })
+	if _, ok := e.Lookup(events("orders")); ok {
+		t.Fatal("publishing to /orders/created created a queue for /orders")
+	}
+	waitFor(t, func() bool {
+		q, _ := e.Lookup(events("orders.cancelled"))
+		return q.Stats().Dispatched == 1
+	})
+	if len(parent.got()) != 0 {
+		t.Fatalf("/orders subscriber got %v", parent.got())
+	}
+	if n := len(e.Queues()); n != 2 {
+		t.Fatalf("%d queues, want 2 independent ones", n)
+	}
+}
+
+func TestSameDestinationInTwoGroupsIsTwoQueues(t *testing.T) {
+	e := NewEngine(Options{FanoutMode: true})
+	a, b := &recordingWriter{}, &recordingWriter{}
+	subscribe(t, e, a, "market", dest.Destination{Pattern: dest.PatternEvents, Channel: "orders"})
+	subscribe(t, e, b, "notification", dest.Destination{Pattern: dest.PatternEvents, Channel: "orders"})
+	_, _ = e.Publish(Identity{Group: "market", Pattern: dest.PatternEvents, Channel: "orders"}, msg("m"))
+	_, _ = e.Publish(Identity{Group: "notification", Pattern: dest.PatternEvents, Channel: "orders"}, msg("n"))
+	waitFor(t, func() bool { return len(a.got()) == 1 && len(b.got()) == 1 })
+	if a.got()[0] != "m" || b.got()[0] != "n" {
+		t.Fatalf("market %v notification %v", a.got(), b.got())
+	}
+	if g := e.Groups(); len(g) != 2 || g[0] != "market" || g[1] != "notification" {
+		t.Fatalf("groups holding a queue: %v", g)
+	}
+}
+
+func TestFIFOUnderConcurrentProducers(t *testing.T) {
+	e := NewEngine(Options{FanoutMode: true})
+	w := &recordingWriter{}
+	subscribe(t, e, w, "default", dest.Destination{Pattern: dest.PatternEvents, Channel: "f"})
+	const producers, each = 4, 500
+	var wg sync.WaitGroup
+	for p := range producers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range each {
+				if _, err := e.Publish(events("f"), msg(strconv.Itoa(p)+":"+strconv.Itoa(i))); err != nil {
+					t.Error(err)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	waitFor(t, func() bool { return len(w.got()) == producers*each })
+	last := map[string]int{}
+	for _, b := range w.got() {
+		p, i, _ := cut(b)
+		n, _ := strconv.Atoi(i)
+		if prev, ok := last[p]; ok && n != prev+1 {
+			t.Fatalf("producer %s: %d after %d", p, n, prev)
+		}
+		last[p] = n
+	}
+}
+
+func cut(s string) (string, string, bool) {
+	for i := range s {
+		if s[i] == ':' {
+			return s[:i], s[i+1:], true
+		}
+	}
+	return s, "", false
+}
+
+func TestDeleteRulesAndFreshQueueAfterDelete(t *testing.T) {
+	e := NewEngine(Options{})
+	id := Identity{Group: "default", Pattern: dest.PatternQueues, Channel: "jobs"}
+	if _, err := e.Publish(id, msg("1")); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Delete(id, false); !errors.Is(err, ErrQueueNotEmpty) {
+		t.Fatalf("non-forced delete of a non-empty queue: %v", err)
+	}
+	old, _ := e.Lookup(id)
+	if err := e.Delete(id, true); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Delete(id, true); !errors.Is(err, ErrNoQueue) {
+		t.Fatalf("second delete: %v", err)
+	}
+	if _, err := e.Publish(id, msg("2")); err != nil {
+		t.Fatal(err)
+	}
+	fresh, _ := e.Lookup(id)
+	if fresh == old || fresh.Stats().Messages != 1 || fresh.Stats().Enqueued != 1 {
+		t.Fatalf("publish after delete must create a fresh queue: %+v", fresh.Stats())
+	}
+}
+
+func TestCreateIsIdempotentAndKeepsLimits(t *testing.T) {
+	e := NewEngine(Options{})
+	id := Identity{Group: "default", Pattern: dest.PatternQueues, Channel: "orders"}
+	q, created := e.Create(id, QueueSettings{MaxPendingBytes: 1 << 20})
+	q2, created2 := e.Create(id, QueueSettings{MaxPendingBytes: 5})
+	if !created || created2 || q != q2 || q.Stats().Settings.MaxPendingBytes != 1<<20 {
+		t.Fatalf("created %v %v, settings %+v", created, created2, q2.Stats().Settings)
+	}
+}
+
+func TestFullPolicies(t *testing.T) {
+	for _, tc := range []struct {
+		policy  FullPolicy
+		dropped bool
+		err     error
+	}{
+		{PolicyDrop, true, nil},
+		{PolicyFail, false, ErrQueueFull},
+		{PolicyBlock, false, ErrQueueFull}, // after the block timeout
+	} {
+		e := NewEngine(Options{Settings: func(Identity) QueueSettings {
+			return QueueSettings{Capacity: 1, FullPolicy: tc.policy, BlockTimeout: 30 * time.Millisecond}
+		}})
+		id := Identity{Group: "default", Pattern: dest.PatternQueues, Channel: "small"}
+		if _, err := e.Publish(id, msg("1")); err != nil {
+			t.Fatal(err)
+		}
+		dropped, err := e.Publish(id, msg("2"))
+		if dropped != tc.dropped || !errors.Is(err, tc.err) {
+			t.Fatalf("%s: dropped %v err %v", tc.policy, dropped, err)
+		}
+	}
+}
+
+func TestBlockPolicyResumesWhenRoomAppears(t *testing.T) {
+	e := NewEngine(Options{Settings: func(Identity) QueueSettings {
+		return QueueSettings{Capacity: 1, FullPolicy: PolicyBlock, BlockTimeout: 5 * time.Second}
+	}})
+	id := Identity{Group: "default", Pattern: dest.PatternQueues, Channel: "b"}
+	_, _ = e.Publish(id, msg("1"))
+	done := make(chan error, 1)
+	go func() { _, err := e.Publish(id, msg("2")); done <- err }()
+	select {
+	case err := <-done:
+		t.Fatalf("publish into a full queue returned at once: %v", err)
+	case <-time.After(50 * time.Millisecond):
+	}
+	w := &recordingWriter{}
+	subscribe(t, e, w, "default", dest.Destination{Pattern: dest.PatternQueues, Channel: "b"}) // auto ack drains
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, func() bool { return len(w.got()) == 2 })
+}
+
+func TestPauseHoldsEnqueuesUntilResume(t *testing.T) {
+	e := NewEngine(Options{})
+	id := Identity{Group: "default", Pattern: dest.PatternQueues, Channel: "p"}
+	e.Create(id, QueueSettings{FullPolicy: PolicyBlock, BlockTimeout: 5 * time.Second})
+	if err := e.SetPaused(id, true); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { _, err := e.Publish(id, msg("x")); done <- err }()
+	select {
+	case <-done:
+		t.Fatal("enqueue completed while paused")
+	case <-time.After(50 * time.Millisecond):
+	}
+	if err := e.SetPaused(id, false); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestOneConsumerPerDestinationAndIdleConsumerEnds(t *testing.T) {
+	e := NewEngine(Options{FanoutMode: true})
+	w := &recordingWriter{}
+	subscribe(t, e, w, "default", dest.Destination{Pattern: dest.PatternEvents, Channel: "c"})
+	for i := range 100 {
+		_, _ = e.Publish(events("c"), msg(strconv.Itoa(i)))
+	}
+	q, _ := e.Lookup(events("c"))
+	eq := q.(*EventQueue)
+	waitFor(t, func() bool { return len(w.got()) == 100 })
+	waitFor(t, func() bool { return eq.Consumers.Load() == 0 }) // idle consumer ended
+	_, _ = e.Publish(events("c"), msg("again"))                  // and the next publish restarts it
+	waitFor(t, func() bool { return len(w.got()) == 101 })
+}
+
+func TestStalledSubscriptionResumesOnDrain(t *testing.T) {
+	e := NewEngine(Options{})
+	w := &recordingWriter{full: true}
+	s := subscribe(t, e, w, "default", dest.Destination{Pattern: dest.PatternQueues, Channel: "s"})
+	id := Identity{Group: "default", Pattern: dest.PatternQueues, Channel: "s"}
+	_, _ = e.Publish(id, msg("kept"))
+	q, _ := e.Lookup(id)
+	if st := q.Stats(); st.Messages != 1 || st.Delivering != 0 {
+		t.Fatalf("refused write must leave the message ready: %+v", st)
+	}
+	w.mu.Lock()
+	w.full = false
+	w.mu.Unlock()
+	e.Resume(s.Conn)
+	waitFor(t, func() bool { return len(w.got()) == 1 })
+}
