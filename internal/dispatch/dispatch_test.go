@@ -266,7 +266,7 @@ func TestOneConsumerPerDestinationAndIdleConsumerEnds(t *testing.T) {
 	eq := q.(*EventQueue)
 	waitFor(t, func() bool { return len(w.got()) == 100 })
 	waitFor(t, func() bool { return eq.Consumers.Load() == 0 }) // idle consumer ended
-	_, _ = e.Publish(events("c"), msg("again"))                  // and the next publish restarts it
+	_, _ = e.Publish(events("c"), msg("again"))                 // and the next publish restarts it
 	waitFor(t, func() bool { return len(w.got()) == 101 })
 }
 
