@@ -149,7 +149,7 @@ func Open(dir string, opts Options) (*Store, error) {
 		EventListener: &pebble.EventListener{
 			BackgroundError: func(err error) {
 				logger.Error("pebble background error", "component", "pebble", "err", err)
-				if errors.Is(err, pebble.ErrCorruption) {
+				if pebble.IsCorruptionError(err) {
 					s.fail(wrapErr("background", err))
 				}
 			},
@@ -159,10 +159,14 @@ func Open(dir string, opts Options) (*Store, error) {
 			},
 		},
 	}
+	if err := checkWALTail(fs, dir); err != nil {
+		_ = lock.Close()
+		return nil, err
+	}
 	db, err := pebble.Open(dir, popts)
 	if err != nil {
 		_ = lock.Close()
-		if errors.Is(err, pebble.ErrCorruption) {
+		if pebble.IsCorruptionError(err) {
 			return nil, fmt.Errorf("%w: pebblestore: cannot recover %s: %w "+
 				"(the directory was left untouched: restore it from a backup, or move it aside to start empty)",
 				store.ErrCorrupt, dir, err)
@@ -199,7 +203,13 @@ func (s *Store) checkVersion() error {
 		if nonEmpty {
 			return fmt.Errorf("%w: pebblestore: the directory holds a Pebble database that is not a Titan store", store.ErrIncompatible)
 		}
-		return wrapErr("open", s.db.Set(versionKey, binary.BigEndian.AppendUint32(nil, formatVersion), pebble.Sync))
+		if err := s.db.Set(versionKey, binary.BigEndian.AppendUint32(nil, formatVersion), pebble.Sync); err != nil {
+			return wrapErr("open", err)
+		}
+		// Pebble creates a new database's first WAL before it ratchets the format version,
+		// so that WAL lacks sync offsets (FormatWALSyncChunks) and recovery could not tell
+		// damage in it from a torn tail. A flush rotates to a WAL in the configured format.
+		return wrapErr("open", s.db.Flush())
 	}
 	if err != nil {
 		return wrapErr("open", err)
@@ -272,7 +282,7 @@ func wrapErr(op string, err error) error {
 	if err == nil {
 		return nil
 	}
-	if errors.Is(err, pebble.ErrCorruption) {
+	if pebble.IsCorruptionError(err) {
 		return fmt.Errorf("%w: pebblestore: %s: %w", store.ErrCorrupt, op, err)
 	}
 	return fmt.Errorf("pebblestore: %s: %w", op, err)

@@ -1,0 +1,92 @@
+package pebblestore
+
+import (
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+)
+
+// groupCommitResult is what measureAppends observed.
+type groupCommitResult struct {
+	msgs     int
+	walSyncs int64
+	elapsed  time.Duration
+	p99      time.Duration
+}
+
+func (r groupCommitResult) fsyncsPerMsg() float64 { return float64(r.walSyncs) / float64(r.msgs) }
+
+// measureAppends runs producers goroutines, each appending perProducer records of size
+// bytes, one per Append, on a fresh store on the OS file system, and counts WAL fsyncs.
+func measureAppends(tb testing.TB, producers, perProducer, size int) groupCommitResult {
+	tb.Helper()
+	cfs := newCountingFS(vfs.Default)
+	s, err := Open(tb.TempDir(), Options{FS: cfs})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer func() {
+		if err := s.Close(); err != nil {
+			tb.Error(err)
+		}
+	}()
+	rec := make([]byte, size)
+	lat := make([][]time.Duration, producers)
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for p := range producers {
+		lat[p] = make([]time.Duration, 0, perProducer)
+		wg.Go(func() {
+			<-start
+			for range perProducer {
+				t0 := time.Now()
+				if _, err := s.Append("bench", rec); err != nil {
+					tb.Error(err)
+					return
+				}
+				lat[p] = append(lat[p], time.Since(t0))
+			}
+		})
+	}
+	before := cfs.walSyncs.Load()
+	t0 := time.Now()
+	close(start)
+	wg.Wait()
+	r := groupCommitResult{
+		msgs:     producers * perProducer,
+		walSyncs: cfs.walSyncs.Load() - before,
+		elapsed:  time.Since(t0),
+	}
+	all := slices.Concat(lat...)
+	slices.Sort(all)
+	if len(all) > 0 {
+		r.p99 = all[(len(all)*99)/100]
+	}
+	return r
+}
+
+// TestGroupCommit measures how well Pebble's commit pipeline shares WAL fsyncs between
+// concurrent synced Appends. One producer needs one fsync per message; with many, each
+// fsync must release several waiters.
+func TestGroupCommit(t *testing.T) {
+	if testing.Short() {
+		t.Skip("measures fsyncs on the real disk")
+	}
+	for _, producers := range []int{1, 4, 16} {
+		t.Run(fmt.Sprintf("producers=%d", producers), func(t *testing.T) {
+			r := measureAppends(t, producers, 1600/producers, 256)
+			t.Logf("%d producers: %d msgs, %d WAL fsyncs, %.3f fsyncs/msg, %.0f msgs/s, p99 %v",
+				producers, r.msgs, r.walSyncs, r.fsyncsPerMsg(), float64(r.msgs)/r.elapsed.Seconds(), r.p99)
+			switch {
+			case producers == 1 && (r.fsyncsPerMsg() < 0.99 || r.fsyncsPerMsg() > 1.05):
+				t.Errorf("one producer: %.3f fsyncs/msg, want 1 (every Append waits for its own fsync)", r.fsyncsPerMsg())
+			case producers == 16 && r.fsyncsPerMsg() > 0.5:
+				t.Errorf("16 producers: %.3f fsyncs/msg, want <= 0.5: concurrent Appends are not sharing fsyncs", r.fsyncsPerMsg())
+			}
+		})
+	}
+}

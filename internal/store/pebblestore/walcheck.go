@@ -1,0 +1,187 @@
+package pebblestore
+
+import (
+	"encoding/binary"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"strconv"
+	"strings"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+
+	"github.com/titan-broker/titan/internal/store"
+)
+
+// WAL chunk format constants, from Pebble's record package documentation (record/record.go):
+// the log is a sequence of 32 KiB blocks; each chunk is
+//
+//	CRC u32 LE | Size u16 LE | Type u8 | LogNum u32 LE | SyncOffset u64 LE | payload
+//
+// for the "WAL sync" chunk types 9–12 written since FormatWALSyncChunks. The CRC is the
+// masked CRC-32C of Type through the end of the payload. SyncOffset is the offset up to which
+// the log was durably synced when the chunk was written. A clean close ends the log with an
+// 11-byte "EOF trailer": a recyclable-format header (type 5) with CRC 0, Size 0 and LogNum
+// one more than the log's.
+const (
+	walBlockBytes        = 32 << 10
+	walLegacyHeader      = 7
+	walRecyclableHeader  = 11
+	walSyncHeader        = 19
+	walTypeRecyclable    = 5 // recyclable full chunk; also the EOF trailer's type
+	walTypeSyncFirst     = 9
+	walTypeSyncLast      = 12
+	walMaskDelta         = 0xa282ead8
+	walFileSuffix        = ".log"
+	walFileNumberPadding = 6
+)
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// walCRC is Pebble's masked CRC-32C (internal/crc).
+func walCRC(b []byte) uint32 {
+	c := crc32.Update(0, castagnoli, b)
+	return (c>>15 | c<<17) + walMaskDelta
+}
+
+// walDamage describes damage found before the end of a WAL.
+type walDamage struct {
+	badOffset int64  // offset of the first chunk that does not parse
+	evidence  string // why that is not a torn tail
+}
+
+// checkWALTail inspects the newest WAL in dir before Pebble replays it.
+//
+// Pebble replays the newest WAL tolerantly: at the first chunk that does not parse it stops
+// and treats the rest as a torn tail, unless a chunk in a *later 32 KiB block* says the log
+// had been synced past that point (then it reports corruption). Damage within the final
+// block is therefore dropped silently, and with it every record synced after the damage.
+// This check closes that gap: it scans the whole remainder of the file, at every offset,
+// for a valid chunk of this log whose SyncOffset lies beyond the damage. That proves the
+// damaged bytes had been synced, so the log is corrupt rather than torn, and Open refuses
+// with store.ErrCorrupt.
+//
+// What no check can tell apart is damage in the last batches written, after the highest
+// SyncOffset any surviving chunk records: that is exactly what a torn tail looks like. (A
+// clean close's EOF trailer is deliberately not taken as evidence: a crash during Close can
+// persist the trailer but tear the unsynced deletes written just before it.)
+//
+// A WAL written in an older chunk format is not checked (Pebble's own rules apply).
+func checkWALTail(fs vfs.FS, dir string) error {
+	names, err := fs.List(dir)
+	if err != nil {
+		return nil // a missing directory is Pebble's to report
+	}
+	var newest string
+	var newestNum uint64
+	for _, n := range names {
+		num, ok := walFileNum(n)
+		if ok && (newest == "" || num > newestNum) {
+			newest, newestNum = n, num
+		}
+	}
+	if newest == "" {
+		return nil
+	}
+	path := fs.PathJoin(dir, newest)
+	f, err := fs.Open(path)
+	if err != nil {
+		return fmt.Errorf("pebblestore: open WAL %s: %w", path, err)
+	}
+	data, err := io.ReadAll(f)
+	_ = f.Close()
+	if err != nil {
+		return fmt.Errorf("pebblestore: read WAL %s: %w", path, err)
+	}
+	if d := scanWAL(data, uint32(newestNum)); d != nil {
+		return fmt.Errorf("%w: pebblestore: WAL %s (%d bytes) is damaged at offset %d, but %s: "+
+			"the damaged bytes had been synced, so recovery would silently drop acknowledged records "+
+			"(the directory was left untouched: restore it from a backup, or move it aside to start empty)",
+			store.ErrCorrupt, path, len(data), d.badOffset, d.evidence)
+	}
+	return nil
+}
+
+// walFileNum parses Pebble's WAL file name, "NNNNNN.log".
+func walFileNum(name string) (uint64, bool) {
+	digits, ok := strings.CutSuffix(name, walFileSuffix)
+	if !ok || len(digits) < walFileNumberPadding {
+		return 0, false
+	}
+	n, err := strconv.ParseUint(digits, 10, 64)
+	return n, err == nil
+}
+
+// scanWAL walks the chunks of one WAL (log number logNum) and returns the damage it proves,
+// or nil when the log ends cleanly, ends torn, or is not in the WAL-sync chunk format.
+func scanWAL(data []byte, logNum uint32) *walDamage {
+	bad := -1
+	off := 0
+walk:
+	for off < len(data) {
+		blockEnd := min((off/walBlockBytes+1)*walBlockBytes, len(data))
+		room := (off/walBlockBytes+1)*walBlockBytes - off
+		if room < walLegacyHeader {
+			off += room // block trailer padding
+			continue
+		}
+		if off+walLegacyHeader > len(data) {
+			bad = off // torn header
+			break
+		}
+		sum := binary.LittleEndian.Uint32(data[off:])
+		size := int(binary.LittleEndian.Uint16(data[off+4:]))
+		typ := data[off+6]
+		switch {
+		case sum == 0 && size == 0 && typ == 0:
+			if room < walSyncHeader && allZero(data[off:blockEnd]) {
+				off += room // a block's tail too small for another chunk
+				continue
+			}
+			bad = off
+			break walk
+		case typ == walTypeRecyclable && off+walRecyclableHeader <= len(data) &&
+			binary.LittleEndian.Uint32(data[off+7:]) == logNum+1:
+			return nil // EOF trailer: a clean end
+		case off == 0 && typ < walTypeSyncFirst && typ != 0:
+			return nil // a log in an older chunk format: not ours to judge
+		case typ < walTypeSyncFirst || typ > walTypeSyncLast:
+			bad = off
+			break walk
+		}
+		end := off + walSyncHeader + size
+		if end > blockEnd || binary.LittleEndian.Uint32(data[off+7:]) != logNum ||
+			walCRC(data[off+6:end]) != sum {
+			bad = off
+			break
+		}
+		off = end
+	}
+	if bad < 0 {
+		return nil
+	}
+	for p := bad + 1; p+walRecyclableHeader <= len(data); p++ {
+		typ := data[p+6]
+		if typ < walTypeSyncFirst || typ > walTypeSyncLast || p+walSyncHeader > len(data) ||
+			binary.LittleEndian.Uint32(data[p+7:]) != logNum {
+			continue
+		}
+		end := p + walSyncHeader + int(binary.LittleEndian.Uint16(data[p+4:]))
+		if end > len(data) || end > (p/walBlockBytes+1)*walBlockBytes || walCRC(data[p+6:end]) != binary.LittleEndian.Uint32(data[p:]) {
+			continue
+		}
+		if synced := binary.LittleEndian.Uint64(data[p+11:]); synced > uint64(bad) {
+			return &walDamage{badOffset: int64(bad), evidence: fmt.Sprintf("the chunk at offset %d records the log as synced up to offset %d", p, synced)}
+		}
+	}
+	return nil
+}
+
+func allZero(b []byte) bool {
+	for _, c := range b {
+		if c != 0 {
+			return false
+		}
+	}
+	return true
+}
