@@ -66,6 +66,17 @@ func (d *deque) popFront() *Message {
 	return m
 }
 
+// rotate removes and returns the first message and appends m at the back, in one step and
+// without resizing; the deque must not be empty.
+func (d *deque) rotate(m *Message) *Message {
+	mask := len(d.buf) - 1
+	old := d.buf[d.head]
+	d.buf[d.head] = nil
+	d.head = (d.head + 1) & mask
+	d.buf[(d.head+d.n-1)&mask] = m
+	return old
+}
+
 // grow doubles the backing array (or allocates the first one).
 func (d *deque) grow() { d.resize(max(2*len(d.buf), minDequeCap)) }
 

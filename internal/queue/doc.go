@@ -31,10 +31,11 @@
 //   - the ring count is Ready + Delivering; scheduled messages are not on the ring until due;
 //   - whenever n messages join the ring, up to n messages are removed from the head of the
 //     ready list, with ReasonRing, while the ring count is over RingSize. A tail Enqueue
-//     (n = 1) removes only messages ahead of the one it adds: the reference enforces the ring
-//     before adding at the tail and finds nothing to remove when no message is ready. Additions
-//     at the head (n = the batch for Cancel or Promote, 1 for Nack) are themselves the first
-//     candidates;
+//     (n = 1) removes only messages ahead of the one it adds: Artemis enforces the ring before
+//     adding at the tail and finds nothing to remove when no message is ready, which the
+//     reference's first walk-through needs (D, sent while A, B, C are in delivery, is kept and
+//     dispatched: messageCount=4). Additions at the head (n = the batch for Cancel or
+//     Promote, 1 for Nack) are themselves the first candidates;
 //   - messages in delivery are never removed, so Messages can exceed RingSize;
 //   - SetRingSize removes nothing at once: below the current count, each addition removes one
 //     message, so the queue stops growing and shrinks only as consumers drain it.
@@ -48,11 +49,21 @@
 //
 // # Complexity and memory
 //
-// Enqueue, Pop and Ack are O(1) amortized (O(log n) when a scheduled message is involved) and
-// allocation-free in steady state: the deque reuses its ring-buffer backing array and the
-// []Removed results share one buffer owned by the Queue. That buffer is valid until the next
+// Ready messages sit on a deque (a power-of-two ring buffer with insertion at both ends),
+// scheduled ones on a min-heap that keeps its (DeliverAt, Seq) key inline, and messages in
+// delivery in a map by Seq that also records their consumption order. Enqueue, Pop and Ack are
+// O(1) amortized (O(log n) when a scheduled message is involved) and allocation-free in steady
+// state: the deque reuses its backing array (shrinking only above 1024 slots, when a quarter
+// full), and the []Removed results share one buffer owned by the Queue. That buffer is valid until the next
 // call returning a []Removed; callers copy what they keep. Purge is the exception and returns
 // a fresh slice.
+//
+// # Time
+//
+// Every time is compared on the wall clock: the Queue strips the monotonic reading from each
+// now it is given (time.Time.Round(0)), so DeliverAt and ExpiresAt, which usually come from
+// Unix-millisecond message headers, and the DeliverAt that Nack sets all compare the same way,
+// and the owner's timer for NextDue agrees with Promote even if the wall clock is stepped.
 //
 // # Concurrency
 //

@@ -113,20 +113,51 @@ func New(o Options) *Queue {
 // It is owned by the Queue and valid until the next call to any of its methods that returns
 // a []Removed; copy it to keep it.
 func (q *Queue) Enqueue(m *Message, now time.Time) []Removed {
-	q.resetRemoved()
-	if len(q.scheduled) > 0 {
-		q.promote(now)
+	if len(q.scheduled) > 0 || !m.DeliverAt.IsZero() {
+		return q.enqueueTimed(m, now)
 	}
+	// The fast path: nothing is scheduled and m is ready at once, so now is not needed.
+	q.bytes += int64(m.Size)
+	if q.ringFull() {
+		// The previous result is overwritten in place rather than cleared and appended to.
+		old := q.ready.rotate(m)
+		q.bytes -= int64(old.Size)
+		if len(q.removed) != 1 {
+			q.resetRemoved()
+			q.removed = append(q.removed, Removed{})
+		}
+		q.removed[0] = Removed{Msg: old, Reason: ReasonRing}
+		return q.removed
+	}
+	q.resetRemoved()
+	q.ready.pushBack(m)
+	return nil
+}
+
+// enqueueTimed is Enqueue when time matters: scheduled messages may be due, or m has a
+// DeliverAt.
+func (q *Queue) enqueueTimed(m *Message, now time.Time) []Removed {
+	now = now.Round(0) // wall clock only; see the package doc
+	q.resetRemoved()
+	q.promote(now)
 	q.bytes += int64(m.Size)
 	if m.DeliverAt.After(now) {
 		q.scheduled.push(m)
 		return q.result()
 	}
-	q.ready.pushBack(m)
-	if q.ring > 0 && q.ready.n+len(q.delivering) > q.ring {
-		q.enforceRing(1, 1)
+	if q.ringFull() {
+		q.drop(q.ready.rotate(m), ReasonRing)
+		return q.result()
 	}
+	q.ready.pushBack(m)
 	return q.result()
+}
+
+// ringFull is the ring rule for one message added at the tail, which only pushes out a message
+// ahead of it: it reports whether the ring is full (or over) and a message is ready, in which
+// case the head must go as the new message joins (deque.rotate does both in one step).
+func (q *Queue) ringFull() bool {
+	return q.ring > 0 && q.ready.n > 0 && q.ready.n+len(q.delivering) >= q.ring
 }
 
 // Pop delivers the message at the head of the ready list: it moves to delivering and its
@@ -137,6 +168,7 @@ func (q *Queue) Enqueue(m *Message, now time.Time) []Removed {
 // The []Removed follows Enqueue's rules: nil when empty, valid until the next call that
 // returns one.
 func (q *Queue) Pop(now time.Time) (*Message, []Removed) {
+	now = now.Round(0) // wall clock only; see the package doc
 	q.resetRemoved()
 	if len(q.scheduled) > 0 {
 		q.promote(now)
@@ -178,6 +210,7 @@ func (q *Queue) Ack(seq uint64) (*Message, bool) {
 // instead; those removals come first in the result, in consumption order. RedeliveryDelay does
 // not apply. The []Removed follows Enqueue's rules.
 func (q *Queue) Cancel(seqs []uint64, now time.Time) []Removed {
+	now = now.Round(0) // wall clock only; see the package doc
 	q.resetRemoved()
 	q.promote(now)
 	sc := q.cancel[:0]
@@ -209,7 +242,7 @@ func (q *Queue) Cancel(seqs []uint64, now time.Time) []Removed {
 			n++
 		}
 	}
-	q.enforceRing(n, 0)
+	q.enforceRing(n)
 	clear(sc)
 	q.cancel = sc[:0]
 	return q.result()
@@ -221,6 +254,7 @@ func (q *Queue) Cancel(seqs []uint64, now time.Time) []Removed {
 // removed with ReasonMaxDeliveries. An unknown seq is ignored. The []Removed follows Enqueue's
 // rules.
 func (q *Queue) Nack(seq uint64, now time.Time) []Removed {
+	now = now.Round(0) // wall clock only; see the package doc
 	q.resetRemoved()
 	q.promote(now)
 	d, ok := q.delivering[seq]
@@ -236,7 +270,7 @@ func (q *Queue) Nack(seq uint64, now time.Time) []Removed {
 		q.scheduled.push(m)
 	default:
 		q.ready.pushFront(m)
-		q.enforceRing(1, 0)
+		q.enforceRing(1)
 	}
 	return q.result()
 }
@@ -247,6 +281,7 @@ func (q *Queue) Nack(seq uint64, now time.Time) []Removed {
 // promoted message may be removed at once. The owner calls it when the time NextDue reports
 // comes; every method taking now also calls it. The []Removed follows Enqueue's rules.
 func (q *Queue) Promote(now time.Time) []Removed {
+	now = now.Round(0) // wall clock only; see the package doc
 	q.resetRemoved()
 	q.promote(now)
 	return q.result()
@@ -258,7 +293,7 @@ func (q *Queue) NextDue() (time.Time, bool) {
 	if len(q.scheduled) == 0 {
 		return time.Time{}, false
 	}
-	return q.scheduled[0].DeliverAt, true
+	return q.scheduled[0].m.DeliverAt, true
 }
 
 // SetRingSize changes the ring size at run time; n <= 0 removes the ring. It removes nothing at
@@ -298,15 +333,15 @@ func (q *Queue) Purge() []Removed {
 		out = append(out, Removed{Msg: m, Reason: ReasonPurged})
 	}
 	q.ready.reset()
-	slices.SortFunc(q.scheduled, func(a, b *Message) int {
-		if schedLess(a, b) {
+	slices.SortFunc(q.scheduled, func(a, b schedEntry) int {
+		if a.less(&b) {
 			return -1
 		}
 		return 1
 	})
-	for _, m := range q.scheduled {
-		q.bytes -= int64(m.Size)
-		out = append(out, Removed{Msg: m, Reason: ReasonPurged})
+	for _, e := range q.scheduled {
+		q.bytes -= int64(e.m.Size)
+		out = append(out, Removed{Msg: e.m, Reason: ReasonPurged})
 	}
 	if cap(q.scheduled) > minDequeCap {
 		q.scheduled = nil
@@ -326,33 +361,33 @@ func (q *Queue) Delivering(seq uint64) (*Message, bool) {
 // promote moves the scheduled messages due at now to the head of the ready list, due first at
 // the head, then applies the ring rule for them. Removals go to q.removed.
 func (q *Queue) promote(now time.Time) {
-	if len(q.scheduled) == 0 || q.scheduled[0].DeliverAt.After(now) {
+	sec, nsec := wallKey(now)
+	if len(q.scheduled) == 0 || !q.scheduled[0].dueAt(sec, nsec) {
 		return
 	}
 	due := q.due[:0]
-	for len(q.scheduled) > 0 && !q.scheduled[0].DeliverAt.After(now) {
+	for len(q.scheduled) > 0 && q.scheduled[0].dueAt(sec, nsec) {
 		due = append(due, q.scheduled.pop())
 	}
 	for i := len(due) - 1; i >= 0; i-- {
 		q.ready.pushFront(due[i])
 	}
-	q.enforceRing(len(due), 0)
+	q.enforceRing(len(due))
 	clear(due)
 	q.due = due[:0]
 }
 
-// enforceRing is the ring rule, applied after n messages joined the ring (tail or head): while
-// the ring count (ready + delivering; scheduled messages are not on the ring) is over the ring
-// size, remove the head of the ready list, at most n times. Messages in delivery are never
-// removed, nor are the last tail messages of the ready list: tail is 1 after a tail Enqueue, whose
-// message only pushes out older ones (Artemis enforces the ring before adding at the tail, and
-// polls nothing when no message is ready), and 0 after additions at the head, which are
-// themselves the first candidates.
-func (q *Queue) enforceRing(n, tail int) {
+// enforceRing is the ring rule, applied after n messages joined the head of the ready list:
+// while the ring count (ready + delivering; scheduled messages are not on the ring) is over the
+// ring size, remove the head of the ready list, at most n times. Messages in delivery are never
+// removed. (Enqueue applies the rule for its one tail message inline: there the new message is
+// not a candidate, as Artemis enforces the ring before adding at the tail and polls nothing
+// when no message is ready.)
+func (q *Queue) enforceRing(n int) {
 	if q.ring <= 0 {
 		return
 	}
-	for ; n > 0 && q.ready.n > tail && q.ready.n+len(q.delivering) > q.ring; n-- {
+	for ; n > 0 && q.ready.n > 0 && q.ready.n+len(q.delivering) > q.ring; n-- {
 		q.drop(q.ready.popFront(), ReasonRing)
 	}
 }
@@ -371,7 +406,11 @@ func (q *Queue) drop(m *Message, r Reason) {
 // resetRemoved empties the result buffer (the previous call's result) without freeing it.
 func (q *Queue) resetRemoved() {
 	if len(q.removed) > 0 {
-		clear(q.removed)
+		// Dropping the pointers one by one is cheaper than clear's bulk memclr for the one
+		// or two entries a call usually leaves.
+		for i := range q.removed {
+			q.removed[i].Msg = nil
+		}
 		q.removed = q.removed[:0]
 	}
 }

@@ -43,6 +43,8 @@ type Store struct {
 	dirty      atomic.Bool
 	stopSyncer chan struct{} // closed by Close; nil when no syncer runs
 	syncerDone chan struct{} // closed by the syncer when it returns
+
+	syncs *syncFS // counts WAL fsyncs
 }
 
 var _ store.Store = (*Store)(nil)
@@ -104,10 +106,12 @@ func Open(dir string, opts Options) (*Store, error) {
 	if opts.CacheBytes < 0 || opts.MemTableBytes < 0 {
 		return nil, fmt.Errorf("pebblestore: negative CacheBytes (%d) or MemTableBytes (%d)", opts.CacheBytes, opts.MemTableBytes)
 	}
-	fs := opts.FS
-	if fs == nil {
-		fs = vfs.Default
+	base := opts.FS
+	if base == nil {
+		base = vfs.Default
 	}
+	counted := &syncFS{FS: base}
+	var fs vfs.FS = counted
 	logger := opts.Logger
 	if logger == nil {
 		logger = discardLogger()
@@ -133,7 +137,7 @@ func Open(dir string, opts Options) (*Store, error) {
 		return nil, fmt.Errorf("%w: %s (stop the other titan process or choose another --data-dir): %v", store.ErrLocked, dir, err)
 	}
 
-	s := &Store{dirLock: lock, log: logger, streams: make(map[string]*stream)}
+	s := &Store{dirLock: lock, log: logger, streams: make(map[string]*stream), syncs: counted}
 	s.idle.L = &s.mu
 
 	cache := pebble.NewCache(cacheBytes)

@@ -1,0 +1,360 @@
+package queue
+
+import (
+	"cmp"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"testing"
+	"time"
+)
+
+// model is the reference model the property tests compare Queue against: plain slices and
+// linear scans, written straight from the rules in the package doc.
+type model struct {
+	ring, maxDeliveries int
+	delay               time.Duration
+	ready               []*mmsg // head first
+	scheduled           []*mmsg // any order
+	delivering          []*mmsg // consumption order
+	removed             []rem
+}
+
+type mmsg struct {
+	seq                 uint64
+	size                int
+	deliverAt, expireAt time.Time
+	count               int
+}
+
+type rem struct {
+	seq    uint64
+	reason Reason
+}
+
+func (m *model) drop(x *mmsg, r Reason) { m.removed = append(m.removed, rem{x.seq, r}) }
+
+func (m *model) ringCount() int { return len(m.ready) + len(m.delivering) }
+
+// enforce: up to n times, while over the ring, remove the head, but never the last tail
+// ready messages.
+func (m *model) enforce(n, tail int) {
+	for range n {
+		if m.ring > 0 && m.ringCount() > m.ring && len(m.ready) > tail {
+			m.drop(m.ready[0], ReasonRing)
+			m.ready = m.ready[1:]
+		}
+	}
+}
+
+func (m *model) promote(now time.Time) {
+	var due, rest []*mmsg
+	for _, x := range m.scheduled {
+		if x.deliverAt.After(now) {
+			rest = append(rest, x)
+		} else {
+			due = append(due, x)
+		}
+	}
+	m.scheduled = rest
+	slices.SortFunc(due, func(a, b *mmsg) int {
+		return cmp.Or(a.deliverAt.Compare(b.deliverAt), cmp.Compare(a.seq, b.seq))
+	})
+	m.ready = append(due, m.ready...)
+	m.enforce(len(due), 0)
+}
+
+func (m *model) enqueue(x *mmsg, now time.Time) {
+	m.promote(now)
+	if x.deliverAt.After(now) {
+		m.scheduled = append(m.scheduled, x)
+		return
+	}
+	m.ready = append(m.ready, x)
+	m.enforce(1, 1)
+}
+
+func (m *model) pop(now time.Time) *mmsg {
+	m.promote(now)
+	for len(m.ready) > 0 {
+		x := m.ready[0]
+		m.ready = m.ready[1:]
+		if !x.expireAt.IsZero() && !x.expireAt.After(now) {
+			m.drop(x, ReasonExpired)
+			continue
+		}
+		x.count++
+		m.delivering = append(m.delivering, x)
+		return x
+	}
+	return nil
+}
+
+func (m *model) take(seq uint64) *mmsg {
+	for i, x := range m.delivering {
+		if x.seq == seq {
+			m.delivering = slices.Delete(m.delivering, i, i+1)
+			return x
+		}
+	}
+	return nil
+}
+
+func (m *model) ack(seq uint64) *mmsg { return m.take(seq) }
+
+func (m *model) exhausted(x *mmsg) bool { return m.maxDeliveries > 0 && x.count >= m.maxDeliveries }
+
+func (m *model) cancel(seqs []uint64, now time.Time) {
+	m.promote(now)
+	var back []*mmsg // consumption order: delivering is kept in Pop order
+	for _, x := range m.delivering {
+		if slices.Contains(seqs, x.seq) {
+			back = append(back, x)
+		}
+	}
+	for _, x := range back {
+		m.take(x.seq)
+	}
+	var keep []*mmsg
+	for _, x := range back {
+		if m.exhausted(x) {
+			m.drop(x, ReasonMaxDeliveries)
+		} else {
+			keep = append(keep, x)
+		}
+	}
+	// Reverse order of consumption, each to the head: the first consumed ends up first.
+	m.ready = append(keep, m.ready...)
+	m.enforce(len(keep), 0)
+}
+
+func (m *model) nack(seq uint64, now time.Time) {
+	m.promote(now)
+	x := m.take(seq)
+	switch {
+	case x == nil:
+	case m.exhausted(x):
+		m.drop(x, ReasonMaxDeliveries)
+	case m.delay > 0:
+		x.deliverAt = now.Add(m.delay)
+		m.scheduled = append(m.scheduled, x)
+	default:
+		m.ready = append([]*mmsg{x}, m.ready...)
+		m.enforce(1, 0)
+	}
+}
+
+func (m *model) purge() {
+	for _, x := range m.ready {
+		m.drop(x, ReasonPurged)
+	}
+	slices.SortFunc(m.scheduled, func(a, b *mmsg) int {
+		return cmp.Or(a.deliverAt.Compare(b.deliverAt), cmp.Compare(a.seq, b.seq))
+	})
+	for _, x := range m.scheduled {
+		m.drop(x, ReasonPurged)
+	}
+	m.ready, m.scheduled = nil, nil
+}
+
+func (m *model) counts() Counts {
+	c := Counts{Ready: len(m.ready), Delivering: len(m.delivering), Scheduled: len(m.scheduled)}
+	c.Messages = c.Ready + c.Delivering + c.Scheduled
+	for _, s := range [][]*mmsg{m.ready, m.delivering, m.scheduled} {
+		for _, x := range s {
+			c.Bytes += int64(x.size)
+		}
+	}
+	return c
+}
+
+// runModel drives a Queue and the model with the same random operations and compares every
+// result and the full state after each one.
+func runModel(t *testing.T, seed uint64, o Options, ops int) {
+	rng := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
+	q := New(o)
+	m := &model{ring: max(o.RingSize, 0), maxDeliveries: max(o.MaxDeliveries, 0), delay: o.RedeliveryDelay}
+	now := t0
+	var seq uint64
+	var log []string
+	fail := func(format string, args ...any) {
+		t.Helper()
+		start := max(0, len(log)-20)
+		t.Fatalf("seed %d, op %d: %s\nlast ops:\n%v", seed, len(log), fmt.Sprintf(format, args...), log[start:])
+	}
+	compareRemoved := func(got []Removed) {
+		t.Helper()
+		if len(got) != len(m.removed) {
+			fail("removed %v, model %v", seqsOf(got), m.removed)
+		}
+		for i, r := range got {
+			if r.Msg.Seq != m.removed[i].seq || r.Reason != m.removed[i].reason {
+				fail("removed[%d] = %d/%v, model %v", i, r.Msg.Seq, r.Reason, m.removed)
+			}
+		}
+		m.removed = m.removed[:0]
+	}
+	deliveringSeqs := func() []uint64 {
+		var s []uint64
+		for _, x := range m.delivering {
+			s = append(s, x.seq)
+		}
+		return s
+	}
+	for range ops {
+		if rng.IntN(4) == 0 {
+			now = now.Add(time.Duration(rng.IntN(3000)) * time.Millisecond)
+		}
+		switch op := rng.IntN(100); {
+		case op < 35: // Enqueue
+			seq++
+			x := &mmsg{seq: seq, size: rng.IntN(1000)}
+			if rng.IntN(5) == 0 {
+				x.deliverAt = now.Add(time.Duration(rng.IntN(10)-2) * time.Second)
+			}
+			if rng.IntN(5) == 0 {
+				x.expireAt = now.Add(time.Duration(rng.IntN(10)-2) * time.Second)
+			}
+			log = append(log, fmt.Sprintf("@%v Enqueue(%d due %v exp %v)", now.Sub(t0), seq, rel(x.deliverAt), rel(x.expireAt)))
+			m.enqueue(x, now)
+			compareRemoved(q.Enqueue(&Message{Seq: seq, Size: x.size, DeliverAt: x.deliverAt, ExpiresAt: x.expireAt}, now))
+		case op < 60: // Pop
+			log = append(log, fmt.Sprintf("@%v Pop", now.Sub(t0)))
+			want := m.pop(now)
+			got, rm := q.Pop(now)
+			compareRemoved(rm)
+			switch {
+			case want == nil && got == nil:
+			case want == nil || got == nil || got.Seq != want.seq || got.DeliveryCount != want.count:
+				fail("Pop = %+v, model %+v", got, want)
+			}
+		case op < 75: // Ack, sometimes of an unknown seq
+			s := rng.Uint64N(seq + 2)
+			if d := deliveringSeqs(); len(d) > 0 && rng.IntN(4) > 0 {
+				s = d[rng.IntN(len(d))]
+			}
+			log = append(log, fmt.Sprintf("Ack(%d)", s))
+			want := m.ack(s)
+			got, ok := q.Ack(s)
+			if ok != (want != nil) || ok && got.Seq != s {
+				fail("Ack(%d) = %v %v, model %v", s, got, ok, want)
+			}
+		case op < 83: // Cancel a random subset, in consumption or random order, with noise
+			d := deliveringSeqs()
+			var seqs []uint64
+			for _, s := range d {
+				if rng.IntN(3) > 0 {
+					seqs = append(seqs, s)
+				}
+			}
+			if rng.IntN(2) == 0 {
+				rng.Shuffle(len(seqs), func(i, j int) { seqs[i], seqs[j] = seqs[j], seqs[i] })
+			}
+			if rng.IntN(4) == 0 {
+				seqs = append(seqs, seq+1) // unknown
+				if len(seqs) > 1 {
+					seqs = append(seqs, seqs[0]) // repeat
+				}
+			}
+			log = append(log, fmt.Sprintf("@%v Cancel(%v)", now.Sub(t0), seqs))
+			m.cancel(seqs, now)
+			compareRemoved(q.Cancel(seqs, now))
+		case op < 91: // Nack
+			s := seq + 1
+			if d := deliveringSeqs(); len(d) > 0 && rng.IntN(5) > 0 {
+				s = d[rng.IntN(len(d))]
+			}
+			log = append(log, fmt.Sprintf("@%v Nack(%d)", now.Sub(t0), s))
+			m.nack(s, now)
+			compareRemoved(q.Nack(s, now))
+		case op < 95: // Promote
+			log = append(log, fmt.Sprintf("@%v Promote", now.Sub(t0)))
+			m.promote(now)
+			compareRemoved(q.Promote(now))
+		case op < 96: // Purge
+			log = append(log, "Purge")
+			m.purge()
+			compareRemoved(q.Purge())
+		default: // SetRingSize, only on ring runs
+			if o.RingSize <= 0 {
+				continue
+			}
+			n := rng.IntN(2*o.RingSize+1) - 1
+			log = append(log, fmt.Sprintf("SetRingSize(%d)", n))
+			m.ring = max(n, 0)
+			q.SetRingSize(n)
+			if want := max(n, -1); want == 0 && q.RingSize() != -1 || want != 0 && q.RingSize() != want {
+				fail("RingSize() = %d after SetRingSize(%d)", q.RingSize(), n)
+			}
+		}
+		if got, want := q.Counts(), m.counts(); got != want {
+			fail("Counts = %+v, model %+v", got, want)
+		}
+		var wantReady []uint64
+		for _, x := range m.ready {
+			wantReady = append(wantReady, x.seq)
+		}
+		if got := q.readySeqs(); !slices.Equal(got, wantReady) {
+			fail("ready = %v, model %v", got, wantReady)
+		}
+		for _, x := range m.delivering {
+			if d, ok := q.Delivering(x.seq); !ok || d.DeliveryCount != x.count {
+				fail("Delivering(%d) = %+v %v", x.seq, d, ok)
+			}
+		}
+		if len(m.scheduled) > 0 {
+			first := slices.MinFunc(m.scheduled, func(a, b *mmsg) int { return a.deliverAt.Compare(b.deliverAt) })
+			if due, ok := q.NextDue(); !ok || !due.Equal(first.deliverAt) {
+				fail("NextDue = %v %v, model %v", due, ok, first.deliverAt)
+			}
+		} else if _, ok := q.NextDue(); ok {
+			fail("NextDue with nothing scheduled")
+		}
+		checkInvariants(t, q)
+	}
+}
+
+// rel formats a model time relative to t0, "-" for the zero time.
+func rel(t time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	return t.Sub(t0).String()
+}
+
+func TestModel(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		o    Options
+	}{
+		{"unbounded", Options{}},
+		{"ring", Options{RingSize: 5}},
+		{"ring1", Options{RingSize: 1}},
+		{"ring-maxdeliveries", Options{RingSize: 8, MaxDeliveries: 3}},
+		{"ring-delay", Options{RingSize: 4, MaxDeliveries: 4, RedeliveryDelay: 2 * time.Second}},
+		{"delay", Options{RedeliveryDelay: time.Second}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			seeds := 200
+			if testing.Short() {
+				seeds = 20
+			}
+			for seed := range uint64(seeds) {
+				runModel(t, seed, tc.o, 400)
+			}
+		})
+	}
+}
+
+// FuzzModel explores more seeds and configurations: go test -fuzz=FuzzModel ./internal/queue/
+func FuzzModel(f *testing.F) {
+	f.Add(uint64(1), int8(0), int8(0), false)
+	f.Add(uint64(2), int8(3), int8(2), true)
+	f.Fuzz(func(t *testing.T, seed uint64, ring, maxDeliveries int8, delay bool) {
+		o := Options{RingSize: int(ring), MaxDeliveries: int(maxDeliveries)}
+		if delay {
+			o.RedeliveryDelay = time.Second
+		}
+		runModel(t, seed, o, 300)
+	})
+}
