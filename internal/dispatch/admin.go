@@ -117,15 +117,18 @@ func (e *Engine) SetRingSize(id Identity, n int) error {
 // ErrQueueNotEmpty unless force is set; force discards its pending messages and stops its
 // consumer. The next SEND creates a fresh queue. Errors: ErrNoQueue, ErrQueueNotEmpty.
 func (e *Engine) Delete(id Identity, force bool) error {
-	e.mu.Lock()
-	q, ok := e.queues[id]
+	q, ok := e.Lookup(id)
 	if !ok {
-		e.mu.Unlock()
 		return ErrNoQueue
 	}
+	// Stats takes the queue's lock, so it runs without e.mu (lock order, LOCKS.md).
 	if !force && q.Stats().Messages > 0 {
-		e.mu.Unlock()
 		return ErrQueueNotEmpty
+	}
+	e.mu.Lock()
+	if e.queues[id] != q {
+		e.mu.Unlock()
+		return ErrNoQueue // deleted meanwhile
 	}
 	delete(e.queues, id)
 	e.mu.Unlock()

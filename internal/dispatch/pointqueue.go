@@ -212,12 +212,13 @@ func (p *PointQueue) signalSpace() {
 func (p *PointQueue) dispatchLocked(now time.Time, acked []*message.Message, removed []queue.Removed) ([]*message.Message, []queue.Removed) {
 	for len(p.consumers) > 0 {
 		var sub *Subscription
+		next := p.rr
 		n := len(p.consumers)
 		for i := 0; i < n; i++ {
 			s := p.consumers[(p.rr+i)%n]
 			if s.hasCredit() {
 				sub = s
-				p.rr = (p.rr + i + 1) % n
+				next = (p.rr + i + 1) % n
 				break
 			}
 		}
@@ -227,8 +228,9 @@ func (p *PointQueue) dispatchLocked(now time.Time, acked []*message.Message, rem
 		qm, rem := p.q.Pop(now)
 		removed = append(removed, rem...)
 		if qm == nil {
-			break
+			break // nothing ready: the cursor stays, so the next message goes to sub
 		}
+		p.rr = next
 		m := qm.Value.(*message.Message)
 		if !sub.Conn.deliver(sub, m, p, qm.Seq, qm.DeliveryCount) {
 			qm.DeliveryCount-- // not delivered after all

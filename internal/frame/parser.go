@@ -100,6 +100,8 @@ type Parser struct {
 	pos        int // start of the current header line, or next body byte to scan
 	scanned    int // in stateHeaders, bytes before scanned hold no LF of the current line
 	cmd        Command
+	cmdSeen    bool // the command line has been read
+	badCmd     bool // the command line named no command: reported at the end of the headers
 	offs       []hdrOff
 	bodyStart  int
 	contentLen int // -1: none
@@ -237,10 +239,14 @@ func (p *Parser) step() (*Frame, int, error) {
 			return nil, 1, nil
 		}
 		p.state, p.pos, p.scanned, p.offs, p.contentLen = stateHeaders, 0, 0, p.offs[:0], -1
-		p.cmd = CmdUnknown
+		p.cmd, p.cmdSeen, p.badCmd = CmdUnknown, false, false
 	}
 	if p.state == stateHeaders {
 		if err := p.scanHeaders(); err != nil {
+			if p.badCmd {
+				// Whatever went wrong later, the first fault was the command.
+				return nil, 0, protoErr(ErrUnknownCommand, p.receipt(nil))
+			}
 			return nil, 0, err
 		}
 		if p.state == stateHeaders {
@@ -301,25 +307,29 @@ func (p *Parser) scanHeaders() error {
 			return protoErr(ErrBareCR, "")
 		}
 		if len(line) > p.lim.MaxHeaderLineBytes {
-			return protoErr(ErrHeaderLineTooLong, "")
+			return protoErr(ErrHeaderLineTooLong, p.receipt(nil))
 		}
 		if p.pos > p.lim.MaxHeaderBytes {
-			return protoErr(ErrHeaderSectionTooLarge, "")
+			return protoErr(ErrHeaderSectionTooLarge, p.receipt(nil))
 		}
-		if p.cmd == CmdUnknown {
-			// Reject a bad command at once rather than after buffering a whole frame.
-			if p.cmd = parseCommand(line); p.cmd == CmdUnknown {
-				return protoErr(ErrUnknownCommand, "")
-			}
+		if !p.cmdSeen {
+			// An unknown command is reported once the header block ends (bounded by the
+			// limits), so that the ERROR can echo the frame's receipt; the body is never read.
+			p.cmdSeen = true
+			p.cmd = parseCommand(line)
+			p.badCmd = p.cmd == CmdUnknown
 			continue
 		}
 		if len(line) == 0 {
+			if p.badCmd {
+				return protoErr(ErrUnknownCommand, p.receipt(nil))
+			}
 			p.state, p.bodyStart = stateBody, p.pos
 			p.pos = p.bodyStart
 			return p.readContentLength()
 		}
 		if len(p.offs) >= p.lim.MaxHeaders {
-			return protoErr(ErrTooManyHeaders, "")
+			return protoErr(ErrTooManyHeaders, p.receipt(nil))
 		}
 		c := bytes.IndexByte(line, ':')
 		if c <= 0 {
@@ -339,9 +349,9 @@ func (p *Parser) partialLimitErr(e int) error {
 	sectionAt := p.lim.MaxHeaderBytes
 	switch {
 	case lineAt <= e && lineAt <= sectionAt:
-		return protoErr(ErrHeaderLineTooLong, "")
+		return protoErr(ErrHeaderLineTooLong, p.receipt(nil))
 	case sectionAt <= e:
-		return protoErr(ErrHeaderSectionTooLarge, "")
+		return protoErr(ErrHeaderSectionTooLarge, p.receipt(nil))
 	}
 	return nil
 }

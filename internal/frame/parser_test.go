@@ -204,11 +204,12 @@ func parseCases() []parseCase {
 		{name: "CR CR LF", in: "SEND\r\r\n\n\x00", err: ErrBareCR},
 		{name: "bare CR between frames", in: "SEND\n\n\x00\rSEND\n\n\x00", want: []*Frame{fr(CmdSend, "")}, err: ErrBareCR},
 		{name: "bare CR before the first frame", in: "\n\rX", err: ErrBareCR},
-		{name: "unknown command", in: "FOO\nreceipt:r\n\n\x00", err: ErrUnknownCommand},
+		{name: "unknown command", in: "FOO\nreceipt:r\n\n\x00", err: ErrUnknownCommand, receipt: "r"},
 		{name: "commands are case-sensitive", in: "send\n\n\x00", err: ErrUnknownCommand},
 		{name: "command with trailing space", in: "SEND \n\n\x00", err: ErrUnknownCommand},
 		{name: "NUL between frames", in: "SEND\n\n\x00\x00SEND\n\n\x00", want: []*Frame{fr(CmdSend, "")}, err: ErrUnknownCommand},
-		{name: "unknown command rejected before the headers end", in: "GET / HTTP/1.1\r\nHost: x\r\n", err: ErrUnknownCommand},
+		{name: "unknown command rejected when the headers end, before any body", in: "GET / HTTP/1.1\r\nHost: x\r\n\r\n", err: ErrUnknownCommand},
+		{name: "unknown command wins over a later limit", in: "FOO\nreceipt:r\nk:" + strings.Repeat("v", 40), lim: tinyLimits, err: ErrUnknownCommand, receipt: "r"},
 
 		// End of stream.
 		{name: "clean EOF after a frame", in: "SEND\n\n\x00", want: []*Frame{fr(CmdSend, "")}},
@@ -229,7 +230,7 @@ func parseCases() []parseCase {
 		{
 			name: "header line over the limit",
 			in:   "SEND\nreceipt:r\nk:" + strings.Repeat("v", 15) + "\n\n\x00",
-			lim:  tinyLimits, err: ErrHeaderLineTooLong,
+			lim:  tinyLimits, err: ErrHeaderLineTooLong, receipt: "r",
 		},
 		{
 			name: "header line over the limit, CRLF",
@@ -255,7 +256,7 @@ func parseCases() []parseCase {
 		{
 			name: "too many headers",
 			in:   "SEND\nreceipt:r\na:1\nb:2\n\n\x00",
-			lim:  tinyLimits, err: ErrTooManyHeaders,
+			lim:  tinyLimits, err: ErrTooManyHeaders, receipt: "r",
 		},
 		{
 			// 5 + 16 + 16 + 10 + 1 = 48 bytes, blank line included.

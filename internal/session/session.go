@@ -508,6 +508,9 @@ func (s *Session) writeLoop() {
 		s.chunks = spare[:0]
 		closing := s.closing
 		s.mu.Unlock()
+		// bufs and s.chunks must never share a backing array: keep the detached one as
+		// the next spare whether or not it held data.
+		spare = bufs[:0]
 		if len(bufs) > 0 {
 			n := int64(0)
 			for _, b := range bufs {
@@ -530,7 +533,6 @@ func (s *Session) writeLoop() {
 			}
 			s.outBytes.Add(-n)
 			clear(bufs)
-			spare = bufs[:0]
 			lastWrite = time.Now()
 			if err != nil {
 				r := CloseWriteError
