@@ -1,0 +1,44 @@
+package main
+
+import (
+	"net/http"
+	"net/url"
+
+	"github.com/spf13/cobra"
+
+	"github.com/titan-broker/titan/internal/admin"
+)
+
+// newQueueListCmd is `titan queue list [--group G]`: GET admin.PathQueues.
+func newQueueListCmd(g *globalOptions) *cobra.Command {
+	var group string
+	cmd := &cobra.Command{
+		Use:     "list",
+		Aliases: []string{"ls"},
+		Short:   "List queues with their size, limits, consumers and counters",
+		Example: "  titan queue list\n  titan queue list --group market --output json",
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := g.newClient()
+			if err != nil {
+				return err
+			}
+			defer c.close()
+			q := url.Values{}
+			if group != "" {
+				q.Set(admin.ParamGroup, group)
+			}
+			var list admin.QueueList
+			if _, err := c.do(cmd.Context(), http.MethodGet, admin.PathQueues, q, nil, &list); err != nil {
+				return err
+			}
+			out := cmd.OutOrStdout()
+			if g.output == outputJSON {
+				return printJSON(out, list)
+			}
+			return writeQueueTable(out, newStyler(g, out), list.Queues, list.Summary)
+		},
+	}
+	cmd.Flags().StringVarP(&group, "group", "g", "", "list only the queues of this group (default: every group)")
+	return cmd
+}

@@ -1,0 +1,140 @@
+package admin
+
+import (
+	"log/slog"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/titan-broker/titan/internal/dest"
+	"github.com/titan-broker/titan/internal/dispatch"
+	"github.com/titan-broker/titan/internal/metrics"
+	"github.com/titan-broker/titan/internal/router"
+	"github.com/titan-broker/titan/internal/session"
+)
+
+// Source is the broker as the admin API sees it. internal/broker implements it with a small
+// adapter; every method must be safe for concurrent use. It is a superset of metrics.Source.
+type Source interface {
+	// Version is the broker version reported by the snapshot and health endpoints.
+	Version() string
+	// StartTime is when the broker started.
+	StartTime() time.Time
+	// Engine is the dispatch engine whose queues are managed.
+	Engine() *dispatch.Engine
+	// Router is the inbound router: its default pattern resolves bare destinations, its
+	// message-id prefix names published messages and its counters feed the metrics. May be
+	// nil (then: events default, "titan" prefix, no route metrics).
+	Router() *router.Router
+	// Sessions is a snapshot of the open connections; the caller owns the slice.
+	Sessions() []*session.Session
+	// ConnectionsAccepted counts connections accepted since start.
+	ConnectionsAccepted() uint64
+	// ConnectionsClosed counts closed connections that ended for reason r.
+	ConnectionsClosed(r session.CloseReason) uint64
+}
+
+var _ metrics.Source = Source(nil)
+
+// Options configure an Admin. The zero value is valid.
+type Options struct {
+	// Token, when non-empty, is required on every HTTP request as
+	// "Authorization: Bearer <token>" (or as the password of HTTP Basic credentials).
+	// Pure methods do not check it.
+	Token string
+	// MaxBodyBytes bounds a published message body after base64 decoding, in bytes
+	// (default 16 MiB, the STOMP max-body-length default). A larger body is ErrTooLarge.
+	MaxBodyBytes int
+	// Collectors are extra Prometheus collectors served on /metrics beside the broker's
+	// own (for example a metrics.DestinationStage).
+	Collectors []prometheus.Collector
+	// Logger receives request failures (5xx); nil discards them.
+	Logger *slog.Logger
+}
+
+// DefaultMaxBodyBytes is Options.MaxBodyBytes' default: 16 MiB.
+const DefaultMaxBodyBytes = 16 << 20
+
+// Admin implements the monitor API over a Source. Immutable after New; safe for concurrent
+// use.
+type Admin struct {
+	src  Source
+	opts Options
+	log  *slog.Logger
+}
+
+// New returns an Admin over src.
+func New(src Source, o Options) *Admin {
+	if o.MaxBodyBytes <= 0 {
+		o.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	a := &Admin{src: src, opts: o, log: o.Logger}
+	if a.log == nil {
+		a.log = slog.New(slog.DiscardHandler)
+	}
+	return a
+}
+
+// defaultPattern is the pattern bare destinations resolve to, as for a SEND.
+func (a *Admin) defaultPattern() dest.Pattern {
+	if r := a.src.Router(); r != nil {
+		if p := r.Options().DefaultPattern; p.Valid() {
+			return p
+		}
+	}
+	return dest.PatternEvents
+}
+
+// QueueRef names one queue: a destination as a client would write it in SEND (any prefix or
+// alias, or bare) and a group ("" means "default").
+type QueueRef struct {
+	// Destination is the destination as written in a SEND ("/orders", "/queues/jobs").
+	Destination string `json:"destination"`
+	// Group is the destination group; "" means "default".
+	Group string `json:"group,omitempty"`
+}
+
+// identity resolves ref like a SEND would, for a dispatcher queue (events and queues). Errors
+// (*Error): CodeInvalidParameter for a missing destination, CodeInvalidDestination,
+// CodeUnsupportedPattern, CodeInvalidGroup.
+func (a *Admin) identity(ref QueueRef) (dispatch.Identity, error) {
+	return a.resolve(ref, false)
+}
+
+// resolve is identity; forPublish also admits events-store destinations, which have a log
+// but no dispatcher queue.
+func (a *Admin) resolve(ref QueueRef, forPublish bool) (dispatch.Identity, error) {
+	if ref.Destination == "" {
+		return dispatch.Identity{}, invalidParam("destination is required")
+	}
+	d, err := dest.Parse(ref.Destination, a.defaultPattern())
+	if err != nil {
+		a.log.Debug("invalid destination", "destination", ref.Destination, "err", err)
+		return dispatch.Identity{}, errInvalidDestination(err)
+	}
+	switch {
+	case d.Pattern == dest.PatternEvents, d.Pattern == dest.PatternQueues:
+	case forPublish && d.Pattern == dest.PatternEventsStore:
+	case forPublish:
+		return dispatch.Identity{}, newError(CodeUnsupportedPattern,
+			d.Pattern.String()+" destinations cannot be published to over HTTP (requests need a STOMP client to receive the reply)", ErrUnsupportedPattern)
+	default:
+		return dispatch.Identity{}, newError(CodeUnsupportedPattern,
+			d.Pattern.String()+" destinations have no dispatcher queue (use /queue/... or /topic/...)", ErrUnsupportedPattern)
+	}
+	g := ref.Group
+	if g == "" {
+		g = dest.DefaultGroup
+	} else if !dest.ValidGroup(g) {
+		return dispatch.Identity{}, newError(CodeInvalidGroup, "invalid group: names match ^[a-zA-Z0-9_-]{1,64}$", ErrInvalidGroup)
+	}
+	return dispatch.IdentityOf(g, d), nil
+}
+
+// describe renders id for messages: "/orders" or "/orders in group market".
+func describe(id dispatch.Identity) string {
+	if id.Group == dest.DefaultGroup {
+		return id.Destination()
+	}
+	return id.Destination() + " in group " + id.Group
+}

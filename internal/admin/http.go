@@ -1,0 +1,274 @@
+package admin
+
+import (
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/titan-broker/titan/internal/metrics"
+)
+
+// Handler returns the HTTP handler serving every path of the monitor API (the Path*
+// constants), /metrics and the console, behind the token check when Options.Token is set.
+// Unknown paths answer 404 and wrong methods 405, both as JSON errors. Each call builds a
+// fresh Prometheus registry, so call it once per server. Safe for concurrent use.
+func (a *Admin) Handler() http.Handler {
+	mux := http.NewServeMux()
+	reg := metrics.NewRegistry(a.src, a.opts.Collectors...)
+	mux.Handle(PathHealth, methods{http.MethodGet: a.serveHealth})
+	mux.Handle(PathSnapshot, methods{http.MethodGet: a.serveSnapshot})
+	mux.Handle(PathQueues, methods{
+		http.MethodGet:    a.serveQueues,
+		http.MethodPost:   a.serveCreateQueue,
+		http.MethodDelete: a.serveDeleteQueue,
+	})
+	mux.Handle(PathQueuesPause, methods{http.MethodPost: a.servePause})
+	mux.Handle(PathQueuesResume, methods{http.MethodPost: a.serveResume})
+	mux.Handle(PathQueuesRingSize, methods{http.MethodPost: a.serveRingSize})
+	mux.Handle(PathPublish, methods{http.MethodPost: a.servePublish})
+	mux.Handle(PathMetrics, methods{http.MethodGet: metrics.Handler(reg).ServeHTTP})
+	mux.Handle(PathConsole+"{$}", methods{http.MethodGet: serveConsole})
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, newError(CodeNotFound, "no such endpoint: "+r.URL.Path, ErrNotFound))
+	})
+	return a.authenticate(mux)
+}
+
+// methods dispatches by request method and answers 405 (JSON) for any other. HEAD is served
+// as GET.
+type methods map[string]http.HandlerFunc
+
+func (m methods) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	method := r.Method
+	if method == http.MethodHead {
+		method = http.MethodGet
+	}
+	if h, ok := m[method]; ok {
+		h(w, r)
+		return
+	}
+	allow := make([]string, 0, len(m))
+	for _, k := range []string{http.MethodGet, http.MethodPost, http.MethodDelete} {
+		if _, ok := m[k]; ok {
+			allow = append(allow, k)
+		}
+	}
+	w.Header().Set("Allow", strings.Join(allow, ", "))
+	writeError(w, newError(CodeMethodNotAllowed, r.Method+" is not allowed on "+r.URL.Path+" (allowed: "+strings.Join(allow, ", ")+")", ErrMethodNotAllowed))
+}
+
+// authenticate enforces Options.Token on every request.
+func (a *Admin) authenticate(next http.Handler) http.Handler {
+	if a.opts.Token == "" {
+		return next
+	}
+	token := []byte(a.opts.Token)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h := r.Header.Get("Authorization")
+		scheme, cred, _ := strings.Cut(h, " ")
+		ok := false
+		switch strings.ToLower(scheme) {
+		case "bearer":
+			ok = subtle.ConstantTimeCompare([]byte(strings.TrimSpace(cred)), token) == 1
+		case "basic":
+			if _, pw, has := r.BasicAuth(); has {
+				ok = subtle.ConstantTimeCompare([]byte(pw), token) == 1
+			}
+		}
+		if ok {
+			next.ServeHTTP(w, r)
+			return
+		}
+		msg := "unauthorized: send \"Authorization: Bearer <token>\" (titan --token or TITAN_MONITOR_TOKEN)"
+		if h != "" {
+			msg = "unauthorized: the token is not valid"
+		}
+		if r.URL.Path == PathConsole {
+			w.Header().Set("WWW-Authenticate", `Basic realm="titan", charset="UTF-8"`)
+		} else {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="titan"`)
+		}
+		writeError(w, newError(CodeUnauthorized, msg, ErrUnauthorized))
+	})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	h := w.Header()
+	h.Set("Content-Type", "application/json; charset=utf-8")
+	h.Set("Cache-Control", "no-store")
+	h.Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(status)
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false) // served as application/json with nosniff
+	_ = enc.Encode(v)
+}
+
+func writeError(w http.ResponseWriter, e *Error) {
+	writeJSON(w, e.Status(), ErrorResponse{Error: e.Message, Code: e.Code})
+}
+
+// respond writes v with status, or err as a JSON error (logging 5xx other than a full queue).
+func (a *Admin) respond(w http.ResponseWriter, r *http.Request, status int, v any, err error) {
+	if err != nil {
+		e := asError(err)
+		if e.Status() >= 500 && e.Code != CodeQueueFull && e.Code != CodeNotStored {
+			a.log.Error("admin request failed", "method", r.Method, "path", r.URL.Path, "err", e.Err)
+		}
+		writeError(w, e)
+		return
+	}
+	writeJSON(w, status, v)
+}
+
+func ref(r *http.Request) QueueRef {
+	q := r.URL.Query()
+	return QueueRef{Destination: q.Get(ParamDestination), Group: q.Get(ParamGroup)}
+}
+
+func (a *Admin) serveHealth(w http.ResponseWriter, r *http.Request) {
+	h, err := a.Health()
+	a.respond(w, r, http.StatusOK, h, err)
+}
+
+func (a *Admin) serveSnapshot(w http.ResponseWriter, r *http.Request) {
+	s, err := a.Snapshot(SnapshotOptions{})
+	a.respond(w, r, http.StatusOK, s, err)
+}
+
+func (a *Admin) serveQueues(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	l, err := a.Queues(QueuesOptions{Group: q.Get(ParamGroup), Destination: q.Get(ParamDestination)})
+	a.respond(w, r, http.StatusOK, l, err)
+}
+
+func (a *Admin) serveCreateQueue(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	o := CreateQueueOptions{QueueRef: ref(r)}
+	var err error
+	if o.MaxPendingBytes, err = optInt64(q, ParamMaxPendingBytes); err == nil {
+		if o.Capacity, err = optInt(q, ParamCapacity); err == nil {
+			o.RingSize, err = optInt(q, ParamRingSize)
+		}
+	}
+	if err != nil {
+		a.respond(w, r, 0, nil, err)
+		return
+	}
+	res, err := a.CreateQueue(o)
+	status := http.StatusOK
+	if res != nil && res.Created {
+		status = http.StatusCreated
+	}
+	a.respond(w, r, status, res, err)
+}
+
+func (a *Admin) serveDeleteQueue(w http.ResponseWriter, r *http.Request) {
+	force, err := optBool(r.URL.Query(), ParamForce)
+	if err != nil {
+		a.respond(w, r, 0, nil, err)
+		return
+	}
+	res, err := a.DeleteQueue(DeleteQueueOptions{QueueRef: ref(r), Force: force})
+	a.respond(w, r, http.StatusOK, res, err)
+}
+
+func (a *Admin) servePause(w http.ResponseWriter, r *http.Request) {
+	qi, err := a.Pause(ref(r))
+	a.respond(w, r, http.StatusOK, qi, err)
+}
+
+func (a *Admin) serveResume(w http.ResponseWriter, r *http.Request) {
+	qi, err := a.Resume(ref(r))
+	a.respond(w, r, http.StatusOK, qi, err)
+}
+
+func (a *Admin) serveRingSize(w http.ResponseWriter, r *http.Request) {
+	size, err := optInt(r.URL.Query(), ParamSize)
+	if err == nil && size == nil {
+		err = invalidParam("size is required (a number of messages; -1 for no limit)")
+	}
+	if err != nil {
+		a.respond(w, r, 0, nil, err)
+		return
+	}
+	qi, err := a.SetRingSize(RingSizeOptions{QueueRef: ref(r), Size: *size})
+	a.respond(w, r, http.StatusOK, qi, err)
+}
+
+func (a *Admin) servePublish(w http.ResponseWriter, r *http.Request) {
+	// Base64 inflates by 4/3; allow room for headers and metadata too.
+	limit := int64(a.opts.MaxBodyBytes)/3*4 + 1<<20
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, limit))
+	dec.DisallowUnknownFields()
+	var req PublishRequest
+	if err := dec.Decode(&req); err != nil {
+		var mbe *http.MaxBytesError
+		switch {
+		case errors.As(err, &mbe):
+			err = newError(CodeTooLarge, "request body is over "+strconv.FormatInt(limit, 10)+" bytes", ErrTooLarge)
+		case errors.Is(err, io.EOF):
+			err = invalidParam("request body is empty; send a JSON object {\"destination\": ..., \"body\": ...}")
+		default:
+			err = invalidParam("request body is not a valid publish request: " + err.Error())
+		}
+		a.respond(w, r, 0, nil, err)
+		return
+	}
+	if dec.More() {
+		a.respond(w, r, 0, nil, invalidParam("request body holds more than one JSON value"))
+		return
+	}
+	res, err := a.Publish(req)
+	a.respond(w, r, http.StatusOK, res, err)
+}
+
+type getter interface{ Get(string) string }
+
+func optInt64(q getter, name string) (*int64, error) {
+	v := q.Get(name)
+	if v == "" {
+		return nil, nil
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil {
+		return nil, invalidParam(name + " must be an integer, got " + strconv.Quote(v))
+	}
+	return &n, nil
+}
+
+func optInt(q getter, name string) (*int, error) {
+	n64, err := optInt64(q, name)
+	if err != nil || n64 == nil {
+		return nil, err
+	}
+	n := int(n64Clamp(*n64))
+	return &n, nil
+}
+
+func n64Clamp(n int64) int64 {
+	const maxInt = int64(^uint(0) >> 1)
+	if n > maxInt {
+		return maxInt
+	}
+	if n < -maxInt-1 {
+		return -maxInt - 1
+	}
+	return n
+}
+
+func optBool(q getter, name string) (bool, error) {
+	v := q.Get(name)
+	if v == "" {
+		return false, nil
+	}
+	b, err := strconv.ParseBool(v)
+	if err != nil {
+		return false, invalidParam(name + " must be true or false, got " + strconv.Quote(v))
+	}
+	return b, nil
+}

@@ -1,0 +1,38 @@
+package admin
+
+// HTTP paths of the monitor API (DESIGN §7). The /titan/monitor/ paths are the ones Titan's
+// users already script against; the others are Titan additions beside them.
+const (
+	// PathHealth answers GET with {"status":"UP", ...}.
+	PathHealth = "/titan/monitor/health"
+	// PathSnapshot answers GET with a Snapshot.
+	PathSnapshot = "/titan/monitor/snapshot"
+	// PathQueues answers GET with a QueueList (filters: group, destination), POST with a
+	// CreateQueueResult (destination, group, maxPendingBytes, capacity, ringSize; 201 when
+	// created, 200 when it existed) and DELETE with a DeleteQueueResult (destination, group,
+	// force).
+	PathQueues = "/titan/monitor/queues"
+	// PathQueuesPause answers POST (destination, group) with the paused queue's QueueInfo.
+	PathQueuesPause = "/titan/monitor/queues/pause"
+	// PathQueuesResume answers POST (destination, group) with the resumed queue's QueueInfo.
+	PathQueuesResume = "/titan/monitor/queues/resume"
+	// PathQueuesRingSize answers POST (destination, group, size) with the queue's QueueInfo.
+	PathQueuesRingSize = "/titan/monitor/queues/ring-size"
+	// PathPublish answers POST with a PublishResult; the body is a JSON PublishRequest.
+	PathPublish = "/publish"
+	// PathMetrics serves Prometheus metrics (text format).
+	PathMetrics = "/metrics"
+	// PathConsole serves the web console (GET, exactly "/").
+	PathConsole = "/"
+)
+
+// Query parameters of the queue endpoints.
+const (
+	ParamDestination     = "destination"
+	ParamGroup           = "group"
+	ParamMaxPendingBytes = "maxPendingBytes"
+	ParamCapacity        = "capacity"
+	ParamRingSize        = "ringSize"
+	ParamSize            = "size"
+	ParamForce           = "force"
+)

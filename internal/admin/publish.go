@@ -1,0 +1,246 @@
+package admin
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/titan-broker/titan/internal/dest"
+	"github.com/titan-broker/titan/internal/dispatch"
+	"github.com/titan-broker/titan/internal/frame"
+	"github.com/titan-broker/titan/internal/message"
+	"github.com/titan-broker/titan/internal/router"
+)
+
+// StandardHeaders are the five STOMP headers that map to reserved stomp.* metadata
+// (DESIGN §6, reference 003): metadata key "stomp.<name>" sets header <name>.
+var StandardHeaders = []string{
+	frame.HdrContentType, frame.HdrCorrelationID, frame.HdrReplyTo, frame.HdrExpires, frame.HdrPriority,
+}
+
+// PublishRequest is the JSON body of POST /publish.
+type PublishRequest struct {
+	// Destination is written as in a SEND (any prefix or alias, or bare). Required.
+	Destination string `json:"destination"`
+	// Group is the destination group ("" means "default").
+	Group string `json:"group,omitempty"`
+	// Headers become message headers exactly as a SEND's would: protocol machinery
+	// (destination, receipt, content-length, group, ...) and reserved names (stomp.*,
+	// x-titan-metadata) are dropped. Names are applied in sorted order.
+	Headers map[string]string `json:"headers,omitempty"`
+	// Metadata is native-producer metadata (reference 003): "stomp.<std>" for one of
+	// StandardHeaders sets that standard header, winning over the same bare name in Headers;
+	// every other entry is carried, as one JSON object, in the read-only x-titan-metadata
+	// header.
+	Metadata map[string]string `json:"metadata,omitempty"`
+	// Body is the payload as text. At most one of Body and BodyBase64 may be set; neither
+	// means an empty body.
+	Body *string `json:"body,omitempty"`
+	// BodyBase64 is the payload in standard base64, for binary bodies.
+	BodyBase64 *string `json:"bodyBase64,omitempty"`
+}
+
+// PublishResult is the answer of POST /publish.
+type PublishResult struct {
+	// MessageID is the broker-assigned message-id subscribers see.
+	MessageID string `json:"messageId"`
+	// Group is the group the message was published in.
+	Group string `json:"group"`
+	// Destination is the canonical destination ("/queue/jobs" for "/queues/jobs").
+	Destination string `json:"destination"`
+	// Pattern is "events", "queues" or "events-store".
+	Pattern string `json:"pattern"`
+	// BodyBytes is the published body's length in bytes.
+	BodyBytes int `json:"bodyBytes"`
+	// Dropped is true when the queue's DROP policy discarded the message.
+	Dropped bool `json:"dropped"`
+}
+
+// Publish builds a message from req the way a SEND's message stage does (header mapping,
+// broker-assigned id and timestamp, expires and delay, persistent), commits it to the store
+// first when the router's store stage would (persistent queues messages; every events-store
+// message), and hands it to the dispatch engine, like a SEND. Events, queues and events-store
+// destinations are accepted. Custom SEND stages of the router do not run. Under a BLOCK
+// policy a full queue makes the call wait up to the queue's block timeout.
+//
+// Errors (*Error): those of identity (commands, queries and temp-queues are
+// CodeUnsupportedPattern); CodeNotStored when the store refused the message;
+// CodeInvalidParameter for both bodies set, bad base64, a
+// malformed header name or value, or an invalid expires or delay header; CodeTooLarge
+// for a body over Options.MaxBodyBytes; CodeQueueFull (dispatch.ErrQueueFull).
+func (a *Admin) Publish(req PublishRequest) (*PublishResult, error) {
+	id, err := a.resolve(QueueRef{Destination: req.Destination, Group: req.Group}, true)
+	if err != nil {
+		return nil, err
+	}
+	body, err := a.publishBody(req)
+	if err != nil {
+		return nil, err
+	}
+	hdrs, err := publishHeaders(req.Headers, req.Metadata)
+	if err != nil {
+		return nil, err
+	}
+	e := a.src.Engine()
+	prefix := "titan"
+	if r := a.src.Router(); r != nil && r.Options().MessageIDPrefix != "" {
+		prefix = r.Options().MessageIDPrefix
+	}
+	now := e.Now().UnixMilli()
+	m := &message.Message{
+		ID:          message.NewID(prefix),
+		Group:       id.Group,
+		Destination: id.Destination(),
+		Headers:     hdrs,
+		Body:        body,
+		TimestampMs: now,
+		Persistent:  headerValue(hdrs, frame.HdrPersistent) != "false",
+	}
+	if v := headerValue(hdrs, frame.HdrExpires); v != "" && v != "0" {
+		ms, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || ms < 0 {
+			return nil, invalidParam("invalid expires header: expires is an absolute time in Unix milliseconds")
+		}
+		m.ExpiresMs = ms
+	}
+	if v := headerValue(hdrs, "delay"); v != "" {
+		ms, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || ms < 0 {
+			return nil, invalidParam("invalid delay header: delay is a non-negative number of milliseconds")
+		}
+		if ms > 0 {
+			m.DeliverAtMs = now + ms
+		}
+	}
+	// Durable acceptance, as the router's store stage: a persistent message of a durable
+	// pattern (always, for events-store) is committed before it is published.
+	var store router.Persister
+	if r := a.src.Router(); r != nil {
+		store = r.Options().Store
+	}
+	if store != nil && (m.Persistent || id.Pattern == dest.PatternEventsStore) {
+		if err := store.Persist(id, m); err != nil {
+			a.log.Warn("publish: message not stored", "destination", id.String(), "err", err)
+			return nil, newError(CodeNotStored, "message not stored: the broker could not store it, so it was not accepted", err)
+		}
+	}
+	dropped, err := e.Publish(id, m)
+	if err != nil {
+		if store != nil {
+			store.Forget(id, m) // stored, then refused admission
+		}
+		if errors.Is(err, dispatch.ErrQueueFull) {
+			return nil, newError(CodeQueueFull, "queue "+describe(id)+" is full; retry later", err)
+		}
+		return nil, asError(err)
+	}
+	return &PublishResult{
+		MessageID: m.ID, Group: id.Group, Destination: m.Destination, Pattern: id.Pattern.String(),
+		BodyBytes: len(body), Dropped: dropped,
+	}, nil
+}
+
+func (a *Admin) publishBody(req PublishRequest) ([]byte, error) {
+	var body []byte
+	switch {
+	case req.Body != nil && req.BodyBase64 != nil:
+		return nil, invalidParam("set body or bodyBase64, not both")
+	case req.Body != nil:
+		body = []byte(*req.Body)
+	case req.BodyBase64 != nil:
+		b, err := base64.StdEncoding.DecodeString(*req.BodyBase64)
+		if err != nil {
+			return nil, invalidParam("bodyBase64 is not valid standard base64")
+		}
+		body = b
+	}
+	if len(body) > a.opts.MaxBodyBytes {
+		return nil, newError(CodeTooLarge, "body is "+strconv.Itoa(len(body))+" bytes; the limit is "+strconv.Itoa(a.opts.MaxBodyBytes), ErrTooLarge)
+	}
+	return body, nil
+}
+
+// MetadataHeader is the egress header carrying the remaining publish metadata as JSON.
+const MetadataHeader = router.MetadataHeader
+
+// publishHeaders maps headers and metadata to message headers (DESIGN §6, reference 003).
+func publishHeaders(headers, metadata map[string]string) ([]frame.Header, error) {
+	in := make([]frame.Header, 0, len(headers))
+	for _, k := range sortedKeys(headers) {
+		if err := checkHeader(k, headers[k]); err != nil {
+			return nil, err
+		}
+		in = append(in, frame.Header{Key: k, Value: headers[k]})
+	}
+	out := router.MapIngress(make([]frame.Header, 0, len(in)+2), in)
+	rest := map[string]string{}
+	for _, k := range sortedKeys(metadata) {
+		v := metadata[k]
+		if std, ok := strings.CutPrefix(k, "stomp."); ok && isStandard(std) {
+			if err := checkHeader(std, v); err != nil {
+				return nil, err
+			}
+			out = setHeader(out, std, v) // stomp.* wins over a bare name
+			continue
+		}
+		rest[k] = v
+	}
+	if len(rest) > 0 {
+		js, err := json.Marshal(rest) // sorted keys
+		if err != nil {
+			return nil, invalidParam("metadata cannot be encoded")
+		}
+		out = append(out, frame.Header{Key: MetadataHeader, Value: string(js)})
+	}
+	return out, nil
+}
+
+func isStandard(name string) bool {
+	for _, s := range StandardHeaders {
+		if s == name {
+			return true
+		}
+	}
+	return false
+}
+
+func checkHeader(k, v string) error {
+	if k == "" || strings.ContainsAny(k, ":\r\n\x00") {
+		return invalidParam("invalid header name " + strconv.Quote(k) + ": names are non-empty and hold no ':', CR, LF or NUL")
+	}
+	if strings.ContainsRune(v, 0) {
+		return invalidParam("invalid value for header " + k + ": NUL is not allowed")
+	}
+	return nil
+}
+
+func setHeader(hs []frame.Header, k, v string) []frame.Header {
+	for i := range hs {
+		if hs[i].Key == k {
+			hs[i].Value = v
+			return hs
+		}
+	}
+	return append(hs, frame.Header{Key: k, Value: v})
+}
+
+func headerValue(hs []frame.Header, k string) string {
+	for _, h := range hs {
+		if h.Key == k {
+			return h.Value
+		}
+	}
+	return ""
+}
+
+func sortedKeys(m map[string]string) []string {
+	ks := make([]string, 0, len(m))
+	for k := range m {
+		ks = append(ks, k)
+	}
+	sort.Strings(ks)
+	return ks
+}

@@ -1,0 +1,354 @@
+package admin
+
+import (
+	"errors"
+	"strconv"
+
+	"github.com/titan-broker/titan/internal/dest"
+	"github.com/titan-broker/titan/internal/dispatch"
+)
+
+// QueueSettings are a queue's effective settings, as JSON.
+type QueueSettings struct {
+	// Capacity is the message-count limit (0: none).
+	Capacity int `json:"capacity"`
+	// MaxPendingBytes is the byte limit (0: none).
+	MaxPendingBytes int64 `json:"maxPendingBytes"`
+	// AddressFullPolicy is BLOCK, FAIL or DROP.
+	AddressFullPolicy string `json:"addressFullPolicy"`
+	// BlockTimeoutMs bounds a BLOCK stall, in milliseconds (0: the 30 s default).
+	BlockTimeoutMs int64 `json:"blockTimeoutMs"`
+	// RingSize > 0 makes a ring queue of that many messages (<= 0: not a ring).
+	RingSize int `json:"ringSize"`
+	// MaxDeliveries dead-letters after this many deliveries (0: unlimited).
+	MaxDeliveries int `json:"maxDeliveries"`
+	// DeadLetter is the dead-letter destination ("": /queue/DLQ.<channel>).
+	DeadLetter string `json:"deadLetter,omitempty"`
+	// RedeliveryDelayMs delays redelivery after NACK, in milliseconds.
+	RedeliveryDelayMs int64 `json:"redeliveryDelayMs"`
+	// Match is the address-setting match the settings came from ("" when none matched).
+	Match string `json:"match"`
+}
+
+// QueueInfo is one queue as the API reports it: identity, occupancy, limits, state and
+// counters (counters restart at zero when a queue is deleted and created again).
+type QueueInfo struct {
+	// Group is the queue's destination group.
+	Group string `json:"group"`
+	// Destination is canonical ("/queue/orders", or a bare "/orders").
+	Destination string `json:"destination"`
+	// Pattern is "events" or "queues".
+	Pattern string `json:"pattern"`
+	// Size is every message held: ready + delivering + scheduled (events: buffered).
+	Size int `json:"size"`
+	// PendingBytes is the bytes held.
+	PendingBytes int64 `json:"pendingBytes"`
+	// Capacity is the message-count limit (0: none); as Settings.Capacity.
+	Capacity int `json:"capacity"`
+	// MaxPendingBytes is the byte limit (0: none); as Settings.MaxPendingBytes.
+	MaxPendingBytes int64 `json:"maxPendingBytes"`
+	// RingSize is the ring size in messages (<= 0: not a ring); as Settings.RingSize.
+	RingSize int `json:"ringSize"`
+	// Paused is true between a pause and the next resume.
+	Paused bool `json:"paused"`
+	// Consumers counts attached consumers (events: 1 while the draining consumer runs).
+	Consumers int `json:"consumers"`
+	// Delivering counts messages delivered and not yet acknowledged (queues only).
+	Delivering int `json:"delivering"`
+	// Scheduled counts messages waiting for their delivery time (queues only).
+	Scheduled int `json:"scheduled"`
+	// Enqueued counts messages accepted into the queue.
+	Enqueued uint64 `json:"enqueued"`
+	// Dispatched counts messages handed to consumers (events: drained and exported).
+	Dispatched uint64 `json:"dispatched"`
+	// Acked counts acknowledged messages (queues only).
+	Acked uint64 `json:"acked"`
+	// Dropped counts messages refused by a DROP policy, or (events) drained with no
+	// subscriber.
+	Dropped uint64 `json:"dropped"`
+	// RingRemoved counts messages removed from the head of a ring queue.
+	RingRemoved uint64 `json:"ringRemoved"`
+	// Expired counts messages that expired in the queue.
+	Expired uint64 `json:"expired"`
+	// DeadLettered counts messages moved to the dead-letter destination.
+	DeadLettered uint64 `json:"deadLettered"`
+	// Settings are the queue's effective settings and the address-setting match they came
+	// from.
+	Settings QueueSettings `json:"settings"`
+}
+
+func queueInfo(st dispatch.QueueStats) QueueInfo {
+	s := st.Settings
+	return QueueInfo{
+		Group: st.Group, Destination: st.Destination, Pattern: st.Pattern,
+		Size: st.Messages, PendingBytes: st.PendingBytes,
+		Capacity: s.Capacity, MaxPendingBytes: s.MaxPendingBytes, RingSize: s.RingSize,
+		Paused: st.Paused, Consumers: st.Consumers, Delivering: st.Delivering, Scheduled: st.Scheduled,
+		Enqueued: st.Enqueued, Dispatched: st.Dispatched, Acked: st.Acked, Dropped: st.Dropped,
+		RingRemoved: st.RingRemoved, Expired: st.Expired, DeadLettered: st.DeadLettered,
+		Settings: QueueSettings{
+			Capacity: s.Capacity, MaxPendingBytes: s.MaxPendingBytes, AddressFullPolicy: s.FullPolicy.String(),
+			BlockTimeoutMs: s.BlockTimeout.Milliseconds(), RingSize: s.RingSize, MaxDeliveries: s.MaxDeliveries,
+			DeadLetter: s.DeadLetter, RedeliveryDelayMs: s.RedeliveryDelay.Milliseconds(), Match: s.Match,
+		},
+	}
+}
+
+// Summary counts queues and the groups holding them. Text is "N queues in M groups" (singular
+// forms for 1); a group without queues is not counted (reference 000).
+type Summary struct {
+	// Queues counts queues.
+	Queues int `json:"queues"`
+	// Groups counts the distinct groups holding those queues.
+	Groups int `json:"groups"`
+	// Text is "N queues in M groups".
+	Text string `json:"text"`
+}
+
+func summarize(qs []QueueInfo) Summary {
+	groups := map[string]struct{}{}
+	for _, q := range qs {
+		groups[q.Group] = struct{}{}
+	}
+	return Summary{Queues: len(qs), Groups: len(groups), Text: SummaryText(len(qs), len(groups))}
+}
+
+// SummaryText renders "N queues in M groups" with singular forms for 1.
+func SummaryText(queues, groups int) string {
+	return plural(queues, "queue", "queues") + " in " + plural(groups, "group", "groups")
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return strconv.Itoa(n) + " " + many
+}
+
+// QueuesOptions filter Queues. Empty fields do not filter.
+type QueuesOptions struct {
+	// Group keeps only queues of this group.
+	Group string
+	// Destination keeps only the queue of this destination (resolved like a SEND).
+	Destination string
+}
+
+// QueueList is the answer of GET /titan/monitor/queues.
+type QueueList struct {
+	// Queues are sorted by group, then destination. Never nil.
+	Queues []QueueInfo `json:"queues"`
+	// Summary counts the listed queues.
+	Summary Summary `json:"summary"`
+}
+
+// Queues lists the queues matching o. Errors (*Error): CodeInvalidGroup,
+// CodeInvalidDestination, CodeUnsupportedPattern for bad filters.
+func (a *Admin) Queues(o QueuesOptions) (*QueueList, error) {
+	if o.Group != "" && !dest.ValidGroup(o.Group) {
+		return nil, newError(CodeInvalidGroup, "invalid group: names match ^[a-zA-Z0-9_-]{1,64}$", ErrInvalidGroup)
+	}
+	var want dispatch.Identity
+	if o.Destination != "" {
+		id, err := a.identity(QueueRef{Destination: o.Destination, Group: o.Group})
+		if err != nil {
+			return nil, err
+		}
+		want = id
+	}
+	out := &QueueList{Queues: []QueueInfo{}}
+	for _, q := range a.src.Engine().Queues() {
+		id := q.Identity()
+		if o.Group != "" && id.Group != o.Group {
+			continue
+		}
+		if o.Destination != "" && (id.Pattern != want.Pattern || id.Channel != want.Channel || id.Bare != want.Bare) {
+			continue
+		}
+		out.Queues = append(out.Queues, queueInfo(q.Stats()))
+	}
+	out.Summary = summarize(out.Queues)
+	return out, nil
+}
+
+// CreateQueueOptions create a queue ahead of traffic. Nil limits take the settings a
+// traffic-created queue would get (address settings, then built-in defaults).
+type CreateQueueOptions struct {
+	QueueRef
+	// MaxPendingBytes bounds the bytes held (0: no byte limit). For an events queue, setting
+	// it without Capacity replaces the default 11-message capacity with this byte limit.
+	MaxPendingBytes *int64
+	// Capacity bounds the messages held (0: no count limit).
+	Capacity *int
+	// RingSize makes a ring queue (queues pattern only; -1 or 0: no ring).
+	RingSize *int
+}
+
+// CreateQueueResult is the answer of POST /titan/monitor/queues.
+type CreateQueueResult struct {
+	// Created is false when the queue already existed; its limits were then kept as they
+	// were (creation is idempotent and never replaces limits).
+	Created bool `json:"created"`
+	// Queue is the queue as it is now (with its original limits when it existed).
+	Queue QueueInfo `json:"queue"`
+}
+
+// CreateQueue makes the queue named by o unless it exists (idempotent; an existing queue's
+// limits are never replaced, even when o asks for different ones). Errors (*Error): those of
+// identity, and CodeInvalidParameter for a negative limit, a ring size below -1 or a ring
+// size on an events destination.
+func (a *Admin) CreateQueue(o CreateQueueOptions) (*CreateQueueResult, error) {
+	id, err := a.identity(o.QueueRef)
+	if err != nil {
+		return nil, err
+	}
+	e := a.src.Engine()
+	s := e.Settings(id)
+	if o.MaxPendingBytes != nil {
+		if *o.MaxPendingBytes < 0 {
+			return nil, invalidParam("maxPendingBytes must be >= 0 bytes")
+		}
+		s.MaxPendingBytes = *o.MaxPendingBytes
+		if o.Capacity == nil && id.Pattern == dest.PatternEvents {
+			s.Capacity = 0
+		}
+	}
+	if o.Capacity != nil {
+		if *o.Capacity < 0 {
+			return nil, invalidParam("capacity must be >= 0 messages")
+		}
+		s.Capacity = *o.Capacity
+	}
+	if o.RingSize != nil {
+		if err := a.checkRing(id, *o.RingSize); err != nil {
+			return nil, err
+		}
+		s.RingSize = *o.RingSize
+	}
+	q, created := e.Create(id, s)
+	return &CreateQueueResult{Created: created, Queue: queueInfo(q.Stats())}, nil
+}
+
+func (a *Admin) checkRing(id dispatch.Identity, n int) error {
+	if id.Pattern != dest.PatternQueues {
+		return invalidParam("ring size applies to queues destinations (/queue/...), not " + id.Pattern.String())
+	}
+	if n < -1 {
+		return invalidParam("ring size must be -1 (no limit), 0 or a positive number of messages")
+	}
+	return nil
+}
+
+// DeleteQueueOptions name the queue to delete.
+type DeleteQueueOptions struct {
+	QueueRef
+	// Force deletes a queue that still holds messages, discarding them and stopping its
+	// consumer.
+	Force bool
+}
+
+// DeleteQueueResult is the answer of DELETE /titan/monitor/queues.
+type DeleteQueueResult struct {
+	// Group is the deleted queue's group.
+	Group string `json:"group"`
+	// Destination is the deleted queue's canonical destination.
+	Destination string `json:"destination"`
+	// Discarded is how many messages the queue held just before it was deleted (only
+	// possible with force; approximate under concurrent traffic).
+	Discarded int `json:"discarded"`
+}
+
+// DeleteQueue deletes the queue named by o. The next SEND to it creates a fresh queue.
+// Errors (*Error): those of identity; CodeQueueNotFound (dispatch.ErrNoQueue);
+// CodeQueueNotEmpty (dispatch.ErrQueueNotEmpty) when it holds messages and Force is unset.
+func (a *Admin) DeleteQueue(o DeleteQueueOptions) (*DeleteQueueResult, error) {
+	id, err := a.identity(o.QueueRef)
+	if err != nil {
+		return nil, err
+	}
+	e := a.src.Engine()
+	held := 0
+	if q, ok := e.Lookup(id); ok {
+		held = q.Stats().Messages
+	}
+	switch err := e.Delete(id, o.Force); {
+	case errors.Is(err, dispatch.ErrNoQueue):
+		return nil, notFound(id, err)
+	case errors.Is(err, dispatch.ErrQueueNotEmpty):
+		msg := "queue " + describe(id) + " is not empty"
+		if held > 0 {
+			msg += " (" + plural(held, "message", "messages") + ")"
+		}
+		return nil, newError(CodeQueueNotEmpty, msg+"; delete with force=true to discard its messages", err)
+	case err != nil:
+		return nil, asError(err)
+	}
+	if !o.Force {
+		held = 0
+	}
+	return &DeleteQueueResult{Group: id.Group, Destination: id.Destination(), Discarded: held}, nil
+}
+
+func notFound(id dispatch.Identity, err error) *Error {
+	return newError(CodeQueueNotFound, "no queue "+describe(id), err)
+}
+
+// Pause pauses the queue named by ref: new enqueues wait (BLOCK), fail (FAIL) or are dropped
+// (DROP) until Resume; delivery of what it holds continues. Pausing a paused queue is a
+// no-op. Errors (*Error): those of identity; CodeQueueNotFound.
+func (a *Admin) Pause(ref QueueRef) (*QueueInfo, error) { return a.setPaused(ref, true) }
+
+// Resume resumes the queue named by ref. Resuming a running queue is a no-op. Errors as
+// Pause.
+func (a *Admin) Resume(ref QueueRef) (*QueueInfo, error) { return a.setPaused(ref, false) }
+
+func (a *Admin) setPaused(ref QueueRef, paused bool) (*QueueInfo, error) {
+	id, err := a.identity(ref)
+	if err != nil {
+		return nil, err
+	}
+	e := a.src.Engine()
+	if err := e.SetPaused(id, paused); err != nil {
+		if errors.Is(err, dispatch.ErrNoQueue) {
+			return nil, notFound(id, err)
+		}
+		return nil, asError(err)
+	}
+	return a.info(id)
+}
+
+func (a *Admin) info(id dispatch.Identity) (*QueueInfo, error) {
+	q, ok := a.src.Engine().Lookup(id)
+	if !ok { // deleted concurrently
+		return nil, notFound(id, dispatch.ErrNoQueue)
+	}
+	qi := queueInfo(q.Stats())
+	return &qi, nil
+}
+
+// RingSizeOptions change a queue's ring size.
+type RingSizeOptions struct {
+	QueueRef
+	// Size is the new ring size in messages: > 0 a ring of that many, -1 or 0 no limit.
+	// Lowering it removes nothing at once but stops growth (reference 002).
+	Size int
+}
+
+// SetRingSize changes the ring size of an existing queues-pattern queue at run time. Errors
+// (*Error): those of identity; CodeInvalidParameter for an events destination or a size
+// below -1; CodeQueueNotFound.
+func (a *Admin) SetRingSize(o RingSizeOptions) (*QueueInfo, error) {
+	id, err := a.identity(o.QueueRef)
+	if err != nil {
+		return nil, err
+	}
+	if err := a.checkRing(id, o.Size); err != nil {
+		return nil, err
+	}
+	if err := a.src.Engine().SetRingSize(id, o.Size); err != nil {
+		if errors.Is(err, dispatch.ErrNoQueue) {
+			return nil, notFound(id, err)
+		}
+		return nil, asError(err)
+	}
+	return a.info(id)
+}
