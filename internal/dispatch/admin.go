@@ -178,3 +178,7 @@ func (e *Engine) Settings(id Identity) QueueSettings { return e.opts.Settings(id
 
 // Now returns the engine clock's time.
 func (e *Engine) Now() time.Time { return e.opts.Now() }
+
+// FanoutMode reports whether events SENDs go through dispatcher queues (fanout-mode). Without
+// it an events destination has no queue.
+func (e *Engine) FanoutMode() bool { return e.opts.FanoutMode }

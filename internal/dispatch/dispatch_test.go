@@ -286,3 +286,20 @@ func TestStalledSubscriptionResumesOnDrain(t *testing.T) {
 	e.Resume(s.Conn)
 	waitFor(t, func() bool { return len(w.got()) == 1 })
 }
+
+func TestDirectModeUsesAnExplicitlyCreatedEventsQueue(t *testing.T) {
+	e := NewEngine(Options{})
+	w := &recordingWriter{}
+	subscribe(t, e, w, "default", dest.Destination{Pattern: dest.PatternEvents, Channel: "orders"})
+	_, _ = e.Publish(events("orders"), msg("direct"))
+	if len(e.Queues()) != 0 || len(w.got()) != 1 {
+		t.Fatalf("direct mode created a queue or did not deliver: %d %v", len(e.Queues()), w.got())
+	}
+	e.Create(events("orders"), QueueSettings{MaxPendingBytes: 1 << 20})
+	_, _ = e.Publish(events("orders"), msg("queued"))
+	waitFor(t, func() bool { return len(w.got()) == 2 })
+	q, _ := e.Lookup(events("orders"))
+	if q.Stats().Enqueued != 1 || q.Stats().Dispatched != 1 {
+		t.Fatalf("explicit queue not used: %+v", q.Stats())
+	}
+}

@@ -23,7 +23,8 @@ type Options struct {
 	// defaults by pattern, see DefaultSettings).
 	Settings func(id Identity) QueueSettings
 	// FanoutMode routes events SENDs through a per-identity EventQueue and its consumer
-	// (reference 000's fanout-mode); off, events are written straight to the subscriptions.
+	// (reference 000's fanout-mode); off, events are written straight to the subscriptions
+	// except for destinations whose queue an operator created explicitly.
 	FanoutMode bool
 	// Logger receives dispatch events; nil discards them.
 	Logger *slog.Logger
@@ -170,10 +171,15 @@ func (e *Engine) Publish(id Identity, m *message.Message) (dropped bool, err err
 	e.Published.Add(1)
 	e.noteGroup(id.Group)
 	if id.Pattern == dest.PatternEvents && !e.opts.FanoutMode {
-		if e.fanout(id, m) == 0 {
-			e.EventsNoSub.Add(1)
+		// Direct mode writes straight to the subscriptions, unless an operator created a
+		// dispatcher queue for this destination: then it goes through that queue and its
+		// limits, as in fanout-mode.
+		if _, explicit := e.Lookup(id); !explicit {
+			if e.fanout(id, m) == 0 {
+				e.EventsNoSub.Add(1)
+			}
+			return false, nil
 		}
-		return false, nil
 	}
 	if id.Pattern == dest.PatternEventsStore {
 		if m.Sequence == 0 {
