@@ -14,6 +14,7 @@ import (
 
 	"github.com/titan-broker/titan/internal/broker"
 	"github.com/titan-broker/titan/internal/config"
+	"github.com/titan-broker/titan/internal/metrics"
 )
 
 type serveFlags struct {
@@ -29,6 +30,7 @@ type serveFlags struct {
 	logFormat      string
 	fanoutMode     string
 	defaultPattern string
+	destMetrics    bool
 }
 
 func newServeCmd() *cobra.Command {
@@ -42,7 +44,7 @@ file given by --config (Titan's titan-env.yml shape), TITAN_* environment variab
 
 Environment: TITAN_CONFIG, TITAN_HOST, TITAN_PORT, TITAN_MONITOR_HOST, TITAN_MONITOR_PORT,
 TITAN_MONITOR_TOKEN, TITAN_DATA_DIR, TITAN_STORE, TITAN_LOG_LEVEL, TITAN_LOG_FORMAT,
-TITAN_FANOUT_MODE, TITAN_DEFAULT_PATTERN.`,
+TITAN_FANOUT_MODE, TITAN_DEFAULT_PATTERN, TITAN_DESTINATION_METRICS (true).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg, err := loadServeConfig(cmd, &f)
@@ -50,7 +52,12 @@ TITAN_FANOUT_MODE, TITAN_DEFAULT_PATTERN.`,
 				return err
 			}
 			log := newLogger(cfg.Log)
-			b, err := broker.New(cfg, broker.Options{Logger: log})
+			opts := broker.Options{Logger: log}
+			if f.destMetrics || os.Getenv("TITAN_DESTINATION_METRICS") == "true" {
+				// The shipped custom stage: per-(group, destination) SEND counters on /metrics.
+				opts.SendStages = append(opts.SendStages, metrics.NewDestinationStage(10000))
+			}
+			b, err := broker.New(cfg, opts)
 			if err != nil {
 				return err
 			}
@@ -81,6 +88,7 @@ TITAN_FANOUT_MODE, TITAN_DEFAULT_PATTERN.`,
 	fl.StringVar(&f.logFormat, "log-format", "", "log format: text or json")
 	fl.StringVar(&f.fanoutMode, "fanout-mode", "", `"virtual" routes events through dispatcher queues`)
 	fl.StringVar(&f.defaultPattern, "default-pattern", "", "pattern for bare destinations: events, events-store or queues")
+	fl.BoolVar(&f.destMetrics, "destination-metrics", false, "count SENDs and bytes per (group, destination) on /metrics (a custom router stage)")
 	return cmd
 }
 
