@@ -175,3 +175,35 @@ func portOf(t *testing.T, addr string) int {
 	}
 	return n
 }
+
+func TestNativePublishMetadataReachesSTOMPClients(t *testing.T) {
+	b, err := embed.Start(context.Background(), embed.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Shutdown(context.Background())
+	c := brokertest.Connect(t, b.Addr())
+	c.SendFrame("SUBSCRIBE", "", "destination:/queue/native", "id:1", "receipt:r")
+	c.Expect(frame.CmdReceipt)
+	p, err := b.Publish(embed.Message{
+		Destination: "/queues/native", Body: []byte("a\x00b"),
+		Headers:  map[string]string{"content-type": "text/plain", "x-app": "1"},
+		Metadata: map[string]string{"stomp.content-type": "application/json", "tenant": "t1"},
+	})
+	if err != nil || p.Destination != "/queue/native" {
+		t.Fatalf("publish: %+v %v", p, err)
+	}
+	m := c.Expect(frame.CmdMessage, "content-type:application/json", "x-app:1", "message-id:"+p.MessageID)
+	if string(m.Body) != "a\x00b" || !strings.Contains(m.Value("x-titan-metadata"), `"tenant":"t1"`) {
+		t.Fatalf("body %q metadata %q", m.Body, m.Value("x-titan-metadata"))
+	}
+	n := 0
+	for _, h := range m.Headers {
+		if h.Key == "content-type" {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Fatalf("%d content-type headers, want exactly one", n)
+	}
+}
