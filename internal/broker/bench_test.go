@@ -149,3 +149,43 @@ func BenchmarkRequestResponse(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkDurablePublishPipelined measures one producer connection that sends persistent
+// SENDs with receipts without waiting for each RECEIPT (it reads them as they come), as
+// stomp.py and stompjs do when the application does not block on receipts.
+func BenchmarkDurablePublishPipelined(b *testing.B) {
+	st, err := pebblestore.Open(b.TempDir(), pebblestore.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	br := brokertest.Run(b, brokertest.DefaultTestConfig(), broker.Options{Store: st})
+	c := brokertest.Connect(b, br.Addrs()[0])
+	frameBytes := []byte("SEND\ndestination:/queue/bench\nreceipt:r\n\n" + strings.Repeat("x", 256) + "\x00")
+	syncs0 := st.WALSyncs()
+	b.ResetTimer()
+	start := time.Now()
+	done := make(chan error, 1)
+	n := b.N
+	go func() {
+		for range n {
+			f, err := c.Read(30 * time.Second)
+			if err != nil || f.Command != frame.CmdReceipt {
+				done <- err
+				return
+			}
+		}
+		done <- nil
+	}()
+	for range n {
+		if _, err := c.Conn.Write(frameBytes); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := <-done; err != nil {
+		b.Fatal(err)
+	}
+	el := time.Since(start).Seconds()
+	b.StopTimer()
+	b.ReportMetric(float64(n)/el, "msgs/s")
+	b.ReportMetric(float64(st.WALSyncs()-syncs0)/float64(n), "fsyncs/msg")
+}

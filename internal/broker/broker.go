@@ -132,6 +132,7 @@ func New(cfg config.Config, opts Options) (*Broker, error) {
 		Logger:                 b.log.With("component", "router"),
 		SendStages:             opts.SendStages,
 		Store:                  b.durable,
+		Go:                     b.goroutine,
 	})
 	return b, nil
 }

@@ -326,3 +326,29 @@ func (l *Log) QueueSettings() (map[dispatch.Identity]dispatch.QueueSettings, err
 	}
 	return out, err
 }
+
+// PersistAsync is Persist split in two (see store.AsyncAppender): it orders m into id's
+// stream and sets m.Sequence; wait, called exactly once, returns once m is fsync'd. On a
+// store without asynchronous appends it is Persist, with a wait that returns nil.
+func (l *Log) PersistAsync(id dispatch.Identity, m *message.Message) (wait func() error, err error) {
+	aa, ok := l.st.(store.AsyncAppender)
+	if !ok {
+		if err := l.Persist(id, m); err != nil {
+			return nil, err
+		}
+		return func() error { return nil }, nil
+	}
+	var buf [512]byte
+	seq, w, err := aa.AppendAsync(StreamName(id), message.Encode(buf[:0], m))
+	if err != nil {
+		return nil, fmt.Errorf("durable: persist %s: %w", id, err)
+	}
+	m.Sequence = seq
+	l.Appended.Add(1)
+	return func() error {
+		if err := w(); err != nil {
+			return fmt.Errorf("durable: persist %s: %w", id, err)
+		}
+		return nil
+	}, nil
+}

@@ -33,6 +33,9 @@ type Context struct {
 	Replay bool
 	// ReceiptHeaders are added to the RECEIPT (a request's correlation-id).
 	ReceiptHeaders []frame.Header
+	// durable, when set by the store stage, waits for the message's fsync; the rest of the
+	// route then runs on the connection's pipeline (see pipeline).
+	durable func() error
 }
 
 // fail records a protocol error on c (fatal: the connection closes after the ERROR).

@@ -45,7 +45,12 @@ type Clock func() time.Time
 // Persister is the durable-acceptance port (implemented by *durable.Log). Persist commits m
 // (fsync'd) and sets m.Sequence before m is shared; Forget deletes a persisted message whose
 // admission was then refused.
+//
+// PersistAsync is Persist split in two: it orders m into the store and sets m.Sequence, and
+// wait (called exactly once) returns once m is fsync'd, so a connection's consecutive SENDs
+// share fsyncs.
 type Persister interface {
 	Persist(id dispatch.Identity, m *message.Message) error
+	PersistAsync(id dispatch.Identity, m *message.Message) (wait func() error, err error)
 	Forget(id dispatch.Identity, m *message.Message)
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime/debug"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -88,6 +89,9 @@ type Options struct {
 	Logger *slog.Logger
 	// Store is the durable-acceptance port; nil keeps durable patterns in memory only.
 	Store Persister
+	// Go starts a tracked goroutine (a connection's SEND pipeline); it returns false once the
+	// owner is shutting down. nil runs `go fn()`.
+	Go func(name string, fn func()) bool
 	// SendStages are custom stages run on every SEND route after the route stage and before
 	// publication (reference 000: "custom handlers are inserted between those stages").
 	SendStages []Stage
@@ -192,14 +196,16 @@ func (r *Router) Options() Options { return r.opts }
 // Conn is the router's state for one connection. Its transaction map belongs to the
 // connection's read goroutine.
 type Conn struct {
-	Client   Client
-	Delivery *dispatch.Conn
-	txs      map[string]*transaction
+	Client    Client
+	Delivery  *dispatch.Conn
+	txs       map[string]*transaction
+	pipe      *pipeline // persistent SENDs awaiting their fsync; created on first use
+	pipelined bool      // persistent SENDs may be pipelined (a store and a pipeline exist)
 }
 
 // Open returns the router state for a newly connected client.
 func (r *Router) Open(c Client) *Conn {
-	rc := &Conn{Client: c, Delivery: r.engine.NewConn(c)}
+	rc := &Conn{Client: c, Delivery: r.engine.NewConn(c), pipelined: r.opts.Store != nil}
 	r.engine.SetTempOwner(c.ID(), rc.Delivery)
 	return rc
 }
@@ -208,6 +214,9 @@ func (r *Router) Open(c Client) *Conn {
 // messages go back to their queues for redelivery.
 func (r *Router) Close(c *Conn) {
 	c.txs = nil
+	if c.pipe != nil {
+		c.pipe.close() // stored messages still get published; their RECEIPTs go nowhere
+	}
 	r.engine.CloseConn(c.Delivery)
 	r.engine.DropTempQueues(c.Client.ID())
 }
@@ -294,8 +303,14 @@ func (r *Router) Resolve(c *Context) Route {
 func (r *Router) Route(c *Context) {
 	c.Receipt, _ = c.Frame.Get(frame.HdrReceipt)
 	c.Route = r.Resolve(c)
+	if p := c.Conn.pipe; p != nil && c.Route != RouteSendQueue && c.Route != RouteSendEventsStore && !c.Replay && p.pending() {
+		p.drain() // nothing overtakes a deferred SEND of this connection
+	}
 	r.Routed[c.Route].Add(1)
-	r.run(c, r.routes[c.Route])
+	if rest := r.run(c, r.routes[c.Route]); c.durable != nil {
+		r.deferTail(c, rest)
+		return
+	}
 	if c.Err != nil {
 		r.Errors[c.Route].Add(1)
 	}
@@ -304,17 +319,65 @@ func (r *Router) Route(c *Context) {
 	}
 }
 
-func (r *Router) run(c *Context, stages []Stage) {
+// run applies stages until one fails or halts. When a stage defers the rest of the route
+// (the store stage set c.durable), it returns the stages still to run.
+func (r *Router) run(c *Context, stages []Stage) (rest []Stage) {
 	defer func() {
 		if p := recover(); p != nil {
 			r.log.Error("stage panic", "route", c.Route.String(), "panic", p, "stack", string(debug.Stack()))
 			c.Err = &frame.ProtocolError{Reason: "internal error", ReceiptID: c.Receipt, Fatal: true, Err: fmt.Errorf("panic: %v", p)}
+			rest, c.durable = nil, nil
 		}
 	}()
-	for _, s := range stages {
+	for i, s := range stages {
 		if c.Err != nil || c.Halt {
-			return
+			return nil
 		}
 		s.Apply(c)
+		if c.durable != nil {
+			return stages[i+1:]
+		}
 	}
+	return nil
+}
+
+// deferTail finishes a SEND whose message was committed to the WAL but not yet fsync'd: on
+// the connection's pipeline it waits for the fsync, runs the remaining stages (publish) and
+// answers. c is copied, detached from the read buffer.
+func (r *Router) deferTail(c *Context, rest []Stage) {
+	conn := c.Conn
+	wait := c.durable
+	tail := *c
+	tail.Frame, tail.durable = nil, nil
+	tail.Receipt = strings.Clone(c.Receipt)
+	if conn.pipe == nil {
+		conn.pipe = newPipeline(r.opts.Go)
+	}
+	finish := func() {
+		err := wait()
+		switch {
+		case conn.pipe != nil && conn.pipe.failed():
+			// An earlier SEND failed and closed the connection: this one was never answered.
+			if err == nil {
+				r.opts.Store.Forget(tail.Identity, tail.Message)
+			}
+			return
+		case err != nil:
+			tail.fail("message not stored", "the broker could not store the message; it was not accepted")
+		default:
+			r.run(&tail, rest)
+		}
+		if tail.Err != nil {
+			r.Errors[tail.Route].Add(1)
+			if tail.Err.Fatal && conn.pipe != nil {
+				conn.pipe.fail()
+			}
+		}
+		r.final.Apply(&tail)
+	}
+	if conn.pipe == nil { // shutting down: finish in line
+		finish()
+		return
+	}
+	conn.pipe.push(finish)
 }

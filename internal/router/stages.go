@@ -86,11 +86,25 @@ type storeStage struct{ store Persister }
 
 func (s storeStage) Apply(c *Context) {
 	if s.store == nil || (!c.Message.Persistent && c.Identity.Pattern != dest.PatternEventsStore) {
-		return // events-store is a log: it always stores
+		// Not stored (events-store always is: it is a log). Earlier deferred SENDs of this
+		// connection must be published first.
+		if p := c.Conn.pipe; p != nil {
+			p.drain()
+		}
+		return
 	}
-	if err := s.store.Persist(c.Identity, c.Message); err != nil {
+	if c.Replay || !c.Conn.pipelined {
+		if err := s.store.Persist(c.Identity, c.Message); err != nil {
+			c.fail("message not stored", "the broker could not store the message; it was not accepted")
+		}
+		return
+	}
+	wait, err := s.store.PersistAsync(c.Identity, c.Message)
+	if err != nil {
 		c.fail("message not stored", "the broker could not store the message; it was not accepted")
+		return
 	}
+	c.durable = wait // the router finishes the route on the connection's pipeline
 }
 
 // publishStage hands the message to the engine (dispatcher queue or subscriptions). A message

@@ -97,3 +97,14 @@ func (e *nameError) Error() string {
 }
 
 func (e *nameError) Unwrap() error { return ErrInvalidName }
+
+// AsyncAppender is implemented by stores that can commit an append and wait for its
+// durability separately, so that one producer's consecutive messages share fsyncs (the
+// router pipelines a connection's persistent SENDs this way).
+type AsyncAppender interface {
+	// AppendAsync is Append split in two: it orders the records into the stream and returns
+	// their first sequence; wait, which must be called exactly once, returns once they are
+	// fsync'd (or with the error that prevented it). Records of one stream become durable in
+	// sequence order.
+	AppendAsync(stream string, records ...[]byte) (firstSeq uint64, wait func() error, err error)
+}

@@ -359,16 +359,27 @@ func (s *Store) claimSync() {
 // Errors: store.ErrClosed, store.ErrInvalidName, store.ErrNoRecords, and a sticky write error
 // (store.ErrCorrupt when Pebble reports corruption).
 func (s *Store) Append(name string, records ...[]byte) (uint64, error) {
-	if err := store.CheckName(name); err != nil {
+	first, wait, err := s.AppendAsync(name, records...)
+	if err != nil {
 		return 0, err
+	}
+	return first, wait()
+}
+
+// AppendAsync implements store.AsyncAppender: it commits the records to the WAL in order and
+// returns before the fsync; wait blocks until they are durable (sharing the fsync with every
+// concurrent append) and must be called exactly once. Records become visible to Scan only
+// after their wait returned nil. Errors as Append, from AppendAsync or from wait.
+func (s *Store) AppendAsync(name string, records ...[]byte) (uint64, func() error, error) {
+	if err := store.CheckName(name); err != nil {
+		return 0, nil, err
 	}
 	if len(records) == 0 {
-		return 0, store.ErrNoRecords
+		return 0, nil, store.ErrNoRecords
 	}
 	if err := s.enter(true); err != nil {
-		return 0, err
+		return 0, nil, err
 	}
-	defer s.exit()
 	st := s.stream(name, true)
 
 	size := stateLen + len(st.stateKey) + 16
@@ -376,7 +387,11 @@ func (s *Store) Append(name string, records ...[]byte) (uint64, error) {
 		size += len(st.recPrefix) + 8 + len(r) + 16
 	}
 	b := s.db.NewBatchWithSize(size)
-	defer b.Close()
+	fail := func(err error) (uint64, func() error, error) {
+		_ = b.Close()
+		s.exit()
+		return 0, nil, err
+	}
 
 	st.mu.Lock()
 	first := st.last + 1
@@ -388,7 +403,7 @@ func (s *Store) Append(name string, records ...[]byte) (uint64, error) {
 		copy(op.Value, r)
 		if err := op.Finish(); err != nil {
 			st.mu.Unlock()
-			return 0, wrapErr("append", err)
+			return fail(wrapErr("append", err))
 		}
 		next.bytes += uint64(len(r))
 	}
@@ -396,7 +411,7 @@ func (s *Store) Append(name string, records ...[]byte) (uint64, error) {
 	next.count += uint64(len(records))
 	if err := b.Set(st.stateKey, next.encode(), nil); err != nil {
 		st.mu.Unlock()
-		return 0, wrapErr("append", err)
+		return fail(wrapErr("append", err))
 	}
 	s.claimSync()
 	err := s.db.ApplyNoSyncWait(b, pebble.Sync)
@@ -407,14 +422,20 @@ func (s *Store) Append(name string, records ...[]byte) (uint64, error) {
 		st.last, st.count, st.bytes = next.last, next.count, next.bytes
 	}
 	st.mu.Unlock()
-	if err == nil {
-		err = b.SyncWait()
-	}
 	if err != nil {
-		return 0, s.fail(wrapErr("append", err))
+		return fail(s.fail(wrapErr("append", err)))
 	}
-	st.raiseDurable(next.last)
-	return first, nil
+	last := next.last
+	wait := func() error {
+		defer s.exit()
+		defer b.Close()
+		if err := b.SyncWait(); err != nil {
+			return s.fail(wrapErr("append", err))
+		}
+		st.raiseDurable(last)
+		return nil
+	}
+	return first, wait, nil
 }
 
 // Delete implements store.Store. It looks each seq up (to keep Count and Bytes exact),

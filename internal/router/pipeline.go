@@ -1,0 +1,90 @@
+package router
+
+import "sync"
+
+// pipelineDepth bounds the persistent SENDs one connection may have in flight between their
+// WAL commit and their fsync. When it is full the read goroutine waits, so the producer's
+// connection stops being read (back-pressure, not buffering).
+const pipelineDepth = 256
+
+// pipeline finishes a connection's persistent SENDs off its read goroutine: the store stage
+// commits each message to the WAL in order and defers the rest of the route — wait for the
+// fsync, publish, answer — to this FIFO, run by one goroutine. Consecutive SENDs of one
+// producer therefore share fsyncs (group commit within a connection, not only across
+// connections), while publication order and RECEIPT order stay the order of the SENDs.
+//
+// Any frame that is not such a SEND first waits for the pipeline to drain (drain), so
+// nothing overtakes a deferred SEND. Owned by one connection; push and drain are called from
+// its read goroutine only.
+type pipeline struct {
+	work chan func()
+	mu   sync.Mutex
+	cond *sync.Cond
+	busy int  // pushed and not yet finished; guarded by mu
+	dead bool // a deferred SEND failed fatally: later ones are dropped; guarded by mu
+}
+
+func newPipeline(spawn func(name string, fn func()) bool) *pipeline {
+	p := &pipeline{work: make(chan func(), pipelineDepth)}
+	p.cond = sync.NewCond(&p.mu)
+	run := func() {
+		for fn := range p.work {
+			fn()
+			p.mu.Lock()
+			p.busy--
+			if p.busy == 0 {
+				p.cond.Broadcast()
+			}
+			p.mu.Unlock()
+		}
+	}
+	if spawn == nil {
+		go run()
+	} else if !spawn("send-pipeline", run) {
+		return nil
+	}
+	return p
+}
+
+// push queues fn; it blocks while the pipeline is full.
+func (p *pipeline) push(fn func()) {
+	p.mu.Lock()
+	p.busy++
+	p.mu.Unlock()
+	p.work <- fn
+}
+
+// pending reports whether deferred SENDs are still in flight.
+func (p *pipeline) pending() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.busy > 0
+}
+
+// drain waits until every pushed SEND has finished.
+func (p *pipeline) drain() {
+	p.mu.Lock()
+	for p.busy > 0 {
+		p.cond.Wait()
+	}
+	p.mu.Unlock()
+}
+
+// fail marks the pipeline dead after a fatal error; failed reports it.
+func (p *pipeline) fail() {
+	p.mu.Lock()
+	p.dead = true
+	p.mu.Unlock()
+}
+
+func (p *pipeline) failed() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.dead
+}
+
+// close drains and stops the goroutine.
+func (p *pipeline) close() {
+	p.drain()
+	close(p.work)
+}
