@@ -2,8 +2,8 @@ package broker_test
 
 import (
 	"slices"
-	"strings"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
