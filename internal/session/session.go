@@ -383,7 +383,7 @@ func (s *Session) Fail(pe *frame.ProtocolError) {
 		hdrs = append(hdrs, frame.Header{Key: frame.HdrContentType, Value: "text/plain"})
 	}
 	hdrs = append(hdrs, frame.Header{Key: frame.HdrContentLength, Value: strconv.Itoa(len(body))})
-	s.log.Debug("protocol error", "reason", pe.Reason, "detail", pe.Detail, "err", pe.Err)
+	s.log.Info("protocol error", "reason", pe.Reason, "detail", pe.Detail, "err", pe.Err)
 	s.writeFrame(&frame.Frame{Command: frame.CmdError, Headers: hdrs, Body: body})
 	if pe.Fatal {
 		s.CloseAfterFlush(CloseProtocol)
@@ -465,6 +465,12 @@ func (s *Session) startWriter() bool {
 
 var heartBeatEOL = []byte{'\n'}
 
+// vectorWriter is implemented by connections that send a batch of chunks as one unit (the
+// WebSocket transport sends one message per batch).
+type vectorWriter interface {
+	WriteVectored(bufs [][]byte) (int64, error)
+}
+
 // writeLoop drains queued chunks with one writev per wake-up and sends heart-beats.
 func (s *Session) writeLoop() {
 	defer func() {
@@ -517,8 +523,13 @@ func (s *Session) writeLoop() {
 				n += int64(len(b))
 			}
 			_ = s.conn.SetWriteDeadline(time.Now().Add(s.opts.WriteTimeout))
-			nb := net.Buffers(bufs)
-			_, err := nb.WriteTo(s.conn)
+			var err error
+			if vw, ok := s.conn.(vectorWriter); ok {
+				_, err = vw.WriteVectored(bufs) // message transports: one message per batch
+			} else {
+				nb := net.Buffers(bufs)
+				_, err = nb.WriteTo(s.conn) // writev
+			}
 			s.mu.Lock()
 			s.queuedBytes -= n
 			more := len(s.chunks) > 0

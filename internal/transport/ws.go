@@ -4,10 +4,13 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/coder/websocket"
@@ -18,8 +21,9 @@ import (
 var Subprotocols = []string{"v12.stomp", "v11.stomp", "v10.stomp", "stomp"}
 
 // WSListener accepts STOMP-over-WebSocket connections on one HTTP path and yields each as a
-// net.Conn carrying the STOMP byte stream (frames may span WebSocket messages). Outgoing data
-// is sent as binary messages so bodies stay byte-exact. Safe for concurrent use.
+// net.Conn carrying the STOMP byte stream (frames may span WebSocket messages; text and binary
+// messages are both read). Outgoing data is sent as binary messages so bodies stay
+// byte-exact. Safe for concurrent use.
 type WSListener struct {
 	ln    net.Listener
 	srv   *http.Server
@@ -49,7 +53,7 @@ func (w *WSListener) upgrade(rw http.ResponseWriter, r *http.Request) {
 	}
 	c.SetReadLimit(-1) // the STOMP parser enforces frame limits
 	ctx, cancel := context.WithCancel(context.Background())
-	nc := &wsConn{Conn: websocket.NetConn(ctx, c, websocket.MessageBinary), cancel: cancel}
+	nc := &wsConn{ws: c, ctx: ctx, cancel: cancel, local: wsAddr(r.Host), remote: wsAddr(r.RemoteAddr)}
 	select {
 	case w.conns <- nc:
 		<-ctx.Done() // keep the handler (and its hijacked connection) alive until closed
@@ -59,16 +63,136 @@ func (w *WSListener) upgrade(rw http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// wsAddr is a WebSocket endpoint address.
+type wsAddr string
+
+func (a wsAddr) Network() string { return "websocket" }
+func (a wsAddr) String() string  { return string(a) }
+
+// wsConn carries the STOMP byte stream over one WebSocket. It reads text and binary messages
+// alike (browser clients send text frames, stompjs can be told to send binary ones) as one
+// continuous stream, so a frame may span messages and a message may hold several frames.
+// Each writev becomes one binary message, so bodies stay byte-exact. A deadline that passes
+// closes the connection, and the blocked call returns os.ErrDeadlineExceeded.
 type wsConn struct {
-	net.Conn
-	cancel context.CancelFunc
+	ws            *websocket.Conn
+	ctx           context.Context
+	cancel        context.CancelFunc
+	local, remote net.Addr
+
+	rmu sync.Mutex // serialises Read; guards r
+	r   io.Reader  // the message being read
+
+	dmu        sync.Mutex // guards the timers
+	readTimer  *time.Timer
+	writeTimer *time.Timer
+	expired    atomic.Bool // a deadline closed the connection
 }
 
+func (c *wsConn) err(err error) error {
+	if c.expired.Load() {
+		return os.ErrDeadlineExceeded
+	}
+	if websocket.CloseStatus(err) != -1 || errors.Is(err, io.EOF) {
+		return io.EOF
+	}
+	return err
+}
+
+// Read reads the stream, message after message.
+func (c *wsConn) Read(p []byte) (int, error) {
+	c.rmu.Lock()
+	defer c.rmu.Unlock()
+	for {
+		if c.r == nil {
+			_, r, err := c.ws.Reader(c.ctx)
+			if err != nil {
+				return 0, c.err(err)
+			}
+			c.r = r
+		}
+		n, err := c.r.Read(p)
+		if errors.Is(err, io.EOF) {
+			c.r = nil
+			if n == 0 {
+				continue
+			}
+			err = nil
+		}
+		if err != nil {
+			return n, c.err(err)
+		}
+		return n, nil
+	}
+}
+
+// Write sends p as one binary message.
+func (c *wsConn) Write(p []byte) (int, error) {
+	if err := c.ws.Write(c.ctx, websocket.MessageBinary, p); err != nil {
+		return 0, c.err(err)
+	}
+	return len(p), nil
+}
+
+// WriteVectored sends bufs as one binary message (the session's writev).
+func (c *wsConn) WriteVectored(bufs [][]byte) (int64, error) {
+	w, err := c.ws.Writer(c.ctx, websocket.MessageBinary)
+	if err != nil {
+		return 0, c.err(err)
+	}
+	var n int64
+	for _, b := range bufs {
+		m, err := w.Write(b)
+		n += int64(m)
+		if err != nil {
+			_ = w.Close()
+			return n, c.err(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		return n, c.err(err)
+	}
+	return n, nil
+}
+
+// Close closes the WebSocket (without waiting for the peer's close frame).
 func (c *wsConn) Close() error {
-	err := c.Conn.Close()
+	err := c.ws.CloseNow()
 	c.cancel()
 	return err
 }
+
+func (c *wsConn) LocalAddr() net.Addr  { return c.local }
+func (c *wsConn) RemoteAddr() net.Addr { return c.remote }
+
+func (c *wsConn) arm(t **time.Timer, at time.Time) {
+	c.dmu.Lock()
+	defer c.dmu.Unlock()
+	if *t != nil {
+		(*t).Stop()
+		*t = nil
+	}
+	if at.IsZero() {
+		return
+	}
+	*t = time.AfterFunc(time.Until(at), func() {
+		c.expired.Store(true)
+		_ = c.Close()
+	})
+}
+
+// SetDeadline sets both deadlines.
+func (c *wsConn) SetDeadline(t time.Time) error {
+	c.arm(&c.readTimer, t)
+	c.arm(&c.writeTimer, t)
+	return nil
+}
+
+// SetReadDeadline closes the connection if no read completes by t (zero: none).
+func (c *wsConn) SetReadDeadline(t time.Time) error { c.arm(&c.readTimer, t); return nil }
+
+// SetWriteDeadline closes the connection if a write is still blocked at t (zero: none).
+func (c *wsConn) SetWriteDeadline(t time.Time) error { c.arm(&c.writeTimer, t); return nil }
 
 // Accept returns the next upgraded connection; net.ErrClosed after Close.
 func (w *WSListener) Accept() (net.Conn, error) {

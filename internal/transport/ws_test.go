@@ -1,0 +1,61 @@
+package transport
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+)
+
+func TestWebSocketStreamReadsTextAndBinaryAndWritesOneMessagePerBatch(t *testing.T) {
+	l, err := ListenWebSocket("127.0.0.1:0", "/stomp", nil, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c, _, err := websocket.Dial(ctx, "ws://"+l.Addr().String()+"/stomp", &websocket.DialOptions{Subprotocols: []string{"v12.stomp"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.CloseNow()
+	if c.Subprotocol() != "v12.stomp" {
+		t.Fatalf("subprotocol %q", c.Subprotocol())
+	}
+	sc, err := l.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sc.Close()
+	// A frame split over a text and a binary message reads as one stream.
+	if err := c.Write(ctx, websocket.MessageText, []byte("CONNECT\naccept-")); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Write(ctx, websocket.MessageBinary, []byte("version:1.2\n\n\x00")); err != nil {
+		t.Fatal(err)
+	}
+	want := "CONNECT\naccept-version:1.2\n\n\x00"
+	got := make([]byte, len(want))
+	if _, err := io.ReadFull(sc, got); err != nil || string(got) != want {
+		t.Fatalf("read %q, %v", got, err)
+	}
+	n, err := sc.(*wsConn).WriteVectored([][]byte{[]byte("MESSAGE\n"), []byte("\n\x00\xff\x00")})
+	if err != nil || n != 12 {
+		t.Fatalf("write %d %v", n, err)
+	}
+	typ, msg, err := c.Read(ctx)
+	if err != nil || typ != websocket.MessageBinary || string(msg) != "MESSAGE\n\n\x00\xff\x00" {
+		t.Fatalf("client read %v %q %v", typ, msg, err)
+	}
+	// An expired read deadline closes the connection and reports os.ErrDeadlineExceeded.
+	_ = sc.SetReadDeadline(time.Now().Add(50 * time.Millisecond))
+	if _, err := sc.Read(make([]byte, 1)); !errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("read after deadline: %v", err)
+	}
+}
