@@ -122,6 +122,8 @@ func asError(err error) *Error {
 		return newError(CodeQueueNotEmpty, "queue is not empty; delete with force=true to discard its messages", err)
 	case errors.Is(err, dispatch.ErrQueueFull):
 		return newError(CodeQueueFull, "queue full; retry later", err)
+	case errors.Is(err, dispatch.ErrQueuePaused):
+		return newError(CodeQueueFull, "queue paused; retry after it is resumed", err)
 	case errors.Is(err, dispatch.ErrNotStored):
 		return newError(CodeNotStored, "message not stored: this broker has no store for durable destinations", err)
 	}

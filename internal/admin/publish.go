@@ -135,6 +135,9 @@ func (a *Admin) Publish(req PublishRequest) (*PublishResult, error) {
 		if errors.Is(err, dispatch.ErrQueueFull) {
 			return nil, newError(CodeQueueFull, "queue "+describe(id)+" is full; retry later", err)
 		}
+		if errors.Is(err, dispatch.ErrQueuePaused) {
+			return nil, newError(CodeQueueFull, "queue "+describe(id)+" is paused; retry after it is resumed", err)
+		}
 		return nil, asError(err)
 	}
 	return &PublishResult{

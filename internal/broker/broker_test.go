@@ -7,8 +7,14 @@ import (
 
 	"github.com/titan-broker/titan/internal/brokertest"
 	"github.com/titan-broker/titan/internal/config"
+	"github.com/titan-broker/titan/internal/dest"
+	"github.com/titan-broker/titan/internal/dispatch"
 	"github.com/titan-broker/titan/internal/frame"
 )
+
+func dispatchIdentity(channel string) dispatch.Identity {
+	return dispatch.Identity{Group: "default", Pattern: dest.PatternQueues, Channel: channel}
+}
 
 func start(t *testing.T, mutate ...func(*config.Config)) string {
 	t.Helper()
@@ -238,4 +244,33 @@ func TestEgressDropsHeadersAVersionCannotCarry(t *testing.T) {
 	if string(m.Body) != "body" || b.Engine().EgressHeadersDropped.Load() != 1 {
 		t.Fatalf("body %q dropped %d", m.Body, b.Engine().EgressHeadersDropped.Load())
 	}
+}
+
+func TestBareAndPrefixedDestinationsAreDifferentIdentities(t *testing.T) {
+	addr := start(t)
+	c := brokertest.Connect(t, addr)
+	c.SendFrame("SUBSCRIBE", "", "destination:/topic/p/*", "id:topic-wild", "receipt:1")
+	c.Expect(frame.CmdReceipt)
+	c.SendFrame("SUBSCRIBE", "", "destination:/p/*", "id:bare-wild", "receipt:2")
+	c.Expect(frame.CmdReceipt)
+	c.SendFrame("SEND", "bare", "destination:/p/eu")
+	c.Expect(frame.CmdMessage, "subscription:bare-wild", "destination:/p/eu")
+	c.SendFrame("SEND", "prefixed", "destination:/topic/p/eu")
+	c.Expect(frame.CmdMessage, "subscription:topic-wild", "destination:/topic/p/eu")
+	c.ExpectNothing(100 * time.Millisecond)
+}
+
+func TestPausedQueueSaysPaused(t *testing.T) {
+	cfg := brokertest.DefaultTestConfig()
+	cfg.AddressSettings = []config.AddressSetting{{Match: "#", AddressFullPolicy: "FAIL"}}
+	b := brokertest.Run(t, cfg)
+	p := brokertest.Connect(t, b.Addrs()[0])
+	p.SendFrame("SEND", "1", "destination:/queue/held", "receipt:1")
+	p.Expect(frame.CmdReceipt)
+	q, _ := b.Engine().Lookup(dispatchIdentity("held"))
+	if err := b.Engine().SetPaused(q.Identity(), true); err != nil {
+		t.Fatal(err)
+	}
+	p.SendFrame("SEND", "2", "destination:/queue/held", "receipt:2")
+	p.Expect(frame.CmdError, "message:queue paused", "receipt-id:2")
 }

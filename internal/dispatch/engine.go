@@ -53,6 +53,9 @@ func DefaultSettings(id Identity) QueueSettings {
 	if id.Pattern == dest.PatternEvents {
 		return QueueSettings{Capacity: DefaultEventsCapacity, FullPolicy: PolicyBlock}
 	}
+	if id.Pattern == dest.PatternQueues {
+		return QueueSettings{MaxPendingBytes: DefaultMaxPendingBytes, FullPolicy: PolicyBlock, MaxDeliveries: DefaultMaxDeliveries}
+	}
 	return QueueSettings{MaxPendingBytes: DefaultMaxPendingBytes, FullPolicy: PolicyBlock}
 }
 
@@ -71,7 +74,7 @@ type Engine struct {
 	mu      sync.RWMutex                               // guards the maps below; never held while taking a queue's or Conn's lock
 	queues  map[Identity]Queue                         // the dispatcher: exact identity → queue
 	waiting map[Identity][]*Subscription               // queues-pattern consumers, also for identities without a queue yet
-	events  map[string]*sublist.Sublist[*Subscription] // events subscriptions by group
+	events  map[string]*sublist.Sublist[*Subscription] // events subscriptions by eventsKey(group, bare)
 	groups  map[string]struct{}                        // groups named by a SEND
 	logs    map[Identity][]*logSub                     // events-store subscriptions by identity
 	rpc     *rpcState
@@ -208,6 +211,15 @@ func (e *Engine) Publish(id Identity, m *message.Message) (dropped bool, err err
 	return false, ErrQueueDeleted
 }
 
+// eventsKey keys the events subscription indexes: one per group, and within a group one for
+// prefixed (/topic/...) and one for bare destinations, which are different identities.
+func eventsKey(group string, bare bool) string {
+	if bare {
+		return group + "\x00b"
+	}
+	return group
+}
+
 func (e *Engine) noteGroup(g string) {
 	e.mu.RLock()
 	_, ok := e.groups[g]
@@ -223,16 +235,13 @@ func (e *Engine) noteGroup(g string) {
 // channel, and returns how many received it.
 func (e *Engine) fanout(id Identity, m *message.Message) int {
 	e.mu.RLock()
-	sl := e.events[id.Group]
+	sl := e.events[eventsKey(id.Group, id.Bare)]
 	e.mu.RUnlock()
 	if sl == nil {
 		return 0
 	}
 	n := 0
 	sl.Match(id.Channel, func(sub *Subscription) {
-		if sub.Dest.Bare != id.Bare && !sub.Dest.Wildcard {
-			return
-		}
 		if !sub.hasCredit() || !sub.Conn.deliver(sub, m, nil, 0, 1) {
 			sub.Dropped.Add(1)
 			e.EventsDropped.Add(1)
@@ -280,11 +289,12 @@ func (e *Engine) Subscribe(sub *Subscription) error {
 			return ErrNotStored
 		}
 	case dest.PatternEvents:
+		key := eventsKey(sub.Group, sub.Dest.Bare)
 		e.mu.Lock()
-		sl := e.events[sub.Group]
+		sl := e.events[key]
 		if sl == nil {
 			sl = sublist.New[*Subscription]()
-			e.events[sub.Group] = sl
+			e.events[key] = sl
 		}
 		e.mu.Unlock()
 		sl.Insert(sub.Dest.Channel, sub)
@@ -363,7 +373,7 @@ func (e *Engine) detach(sub *Subscription) {
 		sub.log.stop()
 	case dest.PatternEvents:
 		e.mu.RLock()
-		sl := e.events[sub.Group]
+		sl := e.events[eventsKey(sub.Group, sub.Dest.Bare)]
 		e.mu.RUnlock()
 		if sl != nil {
 			sl.Remove(sub.Dest.Channel, sub)

@@ -70,8 +70,9 @@ func (q *EventQueue) Enqueue(m *message.Message) (dropped bool, err error) {
 			q.Dropped.Add(1)
 			return true, nil
 		case PolicyFail:
+			err := q.fullErrLocked()
 			q.mu.Unlock()
-			return false, ErrQueueFull
+			return false, err
 		}
 		if deadline.IsZero() {
 			bt := q.settings.BlockTimeout
@@ -82,8 +83,9 @@ func (q *EventQueue) Enqueue(m *message.Message) (dropped bool, err error) {
 		}
 		wait := time.Until(deadline)
 		if wait <= 0 {
+			err := q.fullErrLocked()
 			q.mu.Unlock()
-			return false, ErrQueueFull
+			return false, err
 		}
 		ch := q.space
 		q.mu.Unlock()
@@ -145,4 +147,12 @@ func (q *EventQueue) drain() {
 			batch[i] = nil
 		}
 	}
+}
+
+// fullErrLocked says why an enqueue was refused: paused or full. q.mu held.
+func (q *EventQueue) fullErrLocked() error {
+	if q.paused {
+		return ErrQueuePaused
+	}
+	return ErrQueueFull
 }

@@ -15,6 +15,9 @@ var (
 	// ErrQueueFull is returned by Publish when the queue is full under PolicyFail, or stayed
 	// full (or paused) for the whole block timeout under PolicyBlock.
 	ErrQueueFull = errors.New("dispatch: queue full")
+	// ErrQueuePaused is returned by Publish when the queue stayed paused for the whole block
+	// timeout, or at once under PolicyFail.
+	ErrQueuePaused = errors.New("dispatch: queue paused")
 	// ErrQueueDeleted is returned for operations on a queue that was deleted; a publisher
 	// retries on the fresh queue the Dispatcher creates.
 	ErrQueueDeleted = errors.New("dispatch: queue deleted")
@@ -113,8 +116,9 @@ func (p *PointQueue) Enqueue(m *message.Message) (dropped bool, err error) {
 			p.Dropped.Add(1)
 			return true, nil
 		case PolicyFail:
+			err := p.fullErrLocked()
 			p.mu.Unlock()
-			return false, ErrQueueFull
+			return false, err
 		}
 		if deadline.IsZero() {
 			bt := p.settings.BlockTimeout
@@ -125,8 +129,9 @@ func (p *PointQueue) Enqueue(m *message.Message) (dropped bool, err error) {
 		}
 		wait := time.Until(deadline)
 		if wait <= 0 {
+			err := p.fullErrLocked()
 			p.mu.Unlock()
-			return false, ErrQueueFull
+			return false, err
 		}
 		ch := p.space
 		p.mu.Unlock()
@@ -331,4 +336,12 @@ func (p *PointQueue) nack(seqs []uint64) {
 	acked, removed := p.dispatchLocked(now, nil, removed)
 	p.mu.Unlock()
 	p.finish(acked, removed)
+}
+
+// fullErrLocked says why an enqueue was refused: paused or full. p.mu held.
+func (p *PointQueue) fullErrLocked() error {
+	if p.paused {
+		return ErrQueuePaused
+	}
+	return ErrQueueFull
 }

@@ -58,6 +58,9 @@ const (
 	DefaultMaxPendingBytes = 64 << 20
 	// DefaultBlockTimeout bounds how long PolicyBlock stalls a producer.
 	DefaultBlockTimeout = 30 * time.Second
+	// DefaultMaxDeliveries dead-letters a queue message after this many deliveries unless an
+	// address setting says otherwise (ActiveMQ Artemis's max-delivery-attempts default).
+	DefaultMaxDeliveries = 10
 	// DefaultPrefetch is the unacknowledged-delivery limit of a subscription that sets no
 	// prefetch-count.
 	DefaultPrefetch = 1000

@@ -122,6 +122,8 @@ func (s publishStage) Apply(c *Context) {
 		switch {
 		case errors.Is(err, dispatch.ErrQueueFull):
 			c.fail("queue full", "the destination is full; retry later")
+		case errors.Is(err, dispatch.ErrQueuePaused):
+			c.fail("queue paused", "an operator paused the destination; retry after it is resumed")
 		default:
 			c.fail("publish failed", "")
 		}
