@@ -70,6 +70,7 @@ func newRootCmd() *cobra.Command {
 
 	root.AddCommand(newServeCmd())
 	root.AddCommand(newQueueCmd(g))
+	root.AddCommand(newSendCmd(g), newSubscribeCmd(g), newBenchCmd(g))
 	return root
 }
 
