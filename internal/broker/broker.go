@@ -261,9 +261,21 @@ func (b *Broker) Start() error {
 	}
 	if b.admin != nil {
 		b.admin.start()
+		if b.cfg.Monitor.Token == "" && !isLoopback(b.cfg.Monitor.Host) {
+			b.log.Warn("the monitor API (queue delete, publish) is open to the network without a token; set titan.monitor.token or --monitor-host 127.0.0.1",
+				"addr", b.admin.ln.Addr().String())
+		}
 	}
 	b.goroutine("retention", b.retentionLoop)
 	return nil
+}
+
+func isLoopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 // RetentionInterval is how often events-store retention is enforced.
