@@ -355,20 +355,8 @@ func (e *Engine) detach(sub *Subscription) {
 		if sub.log == nil {
 			return
 		}
-		id := sub.log.id
 		e.mu.Lock()
-		l := e.logs[id]
-		for i, x := range l {
-			if x == sub.log {
-				l = append(l[:i:i], l[i+1:]...)
-				break
-			}
-		}
-		if len(l) == 0 {
-			delete(e.logs, id)
-		} else {
-			e.logs[id] = l
-		}
+		removeFromList(e.logs, sub.log.id, sub.log)
 		e.mu.Unlock()
 		sub.log.stop()
 	case dest.PatternEvents:
@@ -381,18 +369,7 @@ func (e *Engine) detach(sub *Subscription) {
 	default:
 		id := IdentityOf(sub.Group, sub.Dest)
 		e.mu.Lock()
-		w := e.waiting[id]
-		for i, s := range w {
-			if s == sub {
-				w = append(w[:i:i], w[i+1:]...)
-				break
-			}
-		}
-		if len(w) == 0 {
-			delete(e.waiting, id)
-		} else {
-			e.waiting[id] = w
-		}
+		removeFromList(e.waiting, id, sub)
 		e.mu.Unlock()
 		if q := sub.queue.Load(); q != nil {
 			q.removeConsumer(sub, byQueue[q])
@@ -598,4 +575,23 @@ func (e *Engine) Restore(id Identity, m *message.Message) {
 		return
 	}
 	pq.restore(m)
+}
+
+// removeFromList removes v from the list m[k] (without reusing the list's array, which
+// readers may hold), deleting the key when the list empties. It reports whether the key is
+// gone. The caller holds the lock guarding m.
+func removeFromList[K comparable, V comparable](m map[K][]V, k K, v V) (emptied bool) {
+	l := m[k]
+	for i, x := range l {
+		if x == v {
+			l = append(l[:i:i], l[i+1:]...)
+			break
+		}
+	}
+	if len(l) == 0 {
+		delete(m, k)
+		return true
+	}
+	m[k] = l
+	return false
 }

@@ -3,7 +3,6 @@ package dispatch
 import (
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/titan-broker/titan/internal/message"
 )
@@ -55,47 +54,8 @@ func (q *EventQueue) fullLocked(size int) bool {
 func (q *EventQueue) Enqueue(m *message.Message) (dropped bool, err error) {
 	size := m.Size()
 	q.mu.Lock()
-	var deadline time.Time
-	for {
-		if q.deleted {
-			q.mu.Unlock()
-			return false, ErrQueueDeleted
-		}
-		if !q.fullLocked(size) {
-			break
-		}
-		switch q.settings.FullPolicy {
-		case PolicyDrop:
-			q.mu.Unlock()
-			q.Dropped.Add(1)
-			return true, nil
-		case PolicyFail:
-			err := q.fullErrLocked()
-			q.mu.Unlock()
-			return false, err
-		}
-		if deadline.IsZero() {
-			bt := q.settings.BlockTimeout
-			if bt <= 0 {
-				bt = DefaultBlockTimeout
-			}
-			deadline = time.Now().Add(bt)
-		}
-		wait := time.Until(deadline)
-		if wait <= 0 {
-			err := q.fullErrLocked()
-			q.mu.Unlock()
-			return false, err
-		}
-		ch := q.space
-		q.mu.Unlock()
-		t := time.NewTimer(wait)
-		select {
-		case <-ch:
-		case <-t.C:
-		}
-		t.Stop()
-		q.mu.Lock()
+	if dropped, err := admit(q, &q.mu, size); dropped || err != nil {
+		return dropped, err
 	}
 	q.buf = append(q.buf, m)
 	q.bytes += int64(size)
@@ -156,3 +116,8 @@ func (q *EventQueue) fullErrLocked() error {
 	}
 	return ErrQueueFull
 }
+
+func (q *EventQueue) deletedLocked() bool         { return q.deleted }
+func (q *EventQueue) policyLocked() QueueSettings { return q.settings }
+func (q *EventQueue) spaceLocked() chan struct{}  { return q.space }
+func (q *EventQueue) countDrop()                  { q.Dropped.Add(1) }

@@ -101,71 +101,26 @@ func (p *PointQueue) fullLocked(size int) bool {
 func (p *PointQueue) Enqueue(m *message.Message) (dropped bool, err error) {
 	size := m.Size()
 	p.mu.Lock()
-	var deadline time.Time
-	for {
-		if p.deleted {
-			p.mu.Unlock()
-			return false, ErrQueueDeleted
-		}
-		if !p.fullLocked(size) {
-			break
-		}
-		switch p.settings.FullPolicy {
-		case PolicyDrop:
-			p.mu.Unlock()
-			p.Dropped.Add(1)
-			return true, nil
-		case PolicyFail:
-			err := p.fullErrLocked()
-			p.mu.Unlock()
-			return false, err
-		}
-		if deadline.IsZero() {
-			bt := p.settings.BlockTimeout
-			if bt <= 0 {
-				bt = DefaultBlockTimeout
-			}
-			deadline = time.Now().Add(bt)
-		}
-		wait := time.Until(deadline)
-		if wait <= 0 {
-			err := p.fullErrLocked()
-			p.mu.Unlock()
-			return false, err
-		}
-		ch := p.space
-		p.mu.Unlock()
-		t := time.NewTimer(wait)
-		select {
-		case <-ch:
-		case <-t.C:
-		}
-		t.Stop()
-		p.mu.Lock()
+	if dropped, err := admit(p, &p.mu, size); dropped || err != nil {
+		return dropped, err
 	}
-	now := p.now()
-	p.seq++
-	qm := &queue.Message{Seq: p.seq, Size: size, Value: m}
-	if m.DeliverAtMs > 0 {
-		qm.DeliverAt = time.UnixMilli(m.DeliverAtMs)
-	}
-	if m.ExpiresMs > 0 {
-		qm.ExpiresAt = time.UnixMilli(m.ExpiresMs)
-	}
-	removed := cloneRemoved(p.q.Enqueue(qm, now))
-	p.Enqueued.Add(1)
-	acked, removed := p.dispatchLocked(now, nil, removed)
-	p.mu.Unlock()
-	p.finish(acked, removed)
+	p.enqueueAndUnlock(m, size, 0)
 	return false, nil
 }
 
-// restore enqueues a recovered message without admission checks (see Engine.Restore).
+// restore enqueues a recovered message without admission checks (see Engine.Restore). It
+// counts as delivered once: nobody knows whether it was before the restart.
 func (p *PointQueue) restore(m *message.Message) {
 	p.mu.Lock()
+	p.enqueueAndUnlock(m, m.Size(), 1)
+}
+
+// enqueueAndUnlock adds m to the queue, dispatches, releases p.mu and retires what the ring
+// or dispatch removed. p.mu held on entry.
+func (p *PointQueue) enqueueAndUnlock(m *message.Message, size, deliveryCount int) {
 	now := p.now()
 	p.seq++
-	qm := &queue.Message{Seq: p.seq, Size: m.Size(), Value: m, DeliveryCount: 1}
+	qm := &queue.Message{Seq: p.seq, Size: size, Value: m, DeliveryCount: deliveryCount}
 	if m.DeliverAtMs > 0 {
 		qm.DeliverAt = time.UnixMilli(m.DeliverAtMs)
 	}
@@ -345,3 +300,8 @@ func (p *PointQueue) fullErrLocked() error {
 	}
 	return ErrQueueFull
 }
+
+func (p *PointQueue) deletedLocked() bool         { return p.deleted }
+func (p *PointQueue) policyLocked() QueueSettings { return p.settings }
+func (p *PointQueue) spaceLocked() chan struct{}  { return p.space }
+func (p *PointQueue) countDrop()                  { p.Dropped.Add(1) }

@@ -305,18 +305,8 @@ func (e *Engine) removeResponder(sub *Subscription) {
 	id := IdentityOf(sub.Group, sub.Dest)
 	r := e.rpc
 	r.mu.Lock()
-	l := r.responders[id]
-	for i, s := range l {
-		if s == sub {
-			l = append(l[:i:i], l[i+1:]...)
-			break
-		}
-	}
-	if len(l) == 0 {
-		delete(r.responders, id)
+	if removeFromList(r.responders, id, sub) {
 		delete(r.rr, id)
-	} else {
-		r.responders[id] = l
 	}
 	r.mu.Unlock()
 }

@@ -3,6 +3,7 @@ package dispatch
 import (
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -103,4 +104,67 @@ func (p *FullPolicy) UnmarshalText(b []byte) error {
 	}
 	*p = v
 	return nil
+}
+
+// admission is what the address-full policy consults on a queue; every method but countDrop
+// runs with the queue's mutex held.
+type admission interface {
+	deletedLocked() bool
+	fullLocked(size int) bool
+	fullErrLocked() error
+	policyLocked() QueueSettings
+	spaceLocked() chan struct{}
+	countDrop()
+}
+
+// admit applies the address-full policy (DESIGN §4) to a message of size bytes. mu, the
+// queue's mutex, is held on entry. It returns with mu still held, and (false, nil), when the
+// message may be enqueued; otherwise mu is released and it reports a PolicyDrop discard
+// (dropped) or the refusal: ErrQueueDeleted, ErrQueueFull, ErrQueuePaused. Under PolicyBlock
+// it waits, with mu released, for room (a close of the queue's space channel) up to the
+// block timeout: the producer's connection is not read meanwhile.
+func admit(q admission, mu *sync.Mutex, size int) (dropped bool, err error) {
+	var deadline time.Time
+	for {
+		if q.deletedLocked() {
+			mu.Unlock()
+			return false, ErrQueueDeleted
+		}
+		if !q.fullLocked(size) {
+			return false, nil
+		}
+		s := q.policyLocked()
+		switch s.FullPolicy {
+		case PolicyDrop:
+			mu.Unlock()
+			q.countDrop()
+			return true, nil
+		case PolicyFail:
+			err := q.fullErrLocked()
+			mu.Unlock()
+			return false, err
+		}
+		if deadline.IsZero() {
+			bt := s.BlockTimeout
+			if bt <= 0 {
+				bt = DefaultBlockTimeout
+			}
+			deadline = time.Now().Add(bt)
+		}
+		wait := time.Until(deadline)
+		if wait <= 0 {
+			err := q.fullErrLocked()
+			mu.Unlock()
+			return false, err
+		}
+		ch := q.spaceLocked()
+		mu.Unlock()
+		t := time.NewTimer(wait)
+		select {
+		case <-ch:
+		case <-t.C:
+		}
+		t.Stop()
+		mu.Lock()
+	}
 }

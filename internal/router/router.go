@@ -233,18 +233,10 @@ func (r *Router) Resolve(c *Context) Route {
 	f := c.Frame
 	switch f.Command {
 	case frame.CmdSend:
-		raw, ok := f.Get(frame.HdrDestination)
+		d, ok := r.destination(c, dest.Parse)
 		if !ok {
-			c.fail("missing destination header", "SEND requires a destination header")
 			return RouteReject
 		}
-		d, err := dest.Parse(raw, r.opts.DefaultPattern)
-		if err != nil {
-			r.log.Debug("invalid destination", "destination", raw, "err", err)
-			c.fail("invalid destination", "")
-			return RouteReject
-		}
-		c.Dest = d
 		switch d.Pattern {
 		case dest.PatternEvents:
 			return RouteSendEvents
@@ -260,18 +252,10 @@ func (r *Router) Resolve(c *Context) Route {
 		c.fail("unsupported destination pattern", d.Pattern.String()+" destinations are not available on this server")
 		return RouteReject
 	case frame.CmdSubscribe:
-		raw, ok := f.Get(frame.HdrDestination)
+		d, ok := r.destination(c, dest.ParseFilter)
 		if !ok {
-			c.fail("missing destination header", "SUBSCRIBE requires a destination header")
 			return RouteReject
 		}
-		d, err := dest.ParseFilter(raw, r.opts.DefaultPattern)
-		if err != nil {
-			r.log.Debug("invalid destination", "destination", raw, "err", err)
-			c.fail("invalid destination", "")
-			return RouteReject
-		}
-		c.Dest = d
 		switch d.Pattern {
 		case dest.PatternEvents, dest.PatternQueues, dest.PatternEventsStore,
 			dest.PatternCommands, dest.PatternQueries, dest.PatternTempQueue:
@@ -296,6 +280,25 @@ func (r *Router) Resolve(c *Context) Route {
 	}
 	c.fail("unexpected frame", f.Command.String()+" is not valid here")
 	return RouteReject
+}
+
+// destination resolves the frame's destination header with parse (dest.Parse for SEND,
+// dest.ParseFilter for SUBSCRIBE) into c.Dest, recording the sanitized error when it fails:
+// the detail goes to the log only (reference 003, "Destination errors").
+func (r *Router) destination(c *Context, parse func(string, dest.Pattern) (dest.Destination, error)) (dest.Destination, bool) {
+	raw, ok := c.Frame.Get(frame.HdrDestination)
+	if !ok {
+		c.fail("missing destination header", c.Frame.Command.String()+" requires a destination header")
+		return dest.Destination{}, false
+	}
+	d, err := parse(raw, r.opts.DefaultPattern)
+	if err != nil {
+		r.log.Debug("invalid destination", "destination", raw, "err", err)
+		c.fail("invalid destination", "")
+		return dest.Destination{}, false
+	}
+	c.Dest = d
+	return d, true
 }
 
 // Route runs c through its route to Final. It never panics: a stage panic is recovered,
