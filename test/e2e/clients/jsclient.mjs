@@ -331,6 +331,448 @@ const scenarios = {
   },
 };
 
+// ---------------------------------------------------------------- WebSocket scenarios
+// (websocket_test.go): the same stompjs Client over a real WebSocket (npm's ws package, as
+// Node 20 has no global WebSocket) instead of @stomp/tcp-wrapper.
+
+// WSConn is a Conn whose transport is a WebSocket to args.url, offering args.protocols.
+// stompjs sends a frame as a text WebSocket message unless its body is binary;
+// args.force_binary sets its forceBinaryWSFrames, so every frame goes as a binary message.
+class WSConn extends Conn {
+  constructor(args, WebSocket, opts = {}) {
+    super(args, opts);
+    this.ws = null;
+    this.client.configure({
+      forceBinaryWSFrames: !!args.force_binary,
+      webSocketFactory: () => {
+        this.ws = new WebSocket(args.url, args.protocols || ['v12.stomp']);
+        return this.ws;
+      },
+    });
+  }
+}
+
+async function openWS(args) {
+  const { default: WebSocket } = await import('ws');
+  return new WSConn(args, WebSocket).open();
+}
+
+function wsRecord(m) {
+  return {
+    body_hex: toHex(m.binaryBody),
+    destination: m.headers.destination ?? null,
+    content_length: m.headers['content-length'] ?? null,
+  };
+}
+
+// wsBodies turns args.bodies (text) and args.bodies_hex (binary) into what publish sends.
+function wsBodies(args) {
+  const out = (args.bodies || []).slice();
+  for (const h of args.bodies_hex || []) out.push(new Uint8Array(Buffer.from(h, 'hex')));
+  return out;
+}
+
+Object.assign(scenarios, {
+  // ws_receive subscribes over WebSocket, prints {"ready": true}, and waits for args.count
+  // MESSAGEs (sent by another client), reporting each body as hex (message.binaryBody).
+  async ws_receive(args, out) {
+    const c = await openWS(args);
+    out.protocol = c.ws.protocol;
+    out.version = c.connected.version ?? null;
+    await c.subscribe(args.dest);
+    process.stdout.write(JSON.stringify({ ready: true }) + '\n');
+    try {
+      await c.waitFor(() => c.messages.length >= args.count, `${args.count} messages`);
+      await c.disconnect();
+    } finally {
+      out.messages = c.messages.map(wsRecord);
+    }
+  },
+
+  // ws_send publishes args.bodies then args.bodies_hex (as binaryBody) over WebSocket, each
+  // with a receipt it waits for.
+  async ws_send(args, out) {
+    const c = await openWS(args);
+    out.protocol = c.ws.protocol;
+    out.version = c.connected.version ?? null;
+    for (const b of wsBodies(args)) await c.send(args.dest, b);
+    await c.disconnect();
+    out.sent = true;
+  },
+
+  // ws_echo subscribes over WebSocket and sends to itself (args.bodies, args.bodies_hex),
+  // reporting what came back.
+  async ws_echo(args, out) {
+    const c = await openWS(args);
+    out.protocol = c.ws.protocol;
+    out.version = c.connected.version ?? null;
+    await c.subscribe(args.dest);
+    const bodies = wsBodies(args);
+    try {
+      for (const b of bodies) await c.send(args.dest, b);
+      await c.waitFor(() => c.messages.length >= bodies.length, `${bodies.length} messages`);
+      await c.disconnect();
+    } finally {
+      out.messages = c.messages.map(wsRecord);
+    }
+  },
+});
+
+// ---------------------------------------------------------------- scenarios of the destination
+// pattern and request/response tests (patterns_test.go, rpc_test.go). Some need the monitor
+// API: args.monitor is its base URL.
+
+// fullRecord is a MESSAGE with every header it carried.
+const fullRecord = (m) => ({ headers: { ...m.headers }, body: m.body });
+
+// subscribeWith is Conn.subscribe calling hook(m) as each MESSAGE arrives.
+async function subscribeWith(c, dest, ack, headers, hook) {
+  const id = rid('sub');
+  const onMessage = (m) => { hook(m); c.messages.push(m); c.notify(); };
+  c.client.subscribe(dest, onMessage, { ...headers, id: `${++c.subCount}`, ack, receipt: id });
+  await c.waitReceipt(id);
+}
+
+// sendForReceipt sends with a receipt and returns the RECEIPT frame's headers.
+async function sendForReceipt(c, dest, body, headers = {}) {
+  const id = rid('req');
+  c.receiptFrames = c.receiptFrames || {};
+  c.client.watchForReceipt(id, (frame) => {
+    c.receiptFrames[id] = frame.headers;
+    c.receipts.push(id);
+    c.notify();
+  });
+  c.client.publish({ destination: dest, body, headers: { ...headers, receipt: id } });
+  await c.waitReceipt(id);
+  return c.receiptFrames[id];
+}
+
+// monitorQueue returns the monitor API's QueueInfo of dest (null when no such queue exists).
+async function monitorQueue(args, dest) {
+  const u = new URL(args.monitor + '/titan/monitor/queues');
+  u.searchParams.set('destination', dest);
+  const r = await fetch(u);
+  const j = await r.json();
+  return j.queues[0] ?? null;
+}
+
+async function pollMonitor(args, dest, pred, what) {
+  const deadline = Date.now() + (args.timeout || 10) * 1000;
+  for (;;) {
+    const q = await monitorQueue(args, dest);
+    if (q !== null && pred(q)) return q;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what} (last: ${JSON.stringify(q)})`);
+    await sleep(10);
+  }
+}
+
+// jsResponder is one request/response responder connection (rpc_serve): it answers its
+// requests one at a time, in arrival order.
+class JSResponder {
+  constructor(args, ch, index) {
+    this.args = args;
+    this.ch = ch;
+    this.name = `${ch.dest}#${index}` + (ch.group ? `@${ch.group}` : '');
+    this.handled = [];
+    this.errors = [];
+    this.chain = Promise.resolve();
+    this.stopped = false;
+  }
+
+  async start() {
+    this.c = await open(this.args);
+    await subscribeWith(this.c, this.ch.dest, 'auto', this.ch.group ? { group: this.ch.group } : {}, (m) => {
+      this.handled.push(fullRecord(m));
+      this.chain = this.chain.then(() => this.answer(m)).catch((e) => this.errors.push(`${e.name}: ${e.message}`));
+    });
+    return this;
+  }
+
+  async answer(m) {
+    const ch = this.ch;
+    const behaviour = ch.behaviour || 'answer';
+    if (behaviour === 'ignore' || this.stopped) return;
+    if (behaviour === 'late') await sleep(ch.delay_ms);
+    const h = { 'correlation-id': m.headers['correlation-id'] ?? '', responder: this.name };
+    if (behaviour === 'spy') {
+      h['spy-result'] = await this.spy(m.headers['reply-to'] ?? '');
+      // A response nobody asked for: dropped; the real answer after it is the barrier.
+      await this.c.send(m.headers['reply-to'], '', { 'correlation-id': 'unknown-1', executed: 'true' });
+    }
+    if ((ch.kind || 'command') === 'query') {
+      h['content-type'] = 'text/plain';
+      await this.c.send(m.headers['reply-to'], `answer:${m.body}`, h);
+    } else {
+      h.executed = 'true';
+      await this.c.send(m.headers['reply-to'], '', h);
+    }
+  }
+
+  // spy has another connection try to SUBSCRIBE to the requester's reply-to.
+  async spy(replyTo) {
+    const s = await open(this.args, { discard: true });
+    const id = rid('spy');
+    s.client.subscribe(replyTo, () => {}, { receipt: id });
+    await s.waitFor(() => s.errors.length > 0 || s.receipts.includes(id), "the spy's SUBSCRIBE");
+    const result = s.receipts.includes(id) ? 'subscribed' : `ERROR ${s.errors[0].headers.message ?? ''}`;
+    s.kill();
+    return result;
+  }
+}
+
+Object.assign(scenarios, {
+  // plan: see sc_plan in pyclient.py.
+  async plan(args, out) {
+    const subs = {};
+    out.received = {};
+    out.errors = {};
+    let p = null;
+    try {
+      if (args.before && args.before.length) {
+        const p0 = await open(args);
+        for (const m of args.before) await p0.send(m.dest, m.body, m.headers || {});
+        await p0.disconnect();
+      }
+      for (const name of Object.keys(args.subs).sort()) {
+        const s = args.subs[name];
+        const c = await open(args);
+        subs[name] = c;
+        await c.subscribe(s.dest, s.ack || 'auto', s.headers || {});
+      }
+      p = await open(args);
+      for (const m of args.sends || []) await p.send(m.dest, m.body, m.headers || {});
+      await p.disconnect();
+      for (const name of Object.keys(args.wait || {}).sort()) {
+        const c = subs[name];
+        const want = args.wait[name];
+        await c.waitFor(() => want.every((b) => c.bodies().includes(b)), `${name} to receive ${JSON.stringify(want)}`);
+      }
+      for (const c of Object.values(subs)) await c.disconnect();
+    } finally {
+      for (const [name, c] of Object.entries(subs)) {
+        out.received[name] = c.messages.map(fullRecord);
+        out.errors[name] = c.errors;
+      }
+      out.producer_errors = p ? p.errors : [];
+    }
+  },
+
+  // invalid: see sc_invalid in pyclient.py.
+  async invalid(args, out) {
+    out.results = [];
+    for (const kase of args.cases) {
+      const c = await open(args);
+      const id = rid('invalid');
+      const r = { command: kase.command, dest: kase.dest, receipt_id: id };
+      out.results.push(r);
+      if (kase.command === 'SEND') {
+        c.client.publish({ destination: kase.dest, body: 'x', headers: { receipt: id } });
+      } else {
+        c.client.subscribe(kase.dest, () => {}, { id: '1', receipt: id });
+      }
+      await c.waitFor(() => c.errors.length > 0 || c.receipts.includes(id), `an ERROR or RECEIPT for ${kase.command} ${kase.dest}`);
+      r.receipt = c.receipts.includes(id);
+      r.errors = c.errors.slice();
+      if (r.receipt) {
+        await c.disconnect();
+        continue;
+      }
+      await c.waitFor(() => c.closed, 'the connection to close after ERROR');
+      r.closed = true;
+      await c.client.deactivate();
+    }
+  },
+
+  // dlq: see sc_dlq in pyclient.py.
+  async dlq(args, out) {
+    const d = await open(args);
+    await d.subscribe(args.dlq);
+    const c = await open(args);
+    const dNotify = d.notify.bind(d);
+    d.notify = () => { dNotify(); c.notify(); }; // one wait watches both connections
+    await c.subscribe(args.dest, 'client-individual');
+    out.deliveries = [];
+    out.dead_letters = [];
+    try {
+      const p = await open(args);
+      await p.send(args.dest, 'poison', { 'x-app': 'kept', 'content-type': 'text/plain' });
+      await p.disconnect();
+      let handled = 0;
+      let lastNack = null;
+      while (handled < 10) {
+        await c.waitFor(() => c.messages.length > handled || d.messages.length > 0, 'a redelivery or the dead letter');
+        const dead = d.messages.length > 0;
+        for (const m of c.messages.slice(handled)) {
+          const rec = fullRecord(m);
+          rec.since_nack_ms = lastNack === null ? null : performance.now() - lastNack;
+          out.deliveries.push(rec);
+          handled++;
+          if (!dead) {
+            lastNack = performance.now();
+            m.nack();
+          }
+        }
+        if (dead) break;
+      }
+      await c.disconnect();
+      out.deliveries_total = c.messages.length;
+      await d.disconnect();
+    } finally {
+      out.dead_letters = d.messages.map(fullRecord);
+    }
+  },
+
+  // prefetch: see sc_prefetch in pyclient.py.
+  async prefetch(args, out) {
+    const { dest, count, prefetch } = args;
+    const ackN = args.ack_n;
+    const mode = args.ack || 'client';
+    const p = await open(args);
+    for (let i = 0; i < count; i++) await p.send(dest, `pf-${i}`);
+    await p.disconnect();
+    const c = await open(args);
+    out.received = [];
+    try {
+      await c.subscribe(dest, mode, { 'prefetch-count': String(prefetch) });
+      await c.waitFor(() => c.messages.length >= prefetch, `${prefetch} deliveries`);
+      out.monitor_first = await pollMonitor(args, dest, (q) => q.delivering >= prefetch, `delivering >= ${prefetch}`);
+      await c.send('/topic/prefetch-barrier', 'barrier');
+      out.received_first = c.messages.length;
+      if (mode === 'client') {
+        c.messages[ackN - 1].ack();
+      } else {
+        for (const m of c.messages.slice(0, ackN)) m.ack();
+      }
+      await c.waitFor(() => c.messages.length >= prefetch + ackN, `${prefetch + ackN} deliveries after acknowledging ${ackN}`);
+      out.monitor_second = await pollMonitor(args, dest, (q) => q.acked >= ackN && q.delivering >= prefetch,
+        `acked >= ${ackN} and delivering >= ${prefetch}`);
+      await c.send('/topic/prefetch-barrier', 'barrier');
+      out.received_second = c.messages.length;
+      await c.disconnect();
+    } finally {
+      out.received = c.bodies();
+    }
+  },
+
+  // schedule: see sc_schedule in pyclient.py.
+  async schedule(args, out) {
+    const dest = args.dest;
+    const c = await open(args);
+    const at = {};
+    await subscribeWith(c, dest, 'auto', {}, (m) => { at[m.body] ??= performance.now(); });
+    const p = await open(args);
+    let t0 = performance.now();
+    try {
+      t0 = performance.now();
+      await p.send(dest, 'delayed', { delay: String(args.delay_ms) });
+      out.monitor_after_delayed_send = await monitorQueue(args, dest);
+      const now = Date.now();
+      await p.send(dest, 'expired', { expires: String(now - 60000) });
+      await p.send(dest, 'future', { expires: String(now + 600000) });
+      await p.send(dest, 'plain');
+      await c.waitFor(() => c.bodies().includes('delayed'), 'the delayed message');
+      await p.send(dest, 'after');
+      await c.waitFor(() => c.bodies().includes('after'), 'the message sent after it');
+      out.monitor_end = await pollMonitor(args, dest, (q) => q.size === 0, 'an empty queue');
+      await p.disconnect();
+      await c.disconnect();
+      out.future_expires = String(now + 600000);
+    } finally {
+      out.received = c.messages.map((m) => ({ ...fullRecord(m), at_ms: at[m.body] === undefined ? null : at[m.body] - t0 }));
+    }
+  },
+
+  // rpc_serve: see sc_rpc_serve in pyclient.py.
+  async rpc_serve(args, out) {
+    const rs = [];
+    try {
+      for (const ch of args.channels) {
+        for (let i = 0; i < (ch.responders || 1); i++) rs.push(await new JSResponder(args, ch, i).start());
+      }
+      process.stdout.write(JSON.stringify({ ready: true }) + '\n');
+      await new Promise((resolve) => {
+        process.stdin.on('end', resolve);
+        process.stdin.resume();
+      });
+    } finally {
+      for (const r of rs) r.stopped = true;
+      await Promise.race([Promise.all(rs.map((r) => r.chain)), sleep(5000)]);
+      out.handled = Object.fromEntries(rs.map((r) => [r.name, r.handled]));
+      out.errors = rs.flatMap((r) => r.errors.concat(r.c.errors.map((e) => e.headers.message ?? '')));
+    }
+  },
+
+  // rpc_request: see sc_rpc_request in pyclient.py.
+  async rpc_request(args, out) {
+    const a = await open(args);
+    out.session = a.connected.session ?? null;
+    out.requests = [];
+    const sent = {};
+    const arrived = {};
+    const reply = '/temp-queue/replies';
+    const hook = (m) => { arrived[m.headers['correlation-id']] ??= performance.now(); };
+    await subscribeWith(a, reply, 'auto', {}, hook);
+    await subscribeWith(a, args.reply_queue, 'auto', {}, hook);
+    let b = null;
+    const request = async (dest, body, { corr, timeoutMs, replyTo = reply, conn = a, headers = {} } = {}) => {
+      const h = { ...headers, 'reply-to': replyTo };
+      if (corr !== undefined) h['correlation-id'] = corr;
+      if (timeoutMs !== undefined) h.timeout = String(timeoutMs);
+      const t = performance.now();
+      const rec = await sendForReceipt(conn, dest, body, h);
+      sent[corr ?? rec['correlation-id']] = t;
+      out.requests.push({ dest, correlation_id: corr ?? null, receipt: conn === a ? rec : null });
+      return rec;
+    };
+    const waitFor = (corr, conn = a) =>
+      conn.waitFor(() => conn.messages.some((m) => m.headers['correlation-id'] === corr), `a response with correlation-id ${corr}`);
+    const short = args.short_timeout_ms;
+    try {
+      await request(args.command, 'do-it', { corr: 'rt-cmd', timeoutMs: 5000 });
+      await waitFor('rt-cmd');
+      await request(args.query, 'what', { corr: 'rt-query', timeoutMs: 5000 });
+      await waitFor('rt-query');
+      const gen = (await request(args.command, 'no-corr', { timeoutMs: 5000 }))['correlation-id'] ?? null;
+      out.generated_correlation_id = gen;
+      if (gen) await waitFor(gen);
+      await request(args.command, 'to-queue', { corr: 'rt-queue', timeoutMs: 5000, replyTo: args.reply_queue });
+      await waitFor('rt-queue');
+      for (let i = 0; i < args.balanced_count; i++) await request(args.balanced, `lb-${i}`, { corr: `lb-${i}`, timeoutMs: 5000 });
+      for (let i = 0; i < args.balanced_count; i++) await waitFor(`lb-${i}`);
+      await request(args.nobody, 'anyone?', { corr: 'nobody-1', timeoutMs: 5000 });
+      await waitFor('nobody-1');
+      await request(args.silent, 'hello?', { corr: 'timeout-1', timeoutMs: short });
+      await waitFor('timeout-1');
+      await request(args.slow, 'late', { corr: 'late-1', timeoutMs: short });
+      await waitFor('late-1');
+      await request(args.slow, 'in-time', { corr: 'late-2', timeoutMs: 5000 });
+      await waitFor('late-2');
+      await request(args.spy, 'spy-on-me', { corr: 'spy-1', timeoutMs: 10000 });
+      await waitFor('spy-1');
+      for (let i = 0; i < args.grouped_count; i++) {
+        await request(args.grouped, 'grp', { corr: `grp-market-${i}`, timeoutMs: 5000, headers: { group: 'market' } });
+        await request(args.grouped, 'grp', { corr: `grp-default-${i}`, timeoutMs: 5000 });
+      }
+      for (let i = 0; i < args.grouped_count; i++) {
+        await waitFor(`grp-market-${i}`);
+        await waitFor(`grp-default-${i}`);
+      }
+      b = await open(args);
+      await b.subscribe(reply);
+      await request(args.command, 'from-b', { corr: 'iso-b', timeoutMs: 5000, conn: b });
+      await waitFor('iso-b', b);
+      await b.disconnect();
+      await a.disconnect();
+    } finally {
+      out.responses = a.messages.map(fullRecord);
+      out.b_responses = b ? b.messages.map(fullRecord) : [];
+      out.errors = a.errors.map((e) => e.headers.message ?? '');
+      out.response_ms = {};
+      for (const [k, t] of Object.entries(sent)) if (arrived[k] !== undefined) out.response_ms[k] = arrived[k] - t;
+    }
+  },
+});
+
 async function main() {
   const [name, json] = process.argv.slice(2);
   if (!scenarios[name] || json === undefined) {

@@ -433,6 +433,804 @@ def sc_pinger(args, out):
     out["done"] = True
 
 
+# ---------------------------------------------------------------- durability scenarios
+# (crash, restart and WebSocket tests: crash_test.go, restart_test.go, websocket_test.go)
+
+
+def emit(obj, lock=None):
+    """Prints one JSON line and flushes it at once, so a line the Go test reads is never
+    lost when the broker (and with it this client) dies right after."""
+    line = json.dumps(obj) + "\n"
+    if lock is None:
+        sys.stdout.write(line)
+        sys.stdout.flush()
+        return
+    with lock:
+        sys.stdout.write(line)
+        sys.stdout.flush()
+
+
+def sc_crash_produce(args, out):
+    """Sends persistent messages with receipts to dest, at most `window` unanswered at a time,
+    until the connection drops (the broker is killed) or `max` were sent. Prints
+    {"acked": body} the moment a SEND's RECEIPT arrives, before anything else happens.
+    Bodies are "<prefix>-<n>"."""
+    dest, prefix = args["dest"], args["prefix"]
+    window, limit = args.get("window", 16), args.get("max", 1000000)
+    lock = threading.Lock()
+    slots = threading.Semaphore(window)
+    stop = threading.Event()
+    pending = {}
+    state = {"acked": 0, "closed": False, "errors": []}
+
+    class Listener(stomp.ConnectionListener):
+        def on_receipt(self, frame):
+            with lock:
+                body = pending.pop(frame.headers.get("receipt-id"), None)
+                if body is None or state["closed"]:
+                    return
+                state["acked"] += 1
+                sys.stdout.write(json.dumps({"acked": body}) + "\n")
+                sys.stdout.flush()
+            slots.release()
+
+        def on_error(self, frame):
+            with lock:
+                state["errors"].append(frame.headers.get("message", ""))
+            stop.set()
+            for _ in range(window):
+                slots.release()
+
+        def on_disconnected(self):
+            stop.set()
+            for _ in range(window):
+                slots.release()
+
+    conn = stomp.Connection12([(args["host"], args["port"])], reconnect_attempts_max=1,
+                              heartbeats=(0, 0))
+    conn.set_listener("crash", Listener())
+    conn.connect(wait=True)
+    emit({"ready": True}, lock)
+    sent = 0
+    try:
+        while not stop.is_set() and sent < limit:
+            if not slots.acquire(timeout=args.get("timeout", 10)):
+                raise Timeout("no RECEIPT within %ss" % args.get("timeout", 10))
+            if stop.is_set():
+                break
+            body = "%s-%d" % (prefix, sent)
+            rid = "r-" + body
+            with lock:
+                pending[rid] = body
+            conn.send(dest, body, headers={"receipt": rid, "persistent": "true"})
+            sent += 1
+        if not stop.is_set():
+            deadline = time.monotonic() + args.get("timeout", 10)
+            while time.monotonic() < deadline and not stop.is_set():
+                with lock:
+                    if not pending:
+                        break
+                time.sleep(0.01)
+    except Exception as e:  # noqa: BLE001 - the broker died under us: expected
+        out["send_error"] = "%s: %s" % (type(e).__name__, e)
+    finally:
+        with lock:
+            state["closed"] = True  # no "acked" line after the result line
+            out["sent"] = sent
+            out["receipts"] = state["acked"]
+            out["unanswered"] = len(pending)
+            out["errors"] = state["errors"]
+            out["disconnected"] = stop.is_set()
+
+
+def sc_crash_consume(args, out):
+    """Consumes dest with client-individual acks until the connection drops, printing
+    {"body", "redelivered"} for every MESSAGE before acknowledging it."""
+    dest = args["dest"]
+    lock = threading.Lock()
+    stop = threading.Event()
+    state = {"n": 0}
+    holder = {}
+
+    class Listener(stomp.ConnectionListener):
+        def on_message(self, frame):
+            with lock:
+                state["n"] += 1
+                sys.stdout.write(json.dumps({"body": text(frame.body),
+                                             "redelivered": frame.headers.get("redelivered")}) + "\n")
+                sys.stdout.flush()
+            try:
+                holder["conn"].ack(frame.headers["ack"])
+            except Exception:  # noqa: BLE001 - the broker died under us
+                stop.set()
+
+        def on_receipt(self, frame):
+            with lock:
+                holder.setdefault("receipts", []).append(frame.headers.get("receipt-id"))
+
+        def on_disconnected(self):
+            stop.set()
+
+    conn = stomp.Connection12([(args["host"], args["port"])], reconnect_attempts_max=1,
+                              heartbeats=(0, 0))
+    holder["conn"] = conn
+    conn.set_listener("crash", Listener())
+    conn.connect(wait=True)
+    conn.subscribe(dest, "1", ack="client-individual", headers={"receipt": "sub-1"})
+    deadline = time.monotonic() + args.get("timeout", 10)
+    while "sub-1" not in holder.get("receipts", []) and not stop.is_set():
+        if time.monotonic() > deadline:
+            raise Timeout("no RECEIPT for SUBSCRIBE")
+        time.sleep(0.005)
+    emit({"ready": True}, lock)
+    stop.wait(args.get("max_seconds", 60))
+    with lock:
+        out["received"] = state["n"]
+        out["disconnected"] = stop.is_set()
+
+
+def sc_drain(args, out):
+    """Drains dest with client-individual acks: subscribes, sends a fence message after the
+    SUBSCRIBE's receipt and consumes (acking each) until the fence arrives. Everything queued
+    before the fence has then been delivered. Reports [body, redelivered] per MESSAGE."""
+    dest, fence = args["dest"], args.get("fence", "FENCE")
+    c = Client(args)
+    c.timeout = args.get("drain_timeout", c.timeout)
+    acked = [0]
+
+    class Acker(stomp.ConnectionListener):
+        def on_message(self, frame):
+            c.conn.ack(frame.headers["ack"])
+            acked[0] += 1
+
+    c.conn.set_listener("acker", Acker())
+    try:
+        c.subscribe(dest, ack="client-individual")
+        c.send(dest, fence)
+        c.col.wait(lambda col: fence in col.bodies_unlocked(), c.timeout, "the fence " + fence)
+        c.disconnect()
+    finally:
+        with c.col.cond:
+            out["deliveries"] = [[text(b), h.get("redelivered")] for h, b in c.col.messages]
+        out["errors"] = c.col.errors
+
+
+def sc_send_bodies(args, out):
+    """Sends each of args["bodies"] (or args["bodies_hex"], as bytes) to dest with a receipt
+    and waits for it; headers go on every SEND. Reports epoch milliseconds just before the
+    first SEND and after the last RECEIPT."""
+    dest, headers = args["dest"], args.get("headers", {})
+    binary = "bodies_hex" in args
+    bodies = [bytes.fromhex(h) for h in args["bodies_hex"]] if binary else args["bodies"]
+    c = Client(args, auto_decode=not binary)
+    out["before_ms"] = int(time.time() * 1000)
+    for b in bodies:
+        c.send(dest, b, headers=headers)
+    out["receipted_ms"] = int(time.time() * 1000)
+    c.disconnect()
+
+
+def sc_collect(args, out):
+    """Subscribes to dest (ack mode and extra SUBSCRIBE headers from args), prints
+    {"ready": true}, sends args["send"] bodies (if any), waits for `count` MESSAGEs, acks the
+    first `ack_first` of them (client-individual), sends args["send_after"] and waits until
+    those have arrived too (a fence: whatever came before them is in), then disconnects with
+    a receipt. Reports each MESSAGE with its headers, body (hex when "binary") and arrival
+    time in epoch milliseconds."""
+    dest, count = args["dest"], args["count"]
+    binary = args.get("binary", False)
+    c = Client(args, auto_decode=not binary)
+    arrivals = []
+
+    class Clock(stomp.ConnectionListener):
+        def on_message(self, frame):
+            arrivals.append(int(time.time() * 1000))
+
+    c.conn.set_listener("clock", Clock())  # called after the collector: same order
+    out["subscribe_ms"] = int(time.time() * 1000)
+    try:
+        c.subscribe(dest, ack=args.get("ack", "auto"), headers=args.get("sub_headers", {}))
+        out["subscribed_ms"] = int(time.time() * 1000)
+        emit({"ready": True})
+        for b in args.get("send", []):
+            c.send(dest, b)
+        c.col.wait(lambda col: len(col.messages) >= count, c.timeout, "%d messages" % count)
+        for h, _ in c.col.messages[:args.get("ack_first", 0)]:
+            c.ack(h)
+        after = args.get("send_after", [])
+        for b in after:
+            c.send(dest, b)
+        if after:
+            c.col.wait(lambda col: set(after) <= set(col.bodies_unlocked()), c.timeout,
+                       "the messages sent after the first %d" % count)
+        c.disconnect()
+    finally:
+        with c.col.cond:
+            out["messages"] = [{
+                "body": bytes(b).hex() if binary else text(b),
+                "sequence": h.get("sequence"),
+                "redelivered": h.get("redelivered"),
+                "destination": h.get("destination"),
+                "ack": h.get("ack"),
+                "content_length": h.get("content-length"),
+            } for h, b in c.col.messages]
+            out["arrival_ms"] = list(arrivals)
+            out["errors"] = c.col.errors
+
+
+# ---------------------------------------------------------------- scenarios of the destination
+# pattern, ring queue, request/response and CLI tests (patterns_test.go, ring_test.go,
+# rpc_test.go, cli_test.go). Some need the monitor API: args["monitor"] is its base URL.
+
+import urllib.parse  # noqa: E402 - kept with the scenarios that use it
+import urllib.request  # noqa: E402
+
+
+def full_record(headers, body):
+    """A MESSAGE with every header it carried."""
+    return {"headers": dict(headers), "body": text(body)}
+
+
+def monitor_queue(args, dest, group=None):
+    """The monitor API's QueueInfo of dest (None when no such queue exists)."""
+    q = {"destination": dest}
+    if group:
+        q["group"] = group
+    url = args["monitor"] + "/titan/monitor/queues?" + urllib.parse.urlencode(q)
+    with urllib.request.urlopen(url, timeout=5) as r:
+        qs = json.load(r)["queues"]
+    return qs[0] if qs else None
+
+
+def poll_monitor(args, dest, pred, timeout, what):
+    """Polls dest's QueueInfo until pred(info) holds; returns it, or raises Timeout."""
+    deadline = time.monotonic() + timeout
+    while True:
+        info = monitor_queue(args, dest)
+        if info is not None and pred(info):
+            return info
+        if time.monotonic() > deadline:
+            raise Timeout("timed out after %.1fs waiting for %s (last: %s)" % (timeout, what, info))
+        time.sleep(0.01)
+
+
+class Poke(stomp.ConnectionListener):
+    """Wakes the waiters of another connection's Collector when this connection receives a
+    MESSAGE, so one wait can watch two connections."""
+
+    def __init__(self, col):
+        self.col = col
+
+    def on_message(self, frame):
+        with self.col.cond:
+            self.col.cond.notify_all()
+
+
+class Arrivals(stomp.ConnectionListener):
+    """Records when each MESSAGE arrived (time.monotonic()), by body."""
+
+    def __init__(self):
+        self.at = {}
+
+    def on_message(self, frame):
+        self.at.setdefault(text(frame.body), time.monotonic())
+
+
+class ReceiptFrames(stomp.ConnectionListener):
+    """Keeps every RECEIPT's headers by receipt-id (Collector keeps only the ids)."""
+
+    def __init__(self, col):
+        self.col = col
+        self.frames = {}
+
+    def on_receipt(self, frame):
+        with self.col.cond:
+            self.frames[frame.headers.get("receipt-id")] = dict(frame.headers)
+            self.col.cond.notify_all()
+
+
+def sc_plan(args, out):
+    """Subscribes each of args["subs"] ({name: {dest, ack, headers}}) on its own connection,
+    sends args["sends"] ([{dest, body, headers}]) in order from one producer, each with a
+    receipt, waits until each subscription named in args["wait"] ({name: [bodies]}) has
+    received all those bodies, then DISCONNECTs every subscriber with a receipt (a delivery
+    barrier). args["before"] ([{dest, body, headers}]) are sent before anything subscribes.
+    Reports every MESSAGE, with all its headers, by subscriber name."""
+    subs = {}
+    out["received"] = {}
+    out["errors"] = {}
+    p = None
+    try:
+        if args.get("before"):
+            p0 = Client(args)
+            for m in args["before"]:
+                p0.send(m["dest"], m["body"], headers=m.get("headers"))
+            p0.disconnect()
+        for name, s in sorted(args["subs"].items()):
+            c = Client(args)
+            subs[name] = c
+            c.subscribe(s["dest"], ack=s.get("ack", "auto"), headers=s.get("headers"))
+        p = Client(args)
+        for m in args.get("sends") or []:
+            p.send(m["dest"], m["body"], headers=m.get("headers"))
+        p.disconnect()
+        for name, want in sorted((args.get("wait") or {}).items()):
+            c, want = subs[name], set(want)
+            c.col.wait(lambda col: want <= set(col.bodies_unlocked()), c.timeout,
+                       "%s to receive %s" % (name, sorted(want)))
+        for c in subs.values():
+            c.disconnect()
+    finally:
+        for name, c in subs.items():
+            out["received"][name] = [full_record(h, b) for h, b in c.col.messages]
+            out["errors"][name] = c.col.errors
+        out["producer_errors"] = p.col.errors if p else []
+
+
+def sc_invalid(args, out):
+    """For each case {command: SEND|SUBSCRIBE, dest}, on a fresh connection, sends that frame
+    with a receipt and reports what came back (the ERROR frames, or the RECEIPT) and whether
+    the broker then closed the connection."""
+    results = []
+    out["results"] = results
+    for case in args["cases"]:
+        c = Client(args)
+        rid = c.rid("invalid")
+        r = {"command": case["command"], "dest": case["dest"], "receipt_id": rid}
+        results.append(r)
+        if case["command"] == "SEND":
+            c.conn.send(case["dest"], "x", headers={"receipt": rid})
+        else:
+            c.conn.subscribe(case["dest"], "1", headers={"receipt": rid})
+        c.col.wait(lambda col: col.errors or rid in col.receipts, c.timeout,
+                   "an ERROR or RECEIPT for %s %s" % (case["command"], case["dest"]))
+        with c.col.cond:
+            r["receipt"] = rid in c.col.receipts
+            r["errors"] = list(c.col.errors)
+        if r["receipt"]:
+            c.disconnect()
+            continue
+        c.col.wait(lambda col: col.disconnected, c.timeout, "the connection to close after ERROR")
+        r["closed"] = True
+
+
+def sc_dlq(args, out):
+    """A client-individual subscriber NACKs every delivery of one message until it reaches the
+    dead-letter queue args["dlq"], which another connection subscribes to. Reports each
+    delivery (with the milliseconds since the NACK before it) and the dead letter."""
+    dest, dlq = args["dest"], args["dlq"]
+    d = Client(args)
+    d.subscribe(dlq)
+    c = Client(args)
+    d.conn.set_listener("poke", Poke(c.col))
+    c.subscribe(dest, ack="client-individual")
+    out["deliveries"] = []
+    out["dead_letters"] = []
+    try:
+        p = Client(args)
+        p.send(dest, "poison", headers={"x-app": "kept", "content-type": "text/plain"})
+        p.disconnect()
+        handled, last_nack = 0, None
+        while handled < 10:
+            c.col.wait(lambda col: len(col.messages) > handled or d.col.messages, c.timeout,
+                       "a redelivery or the dead letter")
+            with c.col.cond:
+                fresh = c.col.messages[handled:]
+            with d.col.cond:
+                dead = bool(d.col.messages)
+            for h, b in fresh:
+                rec = full_record(h, b)
+                rec["since_nack_ms"] = None if last_nack is None else (time.monotonic() - last_nack) * 1000
+                out["deliveries"].append(rec)
+                handled += 1
+                if not dead:
+                    last_nack = time.monotonic()
+                    c.nack(h)
+            if dead:
+                break
+        # Barrier: anything queued to the subscriber before its DISCONNECT receipt arrives.
+        c.disconnect()
+        out["deliveries_total"] = len(c.col.messages)
+        d.disconnect()
+    finally:
+        out["dead_letters"] = [full_record(h, b) for h, b in d.col.messages]
+
+
+def sc_prefetch(args, out):
+    """Queues args["count"] messages, then subscribes with ack args["ack"] and prefetch-count
+    args["prefetch"] and acknowledges nothing: reports how many arrived and the queue's
+    monitor counts; then acknowledges the first args["ack_n"] (cumulatively in client mode)
+    and reports again."""
+    dest, n, prefetch, ack_n = args["dest"], args["count"], args["prefetch"], args["ack_n"]
+    mode = args.get("ack", "client")
+    p = Client(args)
+    for i in range(n):
+        p.send(dest, "pf-%d" % i)
+    p.disconnect()
+    c = Client(args)
+    out["received"] = []
+    try:
+        c.subscribe(dest, ack=mode, headers={"prefetch-count": str(prefetch)})
+        c.col.wait(lambda col: len(col.messages) >= prefetch, c.timeout, "%d deliveries" % prefetch)
+        out["monitor_first"] = poll_monitor(args, dest, lambda q: q["delivering"] >= prefetch,
+                                            c.timeout, "delivering >= %d" % prefetch)
+        c.send("/topic/prefetch-barrier", "barrier")  # a round trip on the subscriber's connection
+        out["received_first"] = len(c.col.messages)
+        with c.col.cond:
+            held = [h for h, _ in c.col.messages]
+        if mode == "client":
+            c.ack(held[ack_n - 1])
+        else:
+            for h in held[:ack_n]:
+                c.ack(h)
+        c.col.wait(lambda col: len(col.messages) >= prefetch + ack_n, c.timeout,
+                   "%d deliveries after acknowledging %d" % (prefetch + ack_n, ack_n))
+        out["monitor_second"] = poll_monitor(
+            args, dest, lambda q: q["acked"] >= ack_n and q["delivering"] >= prefetch,
+            c.timeout, "acked >= %d and delivering >= %d" % (ack_n, prefetch))
+        c.send("/topic/prefetch-barrier", "barrier")
+        out["received_second"] = len(c.col.messages)
+        c.disconnect()
+    finally:
+        out["received"] = c.bodies()
+
+
+def sc_schedule(args, out):
+    """Sends, to a queue with one auto-ack subscriber: "delayed" (delay header), "expired"
+    (expires in the past), "future" (expires far ahead), "plain", then after "delayed" has
+    arrived "after". Reports arrival order and times (ms after the delayed SEND was written)
+    and the queue's monitor counts just after the delayed SEND and at the end."""
+    dest, delay = args["dest"], args["delay_ms"]
+    c = Client(args)
+    arrivals = Arrivals()
+    c.conn.set_listener("arrivals", arrivals)
+    c.subscribe(dest)
+    p = Client(args)
+    out["received"] = []
+    try:
+        t0 = time.monotonic()
+        p.send(dest, "delayed", headers={"delay": str(delay)})
+        out["monitor_after_delayed_send"] = monitor_queue(args, dest)
+        now_ms = int(time.time() * 1000)
+        p.send(dest, "expired", headers={"expires": str(now_ms - 60000)})
+        p.send(dest, "future", headers={"expires": str(now_ms + 600000)})
+        p.send(dest, "plain")
+        c.col.wait(lambda col: "delayed" in col.bodies_unlocked(), c.timeout, "the delayed message")
+        p.send(dest, "after")
+        c.col.wait(lambda col: "after" in col.bodies_unlocked(), c.timeout, "the message sent after it")
+        out["monitor_end"] = poll_monitor(args, dest, lambda q: q["size"] == 0, c.timeout, "an empty queue")
+        p.disconnect()
+        c.disconnect()
+        out["future_expires"] = str(now_ms + 600000)
+    finally:
+        recs = []
+        for h, b in c.col.messages:
+            r = full_record(h, b)
+            at = arrivals.at.get(r["body"])
+            r["at_ms"] = None if at is None else (at - t0) * 1000
+            recs.append(r)
+        out["received"] = recs
+
+
+def sc_ring_slow(args, out):
+    """A producer sends args["count"] messages (each with a receipt) to the ring queue
+    args["dest"] while one client-individual subscriber with prefetch-count 1 acknowledges
+    each message args["ack_delay_ms"] after it arrived. A poller samples the queue's monitor
+    counts throughout and records every sample where size > ring_size + delivering. Reports
+    the bodies received, in order, and the samples' summary."""
+    dest, n, ring = args["dest"], args["count"], args["ring_size"]
+    ack_delay = args["ack_delay_ms"] / 1000.0
+    c = Client(args)
+    c.subscribe(dest, ack="client-individual", headers={"prefetch-count": "1"})
+    stop = threading.Event()
+    stats = {"samples": 0, "max_size": 0, "max_delivering": 0, "violations": [], "poll_errors": []}
+
+    def poller():
+        while not stop.is_set():
+            try:
+                q = monitor_queue(args, dest)
+            except Exception as e:  # noqa: BLE001 - reported
+                stats["poll_errors"].append(str(e))
+                continue
+            if q is not None:
+                stats["samples"] += 1
+                stats["max_size"] = max(stats["max_size"], q["size"])
+                stats["max_delivering"] = max(stats["max_delivering"], q["delivering"])
+                if q["size"] > ring + q["delivering"] and len(stats["violations"]) < 20:
+                    stats["violations"].append({k: q[k] for k in ("size", "delivering", "scheduled", "ringSize")})
+            stop.wait(0.002)
+
+    def acker():
+        acked = 0
+        while not stop.is_set():
+            with c.col.cond:
+                if len(c.col.messages) <= acked:
+                    c.col.cond.wait(0.05)
+                    continue
+                h = c.col.messages[acked][0]
+            stop.wait(ack_delay)
+            c.ack(h)
+            acked += 1
+
+    threads = [threading.Thread(target=poller, daemon=True), threading.Thread(target=acker, daemon=True)]
+    for th in threads:
+        th.start()
+    p = Client(args)
+    last = "m-%d" % (n - 1)
+    try:
+        t0 = time.monotonic()
+        for i in range(n):
+            p.send(dest, "m-%d" % i)
+        out["produce_ms"] = (time.monotonic() - t0) * 1000
+        out["samples_while_producing"] = stats["samples"]
+        out["received_while_producing"] = len(c.col.messages)
+        p.disconnect()
+        c.col.wait(lambda col: last in col.bodies_unlocked(), c.timeout, last)
+        out["monitor_end"] = poll_monitor(args, dest, lambda q: q["size"] == 0, c.timeout, "an empty queue")
+        stop.set()
+        for th in threads:
+            th.join(5)
+        c.disconnect()
+    finally:
+        stop.set()
+        out["received"] = c.bodies()
+        out["stats"] = stats
+
+
+class Responder:
+    """One request/response responder connection (sc_rpc_serve): a worker thread answers
+    its requests one at a time, in arrival order."""
+
+    def __init__(self, args, ch, index, stop):
+        self.args, self.ch, self.stop = args, ch, stop
+        self.name = "%s#%d" % (ch["dest"], index) + ("@" + ch["group"] if ch.get("group") else "")
+        self.c = Client(args)
+        self.c.subscribe(ch["dest"], headers={"group": ch["group"]} if ch.get("group") else None)
+        self.handled = []
+        self.errors = []
+        self.thread = threading.Thread(target=self.run, daemon=True)
+        self.thread.start()
+
+    def run(self):
+        while not self.stop.is_set():
+            with self.c.col.cond:
+                if len(self.c.col.messages) <= len(self.handled):
+                    self.c.col.cond.wait(0.05)
+                    continue
+                h, body = self.c.col.messages[len(self.handled)]
+            self.handled.append(full_record(h, body))
+            try:
+                self.answer(h, text(body))
+            except Exception as e:  # noqa: BLE001 - reported
+                self.errors.append("%s: %s" % (type(e).__name__, e))
+
+    def answer(self, h, body):
+        ch = self.ch
+        behaviour = ch.get("behaviour", "answer")
+        if behaviour == "ignore":
+            return
+        if behaviour == "late":
+            self.stop.wait(ch["delay_ms"] / 1000.0)
+        reply = {"correlation-id": h.get("correlation-id", ""), "responder": self.name}
+        if behaviour == "spy":
+            reply["spy-result"] = self.spy(h.get("reply-to", ""))
+            # A response nobody asked for: dropped; the real answer after it is the barrier.
+            self.c.send(h["reply-to"], "", headers={"correlation-id": "unknown-1", "executed": "true"})
+        if ch.get("kind", "command") == "query":
+            reply["content-type"] = "text/plain"
+            self.c.send(h["reply-to"], "answer:" + body, headers=reply)
+        else:
+            reply["executed"] = "true"
+            self.c.send(h["reply-to"], "", headers=reply)
+
+    def spy(self, reply_to):
+        """Another connection tries to SUBSCRIBE to the requester's reply-to."""
+        s = Client(self.args)
+        rid = s.rid("spy")
+        s.conn.subscribe(reply_to, "1", headers={"receipt": rid})
+        s.col.wait(lambda col: col.errors or rid in col.receipts, s.timeout, "the spy's SUBSCRIBE")
+        with s.col.cond:
+            if rid in s.col.receipts:
+                result = "subscribed"
+            else:
+                result = "ERROR " + s.col.errors[0]["headers"].get("message", "")
+        if result == "subscribed":
+            s.disconnect()
+        else:  # the broker closes the connection after its ERROR
+            s.col.wait(lambda col: col.disconnected, s.timeout, "the spy's connection to close")
+        return result
+
+
+def sc_rpc_serve(args, out):
+    """Responders for args["channels"] ([{dest, responders, kind: command|query, behaviour:
+    answer|ignore|late|spy, delay_ms}]): prints {"ready": true} once every responder has
+    subscribed, serves until stdin closes, then reports what each responder handled."""
+    stop = threading.Event()
+    rs = []
+    try:
+        for ch in args["channels"]:
+            for i in range(ch.get("responders", 1)):
+                rs.append(Responder(args, ch, i, stop))
+        print(json.dumps({"ready": True}), flush=True)
+        sys.stdin.read()
+    finally:
+        stop.set()
+        for r in rs:
+            r.thread.join(5)
+        out["handled"] = {r.name: r.handled for r in rs}
+        out["errors"] = [e for r in rs for e in r.errors] + [
+            e["headers"].get("message", "") for r in rs for e in r.c.col.errors]
+
+
+class CorrelationArrivals(stomp.ConnectionListener):
+    """Records when the first MESSAGE of each correlation-id arrived (time.monotonic())."""
+
+    def __init__(self):
+        self.at = {}
+
+    def on_message(self, frame):
+        self.at.setdefault(frame.headers.get("correlation-id"), time.monotonic())
+
+
+def sc_rpc_request(args, out):
+    """The requester's side of every request/response case, against rpc_serve (of either
+    client script; channel names in args). Responses are matched by correlation-id and
+    reported with all their headers; each request with its RECEIPT's headers and the time to
+    its first response."""
+    a = Client(args)
+    rf = ReceiptFrames(a.col)
+    a.conn.set_listener("receipt-frames", rf)
+    arrivals = CorrelationArrivals()
+    a.conn.set_listener("arrivals", arrivals)
+    out["session"] = a.col.connected.get("session")
+    out["requests"] = []
+    sent = {}
+    reply = "/temp-queue/replies"
+    a.subscribe(reply)
+    a.subscribe(args["reply_queue"])
+    b = None
+
+    def request(dest, body, corr=None, timeout_ms=None, reply_to=reply, conn=a, headers=None):
+        h = dict(headers or {})
+        h["reply-to"] = reply_to
+        if corr is not None:
+            h["correlation-id"] = corr
+        if timeout_ms is not None:
+            h["timeout"] = str(timeout_ms)
+        rid = conn.rid("req")
+        h["receipt"] = rid
+        t = time.monotonic()
+        conn.conn.send(dest, body, headers=h)
+        conn.col.wait_receipt(rid, conn.timeout)
+        rec = rf.frames.get(rid, {}) if conn is a else None  # only a's RECEIPTs are kept
+        sent[corr or (rec or {}).get("correlation-id")] = t
+        out["requests"].append({"dest": dest, "correlation_id": corr, "receipt": rec})
+        return rec
+
+    def wait_for(corr, conn=a):
+        conn.col.wait(lambda col: any(h.get("correlation-id") == corr for h, _ in col.messages),
+                      conn.timeout, "a response with correlation-id %s" % corr)
+
+    try:
+        # Round trips: a command, a query, a command without correlation-id, a reply-to queue.
+        request(args["command"], "do-it", corr="rt-cmd", timeout_ms=5000)
+        wait_for("rt-cmd")
+        request(args["query"], "what", corr="rt-query", timeout_ms=5000)
+        wait_for("rt-query")
+        gen = request(args["command"], "no-corr", timeout_ms=5000).get("correlation-id")
+        out["generated_correlation_id"] = gen
+        if gen:
+            wait_for(gen)
+        request(args["command"], "to-queue", corr="rt-queue", timeout_ms=5000, reply_to=args["reply_queue"])
+        wait_for("rt-queue")
+        # Load balancing over the responders of one channel.
+        for i in range(args["balanced_count"]):
+            request(args["balanced"], "lb-%d" % i, corr="lb-%d" % i, timeout_ms=5000)
+        for i in range(args["balanced_count"]):
+            wait_for("lb-%d" % i)
+        # No responder, and a responder that never answers.
+        request(args["nobody"], "anyone?", corr="nobody-1", timeout_ms=5000)
+        wait_for("nobody-1")
+        request(args["silent"], "hello?", corr="timeout-1", timeout_ms=args["short_timeout_ms"])
+        wait_for("timeout-1")
+        # A late response: the responder answers late-1 after its timeout, then late-2 (same
+        # responder, in order); once late-2's answer is here, late-1's would have been too.
+        request(args["slow"], "late", corr="late-1", timeout_ms=args["short_timeout_ms"])
+        wait_for("late-1")
+        request(args["slow"], "in-time", corr="late-2", timeout_ms=5000)
+        wait_for("late-2")
+        # Temp-queue privacy: the responder has another connection SUBSCRIBE to our reply-to.
+        request(args["spy"], "spy-on-me", corr="spy-1", timeout_ms=10000)
+        wait_for("spy-1")
+        # Requests reach only responders of their group.
+        for i in range(args["grouped_count"]):
+            request(args["grouped"], "grp", corr="grp-market-%d" % i, timeout_ms=5000, headers={"group": "market"})
+            request(args["grouped"], "grp", corr="grp-default-%d" % i, timeout_ms=5000)
+        for i in range(args["grouped_count"]):
+            wait_for("grp-market-%d" % i)
+            wait_for("grp-default-%d" % i)
+        # Another requester using the same temp-queue name gets its own private queue.
+        b = Client(args)
+        b.subscribe(reply)
+        request(args["command"], "from-b", corr="iso-b", timeout_ms=5000, conn=b)
+        wait_for("iso-b", conn=b)
+        b.disconnect()
+        a.disconnect()  # barrier: everything queued to us before it has arrived
+    finally:
+        out["responses"] = [full_record(h, body) for h, body in a.col.messages]
+        out["b_responses"] = [full_record(h, body) for h, body in (b.col.messages if b else [])]
+        out["errors"] = [e["headers"].get("message", "") for e in a.col.errors]
+        out["response_ms"] = {k: (arrivals.at[k] - t) * 1000 for k, t in sent.items() if k in arrivals.at}
+
+
+def sc_session(args, out):
+    """Runs commands read from stdin, one JSON object a line, and answers each with one JSON
+    line ({"error": ...} when it failed), so a Go test can drive python3-stomp connections
+    step by step while it runs the titan CLI in between. Commands (conn names a connection):
+      {"op": "connect", "conn"}
+      {"op": "subscribe", "conn", "dest", "ack", "headers"}     → {"id"}
+      {"op": "unsubscribe", "conn", "id"}
+      {"op": "send", "conn", "dest", "body", "headers", "wait"} → {"receipt"} (wait: for it)
+      {"op": "wait_receipt", "conn", "receipt", "timeout"}      → {"ok": true} or {"error"}
+      {"op": "wait_messages", "conn", "count"}                  → {"messages"}
+      {"op": "state", "conn"}                                   → {"messages", "receipts", "errors"}
+      {"op": "ack"|"nack", "conn", "index"}
+      {"op": "disconnect"|"kill", "conn"}
+    When stdin closes, the final line is {"done": true}."""
+    conns = {}
+    for line in sys.stdin:
+        line = line.strip()
+        if not line:
+            continue
+        cmd = json.loads(line)
+        res = {}
+        try:
+            op = cmd["op"]
+            if op == "connect":
+                conns[cmd["conn"]] = Client(args)
+            else:
+                c = conns[cmd["conn"]]
+                if op == "subscribe":
+                    res["id"] = c.subscribe(cmd["dest"], ack=cmd.get("ack", "auto"), headers=cmd.get("headers"))
+                elif op == "unsubscribe":
+                    rid = c.rid("unsub")
+                    c.conn.unsubscribe(cmd["id"], headers={"receipt": rid})
+                    c.col.wait_receipt(rid, c.timeout)
+                elif op == "send":
+                    rid = c.rid("send")
+                    h = dict(cmd.get("headers") or {})
+                    h["receipt"] = rid
+                    c.conn.send(cmd["dest"], cmd.get("body", ""), headers=h)
+                    if cmd.get("wait", True):
+                        c.col.wait_receipt(rid, c.timeout)
+                    res["receipt"] = rid
+                elif op == "wait_receipt":
+                    c.col.wait_receipt(cmd["receipt"], cmd.get("timeout", c.timeout))
+                    res["ok"] = True
+                elif op == "wait_messages":
+                    n = cmd["count"]
+                    c.col.wait(lambda col: len(col.messages) >= n, cmd.get("timeout", c.timeout), "%d messages" % n)
+                elif op in ("ack", "nack"):
+                    with c.col.cond:
+                        h = c.col.messages[cmd["index"]][0]
+                    (c.ack if op == "ack" else c.nack)(h)
+                elif op == "disconnect":
+                    c.disconnect()
+                elif op == "kill":
+                    c.kill()
+                elif op != "state":
+                    raise ValueError("unknown op %r" % op)
+                if op in ("wait_messages", "state"):
+                    with c.col.cond:
+                        res["messages"] = [full_record(h, b) for h, b in c.col.messages]
+                        res["receipts"] = list(c.col.receipts)
+                        res["errors"] = list(c.col.errors)
+        except Exception as e:  # noqa: BLE001 - reported to the Go test
+            res["error"] = "%s: %s" % (type(e).__name__, e)
+        print(json.dumps(res), flush=True)
+    out["done"] = True
+
+
 SCENARIOS = {name[3:]: fn for name, fn in globals().items() if name.startswith("sc_")}
 
 
