@@ -387,6 +387,7 @@ func (b *Broker) Shutdown(ctx context.Context) error {
 	}
 	b.closing = true
 	close(b.stop)
+	b.engine.Close() // producers blocked on full queues give up now
 	servers := b.servers
 	sessions := make([]*session.Session, 0, len(b.sessions))
 	for s := range b.sessions {

@@ -213,8 +213,10 @@ func TestFullPolicies(t *testing.T) {
 }
 
 func TestBlockPolicyResumesWhenRoomAppears(t *testing.T) {
+	// The block timeout is an hour: only the room the acknowledgement makes can release
+	// the producer within the test's bound.
 	e := NewEngine(Options{Settings: func(Identity) QueueSettings {
-		return QueueSettings{Capacity: 1, FullPolicy: PolicyBlock, BlockTimeout: 5 * time.Second}
+		return QueueSettings{Capacity: 1, FullPolicy: PolicyBlock, BlockTimeout: time.Hour}
 	}})
 	id := Identity{Group: "default", Pattern: dest.PatternQueues, Channel: "b"}
 	_, _ = e.Publish(id, msg("1"))
@@ -227,10 +229,35 @@ func TestBlockPolicyResumesWhenRoomAppears(t *testing.T) {
 	}
 	w := &recordingWriter{}
 	subscribe(t, e, w, "default", dest.Destination{Pattern: dest.PatternQueues, Channel: "b"}) // auto ack drains
-	if err := <-done; err != nil {
-		t.Fatal(err)
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("blocked producer not released when the queue made room")
 	}
 	waitFor(t, func() bool { return len(w.got()) == 2 })
+}
+
+func TestBlockedProducerIsReleasedByItsConnectionOrShutdown(t *testing.T) {
+	e := NewEngine(Options{Settings: func(Identity) QueueSettings {
+		return QueueSettings{Capacity: 1, FullPolicy: PolicyBlock, BlockTimeout: time.Hour}
+	}})
+	id := Identity{Group: "default", Pattern: dest.PatternQueues, Channel: "c"}
+	_, _ = e.Publish(id, msg("1"))
+	gone := make(chan struct{})
+	done := make(chan error, 2)
+	go func() { _, err := e.PublishUntil(id, msg("2"), gone); done <- err }()
+	go func() { _, err := e.PublishUntil(id, msg("3"), nil); done <- err }()
+	close(gone) // the first producer's connection closed
+	if err := <-done; !errors.Is(err, ErrCanceled) {
+		t.Fatalf("after connection close: %v", err)
+	}
+	e.Close() // shutdown releases the other
+	if err := <-done; !errors.Is(err, ErrCanceled) {
+		t.Fatalf("after engine close: %v", err)
+	}
 }
 
 func TestPauseHoldsEnqueuesUntilResume(t *testing.T) {

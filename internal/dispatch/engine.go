@@ -78,6 +78,8 @@ type Engine struct {
 	groups  map[string]struct{}                        // groups named by a SEND
 	logs    map[Identity][]*logSub                     // events-store subscriptions by identity
 	rpc     *rpcState
+	stop    chan struct{} // closed by Close: ends every wait for room
+	stopped sync.Once
 
 	Published     atomic.Uint64
 	LogDelivered  atomic.Uint64 // events-store messages delivered by outbox pollers
@@ -106,6 +108,7 @@ func NewEngine(o Options) *Engine {
 		groups:  map[string]struct{}{dest.DefaultGroup: {}},
 		logs:    make(map[Identity][]*logSub),
 		rpc:     newRPCState(),
+		stop:    make(chan struct{}),
 	}
 	e.log = o.Logger
 	if e.log == nil {
@@ -171,6 +174,13 @@ func (e *Engine) Lookup(id Identity) (Queue, bool) {
 // fanout-mode), or straight to the matching subscriptions for events. It records the group
 // as existing. dropped reports a PolicyDrop discard. Errors: ErrQueueFull.
 func (e *Engine) Publish(id Identity, m *message.Message) (dropped bool, err error) {
+	return e.PublishUntil(id, m, nil)
+}
+
+// PublishUntil is Publish for a producer that may go away: a wait for room under PolicyBlock
+// also ends, with ErrCanceled, when cancel is closed (the producer's connection closed) or
+// the engine is closed (shutdown). cancel may be nil.
+func (e *Engine) PublishUntil(id Identity, m *message.Message, cancel <-chan struct{}) (dropped bool, err error) {
 	e.Published.Add(1)
 	e.noteGroup(id.Group)
 	if id.Pattern == dest.PatternEvents && !e.opts.FanoutMode {
@@ -198,11 +208,12 @@ func (e *Engine) Publish(id Identity, m *message.Message) (dropped bool, err err
 	}
 	for range 3 {
 		q, _ := e.GetOrPut(id, e.opts.Settings(id))
+		w := waitCancel{cancel: cancel, stop: e.stop}
 		switch q := q.(type) {
 		case *PointQueue:
-			dropped, err = q.Enqueue(m)
+			dropped, err = q.enqueue(m, w)
 		case *EventQueue:
-			dropped, err = q.Enqueue(m)
+			dropped, err = q.enqueue(m, w)
 		}
 		if err != ErrQueueDeleted {
 			return dropped, err
@@ -595,3 +606,7 @@ func removeFromList[K comparable, V comparable](m map[K][]V, k K, v V) (emptied 
 	m[k] = l
 	return false
 }
+
+// Close ends every producer's wait for room (they get ErrCanceled) and makes later waits
+// fail at once; the broker calls it when shutdown begins. Idempotent.
+func (e *Engine) Close() { e.stopped.Do(func() { close(e.stop) }) }

@@ -24,6 +24,7 @@ type EventQueue struct {
 	deleted  bool
 	running  bool // a consumer goroutine is draining
 	space    chan struct{}
+	blocked  atomic.Int32 // producers waiting in admit for room
 
 	Enqueued   atomic.Uint64
 	Dispatched atomic.Uint64 // messages drained and exported
@@ -52,9 +53,13 @@ func (q *EventQueue) fullLocked(size int) bool {
 // Enqueue adds m under the address-full policy and makes sure the consumer runs. Errors as
 // PointQueue.Enqueue.
 func (q *EventQueue) Enqueue(m *message.Message) (dropped bool, err error) {
+	return q.enqueue(m, waitCancel{})
+}
+
+func (q *EventQueue) enqueue(m *message.Message, w waitCancel) (dropped bool, err error) {
 	size := m.Size()
 	q.mu.Lock()
-	if dropped, err := admit(q, &q.mu, size); dropped || err != nil {
+	if dropped, err := admit(q, &q.mu, size, w); dropped || err != nil {
 		return dropped, err
 	}
 	q.buf = append(q.buf, m)
@@ -121,3 +126,4 @@ func (q *EventQueue) deletedLocked() bool         { return q.deleted }
 func (q *EventQueue) policyLocked() QueueSettings { return q.settings }
 func (q *EventQueue) spaceLocked() chan struct{}  { return q.space }
 func (q *EventQueue) countDrop()                  { q.Dropped.Add(1) }
+func (q *EventQueue) blockedCount() *atomic.Int32 { return &q.blocked }

@@ -21,6 +21,9 @@ var (
 	// ErrQueueDeleted is returned for operations on a queue that was deleted; a publisher
 	// retries on the fresh queue the Dispatcher creates.
 	ErrQueueDeleted = errors.New("dispatch: queue deleted")
+	// ErrCanceled is returned by PublishUntil when the producer's wait for room ended because
+	// its connection closed or the engine was closed.
+	ErrCanceled = errors.New("dispatch: publish canceled")
 	// ErrQueueNotEmpty is returned by Delete without force for a queue holding messages.
 	ErrQueueNotEmpty = errors.New("dispatch: queue not empty")
 	// ErrNoQueue is returned when no queue exists for an identity.
@@ -63,6 +66,8 @@ type PointQueue struct {
 	timer     *time.Timer
 	timerAt   time.Time
 
+	blocked atomic.Int32 // producers waiting in admit for room
+
 	Enqueued   atomic.Uint64
 	Dispatched atomic.Uint64
 	Acked      atomic.Uint64
@@ -99,9 +104,13 @@ func (p *PointQueue) fullLocked(size int) bool {
 // Enqueue adds m, applying the address-full policy. It returns dropped=true when PolicyDrop
 // discarded it, ErrQueueFull when it was refused, ErrQueueDeleted when the queue was deleted.
 func (p *PointQueue) Enqueue(m *message.Message) (dropped bool, err error) {
+	return p.enqueue(m, waitCancel{})
+}
+
+func (p *PointQueue) enqueue(m *message.Message, w waitCancel) (dropped bool, err error) {
 	size := m.Size()
 	p.mu.Lock()
-	if dropped, err := admit(p, &p.mu, size); dropped || err != nil {
+	if dropped, err := admit(p, &p.mu, size, w); dropped || err != nil {
 		return dropped, err
 	}
 	p.enqueueAndUnlock(m, size, 0)
@@ -151,8 +160,8 @@ func (p *PointQueue) finish(acked []*message.Message, removed []queue.Removed) {
 	if len(acked) > 0 {
 		p.Acked.Add(uint64(len(acked)))
 	}
-	if len(removed) > 0 {
-		p.signalSpace()
+	if (len(acked) > 0 || len(removed) > 0) && p.blocked.Load() > 0 {
+		p.signalSpace() // a blocked producer may go on now
 	}
 	if p.ret != nil && (len(acked) > 0 || len(removed) > 0) {
 		p.ret.retire(p, acked, removed)
@@ -305,3 +314,4 @@ func (p *PointQueue) deletedLocked() bool         { return p.deleted }
 func (p *PointQueue) policyLocked() QueueSettings { return p.settings }
 func (p *PointQueue) spaceLocked() chan struct{}  { return p.space }
 func (p *PointQueue) countDrop()                  { p.Dropped.Add(1) }
+func (p *PointQueue) blockedCount() *atomic.Int32 { return &p.blocked }

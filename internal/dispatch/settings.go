@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -115,15 +116,24 @@ type admission interface {
 	policyLocked() QueueSettings
 	spaceLocked() chan struct{}
 	countDrop()
+	blockedCount() *atomic.Int32
+}
+
+// waitCancel ends a PolicyBlock wait early: cancel when the producer's connection closes,
+// stop when the engine closes. Nil channels never fire.
+type waitCancel struct {
+	cancel <-chan struct{}
+	stop   <-chan struct{}
 }
 
 // admit applies the address-full policy (DESIGN §4) to a message of size bytes. mu, the
 // queue's mutex, is held on entry. It returns with mu still held, and (false, nil), when the
 // message may be enqueued; otherwise mu is released and it reports a PolicyDrop discard
-// (dropped) or the refusal: ErrQueueDeleted, ErrQueueFull, ErrQueuePaused. Under PolicyBlock
-// it waits, with mu released, for room (a close of the queue's space channel) up to the
-// block timeout: the producer's connection is not read meanwhile.
-func admit(q admission, mu *sync.Mutex, size int) (dropped bool, err error) {
+// (dropped) or the refusal: ErrQueueDeleted, ErrQueueFull, ErrQueuePaused, ErrCanceled. Under
+// PolicyBlock it waits, with mu released, for room (a close of the queue's space channel) up
+// to the block timeout, or until w cancels it: the producer's connection is not read
+// meanwhile.
+func admit(q admission, mu *sync.Mutex, size int, w waitCancel) (dropped bool, err error) {
 	var deadline time.Time
 	for {
 		if q.deletedLocked() {
@@ -158,13 +168,23 @@ func admit(q admission, mu *sync.Mutex, size int) (dropped bool, err error) {
 			return false, err
 		}
 		ch := q.spaceLocked()
+		q.blockedCount().Add(1)
 		mu.Unlock()
 		t := time.NewTimer(wait)
+		canceled := false
 		select {
 		case <-ch:
 		case <-t.C:
+		case <-w.cancel:
+			canceled = true
+		case <-w.stop:
+			canceled = true
 		}
 		t.Stop()
+		q.blockedCount().Add(-1)
+		if canceled {
+			return false, ErrCanceled
+		}
 		mu.Lock()
 	}
 }

@@ -20,12 +20,16 @@ type Client interface {
 	Fail(pe *frame.ProtocolError)
 	// Disconnect closes after everything queued is written.
 	Disconnect()
+	// Done is closed when the connection has closed.
+	Done() <-chan struct{}
 }
 
 // Engine is the port to the messaging core (implemented by *dispatch.Engine).
 type Engine interface {
 	NewConn(w dispatch.Writer) *dispatch.Conn
-	Publish(id dispatch.Identity, m *message.Message) (dropped bool, err error)
+	// PublishUntil publishes m; a wait for room ends with dispatch.ErrCanceled when cancel
+	// closes (the producer's connection closed).
+	PublishUntil(id dispatch.Identity, m *message.Message, cancel <-chan struct{}) (dropped bool, err error)
 	Subscribe(sub *dispatch.Subscription) error
 	Unsubscribe(c *dispatch.Conn, id string) error
 	Ack(c *dispatch.Conn, key, subID string, nack bool) error

@@ -35,8 +35,9 @@ func (c *fakeClient) Fail(pe *frame.ProtocolError) {
 	c.errs = append(c.errs, pe)
 	c.mu.Unlock()
 }
-func (c *fakeClient) Disconnect()  { c.disconnected = true }
-func (c *fakeClient) answers() int { return len(c.frames) + len(c.errs) }
+func (c *fakeClient) Disconnect()           { c.disconnected = true }
+func (c *fakeClient) Done() <-chan struct{} { return nil }
+func (c *fakeClient) answers() int          { return len(c.frames) + len(c.errs) }
 
 // fakeEngine records publications.
 type fakeEngine struct {
@@ -46,7 +47,7 @@ type fakeEngine struct {
 	acks      []string
 }
 
-func (e *fakeEngine) Publish(id dispatch.Identity, m *message.Message) (bool, error) {
+func (e *fakeEngine) PublishUntil(id dispatch.Identity, m *message.Message, _ <-chan struct{}) (bool, error) {
 	if e.failNext != nil {
 		err := e.failNext
 		e.failNext = nil

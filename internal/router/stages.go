@@ -115,13 +115,15 @@ type publishStage struct {
 }
 
 func (s publishStage) Apply(c *Context) {
-	if _, err := s.engine.Publish(c.Identity, c.Message); err != nil {
+	if _, err := s.engine.PublishUntil(c.Identity, c.Message, c.Conn.Client.Done()); err != nil {
 		if s.store != nil {
 			s.store.Forget(c.Identity, c.Message)
 		}
 		switch {
 		case errors.Is(err, dispatch.ErrQueueFull):
 			c.fail("queue full", "the destination is full; retry later")
+		case errors.Is(err, dispatch.ErrCanceled):
+			c.fail("server shutting down", "the message was not accepted")
 		case errors.Is(err, dispatch.ErrQueuePaused):
 			c.fail("queue paused", "an operator paused the destination; retry after it is resumed")
 		default:
