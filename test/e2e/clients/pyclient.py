@@ -914,14 +914,15 @@ def sc_schedule(args, out):
 
 def sc_ring_slow(args, out):
     """A producer sends args["count"] messages (each with a receipt) to the ring queue
-    args["dest"] while one client-individual subscriber with prefetch-count 1 acknowledges
+    args["dest"] while one client-individual subscriber with prefetch-count args["prefetch"]
+    (default 1) acknowledges
     each message args["ack_delay_ms"] after it arrived. A poller samples the queue's monitor
     counts throughout and records every sample where size > ring_size + delivering. Reports
     the bodies received, in order, and the samples' summary."""
     dest, n, ring = args["dest"], args["count"], args["ring_size"]
     ack_delay = args["ack_delay_ms"] / 1000.0
     c = Client(args)
-    c.subscribe(dest, ack="client-individual", headers={"prefetch-count": "1"})
+    c.subscribe(dest, ack="client-individual", headers={"prefetch-count": str(args.get("prefetch", 1))})
     stop = threading.Event()
     stats = {"samples": 0, "max_size": 0, "max_delivering": 0, "violations": [], "poll_errors": []}
 
@@ -965,7 +966,8 @@ def sc_ring_slow(args, out):
         out["samples_while_producing"] = stats["samples"]
         out["received_while_producing"] = len(c.col.messages)
         p.disconnect()
-        c.col.wait(lambda col: last in col.bodies_unlocked(), c.timeout, last)
+        if args.get("prefetch", 1) == 1:
+            c.col.wait(lambda col: last in col.bodies_unlocked(), c.timeout, last)
         out["monitor_end"] = poll_monitor(args, dest, lambda q: q["size"] == 0, c.timeout, "an empty queue")
         stop.set()
         for th in threads:
@@ -1102,7 +1104,9 @@ def sc_rpc_request(args, out):
         t = time.monotonic()
         conn.conn.send(dest, body, headers=h)
         conn.col.wait_receipt(rid, conn.timeout)
-        rec = rf.frames.get(rid, {}) if conn is a else None  # only a's RECEIPTs are kept
+        if conn is a:  # only a's RECEIPT frames are kept (by a listener that may run after Collector's)
+            a.col.wait(lambda col: rid in rf.frames, a.timeout, "RECEIPT frame " + rid)
+        rec = rf.frames.get(rid, {}) if conn is a else None
         sent[corr or (rec or {}).get("correlation-id")] = t
         out["requests"].append({"dest": dest, "correlation_id": corr, "receipt": rec})
         return rec
@@ -1172,6 +1176,8 @@ def sc_session(args, out):
       {"op": "unsubscribe", "conn", "id"}
       {"op": "send", "conn", "dest", "body", "headers", "wait"} → {"receipt"} (wait: for it)
       {"op": "wait_receipt", "conn", "receipt", "timeout"}      → {"ok": true} or {"error"}
+      {"op": "wait_reply", "conn", "receipt", "timeout"}        → state, once the RECEIPT or an ERROR came
+      {"op": "wait_closed", "conn"}                             → state, once the broker closed it
       {"op": "wait_messages", "conn", "count"}                  → {"messages"}
       {"op": "state", "conn"}                                   → {"messages", "receipts", "errors"}
       {"op": "ack"|"nack", "conn", "index"}
@@ -1207,6 +1213,12 @@ def sc_session(args, out):
                 elif op == "wait_receipt":
                     c.col.wait_receipt(cmd["receipt"], cmd.get("timeout", c.timeout))
                     res["ok"] = True
+                elif op == "wait_reply":
+                    r = cmd["receipt"]
+                    c.col.wait(lambda col: r in col.receipts or col.errors, cmd.get("timeout", c.timeout),
+                               "RECEIPT %s or an ERROR" % r)
+                elif op == "wait_closed":
+                    c.col.wait(lambda col: col.disconnected, cmd.get("timeout", c.timeout), "the connection to close")
                 elif op == "wait_messages":
                     n = cmd["count"]
                     c.col.wait(lambda col: len(col.messages) >= n, cmd.get("timeout", c.timeout), "%d messages" % n)
@@ -1220,7 +1232,7 @@ def sc_session(args, out):
                     c.kill()
                 elif op != "state":
                     raise ValueError("unknown op %r" % op)
-                if op in ("wait_messages", "state"):
+                if op in ("wait_messages", "state", "wait_reply", "wait_closed"):
                     with c.col.cond:
                         res["messages"] = [full_record(h, b) for h, b in c.col.messages]
                         res["receipts"] = list(c.col.receipts)
