@@ -11,12 +11,12 @@ import (
 
 // newQueueListCmd is `titan queue list [--group G]`: GET admin.PathQueues.
 func newQueueListCmd(g *globalOptions) *cobra.Command {
-	var group string
+	var group, match string
 	cmd := &cobra.Command{
 		Use:     "list",
 		Aliases: []string{"ls"},
 		Short:   "List queues with their size, limits, consumers and counters",
-		Example: "  titan queue list\n  titan queue list --group market --output json",
+		Example: "  titan queue list\n  titan queue list --group market --output json\n  titan queue list --match '/queue/orders/>'",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			c, err := g.newClient()
@@ -27,6 +27,9 @@ func newQueueListCmd(g *globalOptions) *cobra.Command {
 			q := url.Values{}
 			if group != "" {
 				q.Set(admin.ParamGroup, group)
+			}
+			if match != "" {
+				q.Set(admin.ParamMatch, match)
 			}
 			var list admin.QueueList
 			if _, err := c.do(cmd.Context(), http.MethodGet, admin.PathQueues, q, nil, &list); err != nil {
@@ -40,5 +43,6 @@ func newQueueListCmd(g *globalOptions) *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVarP(&group, "group", "g", "", "list only the queues of this group (default: every group)")
+	cmd.Flags().StringVar(&match, "match", "", "list the queues below a destination with wildcards (* one segment, > every descendant); in --group or default")
 	return cmd
 }

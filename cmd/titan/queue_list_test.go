@@ -59,3 +59,21 @@ func TestQueueListTable(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+func TestQueueListMatchSearchesTheTrie(t *testing.T) {
+	b, addr := startBroker(t, nil)
+	for _, d := range []string{"/queue/orders", "/queue/orders/created", "/queue/orders/eu/created", "/queue/other"} {
+		if _, err := b.Admin().CreateQueue(admin.CreateQueueOptions{QueueRef: admin.QueueRef{Destination: d}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := run(t, "--addr", addr, "queue", "list", "--match", "/queue/orders/*", "--output", "json").requireOK(t)
+	var l admin.QueueList
+	if err := json.Unmarshal([]byte(r.stdout), &l); err != nil || len(l.Queues) != 1 || l.Queues[0].Destination != "/queue/orders/created" {
+		t.Fatalf("match *: %s %v", r.stdout, err)
+	}
+	r = run(t, "--addr", addr, "queue", "list", "--match", "/queue/orders/>", "--output", "json").requireOK(t)
+	if err := json.Unmarshal([]byte(r.stdout), &l); err != nil || len(l.Queues) != 2 {
+		t.Fatalf("match >: %s %v", r.stdout, err)
+	}
+}

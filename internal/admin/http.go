@@ -142,7 +142,7 @@ func (a *Admin) serveSnapshot(w http.ResponseWriter, r *http.Request) {
 
 func (a *Admin) serveQueues(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	l, err := a.Queues(QueuesOptions{Group: q.Get(ParamGroup), Destination: q.Get(ParamDestination)})
+	l, err := a.Queues(QueuesOptions{Group: q.Get(ParamGroup), Destination: q.Get(ParamDestination), Match: q.Get(ParamMatch)})
 	a.respond(w, r, http.StatusOK, l, err)
 }
 

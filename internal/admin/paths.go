@@ -30,6 +30,7 @@ const (
 const (
 	ParamDestination     = "destination"
 	ParamGroup           = "group"
+	ParamMatch           = "match"
 	ParamMaxPendingBytes = "maxPendingBytes"
 	ParamCapacity        = "capacity"
 	ParamRingSize        = "ringSize"

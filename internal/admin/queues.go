@@ -3,6 +3,7 @@ package admin
 import (
 	"errors"
 	"strconv"
+	"strings"
 
 	"github.com/titan-broker/titan/internal/dest"
 	"github.com/titan-broker/titan/internal/dispatch"
@@ -131,6 +132,10 @@ type QueuesOptions struct {
 	Group string
 	// Destination keeps only the queue of this destination (resolved like a SEND).
 	Destination string
+	// Match keeps the queues found by the dispatcher's trie search (reference 000's
+	// searchAll) for a destination with wildcards: "/orders/*" lists the queues one segment
+	// below /orders, "/orders/>" every descendant. Discovery only; needs Group or "default".
+	Match string
 }
 
 // QueueList is the answer of GET /titan/monitor/queues.
@@ -156,7 +161,25 @@ func (a *Admin) Queues(o QueuesOptions) (*QueueList, error) {
 		want = id
 	}
 	out := &QueueList{Queues: []QueueInfo{}}
-	for _, q := range a.src.Engine().Queues() {
+	queues := a.src.Engine().Queues()
+	if o.Match != "" {
+		d, err := dest.ParseFilter(o.Match, dest.PatternEvents)
+		if err != nil && !errors.Is(err, dest.ErrInvalid) {
+			return nil, errInvalidDestination(err)
+		}
+		if err != nil { // wildcards on a queues destination: search its channel all the same
+			if d, err = dest.ParseFilter(strings.Replace(o.Match, "/queue/", "/topic/", 1), dest.PatternEvents); err != nil {
+				return nil, errInvalidDestination(err)
+			}
+			d.Pattern = dest.PatternQueues
+		}
+		g := o.Group
+		if g == "" {
+			g = dest.DefaultGroup
+		}
+		queues = a.src.Engine().SearchAll(g, uint8(d.Pattern), d.Bare, d.Channel)
+	}
+	for _, q := range queues {
 		id := q.Identity()
 		if o.Group != "" && id.Group != o.Group {
 			continue

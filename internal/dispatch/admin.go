@@ -131,6 +131,7 @@ func (e *Engine) Delete(id Identity, force bool) error {
 		return ErrNoQueue // deleted meanwhile
 	}
 	delete(e.queues, id)
+	e.trieRemoveLocked(q)
 	e.mu.Unlock()
 	if e.opts.OnSettings != nil {
 		e.opts.OnSettings(id, nil)

@@ -330,3 +330,42 @@ func TestDirectModeUsesAnExplicitlyCreatedEventsQueue(t *testing.T) {
 		t.Fatalf("explicit queue not used: %+v", q.Stats())
 	}
 }
+
+func TestSearchAllDiscoversDescendantQueues(t *testing.T) {
+	e := NewEngine(Options{})
+	q := func(ch string) Identity { return Identity{Group: "default", Pattern: dest.PatternQueues, Channel: ch} }
+	for _, ch := range []string{"orders", "orders.created", "orders.cancelled", "orders.eu.created", "other"} {
+		e.Create(q(ch), QueueSettings{})
+	}
+	e.Create(Identity{Group: "market", Pattern: dest.PatternQueues, Channel: "orders.created"}, QueueSettings{})
+	names := func(filter string) []string {
+		var out []string
+		for _, x := range e.SearchAll("default", uint8(dest.PatternQueues), false, filter) {
+			out = append(out, x.Identity().Channel)
+		}
+		return out
+	}
+	check := func(filter string, want ...string) {
+		t.Helper()
+		got := names(filter)
+		if len(got) != len(want) {
+			t.Fatalf("SearchAll(%q) = %v, want %v", filter, got, want)
+		}
+		for i := range got {
+			if got[i] != want[i] {
+				t.Fatalf("SearchAll(%q) = %v, want %v", filter, got, want)
+			}
+		}
+	}
+	check("orders.*", "orders.cancelled", "orders.created")
+	check("orders.>", "orders.cancelled", "orders.created", "orders.eu.created")
+	check("orders", "orders")
+	check("*.created", "orders.created")
+	if err := e.Delete(q("orders.eu.created"), true); err != nil {
+		t.Fatal(err)
+	}
+	check("orders.>", "orders.cancelled", "orders.created")
+	if got := e.SearchAll("nobody", uint8(dest.PatternQueues), false, ">"); len(got) != 0 {
+		t.Fatalf("unknown group: %v", got)
+	}
+}

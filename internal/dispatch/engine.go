@@ -78,6 +78,7 @@ type Engine struct {
 	groups  map[string]struct{}                        // groups named by a SEND
 	logs    map[Identity][]*logSub                     // events-store subscriptions by identity
 	rpc     *rpcState
+	trie    map[trieRoot]*trieNode // channel tries for SearchAll (discovery only)
 	stop    chan struct{} // closed by Close: ends every wait for room
 	stopped sync.Once
 
@@ -109,6 +110,7 @@ func NewEngine(o Options) *Engine {
 		logs:    make(map[Identity][]*logSub),
 		rpc:     newRPCState(),
 		stop:    make(chan struct{}),
+		trie:    make(map[trieRoot]*trieNode),
 	}
 	e.log = o.Logger
 	if e.log == nil {
@@ -159,6 +161,7 @@ func (e *Engine) GetOrPut(id Identity, s QueueSettings) (q Queue, created bool) 
 		q = pq
 	}
 	e.queues[id] = q
+	e.trieInsertLocked(q)
 	return q, true
 }
 
