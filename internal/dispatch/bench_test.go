@@ -14,9 +14,13 @@ import (
 // countingWriter is a Writer that accepts everything and counts MESSAGE frames.
 type countingWriter struct{ n atomic.Int64 }
 
-func (w *countingWriter) Version() frame.Version        { return frame.V12 }
-func (w *countingWriter) WriteMessage(_, _ []byte) bool { w.n.Add(1); return true }
-func (w *countingWriter) QueuedBytes() int64            { return 0 }
+func (w *countingWriter) Version() frame.Version { return frame.V12 }
+func (w *countingWriter) WriteMessage(p *frame.Buf, _ []byte) bool {
+	frame.PutBuf(p)
+	w.n.Add(1)
+	return true
+}
+func (w *countingWriter) QueuedBytes() int64 { return 0 }
 
 // BenchmarkFanout measures publish → dispatcher queue → one consumer per destination →
 // MESSAGE per exact-match subscription (fanout-mode), for several destination and subscriber

@@ -16,8 +16,10 @@ type Writer interface {
 	// Version is the negotiated STOMP version, fixed once the connection is established.
 	Version() frame.Version
 	// WriteMessage queues one MESSAGE made of a per-delivery prefix and a shared, read-only
-	// tail. false means nothing was queued (connection closing or over its outbound limit).
-	WriteMessage(prefix, shared []byte) bool
+	// tail. On true the writer owns prefix and returns it to the pool (frame.PutBuf) once
+	// written; false means nothing was queued (connection closing or over its outbound
+	// limit) and the caller keeps prefix.
+	WriteMessage(prefix *frame.Buf, shared []byte) bool
 	// QueuedBytes is the number of bytes queued and not yet written to the socket.
 	QueuedBytes() int64
 }
@@ -182,8 +184,10 @@ func (c *Conn) deliverFrom(sub *Subscription, m *message.Message, q *PointQueue,
 	if dropped > 0 && c.egressDropped != nil {
 		c.egressDropped.Add(uint64(dropped))
 	}
-	prefix := message.AppendPrefix(make([]byte, 0, 96), &d, v)
+	prefix := frame.GetBuf()
+	prefix.B = message.AppendPrefix(prefix.B, &d, v)
 	if !c.w.WriteMessage(prefix, shared) {
+		frame.PutBuf(prefix)
 		sub.stalled = true
 		c.mu.Unlock()
 		return false

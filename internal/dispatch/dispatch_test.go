@@ -21,12 +21,13 @@ type recordingWriter struct {
 
 func (w *recordingWriter) Version() frame.Version { return frame.V12 }
 func (w *recordingWriter) QueuedBytes() int64     { return 0 }
-func (w *recordingWriter) WriteMessage(prefix, shared []byte) bool {
+func (w *recordingWriter) WriteMessage(prefix *frame.Buf, shared []byte) bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.full {
 		return false
 	}
+	frame.PutBuf(prefix)
 	// The body sits between the blank line and the trailing NUL of the shared tail.
 	i := len(shared) - 1
 	j := i

@@ -79,7 +79,7 @@ type Engine struct {
 	logs    map[Identity][]*logSub                     // events-store subscriptions by identity
 	rpc     *rpcState
 	trie    map[trieRoot]*trieNode // channel tries for SearchAll (discovery only)
-	stop    chan struct{} // closed by Close: ends every wait for room
+	stop    chan struct{}          // closed by Close: ends every wait for room
 	stopped sync.Once
 
 	Published     atomic.Uint64

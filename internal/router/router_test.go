@@ -20,10 +20,10 @@ type fakeClient struct {
 	disconnected bool
 }
 
-func (c *fakeClient) Version() frame.Version        { return c.v }
-func (c *fakeClient) WriteMessage(_, _ []byte) bool { return true }
-func (c *fakeClient) QueuedBytes() int64            { return 0 }
-func (c *fakeClient) ID() string                    { return "test" }
+func (c *fakeClient) Version() frame.Version                   { return c.v }
+func (c *fakeClient) WriteMessage(p *frame.Buf, _ []byte) bool { frame.PutBuf(p); return true }
+func (c *fakeClient) QueuedBytes() int64                       { return 0 }
+func (c *fakeClient) ID() string                               { return "test" }
 func (c *fakeClient) WriteFrame(f *frame.Frame) bool {
 	c.mu.Lock()
 	c.frames = append(c.frames, f.Clone())

@@ -49,10 +49,11 @@ type Session struct {
 	readTimeout time.Duration // set before the read loop's steady state; read goroutine only
 	sendEvery   time.Duration // negotiated server heart-beat interval; set before writer uses it
 
-	mu           sync.Mutex // guards the fields below
-	chunks       [][]byte   // queued outbound data, guarded by mu
-	queuedBytes  int64      // bytes in chunks, guarded by mu
-	closing      bool       // no more writes accepted; writer closes after flush; guarded by mu
+	mu           sync.Mutex   // guards the fields below
+	chunks       [][]byte     // queued outbound data, guarded by mu
+	pooled       []*frame.Buf // pooled heads among chunks, released once written; guarded by mu
+	queuedBytes  int64        // bytes in chunks, guarded by mu
+	closing      bool         // no more writes accepted; writer closes after flush; guarded by mu
 	closeReason  CloseReason
 	reasonSet    bool
 	writerActive bool
@@ -332,9 +333,22 @@ func (s *Session) writeFrame(f *frame.Frame) bool {
 // message.Message.Shared). The tail is not copied and must stay unmodified. It returns false,
 // queuing nothing, when the connection is closing or its queued bytes are over
 // MaxOutboundBytes; the caller then holds, drops or redelivers the message.
-func (s *Session) WriteMessage(prefix, shared []byte) bool { return s.enqueue(true, prefix, shared) }
+func (s *Session) WriteMessage(prefix *frame.Buf, shared []byte) bool {
+	return s.enqueueBuf(prefix, shared)
+}
 
 func (s *Session) enqueue(limited bool, bufs ...[]byte) bool {
+	return s.enqueueLocked(limited, nil, bufs...)
+}
+
+// enqueueBuf queues a MESSAGE whose head is a pooled buffer, released after the write.
+func (s *Session) enqueueBuf(prefix *frame.Buf, shared []byte) bool {
+	return s.enqueueLocked(true, prefix, prefix.B, shared)
+}
+
+// enqueueLocked queues bufs (and remembers pooled to release after writing). It takes s.mu
+// itself; the name marks that everything it changes is guarded by s.mu.
+func (s *Session) enqueueLocked(limited bool, pooled *frame.Buf, bufs ...[]byte) bool {
 	n := 0
 	for _, b := range bufs {
 		n += len(b)
@@ -350,6 +364,9 @@ func (s *Session) enqueue(limited bool, bufs ...[]byte) bool {
 		return false
 	}
 	s.chunks = append(s.chunks, bufs...)
+	if pooled != nil {
+		s.pooled = append(s.pooled, pooled)
+	}
 	s.queuedBytes += int64(n)
 	s.mu.Unlock()
 	s.outBytes.Add(int64(n))
@@ -483,6 +500,7 @@ func (s *Session) writeLoop() {
 		s.mu.Unlock()
 	}()
 	var spare [][]byte
+	var spareBufs []*frame.Buf
 	var hb <-chan time.Time
 	hbReady := s.hbStart
 	lastWrite := time.Now()
@@ -512,8 +530,11 @@ func (s *Session) writeLoop() {
 		s.mu.Lock()
 		bufs := s.chunks
 		s.chunks = spare[:0]
+		release := s.pooled
+		s.pooled = spareBufs[:0]
 		closing := s.closing
 		s.mu.Unlock()
+		spareBufs = release[:0]
 		// bufs and s.chunks must never share a backing array: keep the detached one as
 		// the next spare whether or not it held data.
 		spare = bufs[:0]
@@ -544,6 +565,10 @@ func (s *Session) writeLoop() {
 			}
 			s.outBytes.Add(-n)
 			clear(bufs)
+			for i, b := range release {
+				frame.PutBuf(b) // on the socket (or the connection is gone): recycle
+				release[i] = nil
+			}
 			lastWrite = time.Now()
 			if err != nil {
 				r := CloseWriteError

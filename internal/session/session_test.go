@@ -171,8 +171,9 @@ func TestOutboundLimitRefusesMessagesAndCallsDrain(t *testing.T) {
 	drained := make(chan struct{}, 1)
 	s.OnDrain(func() { drained <- struct{}{} })
 	big := make([]byte, 800)
-	ok1 := s.WriteMessage([]byte("MESSAGE\n"), append([]byte("\n"), append(big, 0)...))
-	ok2 := s.WriteMessage([]byte("MESSAGE\n"), append([]byte("\n"), append(big, 0)...))
+	head := func() *frame.Buf { b := frame.GetBuf(); b.B = append(b.B, "MESSAGE\n"...); return b }
+	ok1 := s.WriteMessage(head(), append([]byte("\n"), append(big, 0)...))
+	ok2 := s.WriteMessage(head(), append([]byte("\n"), append(big, 0)...))
 	if !ok1 {
 		t.Fatal("first message refused")
 	}
