@@ -39,6 +39,17 @@ type Log struct {
 	Corrupt  atomic.Uint64
 
 	settingsMu sync.Mutex // serialises read-modify-write of the queue-settings meta key
+	names      sync.Map   // Identity → stream name, so the hot path does not rebuild it
+}
+
+// stream returns id's stream name, cached.
+func (l *Log) stream(id dispatch.Identity) string {
+	if v, ok := l.names.Load(id); ok {
+		return v.(string)
+	}
+	name := StreamName(id)
+	l.names.Store(id, name)
+	return name
 }
 
 // New returns a Log over st.
@@ -87,7 +98,7 @@ func ParseStream(name string) (dispatch.Identity, bool) {
 // sets m.Sequence. It must run before m is shared. Errors: the store's.
 func (l *Log) Persist(id dispatch.Identity, m *message.Message) error {
 	var buf [512]byte
-	seq, err := l.st.Append(StreamName(id), message.Encode(buf[:0], m))
+	seq, err := l.st.Append(l.stream(id), message.Encode(buf[:0], m))
 	if err != nil {
 		return fmt.Errorf("durable: persist %s: %w", id, err)
 	}
@@ -101,8 +112,8 @@ func (l *Log) Forget(id dispatch.Identity, m *message.Message) {
 	if m.Sequence == 0 {
 		return
 	}
-	if err := l.st.Delete(StreamName(id), m.Sequence); err != nil {
-		l.log.Warn("delete failed", "stream", StreamName(id), "err", err)
+	if err := l.st.Delete(l.stream(id), m.Sequence); err != nil {
+		l.log.Warn("delete failed", "stream", l.stream(id), "err", err)
 	}
 }
 
@@ -123,8 +134,8 @@ func (l *Log) Retire(id dispatch.Identity, acked []*message.Message, removed []q
 	if len(seqs) == 0 {
 		return
 	}
-	if err := l.st.Delete(StreamName(id), seqs...); err != nil {
-		l.log.Warn("delete failed", "stream", StreamName(id), "err", err)
+	if err := l.st.Delete(l.stream(id), seqs...); err != nil {
+		l.log.Warn("delete failed", "stream", l.stream(id), "err", err)
 		return
 	}
 	l.Deleted.Add(uint64(len(seqs)))
@@ -164,12 +175,12 @@ func (l *Log) RecoverQueues(fn func(id dispatch.Identity, m *message.Message)) (
 
 // Scan implements dispatch.LogStore over id's stream.
 func (l *Log) Scan(id dispatch.Identity, from uint64, fn func(seq uint64, data []byte) bool) error {
-	return l.st.Scan(StreamName(id), from, fn)
+	return l.st.Scan(l.stream(id), from, fn)
 }
 
 // Bounds implements dispatch.LogStore.
 func (l *Log) Bounds(id dispatch.Identity) (first, last uint64, err error) {
-	name := StreamName(id)
+	name := l.stream(id)
 	streams, err := l.st.Streams()
 	if err != nil {
 		return 0, 0, err
@@ -186,7 +197,7 @@ func (l *Log) Bounds(id dispatch.Identity) (first, last uint64, err error) {
 func (l *Log) SeekTime(id dispatch.Identity, t time.Time) (uint64, error) {
 	ms := t.UnixMilli()
 	var found uint64
-	err := l.st.Scan(StreamName(id), 0, func(seq uint64, data []byte) bool {
+	err := l.st.Scan(l.stream(id), 0, func(seq uint64, data []byte) bool {
 		m, err := message.Decode(data)
 		if err == nil && m.TimestampMs >= ms {
 			found = seq
@@ -291,9 +302,9 @@ func (l *Log) SaveQueueSettings(id dispatch.Identity, s *dispatch.QueueSettings)
 		return
 	}
 	if s == nil {
-		delete(all, StreamName(id))
+		delete(all, l.stream(id))
 	} else {
-		all[StreamName(id)] = *s
+		all[l.stream(id)] = *s
 	}
 	data, _ := json.Marshal(all)
 	if err := l.st.SetMeta(settingsKey, data); err != nil {
@@ -339,7 +350,7 @@ func (l *Log) PersistAsync(id dispatch.Identity, m *message.Message) (wait func(
 		return func() error { return nil }, nil
 	}
 	var buf [512]byte
-	seq, w, err := aa.AppendAsync(StreamName(id), message.Encode(buf[:0], m))
+	seq, w, err := aa.AppendAsync(l.stream(id), message.Encode(buf[:0], m))
 	if err != nil {
 		return nil, fmt.Errorf("durable: persist %s: %w", id, err)
 	}
