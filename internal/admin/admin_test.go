@@ -279,7 +279,7 @@ func TestPublishMapsHeadersLikeSend(t *testing.T) {
 	requireEqual(t, n, 1, "content-type headers")
 
 	bin := []byte{0, 1, 2, 255}
-	res, err = a.Publish(admin.PublishRequest{Destination: "/queue/jobs", BodyBase64: ptr(base64.StdEncoding.EncodeToString(bin))})
+	_, err = a.Publish(admin.PublishRequest{Destination: "/queue/jobs", BodyBase64: ptr(base64.StdEncoding.EncodeToString(bin))})
 	requireNoError(t, err)
 	f = c.Expect(frame.CmdMessage, "content-length:4")
 	requireEqual(t, string(f.Body), string(bin), "binary body")

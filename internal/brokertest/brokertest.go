@@ -3,7 +3,6 @@
 package brokertest
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"net"
@@ -61,7 +60,6 @@ type Client struct {
 	t    testing.TB
 	Conn net.Conn
 	p    *frame.Parser
-	r    *bufio.Reader
 }
 
 // Dial connects to addr without sending anything.

@@ -311,9 +311,6 @@ func (e *Engine) removeResponder(sub *Subscription) {
 	r.mu.Unlock()
 }
 
-// isRPC reports whether p is a request pattern.
-func isRPC(p dest.Pattern) bool { return p == dest.PatternCommands || p == dest.PatternQueries }
-
 // DropTempQueues deletes every temp-queue owned by session (its connection closed): pending
 // replies are discarded, as the queue lives only as long as its connection (RabbitMQ
 // temp-queue semantics).

@@ -25,12 +25,12 @@ type Checker interface {
 func CheckInvariants(s store.Store) error {
 	infos, err := s.Streams()
 	if err != nil {
-		return fmt.Errorf("Streams: %w", err)
+		return fmt.Errorf("store streams: %w", err)
 	}
 	var errs []error
 	for i, in := range infos {
 		if i > 0 && infos[i-1].Name >= in.Name {
-			errs = append(errs, fmt.Errorf("Streams not sorted/unique at %q, %q", infos[i-1].Name, in.Name))
+			errs = append(errs, fmt.Errorf("streams not sorted/unique at %q, %q", infos[i-1].Name, in.Name))
 		}
 		var (
 			count, bytes int64
