@@ -108,8 +108,8 @@ func (a *Admin) Publish(req PublishRequest) (*PublishResult, error) {
 	}
 	if v := headerValue(hdrs, "delay"); v != "" {
 		ms, err := strconv.ParseInt(v, 10, 64)
-		if err != nil || ms < 0 {
-			return nil, invalidParam("invalid delay header: delay is a non-negative number of milliseconds")
+		if err != nil || ms < 0 || ms > 365*24*3600*1000 {
+			return nil, invalidParam("invalid delay header: delay is a number of milliseconds from 0 to one year")
 		}
 		if ms > 0 {
 			m.DeliverAtMs = now + ms
@@ -171,6 +171,21 @@ const MetadataHeader = router.MetadataHeader
 
 // publishHeaders maps headers and metadata to message headers (DESIGN §6, reference 003).
 func publishHeaders(headers, metadata map[string]string) ([]frame.Header, error) {
+	// The limits a STOMP SEND has (frame.DefaultLimits): no more headers, nor more header
+	// bytes, than a client could send over STOMP.
+	if len(headers)+len(metadata) > frame.DefaultMaxHeaders {
+		return nil, invalidParam("too many headers and metadata entries (at most " + strconv.Itoa(frame.DefaultMaxHeaders) + ")")
+	}
+	total := 0
+	for k, v := range headers {
+		total += len(k) + len(v) + 2
+	}
+	for k, v := range metadata {
+		total += len(k) + len(v) + 2
+	}
+	if total > frame.DefaultMaxHeaderBytes {
+		return nil, invalidParam("headers and metadata too large (at most " + strconv.Itoa(frame.DefaultMaxHeaderBytes) + " bytes)")
+	}
 	in := make([]frame.Header, 0, len(headers))
 	for _, k := range sortedKeys(headers) {
 		if err := checkHeader(k, headers[k]); err != nil {

@@ -32,6 +32,7 @@ func newAdminServer(b *Broker) (*adminServer, error) {
 	a.srv = &http.Server{
 		Handler:           b.adminHandler(),
 		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       time.Minute, // a trickled request body cannot hold a handler forever
 		IdleTimeout:       2 * time.Minute,
 		MaxHeaderBytes:    64 << 10,
 	}

@@ -2,6 +2,7 @@ package broker_test
 
 import (
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -273,4 +274,60 @@ func TestPausedQueueSaysPaused(t *testing.T) {
 	}
 	p.SendFrame("SEND", "2", "destination:/queue/held", "receipt:2")
 	p.Expect(frame.CmdError, "message:queue paused", "receipt-id:2")
+}
+
+func TestCommitReplaysEveryKindOfSend(t *testing.T) {
+	addr := start(t)
+	c := brokertest.Connect(t, addr)
+	c.SendFrame("SUBSCRIBE", "", "destination:/temp-queue/r", "id:r", "receipt:s")
+	c.Expect(frame.CmdReceipt)
+	c.SendFrame("BEGIN", "", "transaction:t")
+	c.SendFrame("SEND", "logged", "destination:/events-store/txlog", "transaction:t")
+	c.SendFrame("SEND", "", "destination:/command/nobody", "reply-to:/temp-queue/r", "correlation-id:c1", "transaction:t")
+	c.SendFrame("COMMIT", "", "transaction:t", "receipt:commit")
+	got := map[frame.Command]*frame.Frame{}
+	for range 2 { // the broker's answer and the RECEIPT, in either order
+		f, err := c.Read(5 * time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got[f.Command] = f
+	}
+	if got[frame.CmdReceipt] == nil || got[frame.CmdMessage] == nil || got[frame.CmdMessage].Value("error") != "no responder" {
+		t.Fatalf("after COMMIT: %v", got)
+	}
+	c.SendFrame("SUBSCRIBE", "", "destination:/events-store/txlog", "id:log", "start-position:first")
+	if m := c.Expect(frame.CmdMessage, "subscription:log", "sequence:1"); string(m.Body) != "logged" {
+		t.Fatalf("events-store body %q", m.Body)
+	}
+}
+
+func TestUnreadAnswersStopTheBrokerReading(t *testing.T) {
+	b := brokertest.Run(t, func() config.Config {
+		c := brokertest.DefaultTestConfig()
+		c.Servers[0].ProtocolOptions.MaxOutboundBytes = 64 << 10
+		return c
+	}())
+	c := brokertest.Connect(t, b.Addrs()[0])
+	// Ask for 2,000 RECEIPTs of ~8 KiB each and never read them: without read-side
+	// back-pressure the broker would queue ~16 MiB for this connection.
+	frameText := "SEND\ndestination:/topic/void\nreceipt:" + strings.Repeat("r", 8000) + "\n\n\x00"
+	go func() {
+		for range 2000 {
+			if _, err := c.Conn.Write([]byte(frameText)); err != nil {
+				return
+			}
+		}
+	}()
+	var peak int64
+	deadline := time.Now().Add(2 * time.Second)
+	for time.Now().Before(deadline) {
+		for _, s := range b.Sessions() {
+			peak = max(peak, s.QueuedBytes())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if peak > 64<<10+16<<10 {
+		t.Fatalf("queued %d bytes for a client that reads nothing (limit 64 KiB)", peak)
+	}
 }

@@ -370,3 +370,35 @@ func TestSearchAllDiscoversDescendantQueues(t *testing.T) {
 		t.Fatalf("unknown group: %v", got)
 	}
 }
+
+func TestRPCCountersAreBounded(t *testing.T) {
+	e := NewEngine(Options{})
+	reply := Identity{Group: "default", Pattern: dest.PatternQueues, Channel: "replies"}
+	for i := range maxRPCChannels + 50 {
+		id := Identity{Group: "default", Pattern: dest.PatternCommands, Channel: "c" + strconv.Itoa(i)}
+		if err := e.Request(id, msg("q"), reply, "corr"+strconv.Itoa(i), time.Minute); err != nil {
+			t.Fatal(err)
+		}
+		e.CountDroppedResponse(Identity{Group: "default", Pattern: dest.PatternTempQueue, Channel: "s" + strconv.Itoa(i) + ".r"}, false)
+	}
+	if n := len(e.RPCStats()); n > maxRPCChannels+1 {
+		t.Fatalf("%d counter series for %d channels", n, maxRPCChannels+50)
+	}
+}
+
+func TestTempQueueOfAClosedConnectionIsNotRecreated(t *testing.T) {
+	e := NewEngine(Options{})
+	owner := NewConn(&recordingWriter{})
+	e.SetTempOwner("titan-a", owner)
+	id := Identity{Group: "default", Pattern: dest.PatternTempQueue, Channel: "titan-a.replies"}
+	if _, err := e.Publish(id, msg("1")); err != nil {
+		t.Fatal(err)
+	}
+	e.DropTempQueues("titan-a")
+	if _, err := e.Publish(id, msg("late")); !errors.Is(err, ErrNoQueue) {
+		t.Fatalf("publish to a dead owner's temp-queue: %v", err)
+	}
+	if len(e.Queues()) != 0 {
+		t.Fatalf("orphan temp-queue recreated: %d queues", len(e.Queues()))
+	}
+}

@@ -209,6 +209,9 @@ func (e *Engine) PublishUntil(id Identity, m *message.Message, cancel <-chan str
 		e.mu.RUnlock()
 		return false, nil
 	}
+	if id.Pattern == dest.PatternTempQueue && !e.TempOwnerAlive(tempOwner(id.Channel)) {
+		return false, ErrNoQueue // its connection closed: the queue is gone for good
+	}
 	for range 3 {
 		q, _ := e.GetOrPut(id, e.opts.Settings(id))
 		w := waitCancel{cancel: cancel, stop: e.stop}
@@ -374,12 +377,15 @@ func (e *Engine) detach(sub *Subscription) {
 		e.mu.Unlock()
 		sub.log.stop()
 	case dest.PatternEvents:
-		e.mu.RLock()
-		sl := e.events[eventsKey(sub.Group, sub.Dest.Bare)]
-		e.mu.RUnlock()
-		if sl != nil {
+		key := eventsKey(sub.Group, sub.Dest.Bare)
+		e.mu.Lock()
+		if sl := e.events[key]; sl != nil {
 			sl.Remove(sub.Dest.Channel, sub)
+			if sl.Count() == 0 {
+				delete(e.events, key) // a group's index lives only while it has subscriptions
+			}
 		}
+		e.mu.Unlock()
 	default:
 		id := IdentityOf(sub.Group, sub.Dest)
 		e.mu.Lock()

@@ -102,9 +102,20 @@ func newRPCState() *rpcState {
 	}
 }
 
+// maxRPCChannels bounds the request channels with counters of their own; requests to
+// further channels are counted together under the channel "_other" so that clients naming
+// endless channels cannot grow the metrics without bound.
+const maxRPCChannels = 1000
+
 func (r *rpcState) countersLocked(id Identity) *rpcCounters {
 	c := r.counters[id]
 	if c == nil {
+		if len(r.counters) >= maxRPCChannels {
+			id = Identity{Group: "_other", Pattern: id.Pattern, Channel: "_other"}
+			if c = r.counters[id]; c != nil {
+				return c
+			}
+		}
 		c = &rpcCounters{}
 		r.counters[id] = c
 	}
@@ -188,8 +199,13 @@ func (e *Engine) expire(p *pendingRequest) {
 	e.answer(p.replyTo, nil, p.corr, "timeout")
 }
 
-// answer publishes the broker's executed:false response to replyTo.
+// answer publishes the broker's executed:false response to replyTo. An answer to a
+// temp-queue whose connection is gone is dropped (it would recreate an orphan queue).
 func (e *Engine) answer(replyTo Identity, req *message.Message, corr, reason string) {
+	if replyTo.Pattern == dest.PatternTempQueue && !e.TempOwnerAlive(tempOwner(replyTo.Channel)) {
+		e.CountDroppedResponse(replyTo, false)
+		return
+	}
 	m := &message.Message{
 		ID: message.NewID("titan"), Group: replyTo.Group, Destination: replyTo.Destination(),
 		TimestampMs: e.opts.Now().UnixMilli(),
@@ -233,7 +249,9 @@ func (e *Engine) Respond(replyTo Identity, corr string) (pending, late bool) {
 func (e *Engine) CountDroppedResponse(replyTo Identity, late bool) {
 	r := e.rpc
 	r.mu.Lock()
-	c := r.countersLocked(Identity{Group: replyTo.Group, Pattern: replyTo.Pattern, Channel: replyTo.Channel})
+	// Reply destinations (temp-queues above all) come and go: count them under one series
+	// per pattern rather than one per destination.
+	c := r.countersLocked(Identity{Group: "_replies", Pattern: replyTo.Pattern, Channel: "_replies"})
 	r.mu.Unlock()
 	if late {
 		c.late.Add(1)
@@ -328,4 +346,14 @@ func (e *Engine) DropTempQueues(session string) {
 	for _, id := range ids {
 		_ = e.Delete(id, true)
 	}
+}
+
+// tempOwner returns the owning session id of a temp-queue channel ("<session>.<name>").
+func tempOwner(channel string) string {
+	for i := 0; i < len(channel); i++ {
+		if channel[i] == '.' {
+			return channel[:i]
+		}
+	}
+	return channel
 }

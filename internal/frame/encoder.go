@@ -1,6 +1,9 @@
 package frame
 
-import "strconv"
+import (
+	"strconv"
+	"strings"
+)
 
 // AppendFrame appends the wire form of f, as spoken at version v, to dst and returns the
 // extended slice.
@@ -53,12 +56,12 @@ func AppendContentLength(dst []byte, n int) []byte {
 }
 
 // Representable reports whether a header can be written at version v without corrupting the
-// frame: STOMP 1.0 (and unescaped CONNECT/CONNECTED frames) cannot carry CR or LF anywhere nor
+// frame: no version can carry a NUL; STOMP 1.0 (and unescaped CONNECT/CONNECTED frames) cannot carry CR or LF anywhere nor
 // a colon in a name; 1.1 cannot carry CR (it has no \r escape); 1.2 can carry anything.
 // Names must not be empty.
 func Representable(key, value string, v Version, raw bool) bool {
-	if key == "" {
-		return false
+	if key == "" || strings.IndexByte(key, 0) >= 0 || strings.IndexByte(value, 0) >= 0 {
+		return false // a NUL ends the frame at every version
 	}
 	if raw || v == V10 {
 		for i := 0; i < len(key); i++ {

@@ -181,3 +181,11 @@ func TestRoundTripParseEncode(t *testing.T) {
 		requireEqual(t, string(out), c.wire)
 	}
 }
+
+func TestNoVersionRepresentsNUL(t *testing.T) {
+	for _, v := range []Version{V10, V11, V12} {
+		if Representable("k", "a\x00b", v, false) || Representable("k\x00", "v", v, false) || Representable("k", "a\x00", v, true) {
+			t.Fatalf("version %s represents a NUL in a header", v)
+		}
+	}
+}

@@ -328,6 +328,11 @@ func (p *Parser) scanHeaders() error {
 			p.pos = p.bodyStart
 			return p.readContentLength()
 		}
+		if bytes.IndexByte(line, 0) >= 0 {
+			// A NUL ends a frame; inside a header it would let a publisher forge frames
+			// for every subscriber that receives the header back.
+			return protoErr(ErrMalformedHeader, p.receipt(nil))
+		}
 		if len(p.offs) >= p.lim.MaxHeaders {
 			return protoErr(ErrTooManyHeaders, p.receipt(nil))
 		}

@@ -204,6 +204,7 @@ func parseCases() []parseCase {
 		{name: "CR CR LF", in: "SEND\r\r\n\n\x00", err: ErrBareCR},
 		{name: "bare CR between frames", in: "SEND\n\n\x00\rSEND\n\n\x00", want: []*Frame{fr(CmdSend, "")}, err: ErrBareCR},
 		{name: "bare CR before the first frame", in: "\n\rX", err: ErrBareCR},
+		{name: "NUL inside a header value", in: "SEND\nreceipt:r\ninj:x\x00ERROR\n\nbody\x00", err: ErrMalformedHeader, receipt: "r"},
 		{name: "unknown command", in: "FOO\nreceipt:r\n\n\x00", err: ErrUnknownCommand, receipt: "r"},
 		{name: "commands are case-sensitive", in: "send\n\n\x00", err: ErrUnknownCommand},
 		{name: "command with trailing space", in: "SEND \n\n\x00", err: ErrUnknownCommand},

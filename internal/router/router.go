@@ -69,6 +69,8 @@ type Options struct {
 	// MaxFramesInTransaction bounds the frames one transaction buffers (default 10000;
 	// max-frame-in-transaction).
 	MaxFramesInTransaction int
+	// MaxTransactionBytes bounds the message bytes one transaction buffers (default 64 MiB).
+	MaxTransactionBytes int
 	// MaxTransactions bounds open transactions per connection (default 100).
 	MaxTransactions int
 	// DefaultPrefetch is the unacknowledged-message limit of a subscription without a
@@ -126,6 +128,9 @@ func New(engine Engine, o Options) *Router {
 	if o.MaxFramesInTransaction <= 0 {
 		o.MaxFramesInTransaction = 10000
 	}
+	if o.MaxTransactionBytes <= 0 {
+		o.MaxTransactionBytes = 64 << 20
+	}
 	if o.MaxTransactions <= 0 {
 		o.MaxTransactions = 100
 	}
@@ -153,7 +158,7 @@ func New(engine Engine, o Options) *Router {
 	}
 	group := groupStage{}
 	build := messageStage{clock: o.Clock, idPrefix: o.MessageIDPrefix}
-	tx := txBufferStage{max: o.MaxFramesInTransaction}
+	tx := txBufferStage{max: o.MaxFramesInTransaction, maxBytes: o.MaxTransactionBytes}
 	publish := publishStage{engine: engine, store: o.Store}
 	// effects are the SEND stages that act once a message is built and admitted; COMMIT
 	// replays exactly these for each buffered SEND.

@@ -1,6 +1,7 @@
 package router
 
 import (
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -250,6 +251,7 @@ func TestRequiredHeaders(t *testing.T) {
 		{fr(frame.CmdSubscribe, "", "destination", "/topic/a", "id", "1", "ack", "sometimes"), "invalid ack mode"},
 		{fr(frame.CmdSubscribe, "", "destination", "/topic/a", "id", "1", "prefetch-count", "-1"), "invalid prefetch-count"},
 		{fr(frame.CmdSend, "", "destination", "/topic/a", "expires", "soon"), "invalid expires header"},
+		{fr(frame.CmdSend, "", "destination", "/queue/a", "delay", "9223372036854775807"), "invalid delay header"},
 	}
 	for _, tc := range cases {
 		r, _, c, cl := newTest(Options{})
@@ -292,5 +294,15 @@ func BenchmarkMapIngress(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		_ = MapIngress(buf[:0], in)
+	}
+}
+
+func TestTransactionByteLimit(t *testing.T) {
+	r, e, c, cl := newTest(Options{MaxTransactionBytes: 100})
+	r.Handle(c, fr(frame.CmdBegin, "", "transaction", "t"))
+	r.Handle(c, fr(frame.CmdSend, strings.Repeat("x", 60), "destination", "/queue/a", "transaction", "t"))
+	r.Handle(c, fr(frame.CmdSend, strings.Repeat("x", 60), "destination", "/queue/a", "transaction", "t", "receipt", "r"))
+	if len(cl.errs) != 1 || cl.errs[0].Reason != "transaction too large" || cl.errs[0].ReceiptID != "r" || len(e.published) != 0 {
+		t.Fatalf("errs %+v published %d", cl.errs, len(e.published))
 	}
 }

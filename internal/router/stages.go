@@ -29,6 +29,9 @@ func (groupStage) Apply(c *Context) {
 	c.Identity = dispatch.IdentityOf(g, c.Dest)
 }
 
+// maxDelayMs bounds the delay header: one year, in milliseconds.
+const maxDelayMs = 365 * 24 * 3600 * 1000
+
 // messageStage builds the Message of a SEND: header mapping (DESIGN §6), broker-assigned
 // message-id and timestamp, expiry and scheduling.
 type messageStage struct {
@@ -61,8 +64,8 @@ func (s messageStage) Apply(c *Context) {
 	}
 	if v, ok := f.Get("delay"); ok && v != "" {
 		ms, err := strconv.ParseInt(v, 10, 64)
-		if err != nil || ms < 0 {
-			c.fail("invalid delay header", "delay is a non-negative number of milliseconds")
+		if err != nil || ms < 0 || ms > maxDelayMs {
+			c.fail("invalid delay header", "delay is a number of milliseconds from 0 to 31536000000 (one year)")
 			return
 		}
 		if ms > 0 {

@@ -11,7 +11,8 @@ import (
 
 // transaction buffers the SENDs and ACK/NACKs of one open transaction (STOMP 1.2, "BEGIN").
 type transaction struct {
-	ops []txOp
+	ops   []txOp
+	bytes int // message bytes buffered
 }
 
 // txOp is one buffered frame, already validated and detached from the read buffer.
@@ -24,7 +25,10 @@ type txOp struct {
 
 // txBufferStage diverts a frame carrying a transaction header into its transaction; the frame
 // takes effect at COMMIT and is discarded at ABORT.
-type txBufferStage struct{ max int }
+type txBufferStage struct {
+	max      int // frames per transaction
+	maxBytes int // message bytes per transaction
+}
 
 func (s txBufferStage) Apply(c *Context) {
 	if c.Replay {
@@ -42,6 +46,13 @@ func (s txBufferStage) Apply(c *Context) {
 	if len(t.ops) >= s.max {
 		c.fail("transaction too large", "a transaction holds at most "+strconv.Itoa(s.max)+" frames")
 		return
+	}
+	if c.Message != nil {
+		t.bytes += c.Message.Size()
+		if t.bytes > s.maxBytes {
+			c.fail("transaction too large", "a transaction holds at most "+strconv.Itoa(s.maxBytes)+" bytes of messages")
+			return
+		}
 	}
 	op := txOp{route: c.Route, identity: c.Identity, msg: c.Message}
 	if c.Route == RouteAck || c.Route == RouteNack {
@@ -109,10 +120,11 @@ func (s commitStage) Apply(c *Context) {
 	for _, op := range t.ops {
 		rc := Context{Conn: c.Conn, Frame: c.Frame, Route: op.route, Identity: op.identity, Message: op.msg, Receipt: c.Receipt, Replay: true}
 		switch op.route {
-		case RouteSendEvents, RouteSendQueue:
-			r.run(&rc, r.effects(op.route)) // the message was built and validated at SEND time
 		case RouteAck, RouteNack:
 			ackStage{engine: r.engine, nack: op.route == RouteNack}.apply(&rc, op.key, op.sub)
+		default: // every SEND route: the message was built and validated at SEND time
+			rc.Dest.Pattern = op.identity.Pattern
+			r.run(&rc, r.effects(op.route))
 		}
 		if rc.Err != nil {
 			c.Err = rc.Err

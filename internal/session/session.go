@@ -61,6 +61,7 @@ type Session struct {
 	onDrain      func() // set once before Serve's steady state
 
 	kick     chan struct{} // 1-slot writer signal
+	progress chan struct{} // 1-slot signal: the writer wrote something (read-side back-pressure)
 	done     chan struct{} // closed when the connection is closed
 	doneOnce sync.Once
 	hbStart  chan struct{} // closed when heart-beat parameters are final
@@ -74,14 +75,15 @@ func New(conn net.Conn, h Handler, opts *Options) *Session {
 	var b [8]byte
 	_, _ = rand.Read(b[:])
 	s := &Session{
-		id:      "titan-" + hex.EncodeToString(b[:]),
-		conn:    conn,
-		opts:    opts,
-		h:       h,
-		kick:    make(chan struct{}, 1),
-		done:    make(chan struct{}),
-		hbStart: make(chan struct{}),
-		created: time.Now(),
+		id:       "titan-" + hex.EncodeToString(b[:]),
+		conn:     conn,
+		opts:     opts,
+		h:        h,
+		kick:     make(chan struct{}, 1),
+		progress: make(chan struct{}, 1),
+		done:     make(chan struct{}),
+		hbStart:  make(chan struct{}),
+		created:  time.Now(),
 	}
 	s.log = opts.Logger
 	if s.log == nil {
@@ -144,7 +146,10 @@ func (s *Session) Serve() {
 		reason = CloseShutdown
 		return
 	}
-	s.readTimeout = s.opts.ConnectTimeout
+	// The CONNECT frame must be complete within ConnectTimeout of the accept, however
+	// slowly its bytes trickle in.
+	s.readTimeout = 0
+	_ = s.conn.SetReadDeadline(time.Now().Add(s.opts.ConnectTimeout))
 	link, reason = s.handshake()
 	if link == nil {
 		return
@@ -163,6 +168,7 @@ func (s *Session) Serve() {
 		default:
 			link.Handle(f)
 		}
+		s.waitForWriter()
 		if s.isClosing() {
 			reason = s.reason()
 			s.waitDone()
@@ -187,6 +193,26 @@ func (s *Session) readFailure(err error) CloseReason {
 		return CloseHeartbeatTimeout
 	}
 	return CloseReadError
+}
+
+// waitForWriter stops reading while the connection's queued output (RECEIPTs and ERRORs
+// included, which are never refused) is over MaxOutboundBytes: a client that sends without
+// reading its answers is slowed to the pace it reads at, and is closed as a slow consumer
+// by the write timeout if it stops reading altogether.
+func (s *Session) waitForWriter() {
+	for {
+		s.mu.Lock()
+		over := s.queuedBytes > s.opts.MaxOutboundBytes && !s.closing
+		s.mu.Unlock()
+		if !over {
+			return
+		}
+		select {
+		case <-s.progress:
+		case <-s.done:
+			return
+		}
+	}
 }
 
 // waitDone waits (bounded) for the writer to flush a final ERROR or RECEIPT and close.
@@ -258,6 +284,14 @@ func (s *Session) handshake() (Link, CloseReason) {
 	}
 	if s.readTimeout < 0 {
 		s.readTimeout = 0
+	}
+	if limit := max(s.opts.ConnectionTTL, maxSilence); s.readTimeout > limit || (s.readTimeout == 0 && s.opts.ConnectionTTL >= 0) {
+		// A client that promises heart-beats only every few weeks still gets the TTL (or
+		// maxSilence when that is longer), so silent peers never pile up.
+		s.readTimeout = limit
+	}
+	if s.readTimeout == 0 {
+		_ = s.conn.SetReadDeadline(time.Time{}) // clear the handshake deadline
 	}
 	hdrs := []frame.Header{
 		{Key: frame.HdrVersion, Value: v.String()},
@@ -482,6 +516,10 @@ func (s *Session) startWriter() bool {
 
 var heartBeatEOL = []byte{'\n'}
 
+// maxSilence caps how long a connection that negotiated very slow client heart-beats may
+// stay silent (it never exceeds the connection TTL when that is longer).
+const maxSilence = 10 * time.Minute
+
 // vectorWriter is implemented by connections that send a batch of chunks as one unit (the
 // WebSocket transport sends one message per batch).
 type vectorWriter interface {
@@ -564,6 +602,10 @@ func (s *Session) writeLoop() {
 				s.onDrain()
 			}
 			s.outBytes.Add(-n)
+			select {
+			case s.progress <- struct{}{}:
+			default:
+			}
 			clear(bufs)
 			for i, b := range release {
 				frame.PutBuf(b) // on the socket (or the connection is gone): recycle

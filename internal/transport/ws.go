@@ -72,8 +72,10 @@ func (a wsAddr) String() string  { return string(a) }
 // wsConn carries the STOMP byte stream over one WebSocket. It reads text and binary messages
 // alike (browser clients send text frames, stompjs can be told to send binary ones) as one
 // continuous stream, so a frame may span messages and a message may hold several frames.
-// Each writev becomes one binary message, so bodies stay byte-exact. A deadline that passes
-// closes the connection, and the blocked call returns os.ErrDeadlineExceeded.
+// Each writev becomes one binary message, so bodies stay byte-exact. Deadlines apply to calls
+// that are in progress when they pass, as net.Conn's do: a Read or Write still blocked at its
+// deadline closes the connection and returns os.ErrDeadlineExceeded; an idle connection with
+// a past deadline is untouched.
 type wsConn struct {
 	ws            *websocket.Conn
 	ctx           context.Context
@@ -83,10 +85,10 @@ type wsConn struct {
 	rmu sync.Mutex // serialises Read; guards r
 	r   io.Reader  // the message being read
 
-	dmu        sync.Mutex // guards the timers
-	readTimer  *time.Timer
-	writeTimer *time.Timer
-	expired    atomic.Bool // a deadline closed the connection
+	dmu           sync.Mutex // guards the deadlines
+	readDeadline  time.Time
+	writeDeadline time.Time
+	expired       atomic.Bool // a deadline closed the connection
 }
 
 func (c *wsConn) err(err error) error {
@@ -99,10 +101,31 @@ func (c *wsConn) err(err error) error {
 	return err
 }
 
+// guard arms a timer that closes the connection if the call it covers is still running at
+// the deadline; the returned stop must be called when the call returns.
+func (c *wsConn) guard(write bool) (stop func() bool) {
+	c.dmu.Lock()
+	at := c.readDeadline
+	if write {
+		at = c.writeDeadline
+	}
+	c.dmu.Unlock()
+	if at.IsZero() {
+		return func() bool { return true }
+	}
+	t := time.AfterFunc(time.Until(at), func() {
+		c.expired.Store(true)
+		_ = c.ws.CloseNow()
+		c.cancel()
+	})
+	return t.Stop
+}
+
 // Read reads the stream, message after message.
 func (c *wsConn) Read(p []byte) (int, error) {
 	c.rmu.Lock()
 	defer c.rmu.Unlock()
+	defer c.guard(false)()
 	for {
 		if c.r == nil {
 			_, r, err := c.ws.Reader(c.ctx)
@@ -128,6 +151,7 @@ func (c *wsConn) Read(p []byte) (int, error) {
 
 // Write sends p as one binary message.
 func (c *wsConn) Write(p []byte) (int, error) {
+	defer c.guard(true)()
 	if err := c.ws.Write(c.ctx, websocket.MessageBinary, p); err != nil {
 		return 0, c.err(err)
 	}
@@ -136,6 +160,7 @@ func (c *wsConn) Write(p []byte) (int, error) {
 
 // WriteVectored sends bufs as one binary message (the session's writev).
 func (c *wsConn) WriteVectored(bufs [][]byte) (int64, error) {
+	defer c.guard(true)()
 	w, err := c.ws.Writer(c.ctx, websocket.MessageBinary)
 	if err != nil {
 		return 0, c.err(err)
@@ -165,34 +190,29 @@ func (c *wsConn) Close() error {
 func (c *wsConn) LocalAddr() net.Addr  { return c.local }
 func (c *wsConn) RemoteAddr() net.Addr { return c.remote }
 
-func (c *wsConn) arm(t **time.Timer, at time.Time) {
-	c.dmu.Lock()
-	defer c.dmu.Unlock()
-	if *t != nil {
-		(*t).Stop()
-		*t = nil
-	}
-	if at.IsZero() {
-		return
-	}
-	*t = time.AfterFunc(time.Until(at), func() {
-		c.expired.Store(true)
-		_ = c.Close()
-	})
-}
-
 // SetDeadline sets both deadlines.
 func (c *wsConn) SetDeadline(t time.Time) error {
-	c.arm(&c.readTimer, t)
-	c.arm(&c.writeTimer, t)
+	c.dmu.Lock()
+	c.readDeadline, c.writeDeadline = t, t
+	c.dmu.Unlock()
 	return nil
 }
 
-// SetReadDeadline closes the connection if no read completes by t (zero: none).
-func (c *wsConn) SetReadDeadline(t time.Time) error { c.arm(&c.readTimer, t); return nil }
+// SetReadDeadline bounds the Read calls in progress at t (zero: no bound).
+func (c *wsConn) SetReadDeadline(t time.Time) error {
+	c.dmu.Lock()
+	c.readDeadline = t
+	c.dmu.Unlock()
+	return nil
+}
 
-// SetWriteDeadline closes the connection if a write is still blocked at t (zero: none).
-func (c *wsConn) SetWriteDeadline(t time.Time) error { c.arm(&c.writeTimer, t); return nil }
+// SetWriteDeadline bounds the Write calls in progress at t (zero: no bound).
+func (c *wsConn) SetWriteDeadline(t time.Time) error {
+	c.dmu.Lock()
+	c.writeDeadline = t
+	c.dmu.Unlock()
+	return nil
+}
 
 // Accept returns the next upgraded connection; net.ErrClosed after Close.
 func (w *WSListener) Accept() (net.Conn, error) {

@@ -53,7 +53,18 @@ func TestWebSocketStreamReadsTextAndBinaryAndWritesOneMessagePerBatch(t *testing
 	if err != nil || typ != websocket.MessageBinary || string(msg) != "MESSAGE\n\n\x00\xff\x00" {
 		t.Fatalf("client read %v %q %v", typ, msg, err)
 	}
-	// An expired read deadline closes the connection and reports os.ErrDeadlineExceeded.
+	// A write deadline that passed while no write was in progress changes nothing: the
+	// session sets a fresh one before its next write.
+	_ = sc.SetWriteDeadline(time.Now().Add(10 * time.Millisecond))
+	time.Sleep(30 * time.Millisecond)
+	_ = sc.SetWriteDeadline(time.Now().Add(5 * time.Second))
+	if _, err := sc.Write([]byte("\n")); err != nil {
+		t.Fatalf("write after an idle deadline: %v", err)
+	}
+	if _, _, err := c.Read(ctx); err != nil {
+		t.Fatalf("client read: %v", err)
+	}
+	// A read still blocked at its deadline closes the connection: os.ErrDeadlineExceeded.
 	_ = sc.SetReadDeadline(time.Now().Add(50 * time.Millisecond))
 	if _, err := sc.Read(make([]byte, 1)); !errors.Is(err, os.ErrDeadlineExceeded) {
 		t.Fatalf("read after deadline: %v", err)
