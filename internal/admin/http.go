@@ -13,7 +13,8 @@ import (
 )
 
 // Handler returns the HTTP handler serving every path of the monitor API (the Path*
-// constants), /metrics and the console, behind the token check when Options.Token is set.
+// constants), /metrics and the console, behind the token check when Options.Token is set and
+// net/http's cross-origin protection for state-changing methods.
 // Unknown paths answer 404 and wrong methods 405, both as JSON errors. Each call builds a
 // fresh Prometheus registry, so call it once per server. Safe for concurrent use.
 func (a *Admin) Handler() http.Handler {
@@ -35,7 +36,11 @@ func (a *Admin) Handler() http.Handler {
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, newError(CodeNotFound, "no such endpoint: "+r.URL.Path, ErrNotFound))
 	})
-	return a.authenticate(mux)
+	// Browsers may not change state cross-site (CSRF): a page elsewhere cannot POST /publish
+	// or delete queues through a user's browser, token or not. CLI and server-to-server
+	// calls send no Origin or Sec-Fetch-Site and pass.
+	var cop http.CrossOriginProtection
+	return a.authenticate(cop.Handler(mux))
 }
 
 // methods dispatches by request method and answers 405 (JSON) for any other. HEAD is served

@@ -204,3 +204,27 @@ func TestHandlerWithHTTPTest(t *testing.T) {
 		t.Fatalf("metrics lack the queue:\n%s", rec.Body.String())
 	}
 }
+
+// A page on another site cannot change state through a user's browser (CSRF); reads and
+// non-browser clients are unaffected.
+func TestCrossSiteBrowserRequestsCannotChangeState(t *testing.T) {
+	_, a := start(t, func(c *config.Config) { f := false; c.Monitor.Enabled = &f })
+	h := a.Handler()
+	body := `{"destination":"/queue/x","body":"forged"}`
+	req := httptest.NewRequest("POST", admin.PathPublish, strings.NewReader(body))
+	req.Header.Set("Content-Type", "text/plain")
+	req.Header.Set("Sec-Fetch-Site", "cross-site")
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	requireEqual(t, rec.Code, http.StatusForbidden, "cross-site POST status")
+	rec = httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest("POST", admin.PathPublish, strings.NewReader(body)))
+	if rec.Code != http.StatusOK && rec.Code != http.StatusCreated {
+		t.Fatalf("non-browser POST: %d %s", rec.Code, rec.Body.String())
+	}
+	req = httptest.NewRequest("GET", admin.PathSnapshot, nil)
+	req.Header.Set("Sec-Fetch-Site", "cross-site")
+	rec = httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	requireEqual(t, rec.Code, http.StatusOK, "cross-site GET status")
+}

@@ -231,7 +231,7 @@ func (b *Broker) Start() error {
 		var err error
 		log := b.log.With("server", sc.Name)
 		if sc.Transport == "websocket" {
-			ln, err = transport.ListenWebSocket(sc.Addr(), sc.TransportOptions.Path, tlsConf, log)
+			ln, err = transport.ListenWebSocket(sc.Addr(), sc.TransportOptions.Path, sc.TransportOptions.AllowedOrigins, tlsConf, log)
 		} else {
 			ln, err = transport.ListenTCP(sc.Addr(), tlsConf)
 		}

@@ -69,6 +69,11 @@ type Server struct {
 type TransportOptions struct {
 	// Path is the WebSocket upgrade path (default "/stomp").
 	Path string `yaml:"path"`
+	// AllowedOrigins lists the Origin host patterns (path.Match syntax, e.g.
+	// "app.example.com", "*.example.com") from which browsers may open WebSocket
+	// connections. Empty allows every origin, as STOMP brokers usually do; set it when the
+	// broker is reachable from browsers on untrusted pages.
+	AllowedOrigins []string `yaml:"allowed-origins"`
 }
 
 // ProtocolOptions are STOMP settings (titan.servers[].protocol-options). Lengths are bytes,

@@ -25,20 +25,23 @@ var Subprotocols = []string{"v12.stomp", "v11.stomp", "v10.stomp", "stomp"}
 // messages are both read). Outgoing data is sent as binary messages so bodies stay
 // byte-exact. Safe for concurrent use.
 type WSListener struct {
-	ln    net.Listener
-	srv   *http.Server
-	conns chan net.Conn
-	done  chan struct{}
-	once  sync.Once
+	ln      net.Listener
+	srv     *http.Server
+	conns   chan net.Conn
+	done    chan struct{}
+	once    sync.Once
+	origins []string // allowed Origin patterns; empty: any
 }
 
 // ListenWebSocket listens on addr and upgrades requests for path.
-func ListenWebSocket(addr, path string, tlsConf *tls.Config, log *slog.Logger) (*WSListener, error) {
+//
+// allowedOrigins are Origin host patterns browsers may connect from (empty: any origin).
+func ListenWebSocket(addr, path string, allowedOrigins []string, tlsConf *tls.Config, log *slog.Logger) (*WSListener, error) {
 	ln, err := ListenTCP(addr, tlsConf)
 	if err != nil {
 		return nil, err
 	}
-	w := &WSListener{ln: ln, conns: make(chan net.Conn), done: make(chan struct{})}
+	w := &WSListener{ln: ln, conns: make(chan net.Conn), done: make(chan struct{}), origins: allowedOrigins}
 	mux := http.NewServeMux()
 	mux.HandleFunc(path, w.upgrade)
 	w.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelDebug)}
@@ -47,7 +50,11 @@ func ListenWebSocket(addr, path string, tlsConf *tls.Config, log *slog.Logger) (
 }
 
 func (w *WSListener) upgrade(rw http.ResponseWriter, r *http.Request) {
-	c, err := websocket.Accept(rw, r, &websocket.AcceptOptions{Subprotocols: Subprotocols, InsecureSkipVerify: true})
+	opts := &websocket.AcceptOptions{Subprotocols: Subprotocols, OriginPatterns: w.origins}
+	if len(w.origins) == 0 {
+		opts.InsecureSkipVerify = true // every origin, by configuration
+	}
+	c, err := websocket.Accept(rw, r, opts)
 	if err != nil {
 		return
 	}

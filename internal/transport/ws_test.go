@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"net/http"
 	"os"
 	"testing"
 	"time"
@@ -13,7 +14,7 @@ import (
 )
 
 func TestWebSocketStreamReadsTextAndBinaryAndWritesOneMessagePerBatch(t *testing.T) {
-	l, err := ListenWebSocket("127.0.0.1:0", "/stomp", nil, slog.New(slog.DiscardHandler))
+	l, err := ListenWebSocket("127.0.0.1:0", "/stomp", nil, nil, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,4 +70,31 @@ func TestWebSocketStreamReadsTextAndBinaryAndWritesOneMessagePerBatch(t *testing
 	if _, err := sc.Read(make([]byte, 1)); !errors.Is(err, os.ErrDeadlineExceeded) {
 		t.Fatalf("read after deadline: %v", err)
 	}
+}
+
+func TestWebSocketAllowedOrigins(t *testing.T) {
+	l, err := ListenWebSocket("127.0.0.1:0", "/stomp", []string{"app.example.com"}, nil, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	url := "ws://" + l.Addr().String() + "/stomp"
+	bad := http.Header{"Origin": []string{"http://evil.example"}}
+	if c, _, err := websocket.Dial(ctx, url, &websocket.DialOptions{HTTPHeader: bad}); err == nil {
+		c.CloseNow()
+		t.Fatal("upgrade from a foreign origin accepted")
+	}
+	good := http.Header{"Origin": []string{"https://app.example.com"}}
+	c, _, err := websocket.Dial(ctx, url, &websocket.DialOptions{HTTPHeader: good})
+	if err != nil {
+		t.Fatalf("allowed origin refused: %v", err)
+	}
+	c.CloseNow()
+	sc, err := l.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc.Close()
 }
