@@ -2,36 +2,20 @@ package admin
 
 import (
 	"log/slog"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/titan-broker/titan/internal/dest"
 	"github.com/titan-broker/titan/internal/dispatch"
 	"github.com/titan-broker/titan/internal/metrics"
-	"github.com/titan-broker/titan/internal/router"
-	"github.com/titan-broker/titan/internal/session"
 )
 
-// Source is the broker as the admin API sees it. internal/broker implements it with a small
-// adapter; every method must be safe for concurrent use. It is a superset of metrics.Source.
+// Source is the broker as the admin API sees it: exactly what the metrics collector reads
+// (metrics.Source), since the snapshot and /metrics report the same state. internal/broker
+// implements it with a small adapter; every method must be safe for concurrent use. Router
+// may be nil (then: events default pattern, "titan" message-id prefix, no route metrics).
 type Source interface {
-	// Version is the broker version reported by the snapshot and health endpoints.
-	Version() string
-	// StartTime is when the broker started.
-	StartTime() time.Time
-	// Engine is the dispatch engine whose queues are managed.
-	Engine() *dispatch.Engine
-	// Router is the inbound router: its default pattern resolves bare destinations, its
-	// message-id prefix names published messages and its counters feed the metrics. May be
-	// nil (then: events default, "titan" prefix, no route metrics).
-	Router() *router.Router
-	// Sessions is a snapshot of the open connections; the caller owns the slice.
-	Sessions() []*session.Session
-	// ConnectionsAccepted counts connections accepted since start.
-	ConnectionsAccepted() uint64
-	// ConnectionsClosed counts closed connections that ended for reason r.
-	ConnectionsClosed(r session.CloseReason) uint64
+	metrics.Source
 }
 
 var _ metrics.Source = Source(nil)

@@ -74,7 +74,7 @@ func measureAppends(tb testing.TB, producers, perProducer, size int) groupCommit
 // fsync must release several waiters.
 func TestGroupCommit(t *testing.T) {
 	if testing.Short() {
-		t.Skip("measures fsyncs on the real disk")
+		t.Skip("skipped in -short mode: measures fsyncs on the real disk")
 	}
 	for _, producers := range []int{1, 4, 16} {
 		t.Run(fmt.Sprintf("producers=%d", producers), func(t *testing.T) {
