@@ -80,6 +80,7 @@ type Subscription struct {
 	pending []*delivery // unacknowledged deliveries in delivery order
 	closed  bool
 	stalled bool // a write was refused for outbound limits; resume on drain
+	acking  int  // deliveries taken by an ACK/NACK that their queue has not applied yet
 
 	Delivered atomic.Uint64 // MESSAGE frames written
 	Dropped   atomic.Uint64 // events not delivered because the subscription or connection was full
@@ -209,7 +210,7 @@ func (sub *Subscription) hasCreditLocked() bool {
 	if sub.Ack == AckAuto {
 		return true
 	}
-	return len(sub.pending) < sub.Prefetch
+	return len(sub.pending)+sub.acking < sub.Prefetch
 }
 
 func (sub *Subscription) hasCredit() bool {

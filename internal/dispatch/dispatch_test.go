@@ -402,3 +402,58 @@ func TestTempQueueOfAClosedConnectionIsNotRecreated(t *testing.T) {
 		t.Fatalf("orphan temp-queue recreated: %d queues", len(e.Queues()))
 	}
 }
+
+// The queue never shows more messages in delivery than the subscription's prefetch, even
+// while an ACK is being applied and new messages arrive (the credit an ACK frees is only
+// handed out once the queue has applied it).
+func TestDeliveringNeverExceedsPrefetchDuringAcks(t *testing.T) {
+	e := NewEngine(Options{})
+	w := &recordingWriter{}
+	c := NewConn(w)
+	sub := &Subscription{ID: "s", Conn: c, Group: "default", Dest: dest.Destination{Pattern: dest.PatternQueues, Channel: "p"}, Ack: AckClientIndividual, Prefetch: 1}
+	if err := e.Subscribe(sub); err != nil {
+		t.Fatal(err)
+	}
+	id := Identity{Group: "default", Pattern: dest.PatternQueues, Channel: "p"}
+	const n = 2000
+	go func() {
+		for i := range n {
+			_, _ = e.Publish(id, msg(strconv.Itoa(i)))
+		}
+	}()
+	stop := make(chan struct{})
+	peak := make(chan int)
+	go func() {
+		m := 0
+		for {
+			select {
+			case <-stop:
+				peak <- m
+				return
+			default:
+			}
+			if q, ok := e.Lookup(id); ok {
+				m = max(m, q.Stats().Delivering)
+			}
+		}
+	}()
+	for acked := 0; acked < n; {
+		c.mu.Lock()
+		var key string
+		if len(sub.pending) > 0 {
+			key = sub.pending[0].key
+		}
+		c.mu.Unlock()
+		if key == "" {
+			continue
+		}
+		if err := e.Ack(c, key, "", false); err != nil {
+			t.Fatal(err)
+		}
+		acked++
+	}
+	close(stop)
+	if p := <-peak; p > 1 {
+		t.Fatalf("delivering reached %d with prefetch 1", p)
+	}
+}

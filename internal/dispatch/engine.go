@@ -409,37 +409,51 @@ func (e *Engine) detach(sub *Subscription) {
 func (e *Engine) Ack(c *Conn, key, subID string, nack bool) error {
 	c.mu.Lock()
 	res, ok := c.takeAckLocked(key, subID, true)
+	// A queue delivery keeps its subscription's credit until its queue has applied the ACK,
+	// so the queue's delivering count never exceeds the prefetch the client asked for.
+	for _, r := range res {
+		if r.q != nil {
+			r.sub.acking++
+		}
+	}
 	c.mu.Unlock()
 	if !ok {
 		return ErrUnknownAck
 	}
+	if len(res) == 1 && res[0].q != nil { // the common case, without maps
+		r := res[0]
+		if nack {
+			r.q.nack([]uint64{r.seq})
+		} else {
+			r.q.ack([]uint64{r.seq})
+		}
+		c.mu.Lock()
+		r.sub.acking--
+		q := r.sub.queue.Load()
+		c.mu.Unlock()
+		if q != nil {
+			q.Kick()
+		}
+		return nil
+	}
 	var logs map[*logSub][]uint64
+	byQueue := map[*PointQueue][]uint64{}
 	for _, r := range res {
-		if r.log != nil {
+		switch {
+		case r.log != nil:
 			if logs == nil {
 				logs = map[*logSub][]uint64{}
 			}
 			logs[r.log] = append(logs[r.log], r.seq)
+		case r.q != nil:
+			byQueue[r.q] = append(byQueue[r.q], r.seq)
 		}
 	}
 	for ls, seqs := range logs {
 		ls.acked(seqs, nack)
 	}
-	if len(res) == 1 { // the common case: no map
-		if r := res[0]; r.q != nil {
-			if nack {
-				r.q.nack([]uint64{r.seq})
-			} else {
-				r.q.ack([]uint64{r.seq})
-			}
-		}
+	if len(byQueue) == 0 {
 		return nil
-	}
-	byQueue := map[*PointQueue][]uint64{}
-	for _, r := range res {
-		if r.q != nil {
-			byQueue[r.q] = append(byQueue[r.q], r.seq)
-		}
 	}
 	for q, seqs := range byQueue {
 		if nack {
@@ -447,6 +461,21 @@ func (e *Engine) Ack(c *Conn, key, subID string, nack bool) error {
 		} else {
 			q.ack(seqs)
 		}
+	}
+	// Now the credit is free: let each subscription's queue dispatch into it.
+	kick := map[*PointQueue]struct{}{}
+	c.mu.Lock()
+	for _, r := range res {
+		if r.q != nil {
+			r.sub.acking--
+			if q := r.sub.queue.Load(); q != nil {
+				kick[q] = struct{}{}
+			}
+		}
+	}
+	c.mu.Unlock()
+	for q := range kick {
+		q.Kick()
 	}
 	return nil
 }
