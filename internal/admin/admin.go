@@ -6,7 +6,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/titan-broker/titan/internal/dest"
-	"github.com/titan-broker/titan/internal/dispatch"
 	"github.com/titan-broker/titan/internal/metrics"
 )
 
@@ -81,42 +80,42 @@ type QueueRef struct {
 // identity resolves ref like a SEND would, for a dispatcher queue (events and queues). Errors
 // (*Error): CodeInvalidParameter for a missing destination, CodeInvalidDestination,
 // CodeUnsupportedPattern, CodeInvalidGroup.
-func (a *Admin) identity(ref QueueRef) (dispatch.Identity, error) {
+func (a *Admin) identity(ref QueueRef) (dest.Identity, error) {
 	return a.resolve(ref, false)
 }
 
 // resolve is identity; forPublish also admits events-store destinations, which have a log
 // but no dispatcher queue.
-func (a *Admin) resolve(ref QueueRef, forPublish bool) (dispatch.Identity, error) {
+func (a *Admin) resolve(ref QueueRef, forPublish bool) (dest.Identity, error) {
 	if ref.Destination == "" {
-		return dispatch.Identity{}, invalidParam("destination is required")
+		return dest.Identity{}, invalidParam("destination is required")
 	}
 	d, err := dest.Parse(ref.Destination, a.defaultPattern())
 	if err != nil {
 		a.log.Debug("invalid destination", "destination", ref.Destination, "err", err)
-		return dispatch.Identity{}, errInvalidDestination(err)
+		return dest.Identity{}, errInvalidDestination(err)
 	}
 	switch {
 	case d.Pattern == dest.PatternEvents, d.Pattern == dest.PatternQueues:
 	case forPublish && d.Pattern == dest.PatternEventsStore:
 	case forPublish:
-		return dispatch.Identity{}, newError(CodeUnsupportedPattern,
+		return dest.Identity{}, newError(CodeUnsupportedPattern,
 			d.Pattern.String()+" destinations cannot be published to over HTTP (requests need a STOMP client to receive the reply)", ErrUnsupportedPattern)
 	default:
-		return dispatch.Identity{}, newError(CodeUnsupportedPattern,
+		return dest.Identity{}, newError(CodeUnsupportedPattern,
 			d.Pattern.String()+" destinations have no dispatcher queue (use /queue/... or /topic/...)", ErrUnsupportedPattern)
 	}
 	g := ref.Group
 	if g == "" {
 		g = dest.DefaultGroup
 	} else if !dest.ValidGroup(g) {
-		return dispatch.Identity{}, newError(CodeInvalidGroup, "invalid group: names match ^[a-zA-Z0-9_-]{1,64}$", ErrInvalidGroup)
+		return dest.Identity{}, newError(CodeInvalidGroup, "invalid group: names match ^[a-zA-Z0-9_-]{1,64}$", ErrInvalidGroup)
 	}
-	return dispatch.IdentityOf(g, d), nil
+	return dest.IdentityOf(g, d), nil
 }
 
 // describe renders id for messages: "/orders" or "/orders in group market".
-func describe(id dispatch.Identity) string {
+func describe(id dest.Identity) string {
 	if id.Group == dest.DefaultGroup {
 		return id.Destination()
 	}

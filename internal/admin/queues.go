@@ -152,7 +152,7 @@ func (a *Admin) Queues(o QueuesOptions) (*QueueList, error) {
 	if o.Group != "" && !dest.ValidGroup(o.Group) {
 		return nil, newError(CodeInvalidGroup, "invalid group: names match ^[a-zA-Z0-9_-]{1,64}$", ErrInvalidGroup)
 	}
-	var want dispatch.Identity
+	var want dest.Identity
 	if o.Destination != "" {
 		id, err := a.identity(QueueRef{Destination: o.Destination, Group: o.Group})
 		if err != nil {
@@ -251,7 +251,7 @@ func (a *Admin) CreateQueue(o CreateQueueOptions) (*CreateQueueResult, error) {
 	return &CreateQueueResult{Created: created, Queue: queueInfo(q.Stats())}, nil
 }
 
-func (a *Admin) checkRing(id dispatch.Identity, n int) error {
+func (a *Admin) checkRing(id dest.Identity, n int) error {
 	if id.Pattern != dest.PatternQueues {
 		return invalidParam("ring size applies to queues destinations (/queue/...), not " + id.Pattern.String())
 	}
@@ -311,7 +311,7 @@ func (a *Admin) DeleteQueue(o DeleteQueueOptions) (*DeleteQueueResult, error) {
 	return &DeleteQueueResult{Group: id.Group, Destination: id.Destination(), Discarded: held}, nil
 }
 
-func notFound(id dispatch.Identity, err error) *Error {
+func notFound(id dest.Identity, err error) *Error {
 	return newError(CodeQueueNotFound, "no queue "+describe(id), err)
 }
 
@@ -339,7 +339,7 @@ func (a *Admin) setPaused(ref QueueRef, paused bool) (*QueueInfo, error) {
 	return a.info(id)
 }
 
-func (a *Admin) info(id dispatch.Identity) (*QueueInfo, error) {
+func (a *Admin) info(id dest.Identity) (*QueueInfo, error) {
 	q, ok := a.src.Engine().Lookup(id)
 	if !ok { // deleted concurrently
 		return nil, notFound(id, dispatch.ErrNoQueue)

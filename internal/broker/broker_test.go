@@ -9,12 +9,11 @@ import (
 	"github.com/titan-broker/titan/internal/brokertest"
 	"github.com/titan-broker/titan/internal/config"
 	"github.com/titan-broker/titan/internal/dest"
-	"github.com/titan-broker/titan/internal/dispatch"
 	"github.com/titan-broker/titan/internal/frame"
 )
 
-func dispatchIdentity(channel string) dispatch.Identity {
-	return dispatch.Identity{Group: "default", Pattern: dest.PatternQueues, Channel: channel}
+func dispatchIdentity(channel string) dest.Identity {
+	return dest.Identity{Group: "default", Pattern: dest.PatternQueues, Channel: channel}
 }
 
 func start(t *testing.T, mutate ...func(*config.Config)) string {

@@ -88,7 +88,7 @@ func TestQueueMessagesSurviveRestart(t *testing.T) {
 func TestRingQueueContentAndSizeSurviveRestart(t *testing.T) {
 	dir := t.TempDir()
 	b, stop := startStop(t, durableConfig(dir))
-	id := dispatch.Identity{Group: "default", Pattern: dest.PatternQueues, Channel: "prices"}
+	id := dest.Identity{Group: "default", Pattern: dest.PatternQueues, Channel: "prices"}
 	b.Engine().Create(id, dispatch.QueueSettings{RingSize: 3})
 	p := brokertest.Connect(t, b.Addrs()[0])
 	for _, body := range []string{"A", "B", "C", "D", "E"} {

@@ -135,15 +135,15 @@ func TestResolverMostSpecificWinsAndMerges(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := NewResolver(&c)
-	q := r.Settings(dispatch.Identity{Group: "default", Pattern: dest.PatternQueues, Channel: "ring.prices.eu"})
+	q := r.Settings(dest.Identity{Group: "default", Pattern: dest.PatternQueues, Channel: "ring.prices.eu"})
 	if q.RingSize != 3 || q.MaxDeliveries != 5 || q.FullPolicy != dispatch.PolicyFail || q.Match != "ring.prices.*" || q.MaxPendingBytes != 1<<20 {
 		t.Fatalf("merged settings %+v", q)
 	}
-	other := r.Settings(dispatch.Identity{Group: "default", Pattern: dest.PatternQueues, Channel: "orders"})
+	other := r.Settings(dest.Identity{Group: "default", Pattern: dest.PatternQueues, Channel: "orders"})
 	if other.RingSize != 0 || other.Match != "" || other.FullPolicy != dispatch.PolicyBlock {
 		t.Fatalf("unmatched settings %+v", other)
 	}
-	ev := r.Settings(dispatch.Identity{Group: "default", Pattern: dest.PatternEvents, Channel: "ring.x"})
+	ev := r.Settings(dest.Identity{Group: "default", Pattern: dest.PatternEvents, Channel: "ring.x"})
 	if ev.RingSize != 0 || ev.Capacity != dispatch.DefaultEventsCapacity {
 		t.Fatalf("events take no ring size: %+v", ev)
 	}

@@ -77,7 +77,7 @@ func NewResolver(c *Config) *Resolver {
 // Settings returns the effective settings for a queue of id created by traffic: built-in
 // defaults, then every matching address setting from least to most specific, each overriding
 // the fields it sets. Match names the most specific setting that applied ("" for none).
-func (r *Resolver) Settings(id dispatch.Identity) dispatch.QueueSettings {
+func (r *Resolver) Settings(id dest.Identity) dispatch.QueueSettings {
 	qs := dispatch.DefaultSettings(id)
 	if id.Pattern != dest.PatternEvents {
 		qs.MaxPendingBytes = r.maxPendingBytes

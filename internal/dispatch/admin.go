@@ -65,7 +65,7 @@ func (q *EventQueue) Stats() QueueStats {
 
 // SetPaused pauses (new enqueues wait or fail per policy) or resumes the queue for id.
 // Errors: ErrNoQueue.
-func (e *Engine) SetPaused(id Identity, paused bool) error {
+func (e *Engine) SetPaused(id dest.Identity, paused bool) error {
 	q, ok := e.Lookup(id)
 	if !ok {
 		return ErrNoQueue
@@ -96,7 +96,7 @@ func (e *Engine) SetPaused(id Identity, paused bool) error {
 
 // SetRingSize changes a queues-pattern queue's ring size at run time (reference 002: lowering
 // it removes nothing at once). Errors: ErrNoQueue.
-func (e *Engine) SetRingSize(id Identity, n int) error {
+func (e *Engine) SetRingSize(id dest.Identity, n int) error {
 	q, ok := e.Lookup(id)
 	pq, isPoint := q.(*PointQueue)
 	if !ok || !isPoint {
@@ -116,7 +116,7 @@ func (e *Engine) SetRingSize(id Identity, n int) error {
 // Delete removes the queue for id. A queue holding messages is refused with
 // ErrQueueNotEmpty unless force is set; force discards its pending messages and stops its
 // consumer. The next SEND creates a fresh queue. Errors: ErrNoQueue, ErrQueueNotEmpty.
-func (e *Engine) Delete(id Identity, force bool) error {
+func (e *Engine) Delete(id dest.Identity, force bool) error {
 	q, ok := e.Lookup(id)
 	if !ok {
 		return ErrNoQueue
@@ -162,7 +162,7 @@ func (e *Engine) Delete(id Identity, force bool) error {
 
 // Create makes the queue for id with s unless one exists (idempotent: an existing queue keeps
 // its settings). It returns the queue and whether it was created.
-func (e *Engine) Create(id Identity, s QueueSettings) (Queue, bool) {
+func (e *Engine) Create(id dest.Identity, s QueueSettings) (Queue, bool) {
 	if id.Pattern == dest.PatternEvents && s.Capacity == 0 && s.MaxPendingBytes == 0 {
 		s.Capacity = DefaultEventsCapacity
 	}
@@ -175,7 +175,7 @@ func (e *Engine) Create(id Identity, s QueueSettings) (Queue, bool) {
 }
 
 // Settings returns the effective settings a traffic-created queue for id would get.
-func (e *Engine) Settings(id Identity) QueueSettings { return e.opts.Settings(id) }
+func (e *Engine) Settings(id dest.Identity) QueueSettings { return e.opts.Settings(id) }
 
 // Now returns the engine clock's time.
 func (e *Engine) Now() time.Time { return e.opts.Now() }

@@ -29,13 +29,13 @@ func BenchmarkFanout(b *testing.B) {
 	for _, nDest := range []int{1, 4, 64} {
 		for _, nSub := range []int{1, 8} {
 			b.Run("dests="+strconv.Itoa(nDest)+"/subs="+strconv.Itoa(nSub), func(b *testing.B) {
-				e := NewEngine(Options{FanoutMode: true, Settings: func(Identity) QueueSettings {
+				e := NewEngine(Options{FanoutMode: true, Settings: func(dest.Identity) QueueSettings {
 					return QueueSettings{Capacity: 1024, FullPolicy: PolicyBlock}
 				}})
 				w := &countingWriter{}
-				ids := make([]Identity, nDest)
+				ids := make([]dest.Identity, nDest)
 				for d := range nDest {
-					ids[d] = Identity{Group: "default", Pattern: dest.PatternEvents, Channel: "bench." + strconv.Itoa(d)}
+					ids[d] = dest.Identity{Group: "default", Pattern: dest.PatternEvents, Channel: "bench." + strconv.Itoa(d)}
 					for s := range nSub {
 						c := NewConn(w)
 						sub := &Subscription{ID: strconv.Itoa(s), Conn: c, Group: "default", Dest: dest.Destination{Pattern: dest.PatternEvents, Channel: ids[d].Channel}}
@@ -75,7 +75,7 @@ func BenchmarkQueueEnqueueDeliverAck(b *testing.B) {
 	e := NewEngine(Options{})
 	w := &countingWriter{}
 	c := NewConn(w)
-	id := Identity{Group: "default", Pattern: dest.PatternQueues, Channel: "jobs"}
+	id := dest.Identity{Group: "default", Pattern: dest.PatternQueues, Channel: "jobs"}
 	sub := &Subscription{ID: "s", Conn: c, Group: "default", Dest: dest.Destination{Pattern: dest.PatternQueues, Channel: "jobs"}, Ack: AckClientIndividual, Prefetch: 10}
 	if err := e.Subscribe(sub); err != nil {
 		b.Fatal(err)

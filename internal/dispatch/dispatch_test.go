@@ -48,8 +48,8 @@ func msg(body string) *message.Message {
 	return &message.Message{ID: body, Group: "default", Destination: "/x", Body: []byte(body)}
 }
 
-func events(ch string) Identity {
-	return Identity{Group: "default", Pattern: dest.PatternEvents, Channel: ch}
+func events(ch string) dest.Identity {
+	return dest.Identity{Group: "default", Pattern: dest.PatternEvents, Channel: ch}
 }
 
 func subscribe(t *testing.T, e *Engine, w Writer, group string, d dest.Destination) *Subscription {
@@ -104,8 +104,8 @@ func TestSameDestinationInTwoGroupsIsTwoQueues(t *testing.T) {
 	a, b := &recordingWriter{}, &recordingWriter{}
 	subscribe(t, e, a, "market", dest.Destination{Pattern: dest.PatternEvents, Channel: "orders"})
 	subscribe(t, e, b, "notification", dest.Destination{Pattern: dest.PatternEvents, Channel: "orders"})
-	_, _ = e.Publish(Identity{Group: "market", Pattern: dest.PatternEvents, Channel: "orders"}, msg("m"))
-	_, _ = e.Publish(Identity{Group: "notification", Pattern: dest.PatternEvents, Channel: "orders"}, msg("n"))
+	_, _ = e.Publish(dest.Identity{Group: "market", Pattern: dest.PatternEvents, Channel: "orders"}, msg("m"))
+	_, _ = e.Publish(dest.Identity{Group: "notification", Pattern: dest.PatternEvents, Channel: "orders"}, msg("n"))
 	waitFor(t, func() bool { return len(a.got()) == 1 && len(b.got()) == 1 })
 	if a.got()[0] != "m" || b.got()[0] != "n" {
 		t.Fatalf("market %v notification %v", a.got(), b.got())
@@ -156,7 +156,7 @@ func cut(s string) (string, string, bool) {
 
 func TestDeleteRulesAndFreshQueueAfterDelete(t *testing.T) {
 	e := NewEngine(Options{})
-	id := Identity{Group: "default", Pattern: dest.PatternQueues, Channel: "jobs"}
+	id := dest.Identity{Group: "default", Pattern: dest.PatternQueues, Channel: "jobs"}
 	if _, err := e.Publish(id, msg("1")); err != nil {
 		t.Fatal(err)
 	}
@@ -181,7 +181,7 @@ func TestDeleteRulesAndFreshQueueAfterDelete(t *testing.T) {
 
 func TestCreateIsIdempotentAndKeepsLimits(t *testing.T) {
 	e := NewEngine(Options{})
-	id := Identity{Group: "default", Pattern: dest.PatternQueues, Channel: "orders"}
+	id := dest.Identity{Group: "default", Pattern: dest.PatternQueues, Channel: "orders"}
 	q, created := e.Create(id, QueueSettings{MaxPendingBytes: 1 << 20})
 	q2, created2 := e.Create(id, QueueSettings{MaxPendingBytes: 5})
 	if !created || created2 || q != q2 || q.Stats().Settings.MaxPendingBytes != 1<<20 {
@@ -199,10 +199,10 @@ func TestFullPolicies(t *testing.T) {
 		{PolicyFail, false, ErrQueueFull},
 		{PolicyBlock, false, ErrQueueFull}, // after the block timeout
 	} {
-		e := NewEngine(Options{Settings: func(Identity) QueueSettings {
+		e := NewEngine(Options{Settings: func(dest.Identity) QueueSettings {
 			return QueueSettings{Capacity: 1, FullPolicy: tc.policy, BlockTimeout: 30 * time.Millisecond}
 		}})
-		id := Identity{Group: "default", Pattern: dest.PatternQueues, Channel: "small"}
+		id := dest.Identity{Group: "default", Pattern: dest.PatternQueues, Channel: "small"}
 		if _, err := e.Publish(id, msg("1")); err != nil {
 			t.Fatal(err)
 		}
@@ -216,10 +216,10 @@ func TestFullPolicies(t *testing.T) {
 func TestBlockPolicyResumesWhenRoomAppears(t *testing.T) {
 	// The block timeout is an hour: only the room the acknowledgement makes can release
 	// the producer within the test's bound.
-	e := NewEngine(Options{Settings: func(Identity) QueueSettings {
+	e := NewEngine(Options{Settings: func(dest.Identity) QueueSettings {
 		return QueueSettings{Capacity: 1, FullPolicy: PolicyBlock, BlockTimeout: time.Hour}
 	}})
-	id := Identity{Group: "default", Pattern: dest.PatternQueues, Channel: "b"}
+	id := dest.Identity{Group: "default", Pattern: dest.PatternQueues, Channel: "b"}
 	_, _ = e.Publish(id, msg("1"))
 	done := make(chan error, 1)
 	go func() { _, err := e.Publish(id, msg("2")); done <- err }()
@@ -242,10 +242,10 @@ func TestBlockPolicyResumesWhenRoomAppears(t *testing.T) {
 }
 
 func TestBlockedProducerIsReleasedByItsConnectionOrShutdown(t *testing.T) {
-	e := NewEngine(Options{Settings: func(Identity) QueueSettings {
+	e := NewEngine(Options{Settings: func(dest.Identity) QueueSettings {
 		return QueueSettings{Capacity: 1, FullPolicy: PolicyBlock, BlockTimeout: time.Hour}
 	}})
-	id := Identity{Group: "default", Pattern: dest.PatternQueues, Channel: "c"}
+	id := dest.Identity{Group: "default", Pattern: dest.PatternQueues, Channel: "c"}
 	_, _ = e.Publish(id, msg("1"))
 	gone := make(chan struct{})
 	done := make(chan error, 2)
@@ -263,7 +263,7 @@ func TestBlockedProducerIsReleasedByItsConnectionOrShutdown(t *testing.T) {
 
 func TestPauseHoldsEnqueuesUntilResume(t *testing.T) {
 	e := NewEngine(Options{})
-	id := Identity{Group: "default", Pattern: dest.PatternQueues, Channel: "p"}
+	id := dest.Identity{Group: "default", Pattern: dest.PatternQueues, Channel: "p"}
 	e.Create(id, QueueSettings{FullPolicy: PolicyBlock, BlockTimeout: 5 * time.Second})
 	if err := e.SetPaused(id, true); err != nil {
 		t.Fatal(err)
@@ -302,7 +302,7 @@ func TestStalledSubscriptionResumesOnDrain(t *testing.T) {
 	e := NewEngine(Options{})
 	w := &recordingWriter{full: true}
 	s := subscribe(t, e, w, "default", dest.Destination{Pattern: dest.PatternQueues, Channel: "s"})
-	id := Identity{Group: "default", Pattern: dest.PatternQueues, Channel: "s"}
+	id := dest.Identity{Group: "default", Pattern: dest.PatternQueues, Channel: "s"}
 	_, _ = e.Publish(id, msg("kept"))
 	q, _ := e.Lookup(id)
 	if st := q.Stats(); st.Messages != 1 || st.Delivering != 0 {
@@ -334,11 +334,13 @@ func TestDirectModeUsesAnExplicitlyCreatedEventsQueue(t *testing.T) {
 
 func TestSearchAllDiscoversDescendantQueues(t *testing.T) {
 	e := NewEngine(Options{})
-	q := func(ch string) Identity { return Identity{Group: "default", Pattern: dest.PatternQueues, Channel: ch} }
+	q := func(ch string) dest.Identity {
+		return dest.Identity{Group: "default", Pattern: dest.PatternQueues, Channel: ch}
+	}
 	for _, ch := range []string{"orders", "orders.created", "orders.cancelled", "orders.eu.created", "other"} {
 		e.Create(q(ch), QueueSettings{})
 	}
-	e.Create(Identity{Group: "market", Pattern: dest.PatternQueues, Channel: "orders.created"}, QueueSettings{})
+	e.Create(dest.Identity{Group: "market", Pattern: dest.PatternQueues, Channel: "orders.created"}, QueueSettings{})
 	names := func(filter string) []string {
 		var out []string
 		for _, x := range e.SearchAll("default", uint8(dest.PatternQueues), false, filter) {
@@ -373,13 +375,13 @@ func TestSearchAllDiscoversDescendantQueues(t *testing.T) {
 
 func TestRPCCountersAreBounded(t *testing.T) {
 	e := NewEngine(Options{})
-	reply := Identity{Group: "default", Pattern: dest.PatternQueues, Channel: "replies"}
+	reply := dest.Identity{Group: "default", Pattern: dest.PatternQueues, Channel: "replies"}
 	for i := range maxRPCChannels + 50 {
-		id := Identity{Group: "default", Pattern: dest.PatternCommands, Channel: "c" + strconv.Itoa(i)}
+		id := dest.Identity{Group: "default", Pattern: dest.PatternCommands, Channel: "c" + strconv.Itoa(i)}
 		if err := e.Request(id, msg("q"), reply, "corr"+strconv.Itoa(i), time.Minute); err != nil {
 			t.Fatal(err)
 		}
-		e.CountDroppedResponse(Identity{Group: "default", Pattern: dest.PatternTempQueue, Channel: "s" + strconv.Itoa(i) + ".r"}, false)
+		e.CountDroppedResponse(dest.Identity{Group: "default", Pattern: dest.PatternTempQueue, Channel: "s" + strconv.Itoa(i) + ".r"}, false)
 	}
 	if n := len(e.RPCStats()); n > maxRPCChannels+1 {
 		t.Fatalf("%d counter series for %d channels", n, maxRPCChannels+50)
@@ -390,7 +392,7 @@ func TestTempQueueOfAClosedConnectionIsNotRecreated(t *testing.T) {
 	e := NewEngine(Options{})
 	owner := NewConn(&recordingWriter{})
 	e.SetTempOwner("titan-a", owner)
-	id := Identity{Group: "default", Pattern: dest.PatternTempQueue, Channel: "titan-a.replies"}
+	id := dest.Identity{Group: "default", Pattern: dest.PatternTempQueue, Channel: "titan-a.replies"}
 	if _, err := e.Publish(id, msg("1")); err != nil {
 		t.Fatal(err)
 	}
@@ -414,7 +416,7 @@ func TestDeliveringNeverExceedsPrefetchDuringAcks(t *testing.T) {
 	if err := e.Subscribe(sub); err != nil {
 		t.Fatal(err)
 	}
-	id := Identity{Group: "default", Pattern: dest.PatternQueues, Channel: "p"}
+	id := dest.Identity{Group: "default", Pattern: dest.PatternQueues, Channel: "p"}
 	const n = 2000
 	go func() {
 		for i := range n {

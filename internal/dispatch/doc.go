@@ -1,9 +1,9 @@
 // Package dispatch is Titan's messaging core: dispatcher queues keyed by exact destination
 // identity, delivery to subscriptions, acknowledgement tracking and redelivery.
 //
-// # Identity and queues (reference 000, DESIGN §3–§4)
+// # dest.Identity and queues (reference 000, DESIGN §3–§4)
 //
-// Inside the broker a destination is an Identity (group, pattern, channel). The Dispatcher
+// Inside the broker a destination is an dest.Identity (group, pattern, channel). The Dispatcher
 // maps each identity to exactly one queue (GetOrPut is atomic); routing never falls back to a
 // prefix and never fans out by wildcard. What the queue is depends on the pattern:
 //

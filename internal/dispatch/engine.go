@@ -21,7 +21,7 @@ type Options struct {
 	Now func() time.Time
 	// Settings returns the settings for a queue that traffic creates (default: built-in
 	// defaults by pattern, see DefaultSettings).
-	Settings func(id Identity) QueueSettings
+	Settings func(id dest.Identity) QueueSettings
 	// FanoutMode routes events SENDs through a per-identity EventQueue and its consumer
 	// (reference 000's fanout-mode); off, events are written straight to the subscriptions
 	// except for destinations whose queue an operator created explicitly.
@@ -32,24 +32,24 @@ type Options struct {
 	Go func(name string, fn func()) bool
 	// OnRetire, when set, is told (without locks held) about queue messages that were
 	// acknowledged or removed, so that durable copies can be deleted.
-	OnRetire func(id Identity, acked []*message.Message, removed []queue.Removed)
+	OnRetire func(id dest.Identity, acked []*message.Message, removed []queue.Removed)
 	// Persist, when set, durably stores a message the engine itself publishes to a durable
 	// pattern (dead letters) before it is queued.
-	Persist func(id Identity, m *message.Message) error
+	Persist func(id dest.Identity, m *message.Message) error
 	// Logs is the durable log port events-store subscriptions read from; nil disables the
 	// events-store pattern.
 	Logs LogStore
 	// OnSettings, when set, is told (without engine locks held) when an operator creates a
 	// queue, changes its ring size (s is the new settings) or deletes it (s nil), so the
 	// settings can be kept across restarts.
-	OnSettings func(id Identity, s *QueueSettings)
+	OnSettings func(id dest.Identity, s *QueueSettings)
 	// PollBase and PollMax bound the outbox pollers' regulated interval (defaults 1 s and
 	// 30 s, reference 004).
 	PollBase, PollMax time.Duration
 }
 
 // DefaultSettings are the built-in settings of traffic-created queues (DESIGN §4).
-func DefaultSettings(id Identity) QueueSettings {
+func DefaultSettings(id dest.Identity) QueueSettings {
 	if id.Pattern == dest.PatternEvents {
 		return QueueSettings{Capacity: DefaultEventsCapacity, FullPolicy: PolicyBlock}
 	}
@@ -62,7 +62,7 @@ func DefaultSettings(id Identity) QueueSettings {
 // Queue is what the Dispatcher holds for one identity: a *PointQueue (queues pattern) or an
 // *EventQueue (events under fanout-mode).
 type Queue interface {
-	Identity() Identity
+	Identity() dest.Identity
 	Stats() QueueStats
 }
 
@@ -72,11 +72,11 @@ type Engine struct {
 	log  *slog.Logger
 
 	mu      sync.RWMutex                               // guards the maps below; never held while taking a queue's or Conn's lock
-	queues  map[Identity]Queue                         // the dispatcher: exact identity → queue
-	waiting map[Identity][]*Subscription               // queues-pattern consumers, also for identities without a queue yet
+	queues  map[dest.Identity]Queue                    // the dispatcher: exact identity → queue
+	waiting map[dest.Identity][]*Subscription          // queues-pattern consumers, also for identities without a queue yet
 	events  map[string]*sublist.Sublist[*Subscription] // events subscriptions by eventsKey(group, bare)
 	groups  map[string]struct{}                        // groups named by a SEND
-	logs    map[Identity][]*logSub                     // events-store subscriptions by identity
+	logs    map[dest.Identity][]*logSub                // events-store subscriptions by identity
 	rpc     *rpcState
 	trie    map[trieRoot]*trieNode // channel tries for SearchAll (discovery only)
 	stop    chan struct{}          // closed by Close: ends every wait for room
@@ -103,11 +103,11 @@ func NewEngine(o Options) *Engine {
 	}
 	e := &Engine{
 		opts:    o,
-		queues:  make(map[Identity]Queue),
-		waiting: make(map[Identity][]*Subscription),
+		queues:  make(map[dest.Identity]Queue),
+		waiting: make(map[dest.Identity][]*Subscription),
 		events:  make(map[string]*sublist.Sublist[*Subscription]),
 		groups:  map[string]struct{}{dest.DefaultGroup: {}},
-		logs:    make(map[Identity][]*logSub),
+		logs:    make(map[dest.Identity][]*logSub),
 		rpc:     newRPCState(),
 		stop:    make(chan struct{}),
 		trie:    make(map[trieRoot]*trieNode),
@@ -138,7 +138,7 @@ func (e *Engine) NewConn(w Writer) *Conn {
 // GetOrPut atomically returns the queue for id, creating it with s when absent (the
 // reference's Dispatcher.getOrPut). created reports whether it was created. An existing
 // queue's settings are never replaced.
-func (e *Engine) GetOrPut(id Identity, s QueueSettings) (q Queue, created bool) {
+func (e *Engine) GetOrPut(id dest.Identity, s QueueSettings) (q Queue, created bool) {
 	e.mu.RLock()
 	q, ok := e.queues[id]
 	e.mu.RUnlock()
@@ -166,7 +166,7 @@ func (e *Engine) GetOrPut(id Identity, s QueueSettings) (q Queue, created bool) 
 }
 
 // Lookup returns the queue for exactly id.
-func (e *Engine) Lookup(id Identity) (Queue, bool) {
+func (e *Engine) Lookup(id dest.Identity) (Queue, bool) {
 	e.mu.RLock()
 	defer e.mu.RUnlock()
 	q, ok := e.queues[id]
@@ -176,14 +176,14 @@ func (e *Engine) Lookup(id Identity) (Queue, bool) {
 // Publish routes m to id: into the identity's queue for queues (and events under
 // fanout-mode), or straight to the matching subscriptions for events. It records the group
 // as existing. dropped reports a PolicyDrop discard. Errors: ErrQueueFull.
-func (e *Engine) Publish(id Identity, m *message.Message) (dropped bool, err error) {
+func (e *Engine) Publish(id dest.Identity, m *message.Message) (dropped bool, err error) {
 	return e.PublishUntil(id, m, nil)
 }
 
 // PublishUntil is Publish for a producer that may go away: a wait for room under PolicyBlock
 // also ends, with ErrCanceled, when cancel is closed (the producer's connection closed) or
 // the engine is closed (shutdown). cancel may be nil.
-func (e *Engine) PublishUntil(id Identity, m *message.Message, cancel <-chan struct{}) (dropped bool, err error) {
+func (e *Engine) PublishUntil(id dest.Identity, m *message.Message, cancel <-chan struct{}) (dropped bool, err error) {
 	e.Published.Add(1)
 	e.noteGroup(id.Group)
 	if id.Pattern == dest.PatternEvents && !e.opts.FanoutMode {
@@ -250,7 +250,7 @@ func (e *Engine) noteGroup(g string) {
 
 // fanout writes m to every events subscription of id's group whose filter matches id's
 // channel, and returns how many received it.
-func (e *Engine) fanout(id Identity, m *message.Message) int {
+func (e *Engine) fanout(id dest.Identity, m *message.Message) int {
 	e.mu.RLock()
 	sl := e.events[eventsKey(id.Group, id.Bare)]
 	e.mu.RUnlock()
@@ -291,7 +291,7 @@ func (e *Engine) Subscribe(sub *Subscription) error {
 			e.dropSub(c, sub)
 			return ErrNotStored
 		}
-		id := IdentityOf(sub.Group, sub.Dest)
+		id := dest.IdentityOf(sub.Group, sub.Dest)
 		ls, err := e.newLogSub(sub, id)
 		if err != nil {
 			e.dropSub(c, sub)
@@ -316,7 +316,7 @@ func (e *Engine) Subscribe(sub *Subscription) error {
 		e.mu.Unlock()
 		sl.Insert(sub.Dest.Channel, sub)
 	default:
-		id := IdentityOf(sub.Group, sub.Dest)
+		id := dest.IdentityOf(sub.Group, sub.Dest)
 		e.mu.Lock()
 		e.waiting[id] = append(e.waiting[id], sub)
 		q := e.queues[id]
@@ -387,7 +387,7 @@ func (e *Engine) detach(sub *Subscription) {
 		}
 		e.mu.Unlock()
 	default:
-		id := IdentityOf(sub.Group, sub.Dest)
+		id := dest.IdentityOf(sub.Group, sub.Dest)
 		e.mu.Lock()
 		removeFromList(e.waiting, id, sub)
 		e.mu.Unlock()
@@ -542,16 +542,16 @@ func (e *Engine) deadLetter(q *PointQueue, qm *queue.Message) {
 	q.mu.Lock()
 	target := q.settings.DeadLetter
 	q.mu.Unlock()
-	var id Identity
+	var id dest.Identity
 	if target != "" {
 		d, err := dest.Parse(target, dest.PatternQueues)
 		if err != nil || d.Pattern != dest.PatternQueues {
 			e.log.Warn("invalid dead-letter destination; message dropped", "queue", q.id.String(), "dead_letter", target)
 			return
 		}
-		id = IdentityOf(q.id.Group, d)
+		id = dest.IdentityOf(q.id.Group, d)
 	} else {
-		id = Identity{Group: q.id.Group, Pattern: dest.PatternQueues, Channel: "DLQ." + q.id.Channel}
+		id = dest.Identity{Group: q.id.Group, Pattern: dest.PatternQueues, Channel: "DLQ." + q.id.Channel}
 	}
 	if id == q.id || len(q.id.Channel) > 4 && q.id.Channel[:4] == "DLQ." {
 		e.log.Warn("dead letter from a dead-letter queue dropped", "queue", q.id.String())
@@ -616,7 +616,7 @@ func (e *Engine) Queues() []Queue {
 // address-full policy (it was accepted before the restart). It counts as delivered once, so
 // its next delivery carries redelivered:true (DESIGN §5). Scheduled messages keep their due
 // time.
-func (e *Engine) Restore(id Identity, m *message.Message) {
+func (e *Engine) Restore(id dest.Identity, m *message.Message) {
 	e.noteGroup(id.Group)
 	q, _ := e.GetOrPut(id, e.opts.Settings(id))
 	pq, ok := q.(*PointQueue)

@@ -4,6 +4,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/titan-broker/titan/internal/dest"
 	"github.com/titan-broker/titan/internal/message"
 )
 
@@ -13,7 +14,7 @@ import (
 // subscriber is dropped and counted; nothing is retained for later subscribers. An idle
 // consumer ends and the next Enqueue starts a new one. Safe for concurrent use.
 type EventQueue struct {
-	id     Identity
+	id     dest.Identity
 	engine *Engine
 
 	mu       sync.Mutex // guards the fields below
@@ -33,12 +34,12 @@ type EventQueue struct {
 	Consumers  atomic.Int32  // 0 or 1: the draining consumer
 }
 
-func newEventQueue(id Identity, s QueueSettings, e *Engine) *EventQueue {
+func newEventQueue(id dest.Identity, s QueueSettings, e *Engine) *EventQueue {
 	return &EventQueue{id: id, engine: e, settings: s, space: make(chan struct{})}
 }
 
-// Identity returns the queue's identity.
-func (q *EventQueue) Identity() Identity { return q.id }
+// dest.Identity returns the queue's identity.
+func (q *EventQueue) Identity() dest.Identity { return q.id }
 
 func (q *EventQueue) fullLocked(size int) bool {
 	if q.paused {

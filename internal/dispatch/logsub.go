@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/titan-broker/titan/internal/dest"
 	"github.com/titan-broker/titan/internal/message"
 	"github.com/titan-broker/titan/internal/outbox"
 )
@@ -17,13 +18,13 @@ import (
 // durable.Log. Safe for concurrent use.
 type LogStore interface {
 	// Scan calls fn for records of id's log with seq >= from in order, until fn returns false.
-	Scan(id Identity, from uint64, fn func(seq uint64, data []byte) bool) error
+	Scan(id dest.Identity, from uint64, fn func(seq uint64, data []byte) bool) error
 	// Bounds returns the first held and last assigned sequence of id's log (0, 0 when empty
 	// and never written).
-	Bounds(id Identity) (first, last uint64, err error)
+	Bounds(id dest.Identity) (first, last uint64, err error)
 	// SeekTime returns the first sequence whose message was accepted at or after t (last+1
 	// when none).
-	SeekTime(id Identity, t time.Time) (uint64, error)
+	SeekTime(id dest.Identity, t time.Time) (uint64, error)
 	// SavePosition durably records a durable subscription's last acknowledged sequence.
 	SavePosition(key string, seq uint64) error
 	// Position returns a saved position.
@@ -93,7 +94,7 @@ const busyBytes = 256 << 10
 // poller's Sink.
 type logSub struct {
 	sub    *Subscription
-	id     Identity
+	id     dest.Identity
 	e      *Engine
 	poller *outbox.Poller
 	key    string // durable position key; "" when not durable
@@ -105,7 +106,7 @@ type logSub struct {
 	sinceSave     int
 }
 
-func (e *Engine) newLogSub(sub *Subscription, id Identity) (*logSub, error) {
+func (e *Engine) newLogSub(sub *Subscription, id dest.Identity) (*logSub, error) {
 	ls := &logSub{sub: sub, id: id, e: e, pending: map[uint64]struct{}{}}
 	first, last, err := e.opts.Logs.Bounds(id)
 	if err != nil {

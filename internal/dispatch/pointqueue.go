@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/titan-broker/titan/internal/dest"
 	"github.com/titan-broker/titan/internal/message"
 	"github.com/titan-broker/titan/internal/queue"
 )
@@ -50,7 +51,7 @@ type retirer interface {
 // PointQueue is the queue of one queues-pattern identity: each message goes to one consumer
 // (round-robin among those with credit) and stays until acknowledged. Safe for concurrent use.
 type PointQueue struct {
-	id  Identity
+	id  dest.Identity
 	now func() time.Time
 	ret retirer
 
@@ -75,7 +76,7 @@ type PointQueue struct {
 	RemovedBy  [5]atomic.Uint64
 }
 
-func newPointQueue(id Identity, s QueueSettings, now func() time.Time, ret retirer) *PointQueue {
+func newPointQueue(id dest.Identity, s QueueSettings, now func() time.Time, ret retirer) *PointQueue {
 	return &PointQueue{
 		id: id, now: now, ret: ret, settings: s,
 		q:     queue.New(queue.Options{RingSize: s.RingSize, MaxDeliveries: s.MaxDeliveries, RedeliveryDelay: s.RedeliveryDelay}),
@@ -83,8 +84,8 @@ func newPointQueue(id Identity, s QueueSettings, now func() time.Time, ret retir
 	}
 }
 
-// Identity returns the queue's identity.
-func (p *PointQueue) Identity() Identity { return p.id }
+// dest.Identity returns the queue's identity.
+func (p *PointQueue) Identity() dest.Identity { return p.id }
 
 // fullLocked reports whether a message of size bytes may not be enqueued now. p.mu held.
 func (p *PointQueue) fullLocked(size int) bool {

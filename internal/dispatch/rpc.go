@@ -75,8 +75,8 @@ func (c *rpcCounters) observe(d time.Duration) {
 
 type pendingRequest struct {
 	key      string
-	request  Identity // the command or query channel
-	replyTo  Identity
+	request  dest.Identity // the command or query channel
+	replyTo  dest.Identity
 	corr     string
 	started  time.Time
 	timer    *time.Timer
@@ -86,19 +86,19 @@ type pendingRequest struct {
 // rpcState is the engine's request/response bookkeeping.
 type rpcState struct {
 	mu         sync.Mutex
-	responders map[Identity][]*Subscription // guarded by mu
-	rr         map[Identity]int             // guarded by mu
-	pending    map[string]*pendingRequest   // by reply-to identity + correlation-id; guarded by mu
-	expired    map[string]time.Time         // recently timed-out keys, for counting late responses; guarded by mu
-	counters   map[Identity]*rpcCounters    // guarded by mu
-	owners     map[string]*Conn             // temp-queue owner session ids → connection; guarded by mu
+	responders map[dest.Identity][]*Subscription // guarded by mu
+	rr         map[dest.Identity]int             // guarded by mu
+	pending    map[string]*pendingRequest        // by reply-to identity + correlation-id; guarded by mu
+	expired    map[string]time.Time              // recently timed-out keys, for counting late responses; guarded by mu
+	counters   map[dest.Identity]*rpcCounters    // guarded by mu
+	owners     map[string]*Conn                  // temp-queue owner session ids → connection; guarded by mu
 }
 
 func newRPCState() *rpcState {
 	return &rpcState{
-		responders: map[Identity][]*Subscription{}, rr: map[Identity]int{},
+		responders: map[dest.Identity][]*Subscription{}, rr: map[dest.Identity]int{},
 		pending: map[string]*pendingRequest{}, expired: map[string]time.Time{},
-		counters: map[Identity]*rpcCounters{}, owners: map[string]*Conn{},
+		counters: map[dest.Identity]*rpcCounters{}, owners: map[string]*Conn{},
 	}
 }
 
@@ -107,11 +107,11 @@ func newRPCState() *rpcState {
 // endless channels cannot grow the metrics without bound.
 const maxRPCChannels = 1000
 
-func (r *rpcState) countersLocked(id Identity) *rpcCounters {
+func (r *rpcState) countersLocked(id dest.Identity) *rpcCounters {
 	c := r.counters[id]
 	if c == nil {
 		if len(r.counters) >= maxRPCChannels {
-			id = Identity{Group: "_other", Pattern: id.Pattern, Channel: "_other"}
+			id = dest.Identity{Group: "_other", Pattern: id.Pattern, Channel: "_other"}
 			if c = r.counters[id]; c != nil {
 				return c
 			}
@@ -122,7 +122,7 @@ func (r *rpcState) countersLocked(id Identity) *rpcCounters {
 	return c
 }
 
-func pendingKey(replyTo Identity, corr string) string {
+func pendingKey(replyTo dest.Identity, corr string) string {
 	return replyTo.Group + "\x00" + replyTo.Pattern.String() + "\x00" + replyTo.Channel + "\x00" + corr
 }
 
@@ -132,7 +132,7 @@ const maxExpired = 10000
 // Request sends m (a command or query to id) to one responder and arms its timeout; replyTo
 // is where the response, or the broker's executed:false answer, goes. It never fails for want
 // of a responder: that answer is published at once instead. Errors: ErrDuplicateRequest.
-func (e *Engine) Request(id Identity, m *message.Message, replyTo Identity, corr string, timeout time.Duration) error {
+func (e *Engine) Request(id dest.Identity, m *message.Message, replyTo dest.Identity, corr string, timeout time.Duration) error {
 	e.noteGroup(id.Group)
 	r := e.rpc
 	key := pendingKey(replyTo, corr)
@@ -201,7 +201,7 @@ func (e *Engine) expire(p *pendingRequest) {
 
 // answer publishes the broker's executed:false response to replyTo. An answer to a
 // temp-queue whose connection is gone is dropped (it would recreate an orphan queue).
-func (e *Engine) answer(replyTo Identity, req *message.Message, corr, reason string) {
+func (e *Engine) answer(replyTo dest.Identity, req *message.Message, corr, reason string) {
 	if replyTo.Pattern == dest.PatternTempQueue && !e.TempOwnerAlive(tempOwner(replyTo.Channel)) {
 		e.CountDroppedResponse(replyTo, false)
 		return
@@ -223,7 +223,7 @@ func (e *Engine) answer(replyTo Identity, req *message.Message, corr, reason str
 // Respond matches a SEND to replyTo carrying correlation-id corr against the pending requests.
 // It returns pending=true when it completed a request (the caller publishes the response as
 // usual), late=true when the request had already timed out (the caller drops it).
-func (e *Engine) Respond(replyTo Identity, corr string) (pending, late bool) {
+func (e *Engine) Respond(replyTo dest.Identity, corr string) (pending, late bool) {
 	r := e.rpc
 	key := pendingKey(replyTo, corr)
 	r.mu.Lock()
@@ -246,12 +246,12 @@ func (e *Engine) Respond(replyTo Identity, corr string) (pending, late bool) {
 
 // CountDroppedResponse counts a response the caller dropped (late or unknown) against the
 // request channel's counters when known, else against the reply destination.
-func (e *Engine) CountDroppedResponse(replyTo Identity, late bool) {
+func (e *Engine) CountDroppedResponse(replyTo dest.Identity, late bool) {
 	r := e.rpc
 	r.mu.Lock()
 	// Reply destinations (temp-queues above all) come and go: count them under one series
 	// per pattern rather than one per destination.
-	c := r.countersLocked(Identity{Group: "_replies", Pattern: replyTo.Pattern, Channel: "_replies"})
+	c := r.countersLocked(dest.Identity{Group: "_replies", Pattern: replyTo.Pattern, Channel: "_replies"})
 	r.mu.Unlock()
 	if late {
 		c.late.Add(1)
@@ -312,7 +312,7 @@ func (e *Engine) TempOwnerAlive(session string) bool {
 }
 
 func (e *Engine) addResponder(sub *Subscription) {
-	id := IdentityOf(sub.Group, sub.Dest)
+	id := dest.IdentityOf(sub.Group, sub.Dest)
 	r := e.rpc
 	r.mu.Lock()
 	r.responders[id] = append(r.responders[id], sub)
@@ -320,7 +320,7 @@ func (e *Engine) addResponder(sub *Subscription) {
 }
 
 func (e *Engine) removeResponder(sub *Subscription) {
-	id := IdentityOf(sub.Group, sub.Dest)
+	id := dest.IdentityOf(sub.Group, sub.Dest)
 	r := e.rpc
 	r.mu.Lock()
 	if removeFromList(r.responders, id, sub) {
@@ -336,7 +336,7 @@ func (e *Engine) DropTempQueues(session string) {
 	e.SetTempOwner(session, nil)
 	prefix := session + "."
 	e.mu.RLock()
-	var ids []Identity
+	var ids []dest.Identity
 	for id := range e.queues {
 		if id.Pattern == dest.PatternTempQueue && len(id.Channel) > len(prefix) && id.Channel[:len(prefix)] == prefix {
 			ids = append(ids, id)

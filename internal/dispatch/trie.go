@@ -3,6 +3,8 @@ package dispatch
 import (
 	"sort"
 	"strings"
+
+	"github.com/titan-broker/titan/internal/dest"
 )
 
 // trieRoot keys one channel trie: queues of one group and pattern, bare or prefixed.
@@ -20,7 +22,7 @@ type trieNode struct {
 	queue    Queue // the queue whose channel ends here, if any
 }
 
-func rootOf(id Identity) trieRoot {
+func rootOf(id dest.Identity) trieRoot {
 	return trieRoot{group: id.Group, pattern: uint8(id.Pattern), bare: id.Bare}
 }
 

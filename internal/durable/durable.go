@@ -43,7 +43,7 @@ type Log struct {
 }
 
 // stream returns id's stream name, cached.
-func (l *Log) stream(id dispatch.Identity) string {
+func (l *Log) stream(id dest.Identity) string {
 	if v, ok := l.names.Load(id); ok {
 		return v.(string)
 	}
@@ -64,7 +64,7 @@ func New(st store.Store, log *slog.Logger) *Log {
 func (l *Log) Store() store.Store { return l.st }
 
 // StreamName returns the store stream of a durable identity.
-func StreamName(id dispatch.Identity) string {
+func StreamName(id dest.Identity) string {
 	kind := "queue"
 	if id.Pattern == dest.PatternEventsStore {
 		kind = "events"
@@ -77,26 +77,26 @@ func StreamName(id dispatch.Identity) string {
 }
 
 // ParseStream is the inverse of StreamName.
-func ParseStream(name string) (dispatch.Identity, bool) {
+func ParseStream(name string) (dest.Identity, bool) {
 	parts := strings.SplitN(name, "/", 4)
 	if len(parts) != 4 || parts[3] == "" || !dest.ValidGroup(parts[1]) {
-		return dispatch.Identity{}, false
+		return dest.Identity{}, false
 	}
-	id := dispatch.Identity{Group: parts[1], Channel: parts[3], Bare: parts[2] == "b"}
+	id := dest.Identity{Group: parts[1], Channel: parts[3], Bare: parts[2] == "b"}
 	switch parts[0] {
 	case "queue":
 		id.Pattern = dest.PatternQueues
 	case "events":
 		id.Pattern = dest.PatternEventsStore
 	default:
-		return dispatch.Identity{}, false
+		return dest.Identity{}, false
 	}
 	return id, true
 }
 
 // Persist commits m to id's stream (fsync'd, group-committed with concurrent callers) and
 // sets m.Sequence. It must run before m is shared. Errors: the store's.
-func (l *Log) Persist(id dispatch.Identity, m *message.Message) error {
+func (l *Log) Persist(id dest.Identity, m *message.Message) error {
 	var buf [512]byte
 	seq, err := l.st.Append(l.stream(id), message.Encode(buf[:0], m))
 	if err != nil {
@@ -108,7 +108,7 @@ func (l *Log) Persist(id dispatch.Identity, m *message.Message) error {
 }
 
 // Forget deletes a persisted message that was then refused admission.
-func (l *Log) Forget(id dispatch.Identity, m *message.Message) {
+func (l *Log) Forget(id dest.Identity, m *message.Message) {
 	if m.Sequence == 0 {
 		return
 	}
@@ -119,7 +119,7 @@ func (l *Log) Forget(id dispatch.Identity, m *message.Message) {
 
 // Retire deletes the stored copies of messages a queue is done with (acknowledged, or removed
 // by the ring, expiry or dead-lettering). It matches dispatch.Options.OnRetire.
-func (l *Log) Retire(id dispatch.Identity, acked []*message.Message, removed []queue.Removed) {
+func (l *Log) Retire(id dest.Identity, acked []*message.Message, removed []queue.Removed) {
 	seqs := make([]uint64, 0, len(acked)+len(removed))
 	for _, m := range acked {
 		if m.Sequence != 0 {
@@ -144,7 +144,7 @@ func (l *Log) Retire(id dispatch.Identity, acked []*message.Message, removed []q
 // RecoverQueues calls fn, stream by stream in sequence order, for every stored queue message.
 // Records that do not decode are reported, counted and skipped; nothing before or after them
 // is lost.
-func (l *Log) RecoverQueues(fn func(id dispatch.Identity, m *message.Message)) (recovered int, err error) {
+func (l *Log) RecoverQueues(fn func(id dest.Identity, m *message.Message)) (recovered int, err error) {
 	streams, err := l.st.Streams()
 	if err != nil {
 		return 0, err
@@ -174,12 +174,12 @@ func (l *Log) RecoverQueues(fn func(id dispatch.Identity, m *message.Message)) (
 }
 
 // Scan implements dispatch.LogStore over id's stream.
-func (l *Log) Scan(id dispatch.Identity, from uint64, fn func(seq uint64, data []byte) bool) error {
+func (l *Log) Scan(id dest.Identity, from uint64, fn func(seq uint64, data []byte) bool) error {
 	return l.st.Scan(l.stream(id), from, fn)
 }
 
 // Bounds implements dispatch.LogStore.
-func (l *Log) Bounds(id dispatch.Identity) (first, last uint64, err error) {
+func (l *Log) Bounds(id dest.Identity) (first, last uint64, err error) {
 	name := l.stream(id)
 	streams, err := l.st.Streams()
 	if err != nil {
@@ -194,7 +194,7 @@ func (l *Log) Bounds(id dispatch.Identity) (first, last uint64, err error) {
 }
 
 // SeekTime implements dispatch.LogStore: the first sequence accepted at or after t.
-func (l *Log) SeekTime(id dispatch.Identity, t time.Time) (uint64, error) {
+func (l *Log) SeekTime(id dest.Identity, t time.Time) (uint64, error) {
 	ms := t.UnixMilli()
 	var found uint64
 	err := l.st.Scan(l.stream(id), 0, func(seq uint64, data []byte) bool {
@@ -233,7 +233,7 @@ func (l *Log) Position(key string) (uint64, bool, error) {
 // its identity (max messages, max bytes, max age relative to now). It returns the number of
 // records trimmed. Safe to run concurrently with appends. The newest record of a log is only
 // trimmed by the message-count bound, so a log never loses its last sequence to bytes or age.
-func (l *Log) EnforceRetention(settings func(dispatch.Identity) dispatch.QueueSettings, now time.Time) (int, error) {
+func (l *Log) EnforceRetention(settings func(dest.Identity) dispatch.QueueSettings, now time.Time) (int, error) {
 	streams, err := l.st.Streams()
 	if err != nil {
 		return 0, err
@@ -293,7 +293,7 @@ const settingsKey = "queue-settings"
 // SaveQueueSettings records (s non-nil) or forgets (s nil) the settings of an
 // operator-created queue, durably, so a restart recreates the queue with them (a ring keeps its
 // ring size). It matches dispatch.Options.OnSettings.
-func (l *Log) SaveQueueSettings(id dispatch.Identity, s *dispatch.QueueSettings) {
+func (l *Log) SaveQueueSettings(id dest.Identity, s *dispatch.QueueSettings) {
 	l.settingsMu.Lock()
 	defer l.settingsMu.Unlock()
 	all, err := l.queueSettingsLocked()
@@ -325,11 +325,11 @@ func (l *Log) queueSettingsLocked() (map[string]dispatch.QueueSettings, error) {
 }
 
 // QueueSettings returns the saved settings of operator-created queues by identity.
-func (l *Log) QueueSettings() (map[dispatch.Identity]dispatch.QueueSettings, error) {
+func (l *Log) QueueSettings() (map[dest.Identity]dispatch.QueueSettings, error) {
 	l.settingsMu.Lock()
 	defer l.settingsMu.Unlock()
 	all, err := l.queueSettingsLocked()
-	out := make(map[dispatch.Identity]dispatch.QueueSettings, len(all))
+	out := make(map[dest.Identity]dispatch.QueueSettings, len(all))
 	for name, s := range all {
 		if id, ok := ParseStream(name); ok {
 			out[id] = s
@@ -341,7 +341,7 @@ func (l *Log) QueueSettings() (map[dispatch.Identity]dispatch.QueueSettings, err
 // PersistAsync is Persist split in two (see store.AsyncAppender): it orders m into id's
 // stream and sets m.Sequence; wait, called exactly once, returns once m is fsync'd. On a
 // store without asynchronous appends it is Persist, with a wait that returns nil.
-func (l *Log) PersistAsync(id dispatch.Identity, m *message.Message) (wait func() error, err error) {
+func (l *Log) PersistAsync(id dest.Identity, m *message.Message) (wait func() error, err error) {
 	aa, ok := l.st.(store.AsyncAppender)
 	if !ok {
 		if err := l.Persist(id, m); err != nil {

@@ -12,7 +12,7 @@ import (
 )
 
 func TestStreamNamesRoundTrip(t *testing.T) {
-	for _, id := range []dispatch.Identity{
+	for _, id := range []dest.Identity{
 		{Group: "default", Pattern: dest.PatternQueues, Channel: "orders.eu"},
 		{Group: "market", Pattern: dest.PatternEventsStore, Channel: "a/b.c", Bare: true},
 	} {
@@ -30,7 +30,7 @@ func TestStreamNamesRoundTrip(t *testing.T) {
 
 func TestRetentionTrimsByCountBytesAndAge(t *testing.T) {
 	l := New(memstore.New(), nil)
-	id := dispatch.Identity{Group: "default", Pattern: dest.PatternEventsStore, Channel: "log"}
+	id := dest.Identity{Group: "default", Pattern: dest.PatternEventsStore, Channel: "log"}
 	now := time.UnixMilli(1_000_000)
 	for i := 1; i <= 10; i++ {
 		m := &message.Message{ID: strconv.Itoa(i), Destination: "/events-store/log", Body: make([]byte, 100), TimestampMs: now.Add(time.Duration(i-10) * time.Minute).UnixMilli()}
@@ -41,7 +41,7 @@ func TestRetentionTrimsByCountBytesAndAge(t *testing.T) {
 	first := func() uint64 { f, _, _ := l.Bounds(id); return f }
 	run := func(qs dispatch.QueueSettings) {
 		t.Helper()
-		if _, err := l.EnforceRetention(func(dispatch.Identity) dispatch.QueueSettings { return qs }, now); err != nil {
+		if _, err := l.EnforceRetention(func(dest.Identity) dispatch.QueueSettings { return qs }, now); err != nil {
 			t.Fatal(err)
 		}
 	}

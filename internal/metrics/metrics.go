@@ -310,7 +310,7 @@ func rpcDestination(st dispatch.RPCStats) string {
 	if !ok {
 		return st.Channel
 	}
-	return dispatch.Identity{Group: st.Group, Pattern: p, Channel: st.Channel}.Destination()
+	return dest.Identity{Group: st.Group, Pattern: p, Channel: st.Channel}.Destination()
 }
 
 // NewRegistry returns a fresh registry holding a Collector over src, the Go runtime and

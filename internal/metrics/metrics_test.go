@@ -128,7 +128,7 @@ func TestCollectorOverBareEngine(t *testing.T) {
 	e := dispatch.NewEngine(dispatch.Options{})
 	src := fakeSource{e: e, r: router.New(e, router.Options{})}
 	for _, ch := range []string{"a", "b"} {
-		e.Create(dispatch.Identity{Group: "default", Pattern: dest.PatternQueues, Channel: ch}, dispatch.QueueSettings{Capacity: 3})
+		e.Create(dest.Identity{Group: "default", Pattern: dest.PatternQueues, Channel: ch}, dispatch.QueueSettings{Capacity: 3})
 	}
 	reg := prometheus.NewPedanticRegistry() // checks Collect against Describe
 	reg.MustRegister(metrics.NewCollector(src), metrics.NewDestinationStage(0))

@@ -7,7 +7,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/titan-broker/titan/internal/dispatch"
+	"github.com/titan-broker/titan/internal/dest"
 	"github.com/titan-broker/titan/internal/router"
 )
 
@@ -43,8 +43,8 @@ type DestinationStage struct {
 	messages  *prometheus.Desc
 	bytes     *prometheus.Desc
 
-	mu     sync.RWMutex                        // guards series
-	series map[dispatch.Identity]*destCounters // never shrinks
+	mu     sync.RWMutex                    // guards series
+	series map[dest.Identity]*destCounters // never shrinks
 	other  destCounters
 }
 
@@ -63,7 +63,7 @@ func NewDestinationStage(maxSeries int) *DestinationStage {
 		maxSeries: maxSeries,
 		messages:  prometheus.NewDesc(NameDestinationMessages, "Messages sent (SEND routed to publication), by group and destination.", queueLabels, nil),
 		bytes:     prometheus.NewDesc(NameDestinationBytes, "Body bytes sent, by group and destination.", queueLabels, nil),
-		series:    make(map[dispatch.Identity]*destCounters),
+		series:    make(map[dest.Identity]*destCounters),
 	}
 	s.other.group, s.other.destination = OverflowLabel, OverflowLabel
 	return s
@@ -79,7 +79,7 @@ func (s *DestinationStage) Apply(c *router.Context) {
 	dc.bytes.Add(uint64(len(c.Message.Body)))
 }
 
-func (s *DestinationStage) counters(id dispatch.Identity) *destCounters {
+func (s *DestinationStage) counters(id dest.Identity) *destCounters {
 	s.mu.RLock()
 	dc, ok := s.series[id]
 	s.mu.RUnlock()

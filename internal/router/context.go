@@ -2,7 +2,6 @@ package router
 
 import (
 	"github.com/titan-broker/titan/internal/dest"
-	"github.com/titan-broker/titan/internal/dispatch"
 	"github.com/titan-broker/titan/internal/frame"
 	"github.com/titan-broker/titan/internal/message"
 )
@@ -19,7 +18,7 @@ type Context struct {
 	// Dest is the resolved destination (SEND, SUBSCRIBE).
 	Dest dest.Destination
 	// Identity is (group, pattern, channel) of a SEND or SUBSCRIBE once the group stage ran.
-	Identity dispatch.Identity
+	Identity dest.Identity
 	// Message is the message built by the message stage (SEND).
 	Message *message.Message
 	// Receipt is the frame's receipt header ("" when none was asked).

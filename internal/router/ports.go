@@ -3,6 +3,7 @@ package router
 import (
 	"time"
 
+	"github.com/titan-broker/titan/internal/dest"
 	"github.com/titan-broker/titan/internal/dispatch"
 	"github.com/titan-broker/titan/internal/frame"
 	"github.com/titan-broker/titan/internal/message"
@@ -29,15 +30,15 @@ type Engine interface {
 	NewConn(w dispatch.Writer) *dispatch.Conn
 	// PublishUntil publishes m; a wait for room ends with dispatch.ErrCanceled when cancel
 	// closes (the producer's connection closed).
-	PublishUntil(id dispatch.Identity, m *message.Message, cancel <-chan struct{}) (dropped bool, err error)
+	PublishUntil(id dest.Identity, m *message.Message, cancel <-chan struct{}) (dropped bool, err error)
 	Subscribe(sub *dispatch.Subscription) error
 	Unsubscribe(c *dispatch.Conn, id string) error
 	Ack(c *dispatch.Conn, key, subID string, nack bool) error
 	CloseConn(c *dispatch.Conn)
 	// Request/response (commands, queries, temp-queues).
-	Request(id dispatch.Identity, m *message.Message, replyTo dispatch.Identity, corr string, timeout time.Duration) error
-	Respond(replyTo dispatch.Identity, corr string) (pending, late bool)
-	CountDroppedResponse(replyTo dispatch.Identity, late bool)
+	Request(id dest.Identity, m *message.Message, replyTo dest.Identity, corr string, timeout time.Duration) error
+	Respond(replyTo dest.Identity, corr string) (pending, late bool)
+	CountDroppedResponse(replyTo dest.Identity, late bool)
 	SetTempOwner(session string, c *dispatch.Conn)
 	TempOwnerAlive(session string) bool
 	DropTempQueues(session string)
@@ -54,7 +55,7 @@ type Clock func() time.Time
 // wait (called exactly once) returns once m is fsync'd, so a connection's consecutive SENDs
 // share fsyncs.
 type Persister interface {
-	Persist(id dispatch.Identity, m *message.Message) error
-	PersistAsync(id dispatch.Identity, m *message.Message) (wait func() error, err error)
-	Forget(id dispatch.Identity, m *message.Message)
+	Persist(id dest.Identity, m *message.Message) error
+	PersistAsync(id dest.Identity, m *message.Message) (wait func() error, err error)
+	Forget(id dest.Identity, m *message.Message)
 }

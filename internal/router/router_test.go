@@ -42,13 +42,13 @@ func (c *fakeClient) answers() int          { return len(c.frames) + len(c.errs)
 
 // fakeEngine records publications.
 type fakeEngine struct {
-	published []dispatch.Identity
+	published []dest.Identity
 	msgs      []*message.Message
 	failNext  error
 	acks      []string
 }
 
-func (e *fakeEngine) PublishUntil(id dispatch.Identity, m *message.Message, _ <-chan struct{}) (bool, error) {
+func (e *fakeEngine) PublishUntil(id dest.Identity, m *message.Message, _ <-chan struct{}) (bool, error) {
 	if e.failNext != nil {
 		err := e.failNext
 		e.failNext = nil
@@ -69,16 +69,16 @@ func (e *fakeEngine) Ack(c *dispatch.Conn, key, sub string, nack bool) error {
 }
 func (e *fakeEngine) CloseConn(c *dispatch.Conn)               {}
 func (e *fakeEngine) NewConn(w dispatch.Writer) *dispatch.Conn { return dispatch.NewConn(w) }
-func (e *fakeEngine) Request(id dispatch.Identity, m *message.Message, replyTo dispatch.Identity, corr string, timeout time.Duration) error {
+func (e *fakeEngine) Request(id dest.Identity, m *message.Message, replyTo dest.Identity, corr string, timeout time.Duration) error {
 	return nil
 }
-func (e *fakeEngine) Respond(replyTo dispatch.Identity, corr string) (bool, bool) {
+func (e *fakeEngine) Respond(replyTo dest.Identity, corr string) (bool, bool) {
 	return false, false
 }
-func (e *fakeEngine) CountDroppedResponse(replyTo dispatch.Identity, late bool) {}
-func (e *fakeEngine) SetTempOwner(session string, c *dispatch.Conn)             {}
-func (e *fakeEngine) TempOwnerAlive(session string) bool                        { return false }
-func (e *fakeEngine) DropTempQueues(session string)                             {}
+func (e *fakeEngine) CountDroppedResponse(replyTo dest.Identity, late bool) {}
+func (e *fakeEngine) SetTempOwner(session string, c *dispatch.Conn)         {}
+func (e *fakeEngine) TempOwnerAlive(session string) bool                    { return false }
+func (e *fakeEngine) DropTempQueues(session string)                         {}
 
 func newTest(o Options) (*Router, *fakeEngine, *Conn, *fakeClient) {
 	e := &fakeEngine{}

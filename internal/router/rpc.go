@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/titan-broker/titan/internal/dest"
-	"github.com/titan-broker/titan/internal/dispatch"
 	"github.com/titan-broker/titan/internal/frame"
 )
 
@@ -61,7 +60,7 @@ func (s requestStage) Apply(c *Context) {
 			rd.Channel = own + "." + rd.Channel
 		}
 	}
-	replyTo := dispatch.IdentityOf(replyGroup, rd)
+	replyTo := dest.IdentityOf(replyGroup, rd)
 	replyTo.Channel = strings.Clone(replyTo.Channel)
 	timeout := s.opts.RequestTimeout
 	if v, ok := c.Frame.Get(frame.HdrTimeout); ok && v != "" && !c.Replay {

@@ -26,7 +26,7 @@ func (groupStage) Apply(c *Context) {
 		c.fail("invalid group", "group names match ^[a-zA-Z0-9_-]{1,64}$")
 		return
 	}
-	c.Identity = dispatch.IdentityOf(g, c.Dest)
+	c.Identity = dest.IdentityOf(g, c.Dest)
 }
 
 // maxDelayMs bounds the delay header: one year, in milliseconds.
@@ -76,7 +76,7 @@ func (s messageStage) Apply(c *Context) {
 	c.Identity = cloneIdentity(c.Identity)
 }
 
-func cloneIdentity(id dispatch.Identity) dispatch.Identity {
+func cloneIdentity(id dest.Identity) dest.Identity {
 	id.Group = strings.Clone(id.Group)
 	id.Channel = strings.Clone(id.Channel)
 	return id

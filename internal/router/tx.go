@@ -4,7 +4,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/titan-broker/titan/internal/dispatch"
+	"github.com/titan-broker/titan/internal/dest"
 	"github.com/titan-broker/titan/internal/frame"
 	"github.com/titan-broker/titan/internal/message"
 )
@@ -18,7 +18,7 @@ type transaction struct {
 // txOp is one buffered frame, already validated and detached from the read buffer.
 type txOp struct {
 	route    Route
-	identity dispatch.Identity
+	identity dest.Identity
 	msg      *message.Message
 	key, sub string
 }

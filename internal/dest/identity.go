@@ -1,0 +1,40 @@
+package dest
+
+import "strings"
+
+// Identity is a destination's identity inside the broker: (group, pattern, channel)
+// (DESIGN §2 "Identity", reference 000: routing is by exact identity). Comparable; usable as
+// a map key. It is defined here, beside the grammar that produces it, so that every package
+// (router, pattern packages, store, admin) speaks of destinations in the same terms without
+// depending on a runtime package.
+type Identity struct {
+	// Group is the destination group (DESIGN §3); "default" when a frame names none.
+	Group string
+	// Pattern is the messaging pattern the destination's prefix selected.
+	Pattern Pattern
+	// Channel is the dot-separated channel ("orders.eu").
+	Channel string
+	// Bare is set for destinations without a known prefix, whose egress form has no prefix.
+	Bare bool
+}
+
+// IdentityOf returns the identity of d in group ("" is DefaultGroup).
+func IdentityOf(group string, d Destination) Identity {
+	if group == "" {
+		group = DefaultGroup
+	}
+	return Identity{Group: group, Pattern: d.Pattern, Channel: d.Channel, Bare: d.Bare}
+}
+
+// Destination returns the canonical egress destination string of id ("/queue/orders/eu", or
+// "/orders/created" for a bare destination; DESIGN §2 "Egress destination").
+func (id Identity) Destination() string {
+	ch := strings.ReplaceAll(id.Channel, ".", "/")
+	if id.Bare {
+		return "/" + ch
+	}
+	return "/" + id.Pattern.Prefix() + "/" + ch
+}
+
+// String renders "group:/destination" for logs.
+func (id Identity) String() string { return id.Group + ":" + id.Destination() }
