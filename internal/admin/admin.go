@@ -6,15 +6,48 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/titan-broker/titan/internal/dest"
+	"github.com/titan-broker/titan/internal/frame"
 	"github.com/titan-broker/titan/internal/metrics"
 )
 
-// Source is the broker as the admin API sees it: exactly what the metrics collector reads
-// (metrics.Source), since the snapshot and /metrics report the same state. internal/broker
+// Source is the broker as the admin API sees it, declared here by its consumer: what the
+// metrics collector reads (metrics.Source), since the snapshot and /metrics report the same
+// state, plus the default pattern and the SEND path publications take. internal/broker
 // implements it with a small adapter; every method must be safe for concurrent use. Router
-// may be nil (then: events default pattern, "titan" message-id prefix, no route metrics).
+// may be nil (then: no route metrics).
 type Source interface {
 	metrics.Source
+	Publisher
+	// DefaultPattern is the pattern bare destinations resolve to, as for a SEND.
+	DefaultPattern() dest.Pattern
+}
+
+// Publisher is the port POST /publish (and embed.Publish) publish through: the router's
+// SEND route for the destination, with every stage a STOMP SEND passes (custom stages
+// included). Errors: the *frame.ProtocolError the route ended in, whose Err (when set) is
+// the sentinel (dispatch.ErrQueueFull, dispatch.ErrQueuePaused, dispatch.ErrNotStored).
+type Publisher interface {
+	Publish(p Publication) (*Published, error)
+}
+
+// Publication is one in-process SEND: headers as a client would send them, plus native
+// metadata set after ingress mapping (reference 003).
+type Publication struct {
+	Destination string
+	Group       string
+	Headers     []frame.Header
+	Native      []frame.Header
+	Body        []byte
+}
+
+// Published is an accepted Publication.
+type Published struct {
+	Identity  dest.Identity
+	MessageID string
+	// Destination is the message's canonical destination.
+	Destination string
+	// Dropped is set when a DROP address-full policy discarded it.
+	Dropped bool
 }
 
 var _ metrics.Source = Source(nil)
@@ -60,10 +93,8 @@ func New(src Source, o Options) *Admin {
 
 // defaultPattern is the pattern bare destinations resolve to, as for a SEND.
 func (a *Admin) defaultPattern() dest.Pattern {
-	if r := a.src.Router(); r != nil {
-		if p := r.Options().DefaultPattern; p.Valid() {
-			return p
-		}
+	if p := a.src.DefaultPattern(); p.Valid() {
+		return p
 	}
 	return dest.PatternEvents
 }

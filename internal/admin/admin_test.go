@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/titan-broker/titan/internal/address"
 	"github.com/titan-broker/titan/internal/admin"
 	"github.com/titan-broker/titan/internal/brokertest"
 	"github.com/titan-broker/titan/internal/config"
@@ -36,11 +37,11 @@ func TestCreateQueueIsIdempotentAndKeepsLimits(t *testing.T) {
 	// Without limits, a queue gets what traffic would give it.
 	res, err = a.CreateQueue(admin.CreateQueueOptions{QueueRef: admin.QueueRef{Destination: "/topic/prices", Group: "market"}})
 	requireNoError(t, err)
-	requireEqual(t, res.Queue.Capacity, dispatch.DefaultEventsCapacity, "default events capacity")
+	requireEqual(t, res.Queue.Capacity, address.DefaultEventsCapacity, "default events capacity")
 	res, err = a.CreateQueue(admin.CreateQueueOptions{QueueRef: admin.QueueRef{Destination: "/queue/jobs"}, RingSize: ptr(100)})
 	requireNoError(t, err)
 	requireEqual(t, res.Queue.RingSize, 100, "ring size")
-	requireEqual(t, res.Queue.MaxPendingBytes, int64(dispatch.DefaultMaxPendingBytes), "default queue bytes")
+	requireEqual(t, res.Queue.MaxPendingBytes, int64(address.DefaultMaxPendingBytes), "default queue bytes")
 	requireEqual(t, res.Queue.Settings.AddressFullPolicy, "BLOCK", "policy")
 }
 

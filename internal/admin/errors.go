@@ -28,6 +28,9 @@ var (
 	ErrNotFound = errors.New("admin: not found")
 	// ErrMethodNotAllowed is returned by the handler for a known path and a wrong method.
 	ErrMethodNotAllowed = errors.New("admin: method not allowed")
+	// ErrRejected is returned by Publish when a stage of the SEND route (a custom stage, an
+	// authorization stage) refused the message; the message says the stage's reason.
+	ErrRejected = errors.New("admin: message rejected")
 )
 
 // Error codes carried by *Error and the "code" field of JSON error bodies. They are stable:
@@ -46,6 +49,7 @@ const (
 	CodeNotFound           = "not_found"
 	CodeMethodNotAllowed   = "method_not_allowed"
 	CodeInternal           = "internal"
+	CodeRejected           = "rejected"
 )
 
 // Error is the error every Admin method returns: a stable Code, a one-line Message for
@@ -66,13 +70,16 @@ func (e *Error) Error() string { return e.Message }
 // Unwrap returns the sentinel.
 func (e *Error) Unwrap() error { return e.Err }
 
-// Status returns the HTTP status for the error's Code: 400 for invalid input, 401, 404, 405,
+// Status returns the HTTP status for the error's Code: 400 for invalid input, 401, 403 for a
+// message a stage rejected, 404, 405,
 // 409 for a non-empty queue, 413, 503 for a full queue or a message the store refused, 500
 // otherwise.
 func (e *Error) Status() int {
 	switch e.Code {
 	case CodeInvalidDestination, CodeInvalidGroup, CodeInvalidParameter, CodeUnsupportedPattern:
 		return http.StatusBadRequest
+	case CodeRejected:
+		return http.StatusForbidden
 	case CodeUnauthorized:
 		return http.StatusUnauthorized
 	case CodeQueueNotFound, CodeNotFound:

@@ -12,7 +12,6 @@ import (
 	"github.com/titan-broker/titan/internal/dispatch"
 	"github.com/titan-broker/titan/internal/frame"
 	"github.com/titan-broker/titan/internal/message"
-	"github.com/titan-broker/titan/internal/router"
 )
 
 // StandardHeaders are the five STOMP headers that map to reserved stomp.* metadata
@@ -59,18 +58,20 @@ type PublishResult struct {
 	Dropped bool `json:"dropped"`
 }
 
-// Publish builds a message from req the way a SEND's message stage does (header mapping,
-// broker-assigned id and timestamp, expires and delay, persistent), commits it to the store
-// first when the router's store stage would (persistent queues messages; every events-store
-// message), and hands it to the dispatch engine, like a SEND. Events, queues and events-store
-// destinations are accepted. Custom SEND stages of the router do not run. Under a BLOCK
-// policy a full queue makes the call wait up to the queue's block timeout.
+// Publish publishes the message req describes through the router's SEND route for its
+// destination — the same route and stages a STOMP SEND runs, custom stages included (header
+// mapping, broker-assigned id and timestamp, expires and delay, durable acceptance for
+// persistent queues messages and every events-store message, then the pattern). Native
+// metadata (req.Metadata) is applied after ingress mapping: only an in-process publisher may
+// set it. Events, queues and events-store destinations are accepted. Under a BLOCK policy a
+// full queue makes the call wait up to the queue's block timeout.
 //
 // Errors (*Error): those of identity (commands, queries and temp-queues are
 // CodeUnsupportedPattern); CodeNotStored when the store refused the message;
-// CodeInvalidParameter for both bodies set, bad base64, a
-// malformed header name or value, or an invalid expires or delay header; CodeTooLarge
-// for a body over Options.MaxBodyBytes; CodeQueueFull (dispatch.ErrQueueFull).
+// CodeInvalidParameter for both bodies set, bad base64, a malformed header name or value, or
+// an invalid expires or delay header; CodeTooLarge for a body over Options.MaxBodyBytes;
+// CodeQueueFull (dispatch.ErrQueueFull, dispatch.ErrQueuePaused); CodeRejected when a stage
+// of the route (a custom stage, an authorization stage) refused the message.
 func (a *Admin) Publish(req PublishRequest) (*PublishResult, error) {
 	id, err := a.resolve(QueueRef{Destination: req.Destination, Group: req.Group}, true)
 	if err != nil {
@@ -80,70 +81,37 @@ func (a *Admin) Publish(req PublishRequest) (*PublishResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	hdrs, err := publishHeaders(req.Headers, req.Metadata)
+	hdrs, native, err := publishHeaders(req.Headers, req.Metadata)
 	if err != nil {
 		return nil, err
 	}
-	e := a.src.Engine()
-	prefix := "titan"
-	if r := a.src.Router(); r != nil && r.Options().MessageIDPrefix != "" {
-		prefix = r.Options().MessageIDPrefix
-	}
-	now := e.Now().UnixMilli()
-	m := &message.Message{
-		ID:          message.NewID(prefix),
-		Group:       id.Group,
-		Destination: id.Destination(),
-		Headers:     hdrs,
-		Body:        body,
-		TimestampMs: now,
-		Persistent:  headerValue(hdrs, frame.HdrPersistent) != "false",
-	}
-	if v := headerValue(hdrs, frame.HdrExpires); v != "" && v != "0" {
-		ms, err := strconv.ParseInt(v, 10, 64)
-		if err != nil || ms < 0 {
-			return nil, invalidParam("invalid expires header: expires is an absolute time in Unix milliseconds")
-		}
-		m.ExpiresMs = ms
-	}
-	if v := headerValue(hdrs, "delay"); v != "" {
-		ms, err := strconv.ParseInt(v, 10, 64)
-		if err != nil || ms < 0 || ms > 365*24*3600*1000 {
-			return nil, invalidParam("invalid delay header: delay is a number of milliseconds from 0 to one year")
-		}
-		if ms > 0 {
-			m.DeliverAtMs = now + ms
-		}
-	}
-	// Durable acceptance, as the router's store stage: a persistent message of a durable
-	// pattern (always, for events-store) is committed before it is published.
-	var store router.Persister
-	if r := a.src.Router(); r != nil {
-		store = r.Options().Store
-	}
-	if store != nil && (m.Persistent || id.Pattern == dest.PatternEventsStore) {
-		if err := store.Persist(id, m); err != nil {
-			a.log.Warn("publish: message not stored", "destination", id.String(), "err", err)
-			return nil, newError(CodeNotStored, "message not stored: the broker could not store it, so it was not accepted", err)
-		}
-	}
-	dropped, err := e.Publish(id, m)
+	res, err := a.src.Publish(Publication{Destination: req.Destination, Group: req.Group, Headers: hdrs, Native: native, Body: body})
 	if err != nil {
-		if store != nil {
-			store.Forget(id, m) // stored, then refused admission
-		}
-		if errors.Is(err, dispatch.ErrQueueFull) {
-			return nil, newError(CodeQueueFull, "queue "+describe(id)+" is full; retry later", err)
-		}
-		if errors.Is(err, dispatch.ErrQueuePaused) {
-			return nil, newError(CodeQueueFull, "queue "+describe(id)+" is paused; retry after it is resumed", err)
-		}
-		return nil, asError(err)
+		return nil, a.publishError(id, err)
 	}
 	return &PublishResult{
-		MessageID: m.ID, Group: id.Group, Destination: m.Destination, Pattern: id.Pattern.String(),
-		BodyBytes: len(body), Dropped: dropped,
+		MessageID: res.MessageID, Group: res.Identity.Group, Destination: res.Destination, Pattern: res.Identity.Pattern.String(),
+		BodyBytes: len(body), Dropped: res.Dropped,
 	}, nil
+}
+
+// publishError maps the error a SEND route ended in to the admin API's codes.
+func (a *Admin) publishError(id dest.Identity, err error) *Error {
+	var pe *frame.ProtocolError
+	switch {
+	case errors.Is(err, dispatch.ErrQueueFull):
+		return newError(CodeQueueFull, "queue "+describe(id)+" is full; retry later", err)
+	case errors.Is(err, dispatch.ErrQueuePaused):
+		return newError(CodeQueueFull, "queue "+describe(id)+" is paused; retry after it is resumed", err)
+	case errors.Is(err, dispatch.ErrNotStored):
+		a.log.Warn("publish: message not stored", "destination", id.String(), "err", err)
+		return newError(CodeNotStored, "message not stored: the broker could not store it, so it was not accepted", err)
+	case errors.Is(err, message.ErrInvalidHeader) && errors.As(err, &pe):
+		return invalidParam(pe.Error())
+	case errors.As(err, &pe) && pe.Err == nil:
+		return newError(CodeRejected, pe.Error(), ErrRejected)
+	}
+	return asError(err)
 }
 
 func (a *Admin) publishBody(req PublishRequest) ([]byte, error) {
@@ -167,14 +135,17 @@ func (a *Admin) publishBody(req PublishRequest) ([]byte, error) {
 }
 
 // MetadataHeader is the egress header carrying the remaining publish metadata as JSON.
-const MetadataHeader = router.MetadataHeader
+const MetadataHeader = message.MetadataHeader
 
-// publishHeaders maps headers and metadata to message headers (DESIGN §6, reference 003).
-func publishHeaders(headers, metadata map[string]string) ([]frame.Header, error) {
+// publishHeaders maps a publish request to the SEND's headers (sorted by name, validated)
+// and the native headers set after ingress mapping: a "stomp.<std>" metadata entry sets
+// standard header <std> (winning over the same bare name), every other entry goes, as one
+// JSON object, into the read-only x-titan-metadata header (DESIGN §6, reference 003).
+func publishHeaders(headers, metadata map[string]string) (hdrs, native []frame.Header, err error) {
 	// The limits a STOMP SEND has (frame.DefaultLimits): no more headers, nor more header
 	// bytes, than a client could send over STOMP.
 	if len(headers)+len(metadata) > frame.DefaultMaxHeaders {
-		return nil, invalidParam("too many headers and metadata entries (at most " + strconv.Itoa(frame.DefaultMaxHeaders) + ")")
+		return nil, nil, invalidParam("too many headers and metadata entries (at most " + strconv.Itoa(frame.DefaultMaxHeaders) + ")")
 	}
 	total := 0
 	for k, v := range headers {
@@ -184,24 +155,23 @@ func publishHeaders(headers, metadata map[string]string) ([]frame.Header, error)
 		total += len(k) + len(v) + 2
 	}
 	if total > frame.DefaultMaxHeaderBytes {
-		return nil, invalidParam("headers and metadata too large (at most " + strconv.Itoa(frame.DefaultMaxHeaderBytes) + " bytes)")
+		return nil, nil, invalidParam("headers and metadata too large (at most " + strconv.Itoa(frame.DefaultMaxHeaderBytes) + " bytes)")
 	}
-	in := make([]frame.Header, 0, len(headers))
+	hdrs = make([]frame.Header, 0, len(headers))
 	for _, k := range sortedKeys(headers) {
 		if err := checkHeader(k, headers[k]); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		in = append(in, frame.Header{Key: k, Value: headers[k]})
+		hdrs = append(hdrs, frame.Header{Key: k, Value: headers[k]})
 	}
-	out := router.MapIngress(make([]frame.Header, 0, len(in)+2), in)
 	rest := map[string]string{}
 	for _, k := range sortedKeys(metadata) {
 		v := metadata[k]
 		if std, ok := strings.CutPrefix(k, "stomp."); ok && isStandard(std) {
 			if err := checkHeader(std, v); err != nil {
-				return nil, err
+				return nil, nil, err
 			}
-			out = setHeader(out, std, v) // stomp.* wins over a bare name
+			native = append(native, frame.Header{Key: std, Value: v}) // stomp.* wins over a bare name
 			continue
 		}
 		rest[k] = v
@@ -209,11 +179,11 @@ func publishHeaders(headers, metadata map[string]string) ([]frame.Header, error)
 	if len(rest) > 0 {
 		js, err := json.Marshal(rest) // sorted keys
 		if err != nil {
-			return nil, invalidParam("metadata cannot be encoded")
+			return nil, nil, invalidParam("metadata cannot be encoded")
 		}
-		out = append(out, frame.Header{Key: MetadataHeader, Value: string(js)})
+		native = append(native, frame.Header{Key: MetadataHeader, Value: string(js)})
 	}
-	return out, nil
+	return hdrs, native, nil
 }
 
 func isStandard(name string) bool {
@@ -233,25 +203,6 @@ func checkHeader(k, v string) error {
 		return invalidParam("invalid value for header " + k + ": NUL is not allowed")
 	}
 	return nil
-}
-
-func setHeader(hs []frame.Header, k, v string) []frame.Header {
-	for i := range hs {
-		if hs[i].Key == k {
-			hs[i].Value = v
-			return hs
-		}
-	}
-	return append(hs, frame.Header{Key: k, Value: v})
-}
-
-func headerValue(hs []frame.Header, k string) string {
-	for _, h := range hs {
-		if h.Key == k {
-			return h.Value
-		}
-	}
-	return ""
 }
 
 func sortedKeys(m map[string]string) []string {

@@ -161,7 +161,7 @@ func (a *Admin) Queues(o QueuesOptions) (*QueueList, error) {
 		want = id
 	}
 	out := &QueueList{Queues: []QueueInfo{}}
-	queues := a.src.Engine().Queues()
+	queues := a.src.Dispatcher().Queues()
 	if o.Match != "" {
 		d, err := dest.ParseFilter(o.Match, dest.PatternEvents)
 		if err != nil && !errors.Is(err, dest.ErrInvalid) {
@@ -177,7 +177,7 @@ func (a *Admin) Queues(o QueuesOptions) (*QueueList, error) {
 		if g == "" {
 			g = dest.DefaultGroup
 		}
-		queues = a.src.Engine().SearchAll(g, uint8(d.Pattern), d.Bare, d.Channel)
+		queues = a.src.Dispatcher().SearchAll(g, uint8(d.Pattern), d.Bare, d.Channel)
 	}
 	for _, q := range queues {
 		id := q.Identity()
@@ -224,7 +224,7 @@ func (a *Admin) CreateQueue(o CreateQueueOptions) (*CreateQueueResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	e := a.src.Engine()
+	e := a.src.Dispatcher()
 	s := e.Settings(id)
 	if o.MaxPendingBytes != nil {
 		if *o.MaxPendingBytes < 0 {
@@ -247,7 +247,10 @@ func (a *Admin) CreateQueue(o CreateQueueOptions) (*CreateQueueResult, error) {
 		}
 		s.RingSize = *o.RingSize
 	}
-	q, created := e.Create(id, s)
+	q, created, err := e.Create(id, s)
+	if err != nil {
+		return nil, asError(err)
+	}
 	return &CreateQueueResult{Created: created, Queue: queueInfo(q.Stats())}, nil
 }
 
@@ -288,7 +291,7 @@ func (a *Admin) DeleteQueue(o DeleteQueueOptions) (*DeleteQueueResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	e := a.src.Engine()
+	e := a.src.Dispatcher()
 	held := 0
 	if q, ok := e.Lookup(id); ok {
 		held = q.Stats().Messages
@@ -329,7 +332,7 @@ func (a *Admin) setPaused(ref QueueRef, paused bool) (*QueueInfo, error) {
 	if err != nil {
 		return nil, err
 	}
-	e := a.src.Engine()
+	e := a.src.Dispatcher()
 	if err := e.SetPaused(id, paused); err != nil {
 		if errors.Is(err, dispatch.ErrNoQueue) {
 			return nil, notFound(id, err)
@@ -340,7 +343,7 @@ func (a *Admin) setPaused(ref QueueRef, paused bool) (*QueueInfo, error) {
 }
 
 func (a *Admin) info(id dest.Identity) (*QueueInfo, error) {
-	q, ok := a.src.Engine().Lookup(id)
+	q, ok := a.src.Dispatcher().Lookup(id)
 	if !ok { // deleted concurrently
 		return nil, notFound(id, dispatch.ErrNoQueue)
 	}
@@ -367,7 +370,7 @@ func (a *Admin) SetRingSize(o RingSizeOptions) (*QueueInfo, error) {
 	if err := a.checkRing(id, o.Size); err != nil {
 		return nil, err
 	}
-	if err := a.src.Engine().SetRingSize(id, o.Size); err != nil {
+	if err := a.src.Dispatcher().SetRingSize(id, o.Size); err != nil {
 		if errors.Is(err, dispatch.ErrNoQueue) {
 			return nil, notFound(id, err)
 		}

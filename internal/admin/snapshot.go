@@ -172,7 +172,7 @@ func (a *Admin) Snapshot(SnapshotOptions) (*Snapshot, error) {
 	})
 	ql, _ := a.Queues(QueuesOptions{})
 	snap.Queues, snap.Summary = ql.Queues, ql.Summary
-	e := src.Engine()
+	e := src.Dispatcher()
 	snap.Counters = Counters{
 		ConnectionsAccepted:  src.ConnectionsAccepted(),
 		ConnectionsClosed:    map[string]uint64{},

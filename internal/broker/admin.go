@@ -10,8 +10,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/titan-broker/titan/internal/admin"
+	"github.com/titan-broker/titan/internal/dest"
 	"github.com/titan-broker/titan/internal/dispatch"
+	"github.com/titan-broker/titan/internal/eventlog"
 	"github.com/titan-broker/titan/internal/router"
+	"github.com/titan-broker/titan/internal/rpc"
 	"github.com/titan-broker/titan/internal/session"
 )
 
@@ -73,10 +76,26 @@ func (b *Broker) adminHandler() http.Handler { return b.Admin().Handler() }
 // adminSource adapts the broker to admin.Source (and so metrics.Source).
 type adminSource struct{ b *Broker }
 
-func (s adminSource) Version() string              { return Version }
-func (s adminSource) StartTime() time.Time         { return s.b.StartTime() }
-func (s adminSource) Engine() *dispatch.Engine     { return s.b.Engine() }
-func (s adminSource) Router() *router.Router       { return s.b.Router() }
+func (s adminSource) Version() string                  { return Version }
+func (s adminSource) StartTime() time.Time             { return s.b.StartTime() }
+func (s adminSource) Dispatcher() *dispatch.Dispatcher { return s.b.Dispatcher() }
+func (s adminSource) Outbox() eventlog.Stats           { return s.b.OutboxStats() }
+func (s adminSource) RPC() []rpc.Stats                 { return s.b.RPCStats() }
+func (s adminSource) Router() *router.Router           { return s.b.Router() }
+func (s adminSource) DefaultPattern() dest.Pattern     { return s.b.router.Options().DefaultPattern }
+
+// Publish implements admin.Publisher: the publication runs the router's SEND route.
+func (s adminSource) Publish(p admin.Publication) (*admin.Published, error) {
+	res, err := s.b.router.Publish(router.Publication{
+		Destination: p.Destination, Group: p.Group, Headers: p.Headers, Native: p.Native, Body: p.Body,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &admin.Published{
+		Identity: res.Identity, MessageID: res.Message.ID, Destination: res.Message.Destination, Dropped: res.Dropped,
+	}, nil
+}
 func (s adminSource) Sessions() []*session.Session { return s.b.Sessions() }
 func (s adminSource) ConnectionsAccepted() uint64  { return s.b.Connections.Load() }
 func (s adminSource) ConnectionsClosed(r session.CloseReason) uint64 {

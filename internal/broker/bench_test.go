@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/titan-broker/titan/internal/address"
 	"github.com/titan-broker/titan/internal/broker"
 	"github.com/titan-broker/titan/internal/brokertest"
-	"github.com/titan-broker/titan/internal/dispatch"
 	"github.com/titan-broker/titan/internal/frame"
 	"github.com/titan-broker/titan/internal/store/pebblestore"
 )
@@ -203,7 +203,7 @@ func BenchmarkSendIntoRing(b *testing.B) {
 		b.Run(name, func(b *testing.B) {
 			br := brokertest.Run(b, brokertest.DefaultTestConfig())
 			id := dispatchIdentity("ringbench")
-			br.Engine().Create(id, dispatch.QueueSettings{RingSize: ring})
+			br.Engine().Create(id, address.Settings{RingSize: ring})
 			c := brokertest.Connect(b, br.Addrs()[0])
 			one := "SEND\ndestination:/queue/ringbench\n\n" + strings.Repeat("x", 100) + "\x00"
 			if ring > 0 { // fill the ring first: every measured SEND then removes one

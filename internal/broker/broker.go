@@ -1,5 +1,5 @@
-// Package broker wires Titan together: listeners, sessions, the router, the dispatch engine,
-// the store and the admin API. It owns every goroutine (see goroutine) and the shutdown order:
+// Package broker wires Titan together: listeners, sessions, the router, the pattern packages
+// behind its ports, the store and the admin API. It owns every goroutine (see goroutine) and the shutdown order:
 // stop accepting → stop routing new frames → flush and close sessions → close the store.
 package broker
 
@@ -19,8 +19,10 @@ import (
 	"github.com/titan-broker/titan/internal/dest"
 	"github.com/titan-broker/titan/internal/dispatch"
 	"github.com/titan-broker/titan/internal/durable"
+	"github.com/titan-broker/titan/internal/eventlog"
 	"github.com/titan-broker/titan/internal/frame"
 	"github.com/titan-broker/titan/internal/router"
+	"github.com/titan-broker/titan/internal/rpc"
 	"github.com/titan-broker/titan/internal/session"
 	"github.com/titan-broker/titan/internal/store"
 	"github.com/titan-broker/titan/internal/transport"
@@ -50,7 +52,7 @@ type Broker struct {
 	cfg    config.Config
 	opts   Options
 	log    *slog.Logger
-	engine *dispatch.Engine
+	p      *patterns
 	router *router.Router
 
 	wg       sync.WaitGroup
@@ -112,18 +114,9 @@ func New(cfg config.Config, opts Options) (*Broker, error) {
 	}
 	resolver := config.NewResolver(&cfg)
 	b.resolver = resolver
-	b.engine = dispatch.NewEngine(dispatch.Options{
-		Now:        opts.Clock,
-		Settings:   resolver.Settings,
-		FanoutMode: fanout,
-		Logger:     b.log.With("component", "dispatch"),
-		Go:         b.goroutine,
-		OnRetire:   b.durable.Retire,
-		Persist:    b.durable.Persist,
-		Logs:       b.durable,
-		OnSettings: b.durable.SaveQueueSettings,
-	})
-	b.router = router.New(b.engine, router.Options{
+	p, ports := b.wire(fanout, resolver, opts.Clock, b.log)
+	b.p = p
+	b.router = router.New(ports, router.Options{
 		DefaultPattern:         defPattern,
 		MaxSubscriptions:       first.MaxSubscriptionsByClient,
 		MaxFramesInTransaction: first.MaxFrameInTransaction,
@@ -137,8 +130,18 @@ func New(cfg config.Config, opts Options) (*Broker, error) {
 	return b, nil
 }
 
-// Engine returns the dispatch engine (for the admin API and embedding).
-func (b *Broker) Engine() *dispatch.Engine { return b.engine }
+// Dispatcher returns the dispatcher: every dispatcher queue and the message counters (for
+// the admin API and embedding).
+func (b *Broker) Dispatcher() *dispatch.Dispatcher { return b.p.dispatcher }
+
+// Engine returns the dispatcher (the name it had when one engine held every pattern).
+func (b *Broker) Engine() *dispatch.Dispatcher { return b.p.dispatcher }
+
+// RPCStats returns the request/response counters per channel, sorted.
+func (b *Broker) RPCStats() []rpc.Stats { return b.p.requests.Stats() }
+
+// OutboxStats summarises the events-store pollers.
+func (b *Broker) OutboxStats() eventlog.Stats { return b.p.log.Stats() }
 
 // Router returns the inbound router.
 func (b *Broker) Router() *router.Router { return b.router }
@@ -202,9 +205,9 @@ func (b *Broker) Start() error {
 		b.log.Error("operator queue settings unreadable; queues recover with address-setting defaults", "err", err)
 	}
 	for id, s := range saved {
-		b.engine.GetOrPut(id, s) // not Create: re-saving what was just read is pointless
+		_, _, _ = b.p.dispatcher.GetOrPut(id, s) // not Create: re-saving what was just read is pointless
 	}
-	n, err := b.durable.RecoverQueues(b.engine.Restore)
+	n, err := b.durable.RecoverQueues(b.p.queues.Restore)
 	if err != nil {
 		return fmt.Errorf("broker: recovery: %w", err)
 	}
@@ -323,7 +326,7 @@ type handler struct{ b *Broker }
 
 func (h handler) Connect(s *session.Session, _ *frame.Frame) (session.Link, *frame.ProtocolError) {
 	rc := h.b.router.Open(s)
-	s.OnDrain(func() { h.b.engine.Resume(rc.Delivery) })
+	s.OnDrain(rc.Delivery.Resume)
 	return link{r: h.b.router, c: rc}, nil
 }
 
@@ -377,8 +380,16 @@ func (b *Broker) Run(ctx context.Context) error {
 	return b.Shutdown(sctx)
 }
 
+// shutdownGrace bounds the wait for the broker's goroutines after Shutdown's ctx ended and
+// every connection was closed by force.
+const shutdownGrace = 5 * time.Second
+
 // Shutdown stops accepting, closes every session (a final flush bounded by ctx), stops the
-// admin API and waits for every broker goroutine. It returns ctx.Err() when ctx ends first.
+// admin API, stops what the patterns started (request timeouts, queue timers, events-store
+// pollers) and waits for every broker goroutine, then closes the store. It returns ctx.Err()
+// when ctx ends first: connections are then closed by force and the store is still closed
+// only once nothing that writes to it runs (waiting at most shutdownGrace more; past that
+// the store is left open, closed by the last goroutine to end, and the error says so).
 func (b *Broker) Shutdown(ctx context.Context) error {
 	b.mu.Lock()
 	if b.closing {
@@ -387,7 +398,7 @@ func (b *Broker) Shutdown(ctx context.Context) error {
 	}
 	b.closing = true
 	close(b.stop)
-	b.engine.Close() // producers blocked on full queues give up now
+	b.p.dispatcher.Close() // producers blocked on full queues give up now
 	servers := b.servers
 	sessions := make([]*session.Session, 0, len(b.sessions))
 	for s := range b.sessions {
@@ -411,14 +422,30 @@ func (b *Broker) Shutdown(ctx context.Context) error {
 		for _, s := range sessions {
 			s.Close(session.CloseShutdown)
 		}
-		_ = b.store.Close()
+		b.p.close()
+		t := time.NewTimer(shutdownGrace)
+		defer t.Stop()
+		select {
+		case <-done:
+		case <-t.C:
+			b.log.Error("broker goroutines still running after shutdown; the store closes when they end")
+			go func() { <-done; b.closeStore() }()
+			return fmt.Errorf("broker: shutdown: %w (store left open for running goroutines)", ctx.Err())
+		}
+		b.closeStore()
 		return ctx.Err()
 	}
+	b.p.close()
+	b.closeStore()
+	b.log.Info("stopped")
+	return nil
+}
+
+// closeStore closes the store; only once nothing that writes to it runs.
+func (b *Broker) closeStore() {
 	if err := b.store.Close(); err != nil {
 		b.log.Error("closing store", "err", err)
 	}
-	b.log.Info("stopped")
-	return nil
 }
 
 // Durable returns the durable message log.

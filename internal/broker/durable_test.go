@@ -6,11 +6,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/titan-broker/titan/internal/address"
 	"github.com/titan-broker/titan/internal/broker"
 	"github.com/titan-broker/titan/internal/brokertest"
 	"github.com/titan-broker/titan/internal/config"
 	"github.com/titan-broker/titan/internal/dest"
-	"github.com/titan-broker/titan/internal/dispatch"
 	"github.com/titan-broker/titan/internal/frame"
 )
 
@@ -89,7 +89,7 @@ func TestRingQueueContentAndSizeSurviveRestart(t *testing.T) {
 	dir := t.TempDir()
 	b, stop := startStop(t, durableConfig(dir))
 	id := dest.Identity{Group: "default", Pattern: dest.PatternQueues, Channel: "prices"}
-	b.Engine().Create(id, dispatch.QueueSettings{RingSize: 3})
+	b.Engine().Create(id, address.Settings{RingSize: 3})
 	p := brokertest.Connect(t, b.Addrs()[0])
 	for _, body := range []string{"A", "B", "C", "D", "E"} {
 		p.SendFrame("SEND", body, "destination:/queue/prices", "receipt:"+body)

@@ -99,7 +99,7 @@ func TestRequestWithoutResponderOrAfterTimeout(t *testing.T) {
 	slow.Expect(frame.CmdReceipt)
 	req.ExpectNothing(150 * time.Millisecond)
 	var requests, timeouts, noResp, late uint64
-	for _, st := range b.Engine().RPCStats() {
+	for _, st := range b.RPCStats() {
 		requests += st.Requests
 		timeouts += st.Timeouts
 		noResp += st.NoResponder

@@ -18,8 +18,8 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/titan-broker/titan/internal/address"
 	"github.com/titan-broker/titan/internal/dest"
-	"github.com/titan-broker/titan/internal/dispatch"
 	"github.com/titan-broker/titan/internal/frame"
 )
 
@@ -195,7 +195,7 @@ func Default() Config {
 	return Config{
 		Servers:     []Server{DefaultServer()},
 		Monitor:     Monitor{Host: "0.0.0.0", Port: 7777},
-		FlowControl: FlowControl{Queue: QueueFlow{MaxPendingBytes: dispatch.DefaultMaxPendingBytes}},
+		FlowControl: FlowControl{Queue: QueueFlow{MaxPendingBytes: address.DefaultMaxPendingBytes}},
 		Store:       Store{Type: "pebble", DataDir: "./data"},
 		Log:         Log{Level: "info", Format: "text"},
 	}
@@ -264,7 +264,7 @@ func (s *Server) applyDefaults() {
 		p.MaxOutboundBytes = 16 << 20
 	}
 	if p.DefaultPrefetch == 0 {
-		p.DefaultPrefetch = dispatch.DefaultPrefetch
+		p.DefaultPrefetch = address.DefaultPrefetch
 	}
 	if p.DefaultPattern == "" {
 		p.DefaultPattern = "events"
@@ -283,7 +283,7 @@ func (c *Config) ApplyDefaults() {
 		c.Monitor.Host = "0.0.0.0"
 	}
 	if c.FlowControl.Queue.MaxPendingBytes == 0 {
-		c.FlowControl.Queue.MaxPendingBytes = dispatch.DefaultMaxPendingBytes
+		c.FlowControl.Queue.MaxPendingBytes = address.DefaultMaxPendingBytes
 	}
 	if c.Store.Type == "" {
 		c.Store.Type = "pebble"
@@ -379,7 +379,7 @@ func (c *Config) Validate() error {
 		if err := validMatch(a.Match); err != nil {
 			add("%s: %v", where, err)
 		}
-		if _, err := dispatch.ParseFullPolicy(a.AddressFullPolicy); err != nil {
+		if _, err := address.ParseFullPolicy(a.AddressFullPolicy); err != nil {
 			add("%s: %v", where, err)
 		}
 		if a.RetentionMaxAge != "" {

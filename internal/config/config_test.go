@@ -4,8 +4,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/titan-broker/titan/internal/address"
 	"github.com/titan-broker/titan/internal/dest"
-	"github.com/titan-broker/titan/internal/dispatch"
 )
 
 const fullYAML = `
@@ -136,15 +136,15 @@ func TestResolverMostSpecificWinsAndMerges(t *testing.T) {
 	}
 	r := NewResolver(&c)
 	q := r.Settings(dest.Identity{Group: "default", Pattern: dest.PatternQueues, Channel: "ring.prices.eu"})
-	if q.RingSize != 3 || q.MaxDeliveries != 5 || q.FullPolicy != dispatch.PolicyFail || q.Match != "ring.prices.*" || q.MaxPendingBytes != 1<<20 {
+	if q.RingSize != 3 || q.MaxDeliveries != 5 || q.FullPolicy != address.PolicyFail || q.Match != "ring.prices.*" || q.MaxPendingBytes != 1<<20 {
 		t.Fatalf("merged settings %+v", q)
 	}
 	other := r.Settings(dest.Identity{Group: "default", Pattern: dest.PatternQueues, Channel: "orders"})
-	if other.RingSize != 0 || other.Match != "" || other.FullPolicy != dispatch.PolicyBlock {
+	if other.RingSize != 0 || other.Match != "" || other.FullPolicy != address.PolicyBlock {
 		t.Fatalf("unmatched settings %+v", other)
 	}
 	ev := r.Settings(dest.Identity{Group: "default", Pattern: dest.PatternEvents, Channel: "ring.x"})
-	if ev.RingSize != 0 || ev.Capacity != dispatch.DefaultEventsCapacity {
+	if ev.RingSize != 0 || ev.Capacity != address.DefaultEventsCapacity {
 		t.Fatalf("events take no ring size: %+v", ev)
 	}
 }

@@ -5,8 +5,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/titan-broker/titan/internal/address"
 	"github.com/titan-broker/titan/internal/dest"
-	"github.com/titan-broker/titan/internal/dispatch"
 )
 
 // MatchAddress reports whether an address-setting match covers the dot channel: `#` matches
@@ -77,8 +77,8 @@ func NewResolver(c *Config) *Resolver {
 // Settings returns the effective settings for a queue of id created by traffic: built-in
 // defaults, then every matching address setting from least to most specific, each overriding
 // the fields it sets. Match names the most specific setting that applied ("" for none).
-func (r *Resolver) Settings(id dest.Identity) dispatch.QueueSettings {
-	qs := dispatch.DefaultSettings(id)
+func (r *Resolver) Settings(id dest.Identity) address.Settings {
+	qs := address.Defaults(id)
 	if id.Pattern != dest.PatternEvents {
 		qs.MaxPendingBytes = r.maxPendingBytes
 	}
@@ -97,7 +97,7 @@ func (r *Resolver) Settings(id dest.Identity) dispatch.QueueSettings {
 			qs.MaxPendingBytes = *a.MaxPendingBytes
 		}
 		if a.AddressFullPolicy != "" {
-			qs.FullPolicy, _ = dispatch.ParseFullPolicy(a.AddressFullPolicy)
+			qs.FullPolicy, _ = address.ParseFullPolicy(a.AddressFullPolicy)
 		}
 		if a.BlockTimeout != nil {
 			qs.BlockTimeout = time.Duration(*a.BlockTimeout) * time.Millisecond

@@ -16,7 +16,7 @@ type trieRoot struct {
 
 // trieNode is one channel segment of the dispatcher's trie (reference 000: "a trie over
 // channel segments"). The trie serves discovery only (SearchAll); routing uses the exact
-// identity map. Guarded by Engine.mu.
+// identity map. Guarded by Dispatcher.mu.
 type trieNode struct {
 	children map[string]*trieNode
 	queue    Queue // the queue whose channel ends here, if any
@@ -26,13 +26,13 @@ func rootOf(id dest.Identity) trieRoot {
 	return trieRoot{group: id.Group, pattern: uint8(id.Pattern), bare: id.Bare}
 }
 
-// trieInsertLocked records q under its channel. e.mu held for writing.
-func (e *Engine) trieInsertLocked(q Queue) {
+// trieInsertLocked records q under its channel. d.mu held for writing.
+func (d *Dispatcher) trieInsertLocked(q Queue) {
 	id := q.Identity()
-	n := e.trie[rootOf(id)]
+	n := d.trie[rootOf(id)]
 	if n == nil {
 		n = &trieNode{}
-		e.trie[rootOf(id)] = n
+		d.trie[rootOf(id)] = n
 	}
 	for _, seg := range strings.Split(id.Channel, ".") {
 		if n.children == nil {
@@ -48,10 +48,10 @@ func (e *Engine) trieInsertLocked(q Queue) {
 	n.queue = q
 }
 
-// trieRemoveLocked forgets q and prunes empty nodes. e.mu held for writing.
-func (e *Engine) trieRemoveLocked(q Queue) {
+// trieRemoveLocked forgets q and prunes empty nodes. d.mu held for writing.
+func (d *Dispatcher) trieRemoveLocked(q Queue) {
 	id := q.Identity()
-	root := e.trie[rootOf(id)]
+	root := d.trie[rootOf(id)]
 	if root == nil {
 		return
 	}
@@ -77,7 +77,7 @@ func (e *Engine) trieRemoveLocked(q Queue) {
 		delete(path[i].children, segs[i])
 	}
 	if root.queue == nil && len(root.children) == 0 {
-		delete(e.trie, rootOf(id))
+		delete(d.trie, rootOf(id))
 	}
 }
 
@@ -86,10 +86,10 @@ func (e *Engine) trieRemoveLocked(q Queue) {
 // segments themselves (the events wildcard syntax; `/orders/*` finds `/orders/created` but
 // not `/orders`). It is discovery for operators (reference 000's Dispatcher.searchAll); the
 // publish path never calls it. bare selects bare destinations instead of prefixed ones.
-func (e *Engine) SearchAll(group string, pattern uint8, bare bool, filter string) []Queue {
-	e.mu.RLock()
-	defer e.mu.RUnlock()
-	root := e.trie[trieRoot{group: group, pattern: pattern, bare: bare}]
+func (d *Dispatcher) SearchAll(group string, pattern uint8, bare bool, filter string) []Queue {
+	d.mu.RLock()
+	defer d.mu.RUnlock()
+	root := d.trie[trieRoot{group: group, pattern: pattern, bare: bare}]
 	if root == nil {
 		return nil
 	}

@@ -20,8 +20,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/titan-broker/titan/internal/address"
 	"github.com/titan-broker/titan/internal/dest"
-	"github.com/titan-broker/titan/internal/dispatch"
 	"github.com/titan-broker/titan/internal/message"
 	"github.com/titan-broker/titan/internal/queue"
 	"github.com/titan-broker/titan/internal/store"
@@ -118,7 +118,7 @@ func (l *Log) Forget(id dest.Identity, m *message.Message) {
 }
 
 // Retire deletes the stored copies of messages a queue is done with (acknowledged, or removed
-// by the ring, expiry or dead-lettering). It matches dispatch.Options.OnRetire.
+// by the ring, expiry or dead-lettering). It implements pointqueue.Retirer.
 func (l *Log) Retire(id dest.Identity, acked []*message.Message, removed []queue.Removed) {
 	seqs := make([]uint64, 0, len(acked)+len(removed))
 	for _, m := range acked {
@@ -173,12 +173,12 @@ func (l *Log) RecoverQueues(fn func(id dest.Identity, m *message.Message)) (reco
 	return recovered, nil
 }
 
-// Scan implements dispatch.LogStore over id's stream.
+// Scan implements eventlog.LogStore over id's stream.
 func (l *Log) Scan(id dest.Identity, from uint64, fn func(seq uint64, data []byte) bool) error {
 	return l.st.Scan(l.stream(id), from, fn)
 }
 
-// Bounds implements dispatch.LogStore.
+// Bounds implements eventlog.LogStore.
 func (l *Log) Bounds(id dest.Identity) (first, last uint64, err error) {
 	name := l.stream(id)
 	streams, err := l.st.Streams()
@@ -193,7 +193,7 @@ func (l *Log) Bounds(id dest.Identity) (first, last uint64, err error) {
 	return 0, 0, nil
 }
 
-// SeekTime implements dispatch.LogStore: the first sequence accepted at or after t.
+// SeekTime implements eventlog.LogStore: the first sequence accepted at or after t.
 func (l *Log) SeekTime(id dest.Identity, t time.Time) (uint64, error) {
 	ms := t.UnixMilli()
 	var found uint64
@@ -212,12 +212,12 @@ func (l *Log) SeekTime(id dest.Identity, t time.Time) (uint64, error) {
 	return last + 1, err
 }
 
-// SavePosition implements dispatch.LogStore (fsync'd).
+// SavePosition implements eventlog.LogStore (fsync'd).
 func (l *Log) SavePosition(key string, seq uint64) error {
 	return l.st.SetMeta(key, binary.BigEndian.AppendUint64(nil, seq))
 }
 
-// Position implements dispatch.LogStore.
+// Position implements eventlog.LogStore.
 func (l *Log) Position(key string) (uint64, bool, error) {
 	v, ok, err := l.st.Meta(key)
 	if err != nil || !ok {
@@ -233,7 +233,7 @@ func (l *Log) Position(key string) (uint64, bool, error) {
 // its identity (max messages, max bytes, max age relative to now). It returns the number of
 // records trimmed. Safe to run concurrently with appends. The newest record of a log is only
 // trimmed by the message-count bound, so a log never loses its last sequence to bytes or age.
-func (l *Log) EnforceRetention(settings func(dest.Identity) dispatch.QueueSettings, now time.Time) (int, error) {
+func (l *Log) EnforceRetention(settings func(dest.Identity) address.Settings, now time.Time) (int, error) {
 	streams, err := l.st.Streams()
 	if err != nil {
 		return 0, err
@@ -292,8 +292,8 @@ const settingsKey = "queue-settings"
 
 // SaveQueueSettings records (s non-nil) or forgets (s nil) the settings of an
 // operator-created queue, durably, so a restart recreates the queue with them (a ring keeps its
-// ring size). It matches dispatch.Options.OnSettings.
-func (l *Log) SaveQueueSettings(id dest.Identity, s *dispatch.QueueSettings) {
+// ring size). It implements dispatch.SettingsStore.
+func (l *Log) SaveQueueSettings(id dest.Identity, s *address.Settings) {
 	l.settingsMu.Lock()
 	defer l.settingsMu.Unlock()
 	all, err := l.queueSettingsLocked()
@@ -312,24 +312,24 @@ func (l *Log) SaveQueueSettings(id dest.Identity, s *dispatch.QueueSettings) {
 	}
 }
 
-func (l *Log) queueSettingsLocked() (map[string]dispatch.QueueSettings, error) {
-	all := map[string]dispatch.QueueSettings{}
+func (l *Log) queueSettingsLocked() (map[string]address.Settings, error) {
+	all := map[string]address.Settings{}
 	v, ok, err := l.st.Meta(settingsKey)
 	if err != nil || !ok {
 		return all, err
 	}
 	if err := json.Unmarshal(v, &all); err != nil {
-		return map[string]dispatch.QueueSettings{}, fmt.Errorf("durable: queue settings: %w", err)
+		return map[string]address.Settings{}, fmt.Errorf("durable: queue settings: %w", err)
 	}
 	return all, nil
 }
 
 // QueueSettings returns the saved settings of operator-created queues by identity.
-func (l *Log) QueueSettings() (map[dest.Identity]dispatch.QueueSettings, error) {
+func (l *Log) QueueSettings() (map[dest.Identity]address.Settings, error) {
 	l.settingsMu.Lock()
 	defer l.settingsMu.Unlock()
 	all, err := l.queueSettingsLocked()
-	out := make(map[dest.Identity]dispatch.QueueSettings, len(all))
+	out := make(map[dest.Identity]address.Settings, len(all))
 	for name, s := range all {
 		if id, ok := ParseStream(name); ok {
 			out[id] = s

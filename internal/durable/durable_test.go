@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/titan-broker/titan/internal/address"
 	"github.com/titan-broker/titan/internal/dest"
-	"github.com/titan-broker/titan/internal/dispatch"
 	"github.com/titan-broker/titan/internal/message"
 	"github.com/titan-broker/titan/internal/store/memstore"
 )
@@ -39,23 +39,23 @@ func TestRetentionTrimsByCountBytesAndAge(t *testing.T) {
 		}
 	}
 	first := func() uint64 { f, _, _ := l.Bounds(id); return f }
-	run := func(qs dispatch.QueueSettings) {
+	run := func(qs address.Settings) {
 		t.Helper()
-		if _, err := l.EnforceRetention(func(dest.Identity) dispatch.QueueSettings { return qs }, now); err != nil {
+		if _, err := l.EnforceRetention(func(dest.Identity) address.Settings { return qs }, now); err != nil {
 			t.Fatal(err)
 		}
 	}
-	run(dispatch.QueueSettings{RetentionMaxMessages: 8})
+	run(address.Settings{RetentionMaxMessages: 8})
 	if first() != 3 {
 		t.Fatalf("max messages 8: first %d, want 3", first())
 	}
-	run(dispatch.QueueSettings{RetentionMaxAge: 3*time.Minute + time.Second}) // keeps seq 7..10
+	run(address.Settings{RetentionMaxAge: 3*time.Minute + time.Second}) // keeps seq 7..10
 	if first() != 7 {
 		t.Fatalf("max age: first %d, want 7", first())
 	}
 	var size int64
 	_ = l.Scan(id, 10, func(_ uint64, data []byte) bool { size = int64(len(data)); return false })
-	run(dispatch.QueueSettings{RetentionMaxBytes: 2*size + size/2}) // room for two records and a half: keep 2
+	run(address.Settings{RetentionMaxBytes: 2*size + size/2}) // room for two records and a half: keep 2
 	if f := first(); f != 9 {
 		t.Fatalf("max bytes: first %d, want 9", f)
 	}

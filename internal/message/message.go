@@ -9,6 +9,7 @@
 package message
 
 import (
+	"errors"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -132,3 +133,11 @@ var idCounter atomic.Uint64
 func NewID(prefix string) string {
 	return prefix + "-" + strconv.FormatUint(idCounter.Add(1), 10)
 }
+
+// MetadataHeader is the read-only egress header carrying a native publisher's metadata as
+// one JSON object (reference 003's x-kubemq-metadata, renamed). No client may set it.
+const MetadataHeader = "x-titan-metadata"
+
+// ErrInvalidHeader is the sentinel of a SEND refused for a header value the broker must
+// read and cannot (expires, delay).
+var ErrInvalidHeader = errors.New("message: invalid header value")

@@ -10,20 +10,26 @@ import (
 
 	"github.com/titan-broker/titan/internal/dest"
 	"github.com/titan-broker/titan/internal/dispatch"
+	"github.com/titan-broker/titan/internal/eventlog"
 	"github.com/titan-broker/titan/internal/router"
+	"github.com/titan-broker/titan/internal/rpc"
 	"github.com/titan-broker/titan/internal/session"
 )
 
 // Source is what the collector reads at scrape time. The broker implements it (through a
-// small adapter in internal/broker); tests may implement it over a bare engine. Every method
+// small adapter in internal/broker); tests may implement it over bare patterns. Every method
 // must be safe for concurrent use and cheap: it is called once per scrape.
 type Source interface {
 	// Version is the broker version ("0.1.0").
 	Version() string
 	// StartTime is when the broker started (zero before Start).
 	StartTime() time.Time
-	// Engine is the dispatch engine whose queues and counters are exported.
-	Engine() *dispatch.Engine
+	// Dispatcher holds the queues and message counters that are exported.
+	Dispatcher() *dispatch.Dispatcher
+	// Outbox summarises the events-store pollers.
+	Outbox() eventlog.Stats
+	// RPC returns the request/response counters per channel.
+	RPC() []rpc.Stats
 	// Router is the inbound router whose per-route counters are exported; nil exports none.
 	Router() *router.Router
 	// Sessions is a snapshot of the open connections; the caller owns the slice.
@@ -243,7 +249,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		}
 	}
 
-	e := src.Engine()
+	e := src.Dispatcher()
 	counter(c.published, e.Published.Load())
 	counter(c.noSub, e.EventsNoSub.Load())
 	counter(c.evDropped, e.EventsDropped.Load())
@@ -251,12 +257,12 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	counter(c.expired, e.Expired.Load())
 	counter(c.egressDropped, e.EgressHeadersDropped.Load())
 	counter(c.logDelivered, e.LogDelivered.Load())
-	ob := e.OutboxStats()
+	ob := src.Outbox()
 	gauge(c.outboxPollers, float64(ob.Pollers))
 	gauge(c.outboxMaxInterval, ob.MaxInterval.Seconds())
 	gauge(c.outboxSheds, float64(ob.Sheds))
 	gauge(c.outboxSkipped, float64(ob.Skipped))
-	for _, st := range e.RPCStats() {
+	for _, st := range src.RPC() {
 		l := []string{st.Group, rpcDestination(st), st.Pattern}
 		counter(c.rpcRequests, st.Requests, l...)
 		counter(c.rpcResponses, st.Responses, l...)
@@ -304,8 +310,8 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	gauge(c.groups, float64(len(groups)))
 }
 
-// rpcDestination renders an RPCStats channel as its canonical destination.
-func rpcDestination(st dispatch.RPCStats) string {
+// rpcDestination renders an rpc.Stats channel as its canonical destination.
+func rpcDestination(st rpc.Stats) string {
 	p, ok := dest.ParsePattern(st.Pattern)
 	if !ok {
 		return st.Channel

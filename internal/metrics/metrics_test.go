@@ -13,13 +13,17 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"go.uber.org/goleak"
 
+	"github.com/titan-broker/titan/internal/address"
 	"github.com/titan-broker/titan/internal/broker"
 	"github.com/titan-broker/titan/internal/brokertest"
 	"github.com/titan-broker/titan/internal/dest"
 	"github.com/titan-broker/titan/internal/dispatch"
+	"github.com/titan-broker/titan/internal/eventlog"
 	"github.com/titan-broker/titan/internal/frame"
 	"github.com/titan-broker/titan/internal/metrics"
+	"github.com/titan-broker/titan/internal/pointqueue"
 	"github.com/titan-broker/titan/internal/router"
+	"github.com/titan-broker/titan/internal/rpc"
 	"github.com/titan-broker/titan/internal/session"
 )
 
@@ -110,25 +114,28 @@ func TestScrapeExportsQueuesConnectionsAndRoutes(t *testing.T) {
 	}
 }
 
-// fakeSource is a metrics.Source over a bare engine and router.
+// fakeSource is a metrics.Source over a bare dispatcher, queues pattern and router.
 type fakeSource struct {
-	e *dispatch.Engine
+	e *dispatch.Dispatcher
 	r *router.Router
 }
 
 func (f fakeSource) Version() string                                { return "test" }
 func (f fakeSource) StartTime() time.Time                           { return time.Unix(1700000000, 0) }
-func (f fakeSource) Engine() *dispatch.Engine                       { return f.e }
+func (f fakeSource) Dispatcher() *dispatch.Dispatcher               { return f.e }
+func (f fakeSource) Outbox() eventlog.Stats                         { return eventlog.Stats{} }
+func (f fakeSource) RPC() []rpc.Stats                               { return nil }
 func (f fakeSource) Router() *router.Router                         { return f.r }
 func (f fakeSource) Sessions() []*session.Session                   { return nil }
 func (f fakeSource) ConnectionsAccepted() uint64                    { return 7 }
 func (f fakeSource) ConnectionsClosed(r session.CloseReason) uint64 { return uint64(r) }
 
 func TestCollectorOverBareEngine(t *testing.T) {
-	e := dispatch.NewEngine(dispatch.Options{})
-	src := fakeSource{e: e, r: router.New(e, router.Options{})}
+	e := dispatch.New(dispatch.Options{})
+	q := pointqueue.New(e, pointqueue.Options{})
+	src := fakeSource{e: e, r: router.New(router.Ports{Queues: q}, router.Options{})}
 	for _, ch := range []string{"a", "b"} {
-		e.Create(dest.Identity{Group: "default", Pattern: dest.PatternQueues, Channel: ch}, dispatch.QueueSettings{Capacity: 3})
+		e.Create(dest.Identity{Group: "default", Pattern: dest.PatternQueues, Channel: ch}, address.Settings{Capacity: 3})
 	}
 	reg := prometheus.NewPedanticRegistry() // checks Collect against Describe
 	reg.MustRegister(metrics.NewCollector(src), metrics.NewDestinationStage(0))

@@ -1,6 +1,7 @@
 package router
 
 import (
+	"github.com/titan-broker/titan/internal/delivery"
 	"github.com/titan-broker/titan/internal/dest"
 	"github.com/titan-broker/titan/internal/frame"
 	"github.com/titan-broker/titan/internal/message"
@@ -21,6 +22,14 @@ type Context struct {
 	Identity dest.Identity
 	// Message is the message built by the message stage (SEND).
 	Message *message.Message
+	// Native are headers an in-process publisher sets after ingress mapping (Router.Publish):
+	// native metadata no STOMP client can set (DESIGN §6). Nil for STOMP frames.
+	Native []frame.Header
+	// Subscription is the subscription the subscription stage built (SUBSCRIBE).
+	Subscription *delivery.Subscription
+	// Dropped is set by the publish stage when a DROP address-full policy discarded the
+	// message.
+	Dropped bool
 	// Receipt is the frame's receipt header ("" when none was asked).
 	Receipt string
 	// Err is the failure that sends the frame straight to Final; nil on success.
@@ -38,8 +47,12 @@ type Context struct {
 }
 
 // fail records a protocol error on c (fatal: the connection closes after the ERROR).
-func (c *Context) fail(reason, detail string) {
+func (c *Context) fail(reason, detail string) { c.failWith(reason, detail, nil) }
+
+// failWith is fail with the sentinel err the failure came from (ProtocolError.Err), so that
+// in-process publishers can tell outcomes apart with errors.Is.
+func (c *Context) failWith(reason, detail string, err error) {
 	if c.Err == nil {
-		c.Err = &frame.ProtocolError{Reason: reason, Detail: detail, ReceiptID: c.Receipt, Fatal: true}
+		c.Err = &frame.ProtocolError{Reason: reason, Detail: detail, ReceiptID: c.Receipt, Fatal: true, Err: err}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"strings"
 
 	"github.com/titan-broker/titan/internal/frame"
+	"github.com/titan-broker/titan/internal/message"
 )
 
 // machinery reports whether a SEND header is protocol machinery that never becomes message
@@ -22,7 +23,7 @@ func machinery(key string) bool {
 
 // MetadataHeader is the read-only egress header carrying a native publisher's metadata
 // (reference 003's x-kubemq-metadata, renamed).
-const MetadataHeader = "x-titan-metadata"
+const MetadataHeader = message.MetadataHeader
 
 // reserved reports whether a client may not set the header at all: names starting with
 // "stomp." (reserved metadata) and the metadata header (reference 003, "Spoofing guard").

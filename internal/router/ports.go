@@ -3,16 +3,20 @@ package router
 import (
 	"time"
 
+	"github.com/titan-broker/titan/internal/delivery"
 	"github.com/titan-broker/titan/internal/dest"
-	"github.com/titan-broker/titan/internal/dispatch"
 	"github.com/titan-broker/titan/internal/frame"
 	"github.com/titan-broker/titan/internal/message"
 )
 
+// The router's ports. Each is declared here, by its consumer, in the router's terms
+// (identities, messages, subscriptions); the pattern packages, the store and the session
+// are adapters behind them, wired by the broker. No port names an adapter type.
+
 // Client is the port to one client connection (implemented by session.Session). Every method
 // is safe for concurrent use and never blocks on the socket.
 type Client interface {
-	dispatch.Writer
+	delivery.Writer
 	// ID is the session id.
 	ID() string
 	// WriteFrame queues a control frame (RECEIPT, ERROR).
@@ -25,23 +29,77 @@ type Client interface {
 	Done() <-chan struct{}
 }
 
-// Engine is the port to the messaging core (implemented by *dispatch.Engine).
-type Engine interface {
-	NewConn(w dispatch.Writer) *dispatch.Conn
-	// PublishUntil publishes m; a wait for room ends with dispatch.ErrCanceled when cancel
-	// closes (the producer's connection closed).
-	PublishUntil(id dest.Identity, m *message.Message, cancel <-chan struct{}) (dropped bool, err error)
-	Subscribe(sub *dispatch.Subscription) error
-	Unsubscribe(c *dispatch.Conn, id string) error
-	Ack(c *dispatch.Conn, key, subID string, nack bool) error
-	CloseConn(c *dispatch.Conn)
-	// Request/response (commands, queries, temp-queues).
+// Publisher is one pattern's way in for a message: the last stage of its SEND route calls
+// it. A wait for room (address-full policy BLOCK) ends with dispatch.ErrCanceled when cancel
+// closes (the producer's connection closed). dropped reports a DROP-policy discard.
+type Publisher interface {
+	Publish(id dest.Identity, m *message.Message, cancel <-chan struct{}) (dropped bool, err error)
+}
+
+// Subscriber is one pattern's way in for a subscription: the last stage of its SUBSCRIBE
+// route calls it. The pattern registers sub on its connection (sub.Conn.Add) and makes
+// itself the subscription's Owner, which UNSUBSCRIBE and connection close reach through
+// Deliveries without the router choosing a pattern.
+type Subscriber interface {
+	Subscribe(sub *delivery.Subscription) error
+}
+
+// Pattern is a messaging pattern behind the router: events, queues, events-store,
+// temp-queues.
+type Pattern interface {
+	Publisher
+	Subscriber
+}
+
+// Requests is the request/response port (commands, queries and the temp-queues replies go
+// to). Subscribe registers a responder.
+type Requests interface {
+	Subscriber
+	// Request sends m (a command or query to id) to one responder and arms its timeout;
+	// replyTo is where the response, or the broker's executed:false answer, goes. Errors:
+	// a correlation-id already pending on replyTo, or the pattern closed.
 	Request(id dest.Identity, m *message.Message, replyTo dest.Identity, corr string, timeout time.Duration) error
+	// Respond matches a SEND to replyTo with correlation-id corr: pending when it completed
+	// a request, late when that request had timed out.
 	Respond(replyTo dest.Identity, corr string) (pending, late bool)
+	// CountDroppedResponse counts a response the router dropped.
 	CountDroppedResponse(replyTo dest.Identity, late bool)
-	SetTempOwner(session string, c *dispatch.Conn)
+	// Own registers c as the owner of session id's temp-queues; Release ends that (the
+	// connection closed) and drops them.
+	Own(session string, c *delivery.Conn)
+	Release(session string)
+	// TempOwnerAlive reports whether session id owns live temp-queues.
 	TempOwnerAlive(session string) bool
-	DropTempQueues(session string)
+}
+
+// Deliveries is the port to the per-connection subscription and acknowledgement
+// bookkeeping (implemented by delivery.Registry). UNSUBSCRIBE, ACK, NACK and a closing
+// connection reach the right pattern through the subscription's Owner and the delivery's
+// Source, so they need no route per pattern.
+type Deliveries interface {
+	NewConn(w delivery.Writer) *delivery.Conn
+	Unsubscribe(c *delivery.Conn, id string) error
+	Ack(c *delivery.Conn, key, subID string, nack bool) error
+	CloseConn(c *delivery.Conn)
+}
+
+// Ports are the adapters a Router routes to. A nil pattern port makes the resolver refuse
+// that pattern ("unsupported destination pattern").
+type Ports struct {
+	// Deliveries keeps subscriptions and unacknowledged deliveries (default: a
+	// delivery.Registry without an egress counter).
+	Deliveries Deliveries
+	// Events is the events pattern (/topic/, bare destinations by default).
+	Events Pattern
+	// Queues is the queues pattern (/queue/).
+	Queues Pattern
+	// EventsStore is the events-store pattern (/events-store/).
+	EventsStore Pattern
+	// Requests is request/response (/command/, /query/).
+	Requests Requests
+	// TempQueues is the temp-queue pattern (/temp-queue/): publish refuses the queues of
+	// closed connections; subscribe consumes like a queue.
+	TempQueues Pattern
 }
 
 // Clock is the time source (injectable for tests).

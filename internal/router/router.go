@@ -8,8 +8,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/titan-broker/titan/internal/delivery"
 	"github.com/titan-broker/titan/internal/dest"
-	"github.com/titan-broker/titan/internal/dispatch"
 	"github.com/titan-broker/titan/internal/frame"
 )
 
@@ -74,7 +74,7 @@ type Options struct {
 	// MaxTransactions bounds open transactions per connection (default 100).
 	MaxTransactions int
 	// DefaultPrefetch is the unacknowledged-message limit of a subscription without a
-	// prefetch-count header (default dispatch.DefaultPrefetch).
+	// prefetch-count header (default delivery.DefaultPrefetch).
 	DefaultPrefetch int
 	// MaxPrefetch caps prefetch-count (default 65535).
 	MaxPrefetch int
@@ -95,21 +95,26 @@ type Options struct {
 	// owner is shutting down. nil runs `go fn()`.
 	Go func(name string, fn func()) bool
 	// SendStages are custom stages run on every SEND route after the route stage and before
-	// publication (reference 000: "custom handlers are inserted between those stages").
+	// publication (reference 000: "custom handlers are inserted between those stages"). They
+	// run for every way in: STOMP SEND, Router.Publish (HTTP POST /publish, embed.Publish).
 	SendStages []Stage
 }
+
+// chains is the route table: (route, destination pattern) → the fixed chain of stages.
+// Routes without a destination (ACK, BEGIN, ...) sit at pattern 0. A nil chain for a SEND
+// or SUBSCRIBE pattern means the pattern is not available.
+type chains [numRoutes][dest.MaxPattern + 1][]Stage
 
 // Router resolves routes and runs frames through them. Immutable after New; safe for
 // concurrent use.
 type Router struct {
-	opts   Options
-	engine Engine
-	log    *slog.Logger
-	routes [numRoutes][]Stage
-	final  Stage
-	// sendEffects and durableEffects are the stages after the transaction stage on SEND
-	// routes of non-durable and durable patterns; COMMIT replays exactly these.
-	sendEffects, durableEffects, requestEffects []Stage
+	opts  Options
+	ports Ports
+	log   *slog.Logger
+	// table holds every route's stages; effects the stages after the transaction stage of
+	// each SEND route, which COMMIT replays for a buffered SEND.
+	table, effects chains
+	final          Stage
 
 	// Routed counts frames per route (index Route).
 	Routed [numRoutes]atomic.Uint64
@@ -117,8 +122,8 @@ type Router struct {
 	Errors [numRoutes]atomic.Uint64
 }
 
-// New builds a Router over engine.
-func New(engine Engine, o Options) *Router {
+// New builds a Router over the pattern ports.
+func New(ports Ports, o Options) *Router {
 	if !o.DefaultPattern.Valid() {
 		o.DefaultPattern = dest.PatternEvents
 	}
@@ -135,7 +140,7 @@ func New(engine Engine, o Options) *Router {
 		o.MaxTransactions = 100
 	}
 	if o.DefaultPrefetch <= 0 {
-		o.DefaultPrefetch = dispatch.DefaultPrefetch
+		o.DefaultPrefetch = delivery.DefaultPrefetch
 	}
 	if o.MaxPrefetch <= 0 {
 		o.MaxPrefetch = 65535
@@ -152,47 +157,16 @@ func New(engine Engine, o Options) *Router {
 	if o.Clock == nil {
 		o.Clock = time.Now
 	}
-	r := &Router{opts: o, engine: engine, log: o.Logger}
+	if ports.Deliveries == nil {
+		ports.Deliveries = &delivery.Registry{}
+	}
+	r := &Router{opts: o, ports: ports, log: o.Logger}
 	if r.log == nil {
 		r.log = slog.New(slog.DiscardHandler)
 	}
-	group := groupStage{}
-	build := messageStage{clock: o.Clock, idPrefix: o.MessageIDPrefix}
-	tx := txBufferStage{max: o.MaxFramesInTransaction, maxBytes: o.MaxTransactionBytes}
-	publish := publishStage{engine: engine, store: o.Store}
-	// effects are the SEND stages that act once a message is built and admitted; COMMIT
-	// replays exactly these for each buffered SEND.
-	respond := responseStage{engine: engine}
-	r.sendEffects = append(append([]Stage(nil), o.SendStages...), respond, publish)
-	r.durableEffects = append(append(append([]Stage(nil), o.SendStages...), respond, storeStage{store: o.Store}), publish)
-	temp := tempQueueStage{engine: engine}
-	r.routes[RouteSendEvents] = append([]Stage{group, build, tx}, r.sendEffects...)
-	r.routes[RouteSendQueue] = append([]Stage{group, build, tx}, r.durableEffects...)
-	r.routes[RouteSendEventsStore] = append([]Stage{group, build, tx}, r.durableEffects...)
-	r.routes[RouteSendTempQueue] = append([]Stage{temp, group, build, tx}, r.sendEffects...)
-	r.requestEffects = append(append([]Stage(nil), o.SendStages...), requestStage{engine: engine, opts: &r.opts})
-	r.routes[RouteSendRequest] = append([]Stage{group, build, tx}, r.requestEffects...)
-	r.routes[RouteSubscribe] = []Stage{temp, group, subscribeStage{engine: engine, opts: &r.opts}}
-	r.routes[RouteUnsubscribe] = []Stage{unsubscribeStage{engine: engine}}
-	r.routes[RouteAck] = []Stage{tx, ackStage{engine: engine}}
-	r.routes[RouteNack] = []Stage{tx, ackStage{engine: engine, nack: true}}
-	r.routes[RouteBegin] = []Stage{beginStage{max: o.MaxTransactions}}
-	r.routes[RouteCommit] = []Stage{commitStage{router: r}}
-	r.routes[RouteAbort] = []Stage{abortStage{}}
-	r.routes[RouteDisconnect] = nil
+	r.build()
 	r.final = finalStage{}
 	return r
-}
-
-// effects returns the stages COMMIT replays for a buffered SEND of route rt.
-func (r *Router) effects(rt Route) []Stage {
-	switch rt {
-	case RouteSendEvents, RouteSendTempQueue:
-		return r.sendEffects
-	case RouteSendRequest:
-		return r.requestEffects
-	}
-	return r.durableEffects
 }
 
 // Options returns the router's effective options.
@@ -202,7 +176,7 @@ func (r *Router) Options() Options { return r.opts }
 // connection's read goroutine.
 type Conn struct {
 	Client    Client
-	Delivery  *dispatch.Conn
+	Delivery  *delivery.Conn
 	txs       map[string]*transaction
 	pipe      *pipeline // persistent SENDs awaiting their fsync; created on first use
 	pipelined bool      // persistent SENDs may be pipelined (a store and a pipeline exist)
@@ -210,8 +184,10 @@ type Conn struct {
 
 // Open returns the router state for a newly connected client.
 func (r *Router) Open(c Client) *Conn {
-	rc := &Conn{Client: c, Delivery: r.engine.NewConn(c), pipelined: r.opts.Store != nil}
-	r.engine.SetTempOwner(c.ID(), rc.Delivery)
+	rc := &Conn{Client: c, Delivery: r.ports.Deliveries.NewConn(c), pipelined: r.opts.Store != nil}
+	if r.ports.Requests != nil {
+		r.ports.Requests.Own(c.ID(), rc.Delivery)
+	}
 	return rc
 }
 
@@ -222,88 +198,16 @@ func (r *Router) Close(c *Conn) {
 	if c.pipe != nil {
 		c.pipe.close() // stored messages still get published; their RECEIPTs go nowhere
 	}
-	r.engine.CloseConn(c.Delivery)
-	r.engine.DropTempQueues(c.Client.ID())
+	r.ports.Deliveries.CloseConn(c.Delivery)
+	if r.ports.Requests != nil {
+		r.ports.Requests.Release(c.Client.ID())
+	}
 }
 
 // Handle routes one frame from c. f is valid only during the call.
 func (r *Router) Handle(c *Conn, f *frame.Frame) {
 	ctx := Context{Conn: c, Frame: f}
 	r.Route(&ctx)
-}
-
-// Resolve is the pure resolver: it maps the frame's command and destination pattern to a
-// route, recording a sanitized error (RouteReject) for a destination that does not resolve.
-func (r *Router) Resolve(c *Context) Route {
-	f := c.Frame
-	switch f.Command {
-	case frame.CmdSend:
-		d, ok := r.destination(c, dest.Parse)
-		if !ok {
-			return RouteReject
-		}
-		switch d.Pattern {
-		case dest.PatternEvents:
-			return RouteSendEvents
-		case dest.PatternQueues:
-			return RouteSendQueue
-		case dest.PatternEventsStore:
-			return RouteSendEventsStore
-		case dest.PatternCommands, dest.PatternQueries:
-			return RouteSendRequest
-		case dest.PatternTempQueue:
-			return RouteSendTempQueue
-		}
-		c.fail("unsupported destination pattern", d.Pattern.String()+" destinations are not available on this server")
-		return RouteReject
-	case frame.CmdSubscribe:
-		d, ok := r.destination(c, dest.ParseFilter)
-		if !ok {
-			return RouteReject
-		}
-		switch d.Pattern {
-		case dest.PatternEvents, dest.PatternQueues, dest.PatternEventsStore,
-			dest.PatternCommands, dest.PatternQueries, dest.PatternTempQueue:
-			return RouteSubscribe
-		}
-		c.fail("unsupported destination pattern", d.Pattern.String()+" destinations are not available on this server")
-		return RouteReject
-	case frame.CmdUnsubscribe:
-		return RouteUnsubscribe
-	case frame.CmdAck:
-		return RouteAck
-	case frame.CmdNack:
-		return RouteNack
-	case frame.CmdBegin:
-		return RouteBegin
-	case frame.CmdCommit:
-		return RouteCommit
-	case frame.CmdAbort:
-		return RouteAbort
-	case frame.CmdDisconnect:
-		return RouteDisconnect
-	}
-	c.fail("unexpected frame", f.Command.String()+" is not valid here")
-	return RouteReject
-}
-
-// destination resolves the frame's destination header with parse (dest.Parse for SEND,
-// dest.ParseFilter for SUBSCRIBE) into c.Dest, recording the sanitized error when it fails:
-// the detail goes to the log only (reference 003, "Destination errors").
-func (r *Router) destination(c *Context, parse func(string, dest.Pattern) (dest.Destination, error)) (dest.Destination, bool) {
-	raw, ok := c.Frame.Get(frame.HdrDestination)
-	if !ok {
-		c.fail("missing destination header", c.Frame.Command.String()+" requires a destination header")
-		return dest.Destination{}, false
-	}
-	d, err := parse(raw, r.opts.DefaultPattern)
-	if err != nil {
-		r.log.Debug("invalid destination", "destination", raw, "err", err)
-		c.fail("invalid destination", "")
-		return dest.Destination{}, false
-	}
-	c.Dest = d
-	return d, true
 }
 
 // Route runs c through its route to Final. It never panics: a stage panic is recovered,
@@ -315,7 +219,7 @@ func (r *Router) Route(c *Context) {
 		p.drain() // nothing overtakes a deferred SEND of this connection
 	}
 	r.Routed[c.Route].Add(1)
-	if rest := r.run(c, r.routes[c.Route]); c.durable != nil {
+	if rest := r.run(c, r.table[c.Route][c.Dest.Pattern]); c.durable != nil {
 		r.deferTail(c, rest)
 		return
 	}

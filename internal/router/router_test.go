@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/titan-broker/titan/internal/delivery"
 	"github.com/titan-broker/titan/internal/dest"
 	"github.com/titan-broker/titan/internal/dispatch"
 	"github.com/titan-broker/titan/internal/frame"
@@ -40,7 +41,7 @@ func (c *fakeClient) Disconnect()           { c.disconnected = true }
 func (c *fakeClient) Done() <-chan struct{} { return nil }
 func (c *fakeClient) answers() int          { return len(c.frames) + len(c.errs) }
 
-// fakeEngine records publications.
+// fakeEngine records publications; it stands in for every port.
 type fakeEngine struct {
 	published []dest.Identity
 	msgs      []*message.Message
@@ -48,7 +49,7 @@ type fakeEngine struct {
 	acks      []string
 }
 
-func (e *fakeEngine) PublishUntil(id dest.Identity, m *message.Message, _ <-chan struct{}) (bool, error) {
+func (e *fakeEngine) Publish(id dest.Identity, m *message.Message, _ <-chan struct{}) (bool, error) {
 	if e.failNext != nil {
 		err := e.failNext
 		e.failNext = nil
@@ -58,17 +59,17 @@ func (e *fakeEngine) PublishUntil(id dest.Identity, m *message.Message, _ <-chan
 	e.msgs = append(e.msgs, m)
 	return false, nil
 }
-func (e *fakeEngine) Subscribe(sub *dispatch.Subscription) error    { return nil }
-func (e *fakeEngine) Unsubscribe(c *dispatch.Conn, id string) error { return nil }
-func (e *fakeEngine) Ack(c *dispatch.Conn, key, sub string, nack bool) error {
+func (e *fakeEngine) Subscribe(sub *delivery.Subscription) error    { return nil }
+func (e *fakeEngine) Unsubscribe(c *delivery.Conn, id string) error { return nil }
+func (e *fakeEngine) Ack(c *delivery.Conn, key, sub string, nack bool) error {
 	if key == "bad" {
-		return dispatch.ErrUnknownAck
+		return delivery.ErrUnknownAck
 	}
 	e.acks = append(e.acks, key)
 	return nil
 }
-func (e *fakeEngine) CloseConn(c *dispatch.Conn)               {}
-func (e *fakeEngine) NewConn(w dispatch.Writer) *dispatch.Conn { return dispatch.NewConn(w) }
+func (e *fakeEngine) CloseConn(c *delivery.Conn)               {}
+func (e *fakeEngine) NewConn(w delivery.Writer) *delivery.Conn { return delivery.NewConn(w, nil) }
 func (e *fakeEngine) Request(id dest.Identity, m *message.Message, replyTo dest.Identity, corr string, timeout time.Duration) error {
 	return nil
 }
@@ -76,13 +77,13 @@ func (e *fakeEngine) Respond(replyTo dest.Identity, corr string) (bool, bool) {
 	return false, false
 }
 func (e *fakeEngine) CountDroppedResponse(replyTo dest.Identity, late bool) {}
-func (e *fakeEngine) SetTempOwner(session string, c *dispatch.Conn)         {}
+func (e *fakeEngine) Own(session string, c *delivery.Conn)                  {}
 func (e *fakeEngine) TempOwnerAlive(session string) bool                    { return false }
-func (e *fakeEngine) DropTempQueues(session string)                         {}
+func (e *fakeEngine) Release(session string)                                {}
 
 func newTest(o Options) (*Router, *fakeEngine, *Conn, *fakeClient) {
 	e := &fakeEngine{}
-	r := New(e, o)
+	r := New(Ports{Deliveries: e, Events: e, Queues: e, EventsStore: e, Requests: e, TempQueues: e}, o)
 	cl := &fakeClient{v: frame.V12}
 	return r, e, r.Open(cl), cl
 }

@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/titan-broker/titan/internal/delivery"
 	"github.com/titan-broker/titan/internal/dest"
 	"github.com/titan-broker/titan/internal/dispatch"
 	"github.com/titan-broker/titan/internal/frame"
@@ -12,13 +13,14 @@ import (
 )
 
 // groupStage resolves the group header (DESIGN §3): absent or empty is "default"; a name
-// outside ^[a-zA-Z0-9_-]{1,64}$ is an error that closes the connection.
-type groupStage struct{}
+// outside ^[a-zA-Z0-9_-]{1,64}$ is an error that closes the connection. On a scoped route
+// (temp-queues, scoped by their owning connection) the header is ignored.
+type groupStage struct{ scoped bool }
 
-func (groupStage) Apply(c *Context) {
+func (s groupStage) Apply(c *Context) {
 	g, _ := c.Frame.Get(frame.HdrGroup)
-	if c.Dest.Pattern == dest.PatternTempQueue {
-		g = "" // a temp-queue is scoped by its owning connection, not by a group
+	if s.scoped {
+		g = ""
 	}
 	if g == "" {
 		g = dest.DefaultGroup
@@ -32,8 +34,9 @@ func (groupStage) Apply(c *Context) {
 // maxDelayMs bounds the delay header: one year, in milliseconds.
 const maxDelayMs = 365 * 24 * 3600 * 1000
 
-// messageStage builds the Message of a SEND: header mapping (DESIGN §6), broker-assigned
-// message-id and timestamp, expiry and scheduling.
+// messageStage builds the Message of a SEND: header mapping (DESIGN §6), then the native
+// metadata of an in-process publisher (Context.Native), broker-assigned message-id and
+// timestamp, persistence, expiry and scheduling (read from the mapped headers).
 type messageStage struct {
 	clock    Clock
 	idPrefix string
@@ -43,6 +46,9 @@ func (s messageStage) Apply(c *Context) {
 	f := c.Frame
 	var scratch [16]frame.Header
 	hdrs := MapIngress(scratch[:0], f.Headers)
+	for _, h := range c.Native {
+		hdrs = setHeader(hdrs, h.Key, h.Value)
+	}
 	packed := (&frame.Frame{Headers: hdrs, Body: f.Body}).Clone()
 	now := s.clock().UnixMilli()
 	m := &message.Message{
@@ -52,20 +58,20 @@ func (s messageStage) Apply(c *Context) {
 		Headers:     packed.Headers,
 		Body:        packed.Body,
 		TimestampMs: now,
-		Persistent:  f.Value(frame.HdrPersistent) != "false",
+		Persistent:  headerValue(hdrs, frame.HdrPersistent) != "false",
 	}
-	if v, ok := f.Get(frame.HdrExpires); ok && v != "" && v != "0" {
+	if v := headerValue(hdrs, frame.HdrExpires); v != "" && v != "0" {
 		ms, err := strconv.ParseInt(v, 10, 64)
 		if err != nil || ms < 0 {
-			c.fail("invalid expires header", "expires is an absolute time in Unix milliseconds")
+			c.failWith("invalid expires header", "expires is an absolute time in Unix milliseconds", message.ErrInvalidHeader)
 			return
 		}
 		m.ExpiresMs = ms
 	}
-	if v, ok := f.Get("delay"); ok && v != "" {
+	if v := headerValue(hdrs, "delay"); v != "" {
 		ms, err := strconv.ParseInt(v, 10, 64)
 		if err != nil || ms < 0 || ms > maxDelayMs {
-			c.fail("invalid delay header", "delay is a number of milliseconds from 0 to 31536000000 (one year)")
+			c.failWith("invalid delay header", "delay is a number of milliseconds from 0 to 31536000000 (one year)", message.ErrInvalidHeader)
 			return
 		}
 		if ms > 0 {
@@ -84,13 +90,16 @@ func cloneIdentity(id dest.Identity) dest.Identity {
 
 // storeStage is durable acceptance (DESIGN §5): a persistent message of a durable pattern is
 // committed to the store, fsync'd, before it is published, so the RECEIPT the final stage
-// writes means the message survives a crash. A SEND with persistent:false skips it.
-type storeStage struct{ store Persister }
+// writes means the message survives a crash. A SEND with persistent:false skips it, unless
+// the route stores always (events-store: it is a log).
+type storeStage struct {
+	store  Persister
+	always bool
+}
 
 func (s storeStage) Apply(c *Context) {
-	if s.store == nil || (!c.Message.Persistent && c.Identity.Pattern != dest.PatternEventsStore) {
-		// Not stored (events-store always is: it is a log). Earlier deferred SENDs of this
-		// connection must be published first.
+	if s.store == nil || (!c.Message.Persistent && !s.always) {
+		// Not stored. Earlier deferred SENDs of this connection must be published first.
 		if p := c.Conn.pipe; p != nil {
 			p.drain()
 		}
@@ -98,50 +107,51 @@ func (s storeStage) Apply(c *Context) {
 	}
 	if c.Replay || !c.Conn.pipelined {
 		if err := s.store.Persist(c.Identity, c.Message); err != nil {
-			c.fail("message not stored", "the broker could not store the message; it was not accepted")
+			c.failWith("message not stored", "the broker could not store the message; it was not accepted", dispatch.ErrNotStored)
 		}
 		return
 	}
 	wait, err := s.store.PersistAsync(c.Identity, c.Message)
 	if err != nil {
-		c.fail("message not stored", "the broker could not store the message; it was not accepted")
+		c.failWith("message not stored", "the broker could not store the message; it was not accepted", dispatch.ErrNotStored)
 		return
 	}
 	c.durable = wait // the router finishes the route on the connection's pipeline
 }
 
-// publishStage hands the message to the engine (dispatcher queue or subscriptions). A message
+// publishStage hands the message to its pattern's port (the route's last stage). A message
 // that was stored and then refused admission is deleted again.
 type publishStage struct {
-	engine Engine
-	store  Persister
+	port  Publisher
+	store Persister
 }
 
 func (s publishStage) Apply(c *Context) {
-	if _, err := s.engine.PublishUntil(c.Identity, c.Message, c.Conn.Client.Done()); err != nil {
-		if s.store != nil {
-			s.store.Forget(c.Identity, c.Message)
-		}
-		switch {
-		case errors.Is(err, dispatch.ErrQueueFull):
-			c.fail("queue full", "the destination is full; retry later")
-		case errors.Is(err, dispatch.ErrCanceled):
-			c.fail("server shutting down", "the message was not accepted")
-		case errors.Is(err, dispatch.ErrQueuePaused):
-			c.fail("queue paused", "an operator paused the destination; retry after it is resumed")
-		default:
-			c.fail("publish failed", "")
-		}
+	dropped, err := s.port.Publish(c.Identity, c.Message, c.Conn.Client.Done())
+	if err == nil {
+		c.Dropped = dropped
+		return
+	}
+	if s.store != nil {
+		s.store.Forget(c.Identity, c.Message)
+	}
+	switch {
+	case errors.Is(err, dispatch.ErrQueueFull):
+		c.failWith("queue full", "the destination is full; retry later", err)
+	case errors.Is(err, dispatch.ErrCanceled):
+		c.failWith("server shutting down", "the message was not accepted", err)
+	case errors.Is(err, dispatch.ErrQueuePaused):
+		c.failWith("queue paused", "an operator paused the destination; retry after it is resumed", err)
+	default:
+		c.failWith("publish failed", "", err)
 	}
 }
 
-// subscribeStage validates a SUBSCRIBE and registers the subscription.
-type subscribeStage struct {
-	engine Engine
-	opts   *Options
-}
+// subscriptionStage validates a SUBSCRIBE's headers (id, ack, prefetch-count) and the
+// connection's subscription limit, and builds the Subscription its pattern will register.
+type subscriptionStage struct{ opts *Options }
 
-func (s subscribeStage) Apply(c *Context) {
+func (s subscriptionStage) Apply(c *Context) {
 	f := c.Frame
 	id, _ := f.Get(frame.HdrID)
 	if id == "" {
@@ -151,7 +161,7 @@ func (s subscribeStage) Apply(c *Context) {
 		}
 		id = f.Value(frame.HdrDestination) // STOMP 1.0: the destination identifies the subscription
 	}
-	mode, ok := dispatch.ParseAckMode(f.Value(frame.HdrAck))
+	mode, ok := delivery.ParseAckMode(f.Value(frame.HdrAck))
 	if !ok {
 		c.fail("invalid ack mode", "ack must be auto, client or client-individual")
 		return
@@ -171,36 +181,49 @@ func (s subscribeStage) Apply(c *Context) {
 	}
 	d := c.Dest
 	d.Channel = strings.Clone(d.Channel)
-	sub := &dispatch.Subscription{
+	c.Subscription = &delivery.Subscription{
 		ID: strings.Clone(id), Conn: c.Conn.Delivery, Group: strings.Clone(c.Identity.Group),
 		Dest: d, Ack: mode, Prefetch: prefetch,
 	}
-	if d.Pattern == dest.PatternEventsStore {
-		start, err := dispatch.ParseStartPosition(f.Value("start-position"), s.opts.Clock())
-		if err != nil {
-			c.fail("invalid start-position", "start-position is new, first, last, a sequence number, time:<RFC 3339> or delta:<duration>")
+}
+
+// logPositionStage reads where an events-store subscription starts (start-position) and
+// whether its position is kept (durable-name).
+type logPositionStage struct{ clock Clock }
+
+func (s logPositionStage) Apply(c *Context) {
+	f, sub := c.Frame, c.Subscription
+	start, err := delivery.ParseStartPosition(f.Value("start-position"), s.clock())
+	if err != nil {
+		c.fail("invalid start-position", "start-position is new, first, last, a sequence number, time:<RFC 3339> or delta:<duration>")
+		return
+	}
+	sub.Start = start
+	if dn := f.Value("durable-name"); dn != "" {
+		if !dest.ValidGroup(dn) {
+			c.fail("invalid durable-name", "durable names match ^[a-zA-Z0-9_-]{1,64}$")
 			return
 		}
-		sub.Start = start
-		if dn := f.Value("durable-name"); dn != "" {
-			if !dest.ValidGroup(dn) {
-				c.fail("invalid durable-name", "durable names match ^[a-zA-Z0-9_-]{1,64}$")
-				return
-			}
-			sub.DurableName = strings.Clone(dn)
-		}
+		sub.DurableName = strings.Clone(dn)
 	}
-	switch err := s.engine.Subscribe(sub); {
+}
+
+// attachStage hands the subscription to its pattern's port (the route's last stage).
+type attachStage struct{ port Subscriber }
+
+func (s attachStage) Apply(c *Context) {
+	switch err := s.port.Subscribe(c.Subscription); {
 	case err == nil:
-	case errors.Is(err, dispatch.ErrDuplicateSubscription):
-		c.fail("duplicate subscription id", "subscription "+id+" is already active")
+	case errors.Is(err, delivery.ErrDuplicateSubscription):
+		c.fail("duplicate subscription id", "subscription "+c.Subscription.ID+" is already active")
 	default:
 		c.fail("subscribe failed", "the subscription could not be started")
 	}
 }
 
-// unsubscribeStage removes a subscription; its unacknowledged queue messages are redelivered.
-type unsubscribeStage struct{ engine Engine }
+// unsubscribeStage removes a subscription through the delivery bookkeeping, which tells the
+// subscription's own pattern; its unacknowledged queue messages are redelivered.
+type unsubscribeStage struct{ deliveries Deliveries }
 
 func (s unsubscribeStage) Apply(c *Context) {
 	id, _ := c.Frame.Get(frame.HdrID)
@@ -211,7 +234,7 @@ func (s unsubscribeStage) Apply(c *Context) {
 		}
 		id = c.Frame.Value(frame.HdrDestination)
 	}
-	if err := s.engine.Unsubscribe(c.Conn.Delivery, id); err != nil {
+	if err := s.deliveries.Unsubscribe(c.Conn.Delivery, id); err != nil {
 		c.fail("unknown subscription", "no active subscription "+id)
 	}
 }
@@ -219,8 +242,8 @@ func (s unsubscribeStage) Apply(c *Context) {
 // ackStage acknowledges (or rejects) a delivery. STOMP 1.2 names it by the id header (the
 // MESSAGE's ack header); 1.0 and 1.1 by message-id (and subscription on 1.1).
 type ackStage struct {
-	engine Engine
-	nack   bool
+	deliveries Deliveries
+	nack       bool
 }
 
 func (s ackStage) Apply(c *Context) {
@@ -244,7 +267,7 @@ func (s ackStage) Apply(c *Context) {
 }
 
 func (s ackStage) apply(c *Context, key, sub string) {
-	if err := s.engine.Ack(c.Conn.Delivery, key, sub, s.nack); err != nil {
+	if err := s.deliveries.Ack(c.Conn.Delivery, key, sub, s.nack); err != nil {
 		c.fail("unknown ack id", "no unacknowledged message "+key)
 	}
 }
@@ -269,4 +292,25 @@ func (finalStage) Apply(c *Context) {
 	if c.Route == RouteDisconnect {
 		cl.Disconnect()
 	}
+}
+
+// setHeader sets header k to v, replacing the first header of that name or appending one.
+func setHeader(hs []frame.Header, k, v string) []frame.Header {
+	for i := range hs {
+		if hs[i].Key == k {
+			hs[i].Value = v
+			return hs
+		}
+	}
+	return append(hs, frame.Header{Key: k, Value: v})
+}
+
+// headerValue returns the first header named k ("" when absent).
+func headerValue(hs []frame.Header, k string) string {
+	for _, h := range hs {
+		if h.Key == k {
+			return h.Value
+		}
+	}
+	return ""
 }

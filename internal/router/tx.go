@@ -121,10 +121,10 @@ func (s commitStage) Apply(c *Context) {
 		rc := Context{Conn: c.Conn, Frame: c.Frame, Route: op.route, Identity: op.identity, Message: op.msg, Receipt: c.Receipt, Replay: true}
 		switch op.route {
 		case RouteAck, RouteNack:
-			ackStage{engine: r.engine, nack: op.route == RouteNack}.apply(&rc, op.key, op.sub)
+			ackStage{deliveries: r.ports.Deliveries, nack: op.route == RouteNack}.apply(&rc, op.key, op.sub)
 		default: // every SEND route: the message was built and validated at SEND time
 			rc.Dest.Pattern = op.identity.Pattern
-			r.run(&rc, r.effects(op.route))
+			r.run(&rc, r.effects[op.route][op.identity.Pattern])
 		}
 		if rc.Err != nil {
 			c.Err = rc.Err

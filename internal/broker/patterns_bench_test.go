@@ -1,4 +1,4 @@
-package dispatch
+package broker
 
 import (
 	"strconv"
@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/titan-broker/titan/internal/address"
+	"github.com/titan-broker/titan/internal/delivery"
 	"github.com/titan-broker/titan/internal/dest"
 	"github.com/titan-broker/titan/internal/frame"
 	"github.com/titan-broker/titan/internal/message"
@@ -29,16 +31,16 @@ func BenchmarkFanout(b *testing.B) {
 	for _, nDest := range []int{1, 4, 64} {
 		for _, nSub := range []int{1, 8} {
 			b.Run("dests="+strconv.Itoa(nDest)+"/subs="+strconv.Itoa(nSub), func(b *testing.B) {
-				e := NewEngine(Options{FanoutMode: true, Settings: func(dest.Identity) QueueSettings {
-					return QueueSettings{Capacity: 1024, FullPolicy: PolicyBlock}
+				e := newEngine(engineOptions{FanoutMode: true, Settings: func(dest.Identity) address.Settings {
+					return address.Settings{Capacity: 1024, FullPolicy: address.PolicyBlock}
 				}})
 				w := &countingWriter{}
 				ids := make([]dest.Identity, nDest)
 				for d := range nDest {
 					ids[d] = dest.Identity{Group: "default", Pattern: dest.PatternEvents, Channel: "bench." + strconv.Itoa(d)}
 					for s := range nSub {
-						c := NewConn(w)
-						sub := &Subscription{ID: strconv.Itoa(s), Conn: c, Group: "default", Dest: dest.Destination{Pattern: dest.PatternEvents, Channel: ids[d].Channel}}
+						c := delivery.NewConn(w, nil)
+						sub := &delivery.Subscription{ID: strconv.Itoa(s), Conn: c, Group: "default", Dest: dest.Destination{Pattern: dest.PatternEvents, Channel: ids[d].Channel}}
 						if err := e.Subscribe(sub); err != nil {
 							b.Fatal(err)
 						}
@@ -72,25 +74,24 @@ func BenchmarkFanout(b *testing.B) {
 // BenchmarkQueueEnqueueDeliverAck measures one queues-pattern message's life: enqueue,
 // delivery to a client-ack subscriber, ACK.
 func BenchmarkQueueEnqueueDeliverAck(b *testing.B) {
-	e := NewEngine(Options{})
+	e := newEngine(engineOptions{})
 	w := &countingWriter{}
-	c := NewConn(w)
+	c := delivery.NewConn(w, nil)
 	id := dest.Identity{Group: "default", Pattern: dest.PatternQueues, Channel: "jobs"}
-	sub := &Subscription{ID: "s", Conn: c, Group: "default", Dest: dest.Destination{Pattern: dest.PatternQueues, Channel: "jobs"}, Ack: AckClientIndividual, Prefetch: 10}
+	sub := &delivery.Subscription{ID: "s", Conn: c, Group: "default", Dest: dest.Destination{Pattern: dest.PatternQueues, Channel: "jobs"}, Ack: delivery.AckClientIndividual, Prefetch: 10}
 	if err := e.Subscribe(sub); err != nil {
 		b.Fatal(err)
 	}
 	body := make([]byte, 100)
 	b.ReportAllocs()
+	tag := 0 // STOMP 1.2 ack ids count from 1, one per delivery
 	for b.Loop() {
 		m := &message.Message{ID: "m", Group: "default", Destination: "/queue/jobs", Body: body}
 		if _, err := e.Publish(id, m); err != nil {
 			b.Fatal(err)
 		}
-		c.mu.Lock()
-		key := sub.pending[0].key
-		c.mu.Unlock()
-		if err := e.Ack(c, key, "", false); err != nil {
+		tag++
+		if err := e.Ack(c, strconv.Itoa(tag), "", false); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -1,11 +1,16 @@
-package dispatch
+// Package address holds address settings (DESIGN §4, Artemis "address-settings"): the limits
+// and behaviour of one dispatcher queue (capacity, max-pending-bytes, address-full policy,
+// ring size, redelivery, dead-letter, retention) and their built-in defaults. It is pure
+// data with no runtime state, so configuration can speak of it without importing the
+// messaging core.
+package address
 
 import (
 	"fmt"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
+
+	"github.com/titan-broker/titan/internal/dest"
 )
 
 // FullPolicy is what a queue does with a SEND when it is full (DESIGN §4, Artemis
@@ -34,7 +39,7 @@ func ParseFullPolicy(s string) (FullPolicy, error) {
 	case "DROP":
 		return PolicyDrop, nil
 	}
-	return 0, fmt.Errorf("dispatch: unknown address-full-policy %q (want BLOCK, FAIL or DROP)", s)
+	return 0, fmt.Errorf("address: unknown address-full-policy %q (want BLOCK, FAIL or DROP)", s)
 }
 
 // String returns the config spelling.
@@ -68,9 +73,9 @@ const (
 	DefaultPrefetch = 1000
 )
 
-// QueueSettings are the limits and behaviour of one queue. Queues created by traffic take
+// Settings are the limits and behaviour of one queue. Queues created by traffic take
 // them from the matching address setting; queues created explicitly keep their creator's.
-type QueueSettings struct {
+type Settings struct {
 	// Capacity bounds the messages held (0: no count limit).
 	Capacity int
 	// MaxPendingBytes bounds the bytes held (0: no byte limit).
@@ -107,84 +112,23 @@ func (p *FullPolicy) UnmarshalText(b []byte) error {
 	return nil
 }
 
-// admission is what the address-full policy consults on a queue; every method but countDrop
-// runs with the queue's mutex held.
-type admission interface {
-	deletedLocked() bool
-	fullLocked(size int) bool
-	fullErrLocked() error
-	policyLocked() QueueSettings
-	spaceLocked() chan struct{}
-	countDrop()
-	blockedCount() *atomic.Int32
-}
-
-// waitCancel ends a PolicyBlock wait early: cancel when the producer's connection closes,
-// stop when the engine closes. Nil channels never fire.
-type waitCancel struct {
-	cancel <-chan struct{}
-	stop   <-chan struct{}
-}
-
-// admit applies the address-full policy (DESIGN §4) to a message of size bytes. mu, the
-// queue's mutex, is held on entry. It returns with mu still held, and (false, nil), when the
-// message may be enqueued; otherwise mu is released and it reports a PolicyDrop discard
-// (dropped) or the refusal: ErrQueueDeleted, ErrQueueFull, ErrQueuePaused, ErrCanceled. Under
-// PolicyBlock it waits, with mu released, for room (a close of the queue's space channel) up
-// to the block timeout, or until w cancels it: the producer's connection is not read
-// meanwhile.
-func admit(q admission, mu *sync.Mutex, size int, w waitCancel) (dropped bool, err error) {
-	var deadline time.Time
-	for {
-		if q.deletedLocked() {
-			mu.Unlock()
-			return false, ErrQueueDeleted
-		}
-		if !q.fullLocked(size) {
-			return false, nil
-		}
-		s := q.policyLocked()
-		switch s.FullPolicy {
-		case PolicyDrop:
-			mu.Unlock()
-			q.countDrop()
-			return true, nil
-		case PolicyFail:
-			err := q.fullErrLocked()
-			mu.Unlock()
-			return false, err
-		}
-		if deadline.IsZero() {
-			bt := s.BlockTimeout
-			if bt <= 0 {
-				bt = DefaultBlockTimeout
-			}
-			deadline = time.Now().Add(bt)
-		}
-		wait := time.Until(deadline)
-		if wait <= 0 {
-			err := q.fullErrLocked()
-			mu.Unlock()
-			return false, err
-		}
-		ch := q.spaceLocked()
-		q.blockedCount().Add(1)
-		mu.Unlock()
-		t := time.NewTimer(wait)
-		canceled := false
-		select {
-		case <-ch:
-		case <-t.C:
-		case <-w.cancel:
-			canceled = true
-		case <-w.stop:
-			canceled = true
-		}
-		t.Stop()
-		q.blockedCount().Add(-1)
-		if canceled {
-			return false, ErrCanceled
-		}
-		mu.Lock()
+// Defaults returns the built-in settings of a traffic-created queue for id (DESIGN §4): an
+// events hand-off buffer of DefaultEventsCapacity messages, a queues-pattern queue bounded
+// by DefaultMaxPendingBytes that dead-letters after DefaultMaxDeliveries, and a byte bound
+// for everything else. The policy is BLOCK throughout.
+func Defaults(id dest.Identity) Settings {
+	if id.Pattern.Valid() {
+		return defaults[id.Pattern]
 	}
+	return Settings{MaxPendingBytes: DefaultMaxPendingBytes, FullPolicy: PolicyBlock}
+}
+
+// defaults are the built-in settings by pattern (see Defaults).
+var defaults = [dest.MaxPattern + 1]Settings{
+	dest.PatternEvents:      {Capacity: DefaultEventsCapacity, FullPolicy: PolicyBlock},
+	dest.PatternQueues:      {MaxPendingBytes: DefaultMaxPendingBytes, FullPolicy: PolicyBlock, MaxDeliveries: DefaultMaxDeliveries},
+	dest.PatternEventsStore: {MaxPendingBytes: DefaultMaxPendingBytes, FullPolicy: PolicyBlock},
+	dest.PatternCommands:    {MaxPendingBytes: DefaultMaxPendingBytes, FullPolicy: PolicyBlock},
+	dest.PatternQueries:     {MaxPendingBytes: DefaultMaxPendingBytes, FullPolicy: PolicyBlock},
+	dest.PatternTempQueue:   {MaxPendingBytes: DefaultMaxPendingBytes, FullPolicy: PolicyBlock},
 }

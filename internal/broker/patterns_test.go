@@ -1,4 +1,4 @@
-package dispatch
+package broker
 
 import (
 	"errors"
@@ -7,7 +7,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/titan-broker/titan/internal/address"
+	"github.com/titan-broker/titan/internal/delivery"
 	"github.com/titan-broker/titan/internal/dest"
+	"github.com/titan-broker/titan/internal/dispatch"
+	"github.com/titan-broker/titan/internal/event"
 	"github.com/titan-broker/titan/internal/frame"
 	"github.com/titan-broker/titan/internal/message"
 )
@@ -52,9 +56,9 @@ func events(ch string) dest.Identity {
 	return dest.Identity{Group: "default", Pattern: dest.PatternEvents, Channel: ch}
 }
 
-func subscribe(t *testing.T, e *Engine, w Writer, group string, d dest.Destination) *Subscription {
+func subscribe(t *testing.T, e *engine, w delivery.Writer, group string, d dest.Destination) *delivery.Subscription {
 	t.Helper()
-	s := &Subscription{ID: "s", Conn: NewConn(w), Group: group, Dest: d}
+	s := &delivery.Subscription{ID: "s", Conn: delivery.NewConn(w, nil), Group: group, Dest: d}
 	if err := e.Subscribe(s); err != nil {
 		t.Fatal(err)
 	}
@@ -73,7 +77,7 @@ func waitFor(t *testing.T, fn func() bool) {
 }
 
 func TestExactIdentityNeverFallsBack(t *testing.T) {
-	e := NewEngine(Options{FanoutMode: true})
+	e := newEngine(engineOptions{FanoutMode: true})
 	parent, child := &recordingWriter{}, &recordingWriter{}
 	subscribe(t, e, parent, "default", dest.Destination{Pattern: dest.PatternEvents, Channel: "orders"})
 	subscribe(t, e, child, "default", dest.Destination{Pattern: dest.PatternEvents, Channel: "orders.created"})
@@ -100,7 +104,7 @@ func TestExactIdentityNeverFallsBack(t *testing.T) {
 }
 
 func TestSameDestinationInTwoGroupsIsTwoQueues(t *testing.T) {
-	e := NewEngine(Options{FanoutMode: true})
+	e := newEngine(engineOptions{FanoutMode: true})
 	a, b := &recordingWriter{}, &recordingWriter{}
 	subscribe(t, e, a, "market", dest.Destination{Pattern: dest.PatternEvents, Channel: "orders"})
 	subscribe(t, e, b, "notification", dest.Destination{Pattern: dest.PatternEvents, Channel: "orders"})
@@ -116,7 +120,7 @@ func TestSameDestinationInTwoGroupsIsTwoQueues(t *testing.T) {
 }
 
 func TestFIFOUnderConcurrentProducers(t *testing.T) {
-	e := NewEngine(Options{FanoutMode: true})
+	e := newEngine(engineOptions{FanoutMode: true})
 	w := &recordingWriter{}
 	subscribe(t, e, w, "default", dest.Destination{Pattern: dest.PatternEvents, Channel: "f"})
 	const producers, each = 4, 500
@@ -155,19 +159,19 @@ func cut(s string) (string, string, bool) {
 }
 
 func TestDeleteRulesAndFreshQueueAfterDelete(t *testing.T) {
-	e := NewEngine(Options{})
+	e := newEngine(engineOptions{})
 	id := dest.Identity{Group: "default", Pattern: dest.PatternQueues, Channel: "jobs"}
 	if _, err := e.Publish(id, msg("1")); err != nil {
 		t.Fatal(err)
 	}
-	if err := e.Delete(id, false); !errors.Is(err, ErrQueueNotEmpty) {
+	if err := e.Delete(id, false); !errors.Is(err, dispatch.ErrQueueNotEmpty) {
 		t.Fatalf("non-forced delete of a non-empty queue: %v", err)
 	}
 	old, _ := e.Lookup(id)
 	if err := e.Delete(id, true); err != nil {
 		t.Fatal(err)
 	}
-	if err := e.Delete(id, true); !errors.Is(err, ErrNoQueue) {
+	if err := e.Delete(id, true); !errors.Is(err, dispatch.ErrNoQueue) {
 		t.Fatalf("second delete: %v", err)
 	}
 	if _, err := e.Publish(id, msg("2")); err != nil {
@@ -180,10 +184,10 @@ func TestDeleteRulesAndFreshQueueAfterDelete(t *testing.T) {
 }
 
 func TestCreateIsIdempotentAndKeepsLimits(t *testing.T) {
-	e := NewEngine(Options{})
+	e := newEngine(engineOptions{})
 	id := dest.Identity{Group: "default", Pattern: dest.PatternQueues, Channel: "orders"}
-	q, created := e.Create(id, QueueSettings{MaxPendingBytes: 1 << 20})
-	q2, created2 := e.Create(id, QueueSettings{MaxPendingBytes: 5})
+	q, created := e.Create(id, address.Settings{MaxPendingBytes: 1 << 20})
+	q2, created2 := e.Create(id, address.Settings{MaxPendingBytes: 5})
 	if !created || created2 || q != q2 || q.Stats().Settings.MaxPendingBytes != 1<<20 {
 		t.Fatalf("created %v %v, settings %+v", created, created2, q2.Stats().Settings)
 	}
@@ -191,16 +195,16 @@ func TestCreateIsIdempotentAndKeepsLimits(t *testing.T) {
 
 func TestFullPolicies(t *testing.T) {
 	for _, tc := range []struct {
-		policy  FullPolicy
+		policy  address.FullPolicy
 		dropped bool
 		err     error
 	}{
-		{PolicyDrop, true, nil},
-		{PolicyFail, false, ErrQueueFull},
-		{PolicyBlock, false, ErrQueueFull}, // after the block timeout
+		{address.PolicyDrop, true, nil},
+		{address.PolicyFail, false, dispatch.ErrQueueFull},
+		{address.PolicyBlock, false, dispatch.ErrQueueFull}, // after the block timeout
 	} {
-		e := NewEngine(Options{Settings: func(dest.Identity) QueueSettings {
-			return QueueSettings{Capacity: 1, FullPolicy: tc.policy, BlockTimeout: 30 * time.Millisecond}
+		e := newEngine(engineOptions{Settings: func(dest.Identity) address.Settings {
+			return address.Settings{Capacity: 1, FullPolicy: tc.policy, BlockTimeout: 30 * time.Millisecond}
 		}})
 		id := dest.Identity{Group: "default", Pattern: dest.PatternQueues, Channel: "small"}
 		if _, err := e.Publish(id, msg("1")); err != nil {
@@ -216,8 +220,8 @@ func TestFullPolicies(t *testing.T) {
 func TestBlockPolicyResumesWhenRoomAppears(t *testing.T) {
 	// The block timeout is an hour: only the room the acknowledgement makes can release
 	// the producer within the test's bound.
-	e := NewEngine(Options{Settings: func(dest.Identity) QueueSettings {
-		return QueueSettings{Capacity: 1, FullPolicy: PolicyBlock, BlockTimeout: time.Hour}
+	e := newEngine(engineOptions{Settings: func(dest.Identity) address.Settings {
+		return address.Settings{Capacity: 1, FullPolicy: address.PolicyBlock, BlockTimeout: time.Hour}
 	}})
 	id := dest.Identity{Group: "default", Pattern: dest.PatternQueues, Channel: "b"}
 	_, _ = e.Publish(id, msg("1"))
@@ -242,8 +246,8 @@ func TestBlockPolicyResumesWhenRoomAppears(t *testing.T) {
 }
 
 func TestBlockedProducerIsReleasedByItsConnectionOrShutdown(t *testing.T) {
-	e := NewEngine(Options{Settings: func(dest.Identity) QueueSettings {
-		return QueueSettings{Capacity: 1, FullPolicy: PolicyBlock, BlockTimeout: time.Hour}
+	e := newEngine(engineOptions{Settings: func(dest.Identity) address.Settings {
+		return address.Settings{Capacity: 1, FullPolicy: address.PolicyBlock, BlockTimeout: time.Hour}
 	}})
 	id := dest.Identity{Group: "default", Pattern: dest.PatternQueues, Channel: "c"}
 	_, _ = e.Publish(id, msg("1"))
@@ -252,19 +256,19 @@ func TestBlockedProducerIsReleasedByItsConnectionOrShutdown(t *testing.T) {
 	go func() { _, err := e.PublishUntil(id, msg("2"), gone); done <- err }()
 	go func() { _, err := e.PublishUntil(id, msg("3"), nil); done <- err }()
 	close(gone) // the first producer's connection closed
-	if err := <-done; !errors.Is(err, ErrCanceled) {
+	if err := <-done; !errors.Is(err, dispatch.ErrCanceled) {
 		t.Fatalf("after connection close: %v", err)
 	}
-	e.Close() // shutdown releases the other
-	if err := <-done; !errors.Is(err, ErrCanceled) {
+	e.Close() // shutdown releases the other (the dispatcher closes)
+	if err := <-done; !errors.Is(err, dispatch.ErrCanceled) {
 		t.Fatalf("after engine close: %v", err)
 	}
 }
 
 func TestPauseHoldsEnqueuesUntilResume(t *testing.T) {
-	e := NewEngine(Options{})
+	e := newEngine(engineOptions{})
 	id := dest.Identity{Group: "default", Pattern: dest.PatternQueues, Channel: "p"}
-	e.Create(id, QueueSettings{FullPolicy: PolicyBlock, BlockTimeout: 5 * time.Second})
+	e.Create(id, address.Settings{FullPolicy: address.PolicyBlock, BlockTimeout: 5 * time.Second})
 	if err := e.SetPaused(id, true); err != nil {
 		t.Fatal(err)
 	}
@@ -284,14 +288,14 @@ func TestPauseHoldsEnqueuesUntilResume(t *testing.T) {
 }
 
 func TestOneConsumerPerDestinationAndIdleConsumerEnds(t *testing.T) {
-	e := NewEngine(Options{FanoutMode: true})
+	e := newEngine(engineOptions{FanoutMode: true})
 	w := &recordingWriter{}
 	subscribe(t, e, w, "default", dest.Destination{Pattern: dest.PatternEvents, Channel: "c"})
 	for i := range 100 {
 		_, _ = e.Publish(events("c"), msg(strconv.Itoa(i)))
 	}
 	q, _ := e.Lookup(events("c"))
-	eq := q.(*EventQueue)
+	eq := q.(*event.Queue)
 	waitFor(t, func() bool { return len(w.got()) == 100 })
 	waitFor(t, func() bool { return eq.Consumers.Load() == 0 }) // idle consumer ended
 	_, _ = e.Publish(events("c"), msg("again"))                 // and the next publish restarts it
@@ -299,7 +303,7 @@ func TestOneConsumerPerDestinationAndIdleConsumerEnds(t *testing.T) {
 }
 
 func TestStalledSubscriptionResumesOnDrain(t *testing.T) {
-	e := NewEngine(Options{})
+	e := newEngine(engineOptions{})
 	w := &recordingWriter{full: true}
 	s := subscribe(t, e, w, "default", dest.Destination{Pattern: dest.PatternQueues, Channel: "s"})
 	id := dest.Identity{Group: "default", Pattern: dest.PatternQueues, Channel: "s"}
@@ -316,14 +320,14 @@ func TestStalledSubscriptionResumesOnDrain(t *testing.T) {
 }
 
 func TestDirectModeUsesAnExplicitlyCreatedEventsQueue(t *testing.T) {
-	e := NewEngine(Options{})
+	e := newEngine(engineOptions{})
 	w := &recordingWriter{}
 	subscribe(t, e, w, "default", dest.Destination{Pattern: dest.PatternEvents, Channel: "orders"})
 	_, _ = e.Publish(events("orders"), msg("direct"))
 	if len(e.Queues()) != 0 || len(w.got()) != 1 {
 		t.Fatalf("direct mode created a queue or did not deliver: %d %v", len(e.Queues()), w.got())
 	}
-	e.Create(events("orders"), QueueSettings{MaxPendingBytes: 1 << 20})
+	e.Create(events("orders"), address.Settings{MaxPendingBytes: 1 << 20})
 	_, _ = e.Publish(events("orders"), msg("queued"))
 	waitFor(t, func() bool { return len(w.got()) == 2 })
 	q, _ := e.Lookup(events("orders"))
@@ -333,14 +337,14 @@ func TestDirectModeUsesAnExplicitlyCreatedEventsQueue(t *testing.T) {
 }
 
 func TestSearchAllDiscoversDescendantQueues(t *testing.T) {
-	e := NewEngine(Options{})
+	e := newEngine(engineOptions{})
 	q := func(ch string) dest.Identity {
 		return dest.Identity{Group: "default", Pattern: dest.PatternQueues, Channel: ch}
 	}
 	for _, ch := range []string{"orders", "orders.created", "orders.cancelled", "orders.eu.created", "other"} {
-		e.Create(q(ch), QueueSettings{})
+		e.Create(q(ch), address.Settings{})
 	}
-	e.Create(dest.Identity{Group: "market", Pattern: dest.PatternQueues, Channel: "orders.created"}, QueueSettings{})
+	e.Create(dest.Identity{Group: "market", Pattern: dest.PatternQueues, Channel: "orders.created"}, address.Settings{})
 	names := func(filter string) []string {
 		var out []string
 		for _, x := range e.SearchAll("default", uint8(dest.PatternQueues), false, filter) {
@@ -374,30 +378,30 @@ func TestSearchAllDiscoversDescendantQueues(t *testing.T) {
 }
 
 func TestRPCCountersAreBounded(t *testing.T) {
-	e := NewEngine(Options{})
+	e := newEngine(engineOptions{})
 	reply := dest.Identity{Group: "default", Pattern: dest.PatternQueues, Channel: "replies"}
-	for i := range maxRPCChannels + 50 {
+	for i := range maxRPCChannelsTest + 50 {
 		id := dest.Identity{Group: "default", Pattern: dest.PatternCommands, Channel: "c" + strconv.Itoa(i)}
 		if err := e.Request(id, msg("q"), reply, "corr"+strconv.Itoa(i), time.Minute); err != nil {
 			t.Fatal(err)
 		}
 		e.CountDroppedResponse(dest.Identity{Group: "default", Pattern: dest.PatternTempQueue, Channel: "s" + strconv.Itoa(i) + ".r"}, false)
 	}
-	if n := len(e.RPCStats()); n > maxRPCChannels+1 {
-		t.Fatalf("%d counter series for %d channels", n, maxRPCChannels+50)
+	if n := len(e.RPCStats()); n > maxRPCChannelsTest+1 {
+		t.Fatalf("%d counter series for %d channels", n, maxRPCChannelsTest+50)
 	}
 }
 
 func TestTempQueueOfAClosedConnectionIsNotRecreated(t *testing.T) {
-	e := NewEngine(Options{})
-	owner := NewConn(&recordingWriter{})
+	e := newEngine(engineOptions{})
+	owner := delivery.NewConn(&recordingWriter{}, nil)
 	e.SetTempOwner("titan-a", owner)
 	id := dest.Identity{Group: "default", Pattern: dest.PatternTempQueue, Channel: "titan-a.replies"}
 	if _, err := e.Publish(id, msg("1")); err != nil {
 		t.Fatal(err)
 	}
 	e.DropTempQueues("titan-a")
-	if _, err := e.Publish(id, msg("late")); !errors.Is(err, ErrNoQueue) {
+	if _, err := e.Publish(id, msg("late")); !errors.Is(err, dispatch.ErrNoQueue) {
 		t.Fatalf("publish to a dead owner's temp-queue: %v", err)
 	}
 	if len(e.Queues()) != 0 {
@@ -409,10 +413,10 @@ func TestTempQueueOfAClosedConnectionIsNotRecreated(t *testing.T) {
 // while an ACK is being applied and new messages arrive (the credit an ACK frees is only
 // handed out once the queue has applied it).
 func TestDeliveringNeverExceedsPrefetchDuringAcks(t *testing.T) {
-	e := NewEngine(Options{})
+	e := newEngine(engineOptions{})
 	w := &recordingWriter{}
-	c := NewConn(w)
-	sub := &Subscription{ID: "s", Conn: c, Group: "default", Dest: dest.Destination{Pattern: dest.PatternQueues, Channel: "p"}, Ack: AckClientIndividual, Prefetch: 1}
+	c := delivery.NewConn(w, nil)
+	sub := &delivery.Subscription{ID: "s", Conn: c, Group: "default", Dest: dest.Destination{Pattern: dest.PatternQueues, Channel: "p"}, Ack: delivery.AckClientIndividual, Prefetch: 1}
 	if err := e.Subscribe(sub); err != nil {
 		t.Fatal(err)
 	}
@@ -440,16 +444,11 @@ func TestDeliveringNeverExceedsPrefetchDuringAcks(t *testing.T) {
 		}
 	}()
 	for acked := 0; acked < n; {
-		c.mu.Lock()
-		var key string
-		if len(sub.pending) > 0 {
-			key = sub.pending[0].key
-		}
-		c.mu.Unlock()
-		if key == "" {
+		if c.PendingCount() == 0 {
 			continue
 		}
-		if err := e.Ack(c, key, "", false); err != nil {
+		// With prefetch 1 deliveries are one at a time; STOMP 1.2 ack ids count from 1.
+		if err := e.Ack(c, strconv.Itoa(acked+1), "", false); err != nil {
 			t.Fatal(err)
 		}
 		acked++
@@ -459,3 +458,7 @@ func TestDeliveringNeverExceedsPrefetchDuringAcks(t *testing.T) {
 		t.Fatalf("delivering reached %d with prefetch 1", p)
 	}
 }
+
+// maxRPCChannelsTest is the rpc package's bound on request channels with counters of their
+// own (maxRPCChannels).
+const maxRPCChannelsTest = 1000

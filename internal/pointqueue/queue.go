@@ -1,64 +1,29 @@
-package dispatch
+package pointqueue
 
 import (
-	"errors"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/titan-broker/titan/internal/address"
+	"github.com/titan-broker/titan/internal/delivery"
 	"github.com/titan-broker/titan/internal/dest"
+	"github.com/titan-broker/titan/internal/dispatch"
 	"github.com/titan-broker/titan/internal/message"
 	"github.com/titan-broker/titan/internal/queue"
 )
 
-// Errors returned by queue operations.
-var (
-	// ErrQueueFull is returned by Publish when the queue is full under PolicyFail, or stayed
-	// full (or paused) for the whole block timeout under PolicyBlock.
-	ErrQueueFull = errors.New("dispatch: queue full")
-	// ErrQueuePaused is returned by Publish when the queue stayed paused for the whole block
-	// timeout, or at once under PolicyFail.
-	ErrQueuePaused = errors.New("dispatch: queue paused")
-	// ErrQueueDeleted is returned for operations on a queue that was deleted; a publisher
-	// retries on the fresh queue the Dispatcher creates.
-	ErrQueueDeleted = errors.New("dispatch: queue deleted")
-	// ErrCanceled is returned by PublishUntil when the producer's wait for room ended because
-	// its connection closed or the engine was closed.
-	ErrCanceled = errors.New("dispatch: publish canceled")
-	// ErrQueueNotEmpty is returned by Delete without force for a queue holding messages.
-	ErrQueueNotEmpty = errors.New("dispatch: queue not empty")
-	// ErrNoQueue is returned when no queue exists for an identity.
-	ErrNoQueue = errors.New("dispatch: no such queue")
-	// ErrUnknownAck is returned for an ACK or NACK naming no unacknowledged message.
-	ErrUnknownAck = errors.New("dispatch: unknown ack id")
-	// ErrDuplicateSubscription is returned for a SUBSCRIBE reusing an active id.
-	ErrDuplicateSubscription = errors.New("dispatch: duplicate subscription id")
-	// ErrUnknownSubscription is returned for an UNSUBSCRIBE naming no subscription.
-	ErrUnknownSubscription = errors.New("dispatch: unknown subscription id")
-	// ErrNotStored is returned when an events-store message or subscription needs the store
-	// and none is configured (or the message was not persisted).
-	ErrNotStored = errors.New("dispatch: events-store needs the store")
-	// ErrTooManySubscriptions is returned when a connection exceeds its subscription limit.
-	ErrTooManySubscriptions = errors.New("dispatch: too many subscriptions")
-)
-
-// retirer is told about messages a queue is done with, after its lock is released: acked
-// ones (to delete from the store) and removed ones (ring, expiry, dead-letter).
-type retirer interface {
-	retire(q *PointQueue, acked []*message.Message, removed []queue.Removed)
-}
-
-// PointQueue is the queue of one queues-pattern identity: each message goes to one consumer
+// Queue is the queue of one queues-pattern identity: each message goes to one consumer
 // (round-robin among those with credit) and stays until acknowledged. Safe for concurrent use.
-type PointQueue struct {
+type Queue struct {
 	id  dest.Identity
 	now func() time.Time
-	ret retirer
+	p   *Pattern
 
 	mu        sync.Mutex // guards every field below; taken before Conn.mu
 	q         *queue.Queue
-	settings  QueueSettings
-	consumers []*Subscription
+	settings  address.Settings
+	consumers []*delivery.Subscription
 	rr        int
 	seq       uint64
 	paused    bool
@@ -66,6 +31,7 @@ type PointQueue struct {
 	space     chan struct{} // closed and replaced when room appears, for blocked producers
 	timer     *time.Timer
 	timerAt   time.Time
+	stopped   bool // the pattern closed: no timer is armed again
 
 	blocked atomic.Int32 // producers waiting in admit for room
 
@@ -76,19 +42,11 @@ type PointQueue struct {
 	RemovedBy  [5]atomic.Uint64
 }
 
-func newPointQueue(id dest.Identity, s QueueSettings, now func() time.Time, ret retirer) *PointQueue {
-	return &PointQueue{
-		id: id, now: now, ret: ret, settings: s,
-		q:     queue.New(queue.Options{RingSize: s.RingSize, MaxDeliveries: s.MaxDeliveries, RedeliveryDelay: s.RedeliveryDelay}),
-		space: make(chan struct{}),
-	}
-}
+// Identity returns the queue's identity.
+func (p *Queue) Identity() dest.Identity { return p.id }
 
-// dest.Identity returns the queue's identity.
-func (p *PointQueue) Identity() dest.Identity { return p.id }
-
-// fullLocked reports whether a message of size bytes may not be enqueued now. p.mu held.
-func (p *PointQueue) fullLocked(size int) bool {
+// FullLocked implements dispatch.Admission. p.mu held.
+func (p *Queue) FullLocked(size int) bool {
 	if p.paused {
 		return true
 	}
@@ -102,32 +60,26 @@ func (p *PointQueue) fullLocked(size int) bool {
 	return p.settings.MaxPendingBytes > 0 && c.Bytes > 0 && c.Bytes+int64(size) > p.settings.MaxPendingBytes
 }
 
-// Enqueue adds m, applying the address-full policy. It returns dropped=true when PolicyDrop
-// discarded it, ErrQueueFull when it was refused, ErrQueueDeleted when the queue was deleted.
-func (p *PointQueue) Enqueue(m *message.Message) (dropped bool, err error) {
-	return p.enqueue(m, waitCancel{})
-}
-
-func (p *PointQueue) enqueue(m *message.Message, w waitCancel) (dropped bool, err error) {
+func (p *Queue) enqueue(m *message.Message, w dispatch.Wait) (dropped bool, err error) {
 	size := m.Size()
 	p.mu.Lock()
-	if dropped, err := admit(p, &p.mu, size, w); dropped || err != nil {
+	if dropped, err := dispatch.Admit(p, &p.mu, size, w); dropped || err != nil {
 		return dropped, err
 	}
 	p.enqueueAndUnlock(m, size, 0)
 	return false, nil
 }
 
-// restore enqueues a recovered message without admission checks (see Engine.Restore). It
+// restore enqueues a recovered message without admission checks (see Pattern.Restore). It
 // counts as delivered once: nobody knows whether it was before the restart.
-func (p *PointQueue) restore(m *message.Message) {
+func (p *Queue) restore(m *message.Message) {
 	p.mu.Lock()
 	p.enqueueAndUnlock(m, m.Size(), 1)
 }
 
 // enqueueAndUnlock adds m to the queue, dispatches, releases p.mu and retires what the ring
 // or dispatch removed. p.mu held on entry.
-func (p *PointQueue) enqueueAndUnlock(m *message.Message, size, deliveryCount int) {
+func (p *Queue) enqueueAndUnlock(m *message.Message, size, deliveryCount int) {
 	now := p.now()
 	p.seq++
 	qm := &queue.Message{Seq: p.seq, Size: size, Value: m, DeliveryCount: deliveryCount}
@@ -152,7 +104,7 @@ func cloneRemoved(r []queue.Removed) []queue.Removed {
 }
 
 // finish hands retired messages to the retirer and counts removals. No lock held.
-func (p *PointQueue) finish(acked []*message.Message, removed []queue.Removed) {
+func (p *Queue) finish(acked []*message.Message, removed []queue.Removed) {
 	for _, r := range removed {
 		if int(r.Reason) < len(p.RemovedBy) {
 			p.RemovedBy[r.Reason].Add(1)
@@ -164,12 +116,12 @@ func (p *PointQueue) finish(acked []*message.Message, removed []queue.Removed) {
 	if (len(acked) > 0 || len(removed) > 0) && p.blocked.Load() > 0 {
 		p.signalSpace() // a blocked producer may go on now
 	}
-	if p.ret != nil && (len(acked) > 0 || len(removed) > 0) {
-		p.ret.retire(p, acked, removed)
+	if len(acked) > 0 || len(removed) > 0 {
+		p.p.retire(p, acked, removed)
 	}
 }
 
-func (p *PointQueue) signalSpace() {
+func (p *Queue) signalSpace() {
 	p.mu.Lock()
 	close(p.space)
 	p.space = make(chan struct{})
@@ -179,14 +131,14 @@ func (p *PointQueue) signalSpace() {
 // dispatchLocked hands ready messages to consumers with credit, round-robin, and returns
 // what it retired (auto-acked and removed messages) appended to acked and removed; the caller
 // passes them to finish after releasing p.mu. p.mu held.
-func (p *PointQueue) dispatchLocked(now time.Time, acked []*message.Message, removed []queue.Removed) ([]*message.Message, []queue.Removed) {
+func (p *Queue) dispatchLocked(now time.Time, acked []*message.Message, removed []queue.Removed) ([]*message.Message, []queue.Removed) {
 	for len(p.consumers) > 0 {
-		var sub *Subscription
+		var sub *delivery.Subscription
 		next := p.rr
 		n := len(p.consumers)
 		for i := 0; i < n; i++ {
 			s := p.consumers[(p.rr+i)%n]
-			if s.hasCredit() {
+			if s.HasCredit() {
 				sub = s
 				next = (p.rr + i + 1) % n
 				break
@@ -202,13 +154,13 @@ func (p *PointQueue) dispatchLocked(now time.Time, acked []*message.Message, rem
 		}
 		p.rr = next
 		m := qm.Value.(*message.Message)
-		if !sub.Conn.deliver(sub, m, p, qm.Seq, qm.DeliveryCount) {
+		if !sub.Conn.Deliver(sub, m, p, qm.Seq, qm.DeliveryCount) {
 			qm.DeliveryCount-- // not delivered after all
 			removed = append(removed, p.q.Cancel([]uint64{qm.Seq}, now)...)
 			continue
 		}
 		p.Dispatched.Add(1)
-		if sub.Ack == AckAuto {
+		if sub.Ack == delivery.AckAuto {
 			if am, ok := p.q.Ack(qm.Seq); ok {
 				acked = append(acked, am.Value.(*message.Message))
 			}
@@ -219,9 +171,9 @@ func (p *PointQueue) dispatchLocked(now time.Time, acked []*message.Message, rem
 }
 
 // armTimerLocked schedules a wake-up for the next scheduled message. p.mu held.
-func (p *PointQueue) armTimerLocked(now time.Time) {
+func (p *Queue) armTimerLocked(now time.Time) {
 	due, ok := p.q.NextDue()
-	if !ok || p.deleted {
+	if !ok || p.deleted || p.stopped {
 		return
 	}
 	if p.timer != nil && !p.timerAt.After(due) && p.timerAt.After(now) {
@@ -231,13 +183,23 @@ func (p *PointQueue) armTimerLocked(now time.Time) {
 		p.timer.Stop()
 	}
 	p.timerAt = due
-	p.timer = time.AfterFunc(due.Sub(now), p.Kick)
+	p.timer = time.AfterFunc(due.Sub(now), p.timerFired)
+}
+
+// timerFired is the scheduling timer's callback: a Kick, unless the pattern closed. The
+// pattern's Close waits for a callback already running.
+func (p *Queue) timerFired() {
+	if !p.p.timers.enter() {
+		return
+	}
+	defer p.p.timers.leave()
+	p.Kick()
 }
 
 // Kick promotes due messages and dispatches to consumers with credit.
-func (p *PointQueue) Kick() {
+func (p *Queue) Kick() {
 	p.mu.Lock()
-	if p.deleted {
+	if p.deleted || p.stopped {
 		p.mu.Unlock()
 		return
 	}
@@ -247,8 +209,16 @@ func (p *PointQueue) Kick() {
 	p.finish(acked, removed)
 }
 
-func (p *PointQueue) addConsumer(s *Subscription) {
+// addConsumer adds s (once: a subscription may be found both by the factory and by its
+// Subscribe) and dispatches to it.
+func (p *Queue) addConsumer(s *delivery.Subscription) {
 	p.mu.Lock()
+	for _, c := range p.consumers {
+		if c == s {
+			p.mu.Unlock()
+			return
+		}
+	}
 	p.consumers = append(p.consumers, s)
 	acked, removed := p.dispatchLocked(p.now(), nil, nil)
 	p.mu.Unlock()
@@ -257,7 +227,7 @@ func (p *PointQueue) addConsumer(s *Subscription) {
 
 // removeConsumer detaches s and cancels its unacknowledged messages back to the head in
 // reverse order of consumption (reference 002, "Messages in Delivery & Rollbacks").
-func (p *PointQueue) removeConsumer(s *Subscription, seqs []uint64) {
+func (p *Queue) removeConsumer(s *delivery.Subscription, seqs []uint64) {
 	p.mu.Lock()
 	for i, c := range p.consumers {
 		if c == s {
@@ -278,7 +248,7 @@ func (p *PointQueue) removeConsumer(s *Subscription, seqs []uint64) {
 	p.finish(acked, removed)
 }
 
-func (p *PointQueue) ack(seqs []uint64) {
+func (p *Queue) ack(seqs []uint64) {
 	p.mu.Lock()
 	var acked []*message.Message
 	for _, s := range seqs {
@@ -291,7 +261,7 @@ func (p *PointQueue) ack(seqs []uint64) {
 	p.finish(acked, removed)
 }
 
-func (p *PointQueue) nack(seqs []uint64) {
+func (p *Queue) nack(seqs []uint64) {
 	p.mu.Lock()
 	now := p.now()
 	var removed []queue.Removed
@@ -303,16 +273,101 @@ func (p *PointQueue) nack(seqs []uint64) {
 	p.finish(acked, removed)
 }
 
-// fullErrLocked says why an enqueue was refused: paused or full. p.mu held.
-func (p *PointQueue) fullErrLocked() error {
-	if p.paused {
-		return ErrQueuePaused
+// Settle implements delivery.Source: an ACK or NACK of seqs. A NACKed message is redelivered
+// (after the redelivery delay) or dead-lettered after max-deliveries.
+func (p *Queue) Settle(seqs []uint64, nack bool) {
+	if nack {
+		p.nack(seqs)
+	} else {
+		p.ack(seqs)
 	}
-	return ErrQueueFull
 }
 
-func (p *PointQueue) deletedLocked() bool         { return p.deleted }
-func (p *PointQueue) policyLocked() QueueSettings { return p.settings }
-func (p *PointQueue) spaceLocked() chan struct{}  { return p.space }
-func (p *PointQueue) countDrop()                  { p.Dropped.Add(1) }
-func (p *PointQueue) blockedCount() *atomic.Int32 { return &p.blocked }
+// FullErrLocked implements dispatch.Admission: paused or full. p.mu held.
+func (p *Queue) FullErrLocked() error {
+	if p.paused {
+		return dispatch.ErrQueuePaused
+	}
+	return dispatch.ErrQueueFull
+}
+
+// DeletedLocked implements dispatch.Admission.
+func (p *Queue) DeletedLocked() bool { return p.deleted }
+
+// PolicyLocked implements dispatch.Admission.
+func (p *Queue) PolicyLocked() address.Settings { return p.settings }
+
+// SpaceLocked implements dispatch.Admission.
+func (p *Queue) SpaceLocked() chan struct{} { return p.space }
+
+// CountDrop implements dispatch.Admission.
+func (p *Queue) CountDrop() { p.Dropped.Add(1) }
+
+// BlockedCount implements dispatch.Admission.
+func (p *Queue) BlockedCount() *atomic.Int32 { return &p.blocked }
+
+// Stats implements dispatch.Queue.
+func (p *Queue) Stats() dispatch.QueueStats {
+	p.mu.Lock()
+	c := p.q.Counts()
+	st := dispatch.QueueStats{
+		Group: p.id.Group, Destination: p.id.Destination(), Pattern: p.id.Pattern.String(),
+		Messages: c.Messages, Delivering: c.Delivering, Scheduled: c.Scheduled, PendingBytes: c.Bytes,
+		Consumers: len(p.consumers), Paused: p.paused, Settings: p.settings,
+	}
+	st.Settings.RingSize = p.q.RingSize()
+	p.mu.Unlock()
+	st.Enqueued, st.Dispatched, st.Acked = p.Enqueued.Load(), p.Dispatched.Load(), p.Acked.Load()
+	st.Dropped = p.Dropped.Load()
+	st.RingRemoved = p.RemovedBy[queue.ReasonRing].Load()
+	st.Expired = p.RemovedBy[queue.ReasonExpired].Load()
+	st.DeadLettered = p.RemovedBy[queue.ReasonMaxDeliveries].Load()
+	return st
+}
+
+// SetPaused implements dispatch.Queue.
+func (p *Queue) SetPaused(paused bool) {
+	p.mu.Lock()
+	p.paused = paused
+	close(p.space)
+	p.space = make(chan struct{})
+	p.mu.Unlock()
+}
+
+// SetRingSize implements dispatch.Queue (reference 002: lowering it removes nothing at
+// once, it stops growth).
+func (p *Queue) SetRingSize(n int) (address.Settings, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.q.SetRingSize(n)
+	p.settings.RingSize = n
+	return p.settings, nil
+}
+
+// Purge implements dispatch.Queue: pending messages are removed (and retired), the
+// scheduling timer stops, blocked producers are woken to see the deletion.
+func (p *Queue) Purge() {
+	p.mu.Lock()
+	p.deleted = true
+	removed := cloneRemoved(p.q.Purge())
+	p.stopTimerLocked()
+	close(p.space)
+	p.space = make(chan struct{})
+	p.mu.Unlock()
+	p.finish(nil, removed)
+}
+
+// stop ends the queue's timer for good (the pattern closed). Messages stay held.
+func (p *Queue) stop() {
+	p.mu.Lock()
+	p.stopped = true
+	p.stopTimerLocked()
+	p.mu.Unlock()
+}
+
+func (p *Queue) stopTimerLocked() {
+	if p.timer != nil {
+		p.timer.Stop()
+		p.timer = nil
+	}
+}

@@ -1,0 +1,76 @@
+package broker
+
+import (
+	"log/slog"
+	"time"
+
+	"github.com/titan-broker/titan/internal/delivery"
+	"github.com/titan-broker/titan/internal/dest"
+	"github.com/titan-broker/titan/internal/dispatch"
+	"github.com/titan-broker/titan/internal/event"
+	"github.com/titan-broker/titan/internal/eventlog"
+	"github.com/titan-broker/titan/internal/message"
+	"github.com/titan-broker/titan/internal/pointqueue"
+	"github.com/titan-broker/titan/internal/router"
+	"github.com/titan-broker/titan/internal/rpc"
+)
+
+// patterns are the adapters behind the router's ports, wired once by New: the shared
+// Dispatcher and delivery bookkeeping, and one package per pattern. Each pattern owns the
+// timers and goroutines it starts; close stops them all (see Shutdown).
+type patterns struct {
+	dispatcher *dispatch.Dispatcher
+	deliveries *delivery.Registry
+	events     *event.Pattern
+	queues     *pointqueue.Pattern
+	log        *eventlog.Pattern
+	requests   *rpc.Pattern
+}
+
+// spawner adapts the broker's tracked goroutines to the patterns' Spawner ports.
+type spawner struct{ b *Broker }
+
+func (s spawner) Go(name string, fn func()) bool { return s.b.goroutine(name, fn) }
+
+// tempQueues is the temp-queue port of the router: publishing checks the owner (rpc),
+// subscribing consumes like a queue (pointqueue).
+type tempQueues struct {
+	router.Publisher
+	router.Subscriber
+}
+
+// replies sends the request/response pattern's own answers through the router's publish
+// ports, resolved by the reply destination's route.
+type replies struct{ r **router.Router }
+
+func (p replies) Publish(id dest.Identity, m *message.Message, cancel <-chan struct{}) (bool, error) {
+	return (*p.r).Deliver(id, m, cancel)
+}
+
+func (b *Broker) wire(fanout bool, settings dispatch.SettingsSource, clock func() time.Time, log *slog.Logger) (*patterns, router.Ports) {
+	d := dispatch.New(dispatch.Options{Settings: settings, Store: b.durable, Clock: clock})
+	p := &patterns{dispatcher: d, deliveries: &delivery.Registry{EgressDropped: &d.EgressHeadersDropped}}
+	sp := spawner{b}
+	p.events = event.New(d, event.Options{FanoutMode: fanout, Spawner: sp})
+	p.queues = pointqueue.New(d, pointqueue.Options{Clock: clock, Retirer: b.durable, Persister: b.durable, Logger: log.With("component", "queues")})
+	p.log = eventlog.New(d, eventlog.Options{Store: b.durable, Spawner: sp, Logger: log.With("component", "events-store")})
+	p.requests = rpc.New(rpc.Options{Replies: replies{&b.router}, TempQueues: p.queues, Clock: clock, Logger: log.With("component", "rpc")})
+	return p, router.Ports{
+		Deliveries:  p.deliveries,
+		Events:      p.events,
+		Queues:      p.queues,
+		EventsStore: p.log,
+		Requests:    p.requests,
+		TempQueues:  tempQueues{Publisher: p.requests.Temp(), Subscriber: p.queues},
+	}
+}
+
+// close stops everything the patterns started that could touch the store: request
+// timeouts, queue timers (scheduled messages, redelivery delays) and events-store pollers
+// (waited for). Producers waiting for room give up. Idempotent.
+func (p *patterns) close() {
+	p.dispatcher.Close()
+	p.requests.Close()
+	p.queues.Close()
+	p.log.Close()
+}

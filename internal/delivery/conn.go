@@ -1,0 +1,315 @@
+package delivery
+
+import (
+	"sort"
+	"strconv"
+	"sync"
+	"sync/atomic"
+
+	"github.com/titan-broker/titan/internal/dest"
+	"github.com/titan-broker/titan/internal/frame"
+	"github.com/titan-broker/titan/internal/message"
+)
+
+// Subscription is one SUBSCRIBE of one connection.
+type Subscription struct {
+	ID       string           // the subscription id header (or the destination for STOMP 1.0)
+	Conn     *Conn            // owning connection
+	Group    string           // group the subscription matches
+	Dest     dest.Destination // destination or (events only) wildcard filter
+	Ack      AckMode
+	Prefetch int // max unacknowledged deliveries in client modes; > 0
+
+	// Start is where an events-store subscription begins (start-position header).
+	Start StartPosition
+	// DurableName makes an events-store subscription's position survive reconnects and
+	// restarts (durable-name header); "" for none.
+	DurableName string
+
+	// Owner is the pattern the subscription belongs to; its Subscribe sets it before the
+	// subscription is shared.
+	Owner Owner
+
+	feed atomic.Pointer[feedRef] // what delivers to it, kicked when credit frees up
+
+	// guarded by Conn.mu
+	pending []*delivery // unacknowledged deliveries in delivery order
+	closed  bool
+	stalled bool // a write was refused for outbound limits; resume on drain
+	acking  int  // deliveries taken by an ACK/NACK that their source has not settled yet
+
+	Delivered atomic.Uint64 // MESSAGE frames written
+	Dropped   atomic.Uint64 // events not delivered because the subscription or connection was full
+}
+
+type feedRef struct{ f Feed }
+
+// Identity returns the identity the subscription consumes (for events, its filter).
+func (s *Subscription) Identity() dest.Identity { return dest.IdentityOf(s.Group, s.Dest) }
+
+// SetFeed records what delivers to s (nil for none).
+func (s *Subscription) SetFeed(f Feed) {
+	if f == nil {
+		s.feed.Store(nil)
+		return
+	}
+	s.feed.Store(&feedRef{f})
+}
+
+// Feed returns what delivers to s, or nil.
+func (s *Subscription) Feed() Feed {
+	if r := s.feed.Load(); r != nil {
+		return r.f
+	}
+	return nil
+}
+
+// hasCreditLocked reports whether sub may take another delivery. Conn.mu held.
+func (s *Subscription) hasCreditLocked() bool {
+	if s.closed || s.stalled {
+		return false
+	}
+	if s.Ack == AckAuto {
+		return true
+	}
+	return len(s.pending)+s.acking < s.Prefetch
+}
+
+// HasCredit reports whether s may take another delivery now: it is open, its writer did not
+// refuse the last one, and (client ack modes) fewer than Prefetch deliveries are
+// unacknowledged.
+func (s *Subscription) HasCredit() bool {
+	s.Conn.mu.Lock()
+	defer s.Conn.mu.Unlock()
+	return s.hasCreditLocked()
+}
+
+// delivery is one unacknowledged MESSAGE.
+type delivery struct {
+	key string
+	sub *Subscription
+	src Source // where the message came from; nil when nothing settles (events, requests)
+	seq uint64 // sequence within src
+}
+
+// Conn is the delivery-side state of one connection: its subscriptions and unacknowledged
+// deliveries. Safe for concurrent use; Conn.mu is taken after a queue's lock, never before.
+type Conn struct {
+	w Writer
+
+	mu      sync.Mutex               // guards the fields below and every Subscription's guarded fields
+	subs    map[string]*Subscription // by subscription id, guarded by mu
+	pending map[string]*delivery     // by ack key, guarded by mu
+	nextTag uint64                   // guarded by mu
+	closed  bool                     // guarded by mu
+
+	egressDropped *atomic.Uint64 // counter of headers left out on egress; may be nil
+}
+
+// NewConn returns the delivery state for a connection writing through w. egressDropped,
+// when not nil, counts headers left out of MESSAGE frames that w's STOMP version cannot
+// represent.
+func NewConn(w Writer, egressDropped *atomic.Uint64) *Conn {
+	return &Conn{w: w, subs: make(map[string]*Subscription), pending: make(map[string]*delivery), egressDropped: egressDropped}
+}
+
+// Writer returns the connection's writer.
+func (c *Conn) Writer() Writer { return c.w }
+
+// Subscription returns the subscription with id.
+func (c *Conn) Subscription(id string) (*Subscription, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	s, ok := c.subs[id]
+	return s, ok
+}
+
+// SubscriptionCount returns the number of active subscriptions.
+func (c *Conn) SubscriptionCount() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.subs)
+}
+
+// PendingCount returns the number of unacknowledged deliveries.
+func (c *Conn) PendingCount() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.pending)
+}
+
+// Add registers sub on its connection (before its pattern starts delivering). It also
+// defaults a zero Prefetch. Errors: ErrDuplicateSubscription.
+func (c *Conn) Add(sub *Subscription) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, dup := c.subs[sub.ID]; dup {
+		return ErrDuplicateSubscription
+	}
+	if sub.Prefetch <= 0 {
+		sub.Prefetch = DefaultPrefetch
+	}
+	c.subs[sub.ID] = sub
+	return nil
+}
+
+// DefaultPrefetch is the unacknowledged-delivery limit of a subscription added without one.
+const DefaultPrefetch = 1000
+
+// Unsubscribe removes the subscription id and detaches it from its pattern; its
+// unacknowledged messages are handed back (queues redeliver them). Errors:
+// ErrUnknownSubscription.
+func (c *Conn) Unsubscribe(id string) error {
+	c.mu.Lock()
+	sub, ok := c.subs[id]
+	if ok {
+		delete(c.subs, id)
+	}
+	c.mu.Unlock()
+	if !ok {
+		return ErrUnknownSubscription
+	}
+	c.Detach(sub)
+	return nil
+}
+
+// Remove forgets sub without telling its Owner (a SUBSCRIBE its pattern refused).
+func (c *Conn) Remove(sub *Subscription) {
+	c.mu.Lock()
+	if c.subs[sub.ID] == sub {
+		delete(c.subs, sub.ID)
+	}
+	c.mu.Unlock()
+}
+
+// Detach ends sub: no more deliveries are recorded for it, and its Owner is told, with its
+// unacknowledged deliveries in consumption order.
+func (c *Conn) Detach(sub *Subscription) {
+	c.mu.Lock()
+	if c.subs[sub.ID] == sub {
+		delete(c.subs, sub.ID)
+	}
+	sub.closed = true
+	var unacked []Unacked
+	for _, d := range sub.pending { // consumption order
+		delete(c.pending, d.key)
+		if d.src != nil {
+			unacked = append(unacked, Unacked{Source: d.src, Seq: d.seq})
+		}
+	}
+	sub.pending = nil
+	c.mu.Unlock()
+	if sub.Owner != nil {
+		sub.Owner.Detach(sub, unacked)
+	}
+}
+
+// Close detaches every subscription of c, in subscription-id order so that redelivery
+// order is deterministic. Later deliveries to c are refused.
+func (c *Conn) Close() {
+	c.mu.Lock()
+	c.closed = true
+	subs := make([]*Subscription, 0, len(c.subs))
+	for _, s := range c.subs {
+		subs = append(subs, s)
+	}
+	c.mu.Unlock()
+	sort.Slice(subs, func(i, j int) bool { return subs[i].ID < subs[j].ID })
+	for _, s := range subs {
+		c.Detach(s)
+	}
+}
+
+// Resume is called when c's writer drained below its limit: the feeds of subscriptions
+// whose deliveries were refused are kicked.
+func (c *Conn) Resume() {
+	c.mu.Lock()
+	var feeds []Feed
+	for _, s := range c.subs {
+		if s.stalled {
+			s.stalled = false
+			if f := s.Feed(); f != nil {
+				feeds = append(feeds, f)
+			}
+		}
+	}
+	c.mu.Unlock()
+	for _, f := range feeds {
+		f.Kick()
+	}
+}
+
+// Deliver writes m to sub. It records an unacknowledged delivery for client ack modes, to be
+// settled by src (nil: nothing to settle) as sequence seq. deliveryCount > 1 marks a
+// redelivery. It returns false when the connection refused the write (closing or over its
+// outbound limit): nothing is recorded then and sub is stalled until Resume. Must be called
+// without c.mu held.
+func (c *Conn) Deliver(sub *Subscription, m *message.Message, src Source, seq uint64, deliveryCount int) bool {
+	return c.deliver(sub, m, src, seq, deliveryCount, false)
+}
+
+// DeliverSequenced is Deliver for a message read from a log: the MESSAGE carries its
+// sequence header.
+func (c *Conn) DeliverSequenced(sub *Subscription, m *message.Message, src Source, seq uint64) bool {
+	return c.deliver(sub, m, src, seq, 1, true)
+}
+
+func (c *Conn) deliver(sub *Subscription, m *message.Message, src Source, seq uint64, deliveryCount int, sequenced bool) bool {
+	c.mu.Lock()
+	if c.closed || sub.closed {
+		c.mu.Unlock()
+		return false
+	}
+	d := message.Delivery{Subscription: sub.ID, Redelivered: deliveryCount > 1}
+	var dl *delivery
+	if sub.Ack != AckAuto {
+		key, hdr := ackKeyLocked(c, sub, m.ID)
+		d.AckID = hdr
+		dl = &delivery{key: key, sub: sub, src: src, seq: seq}
+	}
+	if deliveryCount > 1 {
+		d.Extra = []frame.Header{{Key: "delivery-count", Value: strconv.Itoa(deliveryCount)}}
+	}
+	if sequenced {
+		d.Extra = append(d.Extra, frame.Header{Key: "sequence", Value: strconv.FormatUint(seq, 10)})
+	}
+	v := c.w.Version()
+	shared, dropped := m.Shared(v)
+	if dropped > 0 && c.egressDropped != nil {
+		c.egressDropped.Add(uint64(dropped))
+	}
+	prefix := frame.GetBuf()
+	prefix.B = message.AppendPrefix(prefix.B, &d, v)
+	if !c.w.WriteMessage(prefix, shared) {
+		frame.PutBuf(prefix)
+		sub.stalled = true
+		c.mu.Unlock()
+		return false
+	}
+	if dl != nil {
+		c.pending[dl.key] = dl
+		sub.pending = append(sub.pending, dl)
+	}
+	c.mu.Unlock()
+	sub.Delivered.Add(1)
+	return true
+}
+
+// Registry creates connections' delivery state and forwards the router's per-connection
+// operations to them (the router's Deliveries port). The zero value is ready; EgressDropped
+// may be set to count headers left out on egress.
+type Registry struct {
+	EgressDropped *atomic.Uint64
+}
+
+// NewConn returns the delivery state of a connection writing through w.
+func (r *Registry) NewConn(w Writer) *Conn { return NewConn(w, r.EgressDropped) }
+
+// Unsubscribe is c.Unsubscribe(id).
+func (r *Registry) Unsubscribe(c *Conn, id string) error { return c.Unsubscribe(id) }
+
+// Ack is c.Ack(key, subID, nack).
+func (r *Registry) Ack(c *Conn, key, subID string, nack bool) error { return c.Ack(key, subID, nack) }
+
+// CloseConn is c.Close().
+func (r *Registry) CloseConn(c *Conn) { c.Close() }

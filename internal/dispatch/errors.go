@@ -1,0 +1,26 @@
+package dispatch
+
+import "errors"
+
+// Errors of dispatcher queues, shared by every pattern package that owns one.
+var (
+	// ErrQueueFull is returned by a publish when the queue is full under PolicyFail, or
+	// stayed full (or paused) for the whole block timeout under PolicyBlock.
+	ErrQueueFull = errors.New("dispatch: queue full")
+	// ErrQueuePaused is returned by a publish when the queue stayed paused for the whole
+	// block timeout, or at once under PolicyFail.
+	ErrQueuePaused = errors.New("dispatch: queue paused")
+	// ErrQueueDeleted is returned for operations on a queue that was deleted; a publisher
+	// retries on the fresh queue the Dispatcher creates.
+	ErrQueueDeleted = errors.New("dispatch: queue deleted")
+	// ErrCanceled is returned by a publish when the producer's wait for room ended because
+	// its connection closed or the dispatcher was closed (shutdown).
+	ErrCanceled = errors.New("dispatch: publish canceled")
+	// ErrQueueNotEmpty is returned by Delete without force for a queue holding messages.
+	ErrQueueNotEmpty = errors.New("dispatch: queue not empty")
+	// ErrNoQueue is returned when no queue exists for an identity (or it has no ring).
+	ErrNoQueue = errors.New("dispatch: no such queue")
+	// ErrNotStored is returned when a message of a durable pattern was not (or could not
+	// be) committed to the store, or the pattern needs a store and none is configured.
+	ErrNotStored = errors.New("dispatch: message not stored")
+)

@@ -1,0 +1,165 @@
+// Package event is the events pattern (DESIGN §2, reference 000): fan-out to the
+// subscriptions present now, nothing retained. Without fanout-mode a SEND is written
+// straight to the matching subscriptions (reference 000's default handler); with it, or for
+// a destination whose dispatcher queue an operator created, it goes through a bounded
+// hand-off Queue drained by one consumer goroutine per identity.
+//
+// Subscriptions may use wildcards over the channel's segments (`*`, trailing `>`); a SEND
+// never does. Routing is by exact (group, bare) index plus the channel filter.
+//
+// # Concurrency
+//
+// Everything exported is safe for concurrent use. Pattern.mu guards the subscription
+// indexes and is never held while taking a Queue's or a delivery.Conn's lock.
+package event
+
+import (
+	"sync"
+
+	"github.com/titan-broker/titan/internal/address"
+	"github.com/titan-broker/titan/internal/delivery"
+	"github.com/titan-broker/titan/internal/dest"
+	"github.com/titan-broker/titan/internal/dispatch"
+	"github.com/titan-broker/titan/internal/message"
+	"github.com/titan-broker/titan/internal/sublist"
+)
+
+// Spawner starts a tracked goroutine; Go returns false once its owner is shutting down.
+type Spawner interface {
+	Go(name string, fn func()) bool
+}
+
+// Options configure a Pattern.
+type Options struct {
+	// FanoutMode routes every SEND through a dispatcher Queue and its consumer (reference
+	// 000's fanout-mode); off, a SEND is written straight to the subscriptions unless an
+	// operator created a queue for its destination.
+	FanoutMode bool
+	// Spawner starts the queues' consumer goroutines (default: plain go).
+	Spawner Spawner
+}
+
+// Pattern is the events pattern: the subscription index, direct fan-out and the factory of
+// fanout-mode queues. Create with New.
+type Pattern struct {
+	d    *dispatch.Dispatcher
+	opts Options
+
+	mu   sync.RWMutex                                        // guards subs
+	subs map[string]*sublist.Sublist[*delivery.Subscription] // by key(group, bare)
+}
+
+// New returns the events pattern over d and registers its queue factory for
+// dest.PatternEvents.
+func New(d *dispatch.Dispatcher, o Options) *Pattern {
+	p := &Pattern{d: d, opts: o, subs: make(map[string]*sublist.Sublist[*delivery.Subscription])}
+	d.Register(dest.PatternEvents, p, false)
+	return p
+}
+
+// key keys the subscription indexes: one per group, and within a group one for prefixed
+// (/topic/...) and one for bare destinations, which are different identities.
+func key(group string, bare bool) string {
+	if bare {
+		return group + "\x00b"
+	}
+	return group
+}
+
+func (p *Pattern) goroutine(name string, fn func()) bool {
+	if p.opts.Spawner == nil {
+		go fn()
+		return true
+	}
+	return p.opts.Spawner.Go(name, fn)
+}
+
+// Publish fans m out to id's subscriptions, directly or through id's dispatcher queue (see
+// the package doc). A wait for room under PolicyBlock ends with dispatch.ErrCanceled when
+// cancel closes or the dispatcher closes. dropped reports a PolicyDrop discard. Errors:
+// dispatch.ErrQueueFull, dispatch.ErrQueuePaused, dispatch.ErrCanceled.
+func (p *Pattern) Publish(id dest.Identity, m *message.Message, cancel <-chan struct{}) (dropped bool, err error) {
+	p.d.Published.Add(1)
+	if !p.opts.FanoutMode {
+		if _, explicit := p.d.Lookup(id); !explicit {
+			if p.fanout(id, m) == 0 {
+				p.d.EventsNoSub.Add(1)
+			}
+			return false, nil
+		}
+	}
+	for range 3 {
+		q, _, err := p.d.GetOrPut(id, p.d.Settings(id))
+		if err != nil {
+			return false, err
+		}
+		dropped, err = q.(*Queue).enqueue(m, dispatch.Wait{Cancel: cancel, Stop: p.d.Stop()})
+		if err != dispatch.ErrQueueDeleted {
+			return dropped, err
+		}
+	}
+	return false, dispatch.ErrQueueDeleted
+}
+
+// fanout writes m to every subscription of id's group whose filter matches id's channel,
+// and returns how many received it.
+func (p *Pattern) fanout(id dest.Identity, m *message.Message) int {
+	p.mu.RLock()
+	sl := p.subs[key(id.Group, id.Bare)]
+	p.mu.RUnlock()
+	if sl == nil {
+		return 0
+	}
+	n := 0
+	sl.Match(id.Channel, func(sub *delivery.Subscription) {
+		if !sub.HasCredit() || !sub.Conn.Deliver(sub, m, nil, 0, 1) {
+			sub.Dropped.Add(1)
+			p.d.EventsDropped.Add(1)
+			return
+		}
+		n++
+	})
+	return n
+}
+
+// Subscribe registers sub (validated: pattern events, wildcards allowed) on its connection
+// and in the index. Errors: delivery.ErrDuplicateSubscription.
+func (p *Pattern) Subscribe(sub *delivery.Subscription) error {
+	sub.Owner = p
+	if err := sub.Conn.Add(sub); err != nil {
+		return err
+	}
+	k := key(sub.Group, sub.Dest.Bare)
+	p.mu.Lock()
+	sl := p.subs[k]
+	if sl == nil {
+		sl = sublist.New[*delivery.Subscription]()
+		p.subs[k] = sl
+	}
+	sl.Insert(sub.Dest.Channel, sub)
+	p.mu.Unlock()
+	return nil
+}
+
+// Detach implements delivery.Owner: sub leaves the index (a group's index lives only while
+// it has subscriptions). Events retain nothing, so unacked deliveries are not redelivered.
+func (p *Pattern) Detach(sub *delivery.Subscription, _ []delivery.Unacked) {
+	k := key(sub.Group, sub.Dest.Bare)
+	p.mu.Lock()
+	if sl := p.subs[k]; sl != nil {
+		sl.Remove(sub.Dest.Channel, sub)
+		if sl.Count() == 0 {
+			delete(p.subs, k)
+		}
+	}
+	p.mu.Unlock()
+}
+
+// NewQueue implements dispatch.Factory: the fanout-mode hand-off queue of id. A queue
+// created without a count or byte bound gets address.DefaultEventsCapacity.
+func (p *Pattern) NewQueue(id dest.Identity, s address.Settings) dispatch.Queue {
+	if s.Capacity == 0 && s.MaxPendingBytes == 0 {
+		s.Capacity = address.DefaultEventsCapacity
+	}
+	return &Queue{id: id, p: p, settings: s, space: make(chan struct{})}
+}

@@ -1,0 +1,223 @@
+// Package eventlog is the events-store pattern (DESIGN §2, §5; reference 004): a durable
+// append-only log per (group, channel) in the store, read by replay subscriptions. Each
+// subscription chooses where it starts (start-position), may keep its position across
+// reconnects and restarts (durable-name), and is fed by an outbox poller whose interval a
+// feedback regulator stretches while the connection sheds and shrinks on clean deliveries.
+//
+// # Lifecycle
+//
+// The pattern starts one poller goroutine per subscription and owns it: Detach stops it and
+// Close stops and waits for every one, so nothing reads or writes the store after Close.
+//
+// # Concurrency
+//
+// Everything exported is safe for concurrent use. Pattern.mu guards the readers; a reader's
+// own mutex guards its positions. Neither is held while calling the store.
+package eventlog
+
+import (
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/titan-broker/titan/internal/delivery"
+	"github.com/titan-broker/titan/internal/dest"
+	"github.com/titan-broker/titan/internal/dispatch"
+	"github.com/titan-broker/titan/internal/message"
+)
+
+// LogStore is the port to durable per-identity logs, implemented by durable.Log. Safe for
+// concurrent use.
+type LogStore interface {
+	// Scan calls fn for records of id's log with seq >= from in order, until fn returns false.
+	Scan(id dest.Identity, from uint64, fn func(seq uint64, data []byte) bool) error
+	// Bounds returns the first held and last assigned sequence of id's log (0, 0 when empty
+	// and never written).
+	Bounds(id dest.Identity) (first, last uint64, err error)
+	// SeekTime returns the first sequence whose message was accepted at or after t (last+1
+	// when none).
+	SeekTime(id dest.Identity, t time.Time) (uint64, error)
+	// SavePosition durably records a durable subscription's last acknowledged sequence.
+	SavePosition(key string, seq uint64) error
+	// Position returns a saved position.
+	Position(key string) (seq uint64, ok bool, err error)
+}
+
+// Spawner starts a tracked goroutine; Go returns false once its owner is shutting down.
+type Spawner interface {
+	Go(name string, fn func()) bool
+}
+
+// Options configure a Pattern.
+type Options struct {
+	// Store holds the logs; nil disables the pattern (dispatch.ErrNotStored).
+	Store LogStore
+	// PollBase and PollMax bound the pollers' regulated interval (defaults 1 s and 30 s,
+	// reference 004).
+	PollBase, PollMax time.Duration
+	// Spawner starts the pollers (default: plain go).
+	Spawner Spawner
+	// Logger receives the pattern's events; nil discards them.
+	Logger *slog.Logger
+}
+
+// Pattern is the events-store pattern. Create with New.
+type Pattern struct {
+	d    *dispatch.Dispatcher
+	opts Options
+	log  *slog.Logger
+	wg   sync.WaitGroup // running pollers
+
+	mu      sync.Mutex                         // guards the fields below
+	logs    map[dest.Identity][]*reader        // live readers by identity
+	readers map[*delivery.Subscription]*reader // live readers by subscription
+	closed  bool                               // Close ran: no poller starts
+}
+
+// New returns the events-store pattern; d supplies the counters.
+func New(d *dispatch.Dispatcher, o Options) *Pattern {
+	p := &Pattern{d: d, opts: o, log: o.Logger, logs: map[dest.Identity][]*reader{}, readers: map[*delivery.Subscription]*reader{}}
+	if p.log == nil {
+		p.log = slog.New(slog.DiscardHandler)
+	}
+	return p
+}
+
+// Publish tells the live readers of id that m was appended (m must already be in the log:
+// m.Sequence set by the store stage): each reader's poller fetches it. Errors:
+// dispatch.ErrNotStored for a message that was not stored.
+func (p *Pattern) Publish(id dest.Identity, m *message.Message, _ <-chan struct{}) (dropped bool, err error) {
+	p.d.Published.Add(1)
+	if m.Sequence == 0 {
+		return false, dispatch.ErrNotStored
+	}
+	p.mu.Lock()
+	for _, ls := range p.logs[id] {
+		ls.poller.Kick() // the live tail
+	}
+	p.mu.Unlock()
+	return false, nil
+}
+
+// Subscribe registers sub on its connection and starts its reader at sub.Start (or its
+// durable position). Errors: delivery.ErrDuplicateSubscription; dispatch.ErrNotStored when
+// there is no store or the pattern is closed; the store's error reading the log's bounds.
+func (p *Pattern) Subscribe(sub *delivery.Subscription) error {
+	sub.Owner = p
+	if p.opts.Store == nil {
+		return dispatch.ErrNotStored
+	}
+	if err := sub.Conn.Add(sub); err != nil {
+		return err
+	}
+	id := sub.Identity()
+	ls, err := p.newReader(sub, id)
+	if err != nil {
+		sub.Conn.Remove(sub)
+		return err
+	}
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		sub.Conn.Remove(sub)
+		return dispatch.ErrNotStored
+	}
+	p.logs[id] = append(p.logs[id], ls)
+	p.readers[sub] = ls
+	p.wg.Add(1)
+	p.mu.Unlock()
+	sub.SetFeed(ls.poller)
+	run := func() {
+		defer p.wg.Done()
+		ls.poller.Run()
+	}
+	if !p.goroutine("outbox-poller", run) {
+		p.wg.Done()
+		sub.Conn.Detach(sub)
+		return dispatch.ErrNotStored
+	}
+	return nil
+}
+
+func (p *Pattern) goroutine(name string, fn func()) bool {
+	if p.opts.Spawner == nil {
+		go fn()
+		return true
+	}
+	return p.opts.Spawner.Go(name, fn)
+}
+
+// Detach implements delivery.Owner: the reader's poller stops and a durable position is
+// saved. The log keeps unacknowledged messages; a durable subscription resumes at them.
+func (p *Pattern) Detach(sub *delivery.Subscription, _ []delivery.Unacked) {
+	p.mu.Lock()
+	ls := p.readers[sub]
+	if ls != nil {
+		delete(p.readers, sub)
+		removeFromList(p.logs, ls.id, ls)
+	}
+	p.mu.Unlock()
+	if ls != nil {
+		ls.stop()
+	}
+}
+
+// Close stops every reader, saves durable positions and waits until every poller has
+// returned; later Subscribes fail. After Close nothing of the pattern touches the store.
+// Idempotent.
+func (p *Pattern) Close() {
+	p.mu.Lock()
+	p.closed = true
+	var all []*reader
+	for _, ls := range p.readers {
+		all = append(all, ls)
+	}
+	p.mu.Unlock()
+	for _, ls := range all {
+		ls.poller.Stop()
+	}
+	p.wg.Wait()
+	for _, ls := range all {
+		ls.savePosition()
+	}
+}
+
+// Stats summarises the pollers for metrics.
+type Stats struct {
+	Pollers     int
+	MaxInterval time.Duration // the longest current regulated interval
+	Sheds       uint64        // sheds across live pollers
+	Skipped     uint64        // fetches skipped while busy, across live pollers
+}
+
+// Stats returns the current poller summary.
+func (p *Pattern) Stats() Stats {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var st Stats
+	for _, subs := range p.logs {
+		for _, ls := range subs {
+			st.Pollers++
+			reg := ls.poller.Regulator()
+			st.MaxInterval = max(st.MaxInterval, reg.Interval())
+			st.Sheds += reg.Sheds.Load()
+			st.Skipped += ls.poller.Skipped.Load()
+		}
+	}
+	return st
+}
+
+func removeFromList[K comparable, V comparable](m map[K][]V, k K, v V) {
+	l := m[k]
+	for i, x := range l {
+		if x == v {
+			l = append(l[:i:i], l[i+1:]...)
+			break
+		}
+	}
+	if len(l) == 0 {
+		delete(m, k)
+		return
+	}
+	m[k] = l
+}

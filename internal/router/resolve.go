@@ -1,0 +1,168 @@
+package router
+
+import (
+	"strings"
+
+	"github.com/titan-broker/titan/internal/dest"
+	"github.com/titan-broker/titan/internal/frame"
+)
+
+// This file is the only place the router looks at a destination's pattern: the resolver
+// maps (command, pattern) to a route, and build lays out each route's fixed chain of
+// stages, every one of which calls only its own pattern's port.
+
+// sendRoutes maps a SEND's destination pattern to its route.
+var sendRoutes = [dest.MaxPattern + 1]Route{
+	dest.PatternEvents:      RouteSendEvents,
+	dest.PatternQueues:      RouteSendQueue,
+	dest.PatternEventsStore: RouteSendEventsStore,
+	dest.PatternCommands:    RouteSendRequest,
+	dest.PatternQueries:     RouteSendRequest,
+	dest.PatternTempQueue:   RouteSendTempQueue,
+}
+
+// build lays out the route table from the ports (see chains). A pattern without a port
+// gets no chain, so the resolver refuses it.
+func (r *Router) build() {
+	o, p := &r.opts, r.ports
+	group := groupStage{}
+	build := messageStage{clock: o.Clock, idPrefix: o.MessageIDPrefix}
+	tx := txBufferStage{max: o.MaxFramesInTransaction, maxBytes: o.MaxTransactionBytes}
+	custom := o.SendStages
+	sub := subscriptionStage{opts: o}
+
+	// send lays out one SEND route: prefix, the transaction stage, then the effects that act
+	// once a message is built and admitted (which COMMIT replays).
+	send := func(rt Route, pt dest.Pattern, prefix []Stage, effects ...Stage) {
+		eff := append(append([]Stage(nil), custom...), effects...)
+		r.effects[rt][pt] = eff
+		r.table[rt][pt] = append(append(append([]Stage(nil), prefix...), build, tx), eff...)
+	}
+	subscribe := func(pt dest.Pattern, stages ...Stage) { r.table[RouteSubscribe][pt] = stages }
+
+	if p.Events != nil {
+		send(RouteSendEvents, dest.PatternEvents, []Stage{group},
+			responseStage{requests: p.Requests}, publishStage{port: p.Events, store: o.Store})
+		subscribe(dest.PatternEvents, group, sub, attachStage{port: p.Events})
+	}
+	if p.Queues != nil {
+		send(RouteSendQueue, dest.PatternQueues, []Stage{group},
+			responseStage{requests: p.Requests}, storeStage{store: o.Store}, publishStage{port: p.Queues, store: o.Store})
+		subscribe(dest.PatternQueues, group, sub, attachStage{port: p.Queues})
+	}
+	if p.EventsStore != nil {
+		// A log is always stored, persistent header or not.
+		send(RouteSendEventsStore, dest.PatternEventsStore, []Stage{group},
+			responseStage{requests: p.Requests}, storeStage{store: o.Store, always: true}, publishStage{port: p.EventsStore, store: o.Store})
+		subscribe(dest.PatternEventsStore, group, sub, logPositionStage{clock: o.Clock}, attachStage{port: p.EventsStore})
+	}
+	if p.Requests != nil {
+		for _, pt := range []dest.Pattern{dest.PatternCommands, dest.PatternQueries} {
+			send(RouteSendRequest, pt, []Stage{group}, requestStage{router: r})
+			subscribe(pt, group, sub, attachStage{port: p.Requests})
+		}
+		if p.TempQueues != nil {
+			temp := tempQueueStage{requests: p.Requests}
+			ownGroup := groupStage{scoped: true} // a temp-queue is scoped by its owner, not a group
+			send(RouteSendTempQueue, dest.PatternTempQueue, []Stage{temp, ownGroup},
+				responseStage{requests: p.Requests, temp: true}, publishStage{port: p.TempQueues, store: o.Store})
+			subscribe(dest.PatternTempQueue, tempQueueStage{requests: p.Requests, subscribe: true}, ownGroup, sub, attachStage{port: p.TempQueues})
+		}
+	}
+	r.table[RouteUnsubscribe][0] = []Stage{unsubscribeStage{deliveries: p.Deliveries}}
+	r.table[RouteAck][0] = []Stage{tx, ackStage{deliveries: p.Deliveries}}
+	r.table[RouteNack][0] = []Stage{tx, ackStage{deliveries: p.Deliveries, nack: true}}
+	r.table[RouteBegin][0] = []Stage{beginStage{max: o.MaxTransactions}}
+	r.table[RouteCommit][0] = []Stage{commitStage{router: r}}
+	r.table[RouteAbort][0] = []Stage{abortStage{}}
+}
+
+// Resolve is the pure resolver: it maps the frame's command and destination pattern to a
+// route, recording a sanitized error (RouteReject) for a destination that does not resolve
+// or a pattern this router has no port for.
+func (r *Router) Resolve(c *Context) Route {
+	f := c.Frame
+	switch f.Command {
+	case frame.CmdSend:
+		d, ok := r.destination(c, dest.Parse)
+		if !ok {
+			return RouteReject
+		}
+		if rt := sendRoutes[d.Pattern]; r.table[rt][d.Pattern] != nil {
+			return rt
+		}
+		c.fail("unsupported destination pattern", d.Pattern.String()+" destinations are not available on this server")
+		return RouteReject
+	case frame.CmdSubscribe:
+		d, ok := r.destination(c, dest.ParseFilter)
+		if !ok {
+			return RouteReject
+		}
+		if r.table[RouteSubscribe][d.Pattern] != nil {
+			return RouteSubscribe
+		}
+		c.fail("unsupported destination pattern", d.Pattern.String()+" destinations are not available on this server")
+		return RouteReject
+	case frame.CmdUnsubscribe:
+		return RouteUnsubscribe
+	case frame.CmdAck:
+		return RouteAck
+	case frame.CmdNack:
+		return RouteNack
+	case frame.CmdBegin:
+		return RouteBegin
+	case frame.CmdCommit:
+		return RouteCommit
+	case frame.CmdAbort:
+		return RouteAbort
+	case frame.CmdDisconnect:
+		return RouteDisconnect
+	}
+	c.fail("unexpected frame", f.Command.String()+" is not valid here")
+	return RouteReject
+}
+
+// destination resolves the frame's destination header with parse (dest.Parse for SEND,
+// dest.ParseFilter for SUBSCRIBE) into c.Dest, recording the sanitized error when it fails:
+// the detail goes to the log only (reference 003, "Destination errors").
+func (r *Router) destination(c *Context, parse func(string, dest.Pattern) (dest.Destination, error)) (dest.Destination, bool) {
+	raw, ok := c.Frame.Get(frame.HdrDestination)
+	if !ok {
+		c.fail("missing destination header", c.Frame.Command.String()+" requires a destination header")
+		return dest.Destination{}, false
+	}
+	d, err := parse(raw, r.opts.DefaultPattern)
+	if err != nil {
+		r.log.Debug("invalid destination", "destination", raw, "err", err)
+		c.fail("invalid destination", "")
+		return dest.Destination{}, false
+	}
+	c.Dest = d
+	return d, true
+}
+
+// replyable are the patterns a request's reply-to may name: somewhere a requester can
+// consume from (not another request channel, not a log).
+var replyable = [dest.MaxPattern + 1]bool{
+	dest.PatternEvents: true, dest.PatternQueues: true, dest.PatternTempQueue: true,
+}
+
+// replyTo resolves a request's reply-to header to the identity responses go to (DESIGN §2):
+// a temp-queue name is qualified by its owner (the requester, unless it already names a
+// live owner) and lives in the default group; anything else is in the request's group.
+func (r *Router) replyTo(c *Context, raw string) (dest.Identity, bool) {
+	rd, err := dest.Parse(raw, r.opts.DefaultPattern)
+	if err != nil || !replyable[rd.Pattern] {
+		return dest.Identity{}, false
+	}
+	group := c.Identity.Group
+	if rd.Pattern == dest.PatternTempQueue {
+		group = dest.DefaultGroup
+		if own := c.Conn.Client.ID(); !strings.HasPrefix(rd.Channel, own+".") && !r.ports.Requests.TempOwnerAlive(firstToken(rd.Channel)) {
+			rd.Channel = own + "." + rd.Channel
+		}
+	}
+	id := dest.IdentityOf(group, rd)
+	id.Channel = strings.Clone(id.Channel)
+	return id, true
+}

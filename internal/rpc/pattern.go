@@ -1,0 +1,218 @@
+// Package rpc is request/response (DESIGN §2, commands and queries) and the temp-queues
+// replies go to. A requester SENDs to /command/<ch> or /query/<ch> with reply-to and
+// correlation-id; exactly one responder subscribed to that group and channel receives it
+// (round-robin). The responder SENDs its answer to the reply-to destination with the same
+// correlation-id. When no responder is subscribed, or the timeout passes first, the broker
+// itself answers on reply-to with executed:false and error:no responder or error:timeout,
+// so a requester never waits in silence. A response that arrives after its timeout, or
+// names no pending request, is dropped and counted.
+//
+// A temp-queue (/temp-queue/) is a queue owned by one connection (RabbitMQ temp-queue
+// semantics): the pattern keeps who owns which, refuses SENDs to the queues of a closed
+// connection, and has the queues pattern drop them when their owner goes.
+//
+// # Lifecycle
+//
+// Each pending request arms one timeout timer, owned by the Pattern: a response stops it,
+// and Close stops every one, so no timeout fires (and publishes) after Close.
+//
+// # Concurrency
+//
+// Everything exported is safe for concurrent use. The pattern's mutex is never held while
+// delivering, publishing or taking a delivery.Conn's lock.
+package rpc
+
+import (
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/titan-broker/titan/internal/delivery"
+	"github.com/titan-broker/titan/internal/dest"
+	"github.com/titan-broker/titan/internal/dispatch"
+	"github.com/titan-broker/titan/internal/message"
+)
+
+// Publisher publishes a message to an identity (the router's Deliver, for the broker's own
+// executed:false answers, which may go to a topic, a queue or a temp-queue).
+type Publisher interface {
+	Publish(id dest.Identity, m *message.Message, cancel <-chan struct{}) (dropped bool, err error)
+}
+
+// TempQueues is the port to the queues that hold temp-queue messages (the queues pattern).
+type TempQueues interface {
+	Publisher
+	// DropOwned deletes every temp-queue of the connection with session id.
+	DropOwned(session string)
+}
+
+// Options configure a Pattern.
+type Options struct {
+	// Replies publishes the broker's executed:false answers. Required.
+	Replies Publisher
+	// TempQueues holds temp-queue messages. Required.
+	TempQueues TempQueues
+	// Clock is the time source (default time.Now).
+	Clock func() time.Time
+	// Logger receives the pattern's events; nil discards them.
+	Logger *slog.Logger
+}
+
+// Pattern is request/response. Create with New.
+type Pattern struct {
+	opts   Options
+	log    *slog.Logger
+	rpc    *rpcState
+	timers callbacks // running timeout callbacks, waited for by Close
+}
+
+// callbacks tracks timer callbacks so that Close can refuse new ones and wait for running
+// ones: nothing a timeout does (an executed:false answer) outlives Close.
+type callbacks struct {
+	mu     sync.Mutex
+	closed bool
+	wg     sync.WaitGroup
+}
+
+func (c *callbacks) enter() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return false
+	}
+	c.wg.Add(1)
+	return true
+}
+
+func (c *callbacks) leave() { c.wg.Done() }
+
+func (c *callbacks) close() {
+	c.mu.Lock()
+	c.closed = true
+	c.mu.Unlock()
+	c.wg.Wait()
+}
+
+// New returns the request/response pattern.
+func New(o Options) *Pattern {
+	if o.Clock == nil {
+		o.Clock = time.Now
+	}
+	p := &Pattern{opts: o, log: o.Logger, rpc: newRPCState()}
+	if p.log == nil {
+		p.log = slog.New(slog.DiscardHandler)
+	}
+	return p
+}
+
+// Subscribe registers sub as a responder of its (group, pattern, channel). Errors:
+// delivery.ErrDuplicateSubscription.
+func (p *Pattern) Subscribe(sub *delivery.Subscription) error {
+	sub.Owner = p
+	if err := sub.Conn.Add(sub); err != nil {
+		return err
+	}
+	id := sub.Identity()
+	r := p.rpc
+	r.mu.Lock()
+	r.responders[id] = append(r.responders[id], sub)
+	r.mu.Unlock()
+	return nil
+}
+
+// Detach implements delivery.Owner: sub stops responding. A request it received and did not
+// answer times out.
+func (p *Pattern) Detach(sub *delivery.Subscription, _ []delivery.Unacked) {
+	id := sub.Identity()
+	r := p.rpc
+	r.mu.Lock()
+	if removeFromList(r.responders, id, sub) {
+		delete(r.rr, id)
+	}
+	r.mu.Unlock()
+}
+
+// Own registers c as the connection owning session id's temp-queues.
+func (p *Pattern) Own(session string, c *delivery.Conn) {
+	r := p.rpc
+	r.mu.Lock()
+	r.owners[session] = c
+	r.mu.Unlock()
+}
+
+// Release forgets session id's ownership and deletes its temp-queues (its connection
+// closed): pending replies are discarded.
+func (p *Pattern) Release(session string) {
+	r := p.rpc
+	r.mu.Lock()
+	delete(r.owners, session)
+	r.mu.Unlock()
+	p.opts.TempQueues.DropOwned(session)
+}
+
+// TempOwnerAlive reports whether session id owns live temp-queues.
+func (p *Pattern) TempOwnerAlive(session string) bool {
+	r := p.rpc
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	_, ok := r.owners[session]
+	return ok
+}
+
+// Temp returns the publisher of temp-queue messages: a SEND to the temp-queue of a closed
+// connection is refused with dispatch.ErrNoQueue (the queue is gone for good and must not be
+// recreated); others go to the queues pattern.
+func (p *Pattern) Temp() Publisher { return tempPublisher{p} }
+
+type tempPublisher struct{ p *Pattern }
+
+func (t tempPublisher) Publish(id dest.Identity, m *message.Message, cancel <-chan struct{}) (bool, error) {
+	if !t.p.TempOwnerAlive(tempOwner(id.Channel)) {
+		return false, dispatch.ErrNoQueue
+	}
+	return t.p.opts.TempQueues.Publish(id, m, cancel)
+}
+
+// Close stops every pending request's timer and waits for a timeout already running; later
+// Requests fail with dispatch.ErrCanceled. After Close returns no timeout fires.
+// Idempotent.
+func (p *Pattern) Close() {
+	p.timers.close()
+	r := p.rpc
+	r.mu.Lock()
+	r.closed = true
+	for k, pr := range r.pending {
+		pr.timer.Stop()
+		delete(r.pending, k)
+	}
+	r.mu.Unlock()
+}
+
+// tempOwner returns the owning session id of a temp-queue channel ("<session>.<name>").
+func tempOwner(channel string) string {
+	for i := 0; i < len(channel); i++ {
+		if channel[i] == '.' {
+			return channel[:i]
+		}
+	}
+	return channel
+}
+
+// removeFromList removes v from the list m[k] (without reusing the list's array, which
+// readers may hold), deleting the key when the list empties; it reports whether it did.
+// The caller holds the lock guarding m.
+func removeFromList[K comparable, V comparable](m map[K][]V, k K, v V) (emptied bool) {
+	l := m[k]
+	for i, x := range l {
+		if x == v {
+			l = append(l[:i:i], l[i+1:]...)
+			break
+		}
+	}
+	if len(l) == 0 {
+		delete(m, k)
+		return true
+	}
+	m[k] = l
+	return false
+}
