@@ -5,8 +5,8 @@ import (
 )
 
 // Message is what a native (in-process) publisher sends. It is published exactly as the
-// monitor API's POST /publish does: like a SEND (header mapping, durable acceptance for
-// queues and events-store), plus metadata no STOMP client can set.
+// monitor API's POST /publish does: through the SEND route (header mapping, custom stages,
+// durable acceptance for queues and events-store), plus metadata no STOMP client can set.
 type Message struct {
 	// Destination is written as in a SEND (/queue/jobs, /topic/prices, a bare /orders...).
 	Destination string
@@ -28,12 +28,19 @@ type Message struct {
 type Published struct {
 	MessageID   string // the message-id subscribers see
 	Destination string // canonical destination
-	Dropped     bool   // a DROP address-full policy discarded it
+	Dropped     bool   // accepted but not published: a DROP address-full policy or a stage's Drop
 }
 
-// Publish publishes m. For queues and events-store it returns once the message is committed
-// to the store. Errors: an invalid destination or group, a pattern that cannot be published
-// to (commands, queries, temp-queues), a full queue, a store failure (all *admin.Error).
+// ErrRejected is the sentinel (test with errors.Is) of a Publish that a stage of the SEND
+// route refused: a custom Stage's Reject, or an authorization stage. The error's text is the
+// stage's reason, the same a STOMP client gets in its ERROR frame.
+var ErrRejected = admin.ErrRejected
+
+// Publish publishes m through the same SEND route a STOMP SEND takes, custom Stages
+// included; only the metadata is native. For queues and events-store it returns once the
+// message is committed to the store. Errors: an invalid destination or group, a pattern
+// that cannot be published to (commands, queries, temp-queues), a full queue, a store
+// failure, a stage's rejection (ErrRejected) (all *admin.Error).
 func (h *Broker) Publish(m Message) (*Published, error) {
 	body := string(m.Body)
 	res, err := h.b.Admin().Publish(admin.PublishRequest{

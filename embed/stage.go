@@ -5,10 +5,11 @@ import (
 	"github.com/titan-broker/titan/internal/router"
 )
 
-// Stage is custom logic on the SEND path. Apply runs once for every message published by a
-// SEND (for a SEND inside a transaction: when the COMMIT replays it), after the destination
-// and group were resolved and the message was built, and before it is handed to its
-// dispatcher queue or subscriptions. With fanout-mode this is exactly reference 000's slot
+// Stage is custom logic on the SEND path. Apply runs once for every message published — by a
+// STOMP SEND (for a SEND inside a transaction: when the COMMIT replays it), by the monitor
+// API's POST /publish and by Broker.Publish, which all run the same route — after the
+// destination and group were resolved and the message was built, and before it is handed
+// to its pattern (dispatcher queue, subscriptions, log, responder). With fanout-mode this is exactly reference 000's slot
 // between the route stage and the fan-out stage.
 //
 // Apply is called concurrently from every connection's read goroutine, so it must be safe
@@ -47,7 +48,8 @@ func (s *Send) Group() string { return s.c.Identity.Group }
 // "/orders").
 func (s *Send) Destination() string { return s.c.Identity.Destination() }
 
-// Pattern returns the messaging pattern: "events" or "queues".
+// Pattern returns the messaging pattern: "events", "queues", "events-store", "commands",
+// "queries" or "temp-queue".
 func (s *Send) Pattern() string { return s.c.Identity.Pattern.String() }
 
 // MessageID returns the broker-assigned message-id subscribers will see.
