@@ -15,6 +15,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/titan-broker/titan/internal/clock"
 	"github.com/titan-broker/titan/internal/config"
 	"github.com/titan-broker/titan/internal/dest"
 	"github.com/titan-broker/titan/internal/dispatch"
@@ -40,6 +41,10 @@ type Options struct {
 	Logger *slog.Logger
 	// Clock is the broker's time source (default time.Now).
 	Clock func() time.Time
+	// Timers arms the timers the patterns own — scheduled messages, redelivery delays,
+	// request timeouts — (default clock.Real; the time itself comes from Clock). Tests
+	// inject one to see every timer and fire it at will.
+	Timers clock.Clock
 	// SendStages are custom router stages run on SEND after routing and before publication.
 	SendStages []router.Stage
 	// Store, when set, is used instead of opening the configured store; the broker closes it
@@ -114,7 +119,10 @@ func New(cfg config.Config, opts Options) (*Broker, error) {
 	}
 	resolver := config.NewResolver(&cfg)
 	b.resolver = resolver
-	p, ports := b.wire(fanout, resolver, opts.Clock, b.log)
+	if opts.Timers == nil {
+		opts.Timers = clock.Real
+	}
+	p, ports := b.wire(fanout, resolver, clock.WithNow(opts.Timers, opts.Clock), b.log)
 	b.p = p
 	b.router = router.New(ports, router.Options{
 		DefaultPattern:         defPattern,

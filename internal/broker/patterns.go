@@ -2,8 +2,8 @@ package broker
 
 import (
 	"log/slog"
-	"time"
 
+	"github.com/titan-broker/titan/internal/clock"
 	"github.com/titan-broker/titan/internal/delivery"
 	"github.com/titan-broker/titan/internal/dest"
 	"github.com/titan-broker/titan/internal/dispatch"
@@ -47,14 +47,14 @@ func (p replies) Publish(id dest.Identity, m *message.Message, cancel <-chan str
 	return (*p.r).Deliver(id, m, cancel)
 }
 
-func (b *Broker) wire(fanout bool, settings dispatch.SettingsSource, clock func() time.Time, log *slog.Logger) (*patterns, router.Ports) {
-	d := dispatch.New(dispatch.Options{Settings: settings, Store: b.durable, Clock: clock})
+func (b *Broker) wire(fanout bool, settings dispatch.SettingsSource, clk clock.Clock, log *slog.Logger) (*patterns, router.Ports) {
+	d := dispatch.New(dispatch.Options{Settings: settings, Store: b.durable, Clock: clk})
 	p := &patterns{dispatcher: d, deliveries: &delivery.Registry{EgressDropped: &d.EgressHeadersDropped}}
 	sp := spawner{b}
 	p.events = event.New(d, event.Options{FanoutMode: fanout, Spawner: sp})
-	p.queues = pointqueue.New(d, pointqueue.Options{Clock: clock, Retirer: b.durable, Persister: b.durable, Logger: log.With("component", "queues")})
+	p.queues = pointqueue.New(d, pointqueue.Options{Clock: clk, Retirer: b.durable, Persister: b.durable, Logger: log.With("component", "queues")})
 	p.log = eventlog.New(d, eventlog.Options{Store: b.durable, Spawner: sp, Logger: log.With("component", "events-store")})
-	p.requests = rpc.New(rpc.Options{Replies: replies{&b.router}, TempQueues: p.queues, Clock: clock, Logger: log.With("component", "rpc")})
+	p.requests = rpc.New(rpc.Options{Replies: replies{&b.router}, TempQueues: p.queues, Clock: clk, Logger: log.With("component", "rpc")})
 	return p, router.Ports{
 		Deliveries:  p.deliveries,
 		Events:      p.events,

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/titan-broker/titan/internal/address"
+	"github.com/titan-broker/titan/internal/clock"
 	"github.com/titan-broker/titan/internal/dest"
 )
 
@@ -74,8 +75,8 @@ type Options struct {
 	Settings SettingsSource
 	// Store, when set, keeps operator-created queue settings across restarts.
 	Store SettingsStore
-	// Clock is the time source (default time.Now).
-	Clock func() time.Time
+	// Clock is the time source (default clock.Real).
+	Clock clock.Clock
 }
 
 // Dispatcher maps each exact identity to its one queue (reference 000's Dispatcher:
@@ -105,7 +106,7 @@ func New(o Options) *Dispatcher {
 		o.Settings = defaultSettings{}
 	}
 	if o.Clock == nil {
-		o.Clock = time.Now
+		o.Clock = clock.Real
 	}
 	return &Dispatcher{opts: o, queues: make(map[dest.Identity]Queue), trie: make(map[trieRoot]*trieNode), stop: make(chan struct{})}
 }
@@ -125,7 +126,7 @@ func (d *Dispatcher) Stop() <-chan struct{} { return d.stop }
 func (d *Dispatcher) Close() { d.stopped.Do(func() { close(d.stop) }) }
 
 // Now returns the dispatcher clock's time.
-func (d *Dispatcher) Now() time.Time { return d.opts.Clock() }
+func (d *Dispatcher) Now() time.Time { return d.opts.Clock.Now() }
 
 // Settings returns the effective settings a traffic-created queue for id would get.
 func (d *Dispatcher) Settings(id dest.Identity) address.Settings { return d.opts.Settings.Settings(id) }

@@ -21,9 +21,9 @@ import (
 	"log/slog"
 	"strconv"
 	"sync"
-	"time"
 
 	"github.com/titan-broker/titan/internal/address"
+	"github.com/titan-broker/titan/internal/clock"
 	"github.com/titan-broker/titan/internal/delivery"
 	"github.com/titan-broker/titan/internal/dest"
 	"github.com/titan-broker/titan/internal/dispatch"
@@ -46,8 +46,8 @@ type Persister interface {
 
 // Options configure a Pattern. Zero fields take the documented defaults.
 type Options struct {
-	// Clock is the time source (default time.Now).
-	Clock func() time.Time
+	// Clock tells the time and arms the queues' timers (default clock.Real).
+	Clock clock.Clock
 	// Retirer, when set, is told about retired messages.
 	Retirer Retirer
 	// Persister, when set, stores persistent dead letters before they are queued.
@@ -103,7 +103,7 @@ func (c *callbacks) close() {
 // settings stored) and temp-queues.
 func New(d *dispatch.Dispatcher, o Options) *Pattern {
 	if o.Clock == nil {
-		o.Clock = time.Now
+		o.Clock = clock.Real
 	}
 	p := &Pattern{d: d, opts: o, log: o.Logger, waiting: make(map[dest.Identity][]*delivery.Subscription)}
 	if p.log == nil {
@@ -118,7 +118,7 @@ func New(d *dispatch.Dispatcher, o Options) *Pattern {
 // queue's consumers. Called with the Dispatcher's lock held.
 func (p *Pattern) NewQueue(id dest.Identity, s address.Settings) dispatch.Queue {
 	q := &Queue{
-		id: id, now: p.opts.Clock, p: p, settings: s,
+		id: id, clock: p.opts.Clock, p: p, settings: s,
 		q:     queue.New(queue.Options{RingSize: s.RingSize, MaxDeliveries: s.MaxDeliveries, RedeliveryDelay: s.RedeliveryDelay}),
 		space: make(chan struct{}),
 	}

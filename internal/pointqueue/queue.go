@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/titan-broker/titan/internal/address"
+	"github.com/titan-broker/titan/internal/clock"
 	"github.com/titan-broker/titan/internal/delivery"
 	"github.com/titan-broker/titan/internal/dest"
 	"github.com/titan-broker/titan/internal/dispatch"
@@ -16,9 +17,9 @@ import (
 // Queue is the queue of one queues-pattern identity: each message goes to one consumer
 // (round-robin among those with credit) and stays until acknowledged. Safe for concurrent use.
 type Queue struct {
-	id  dest.Identity
-	now func() time.Time
-	p   *Pattern
+	id    dest.Identity
+	clock clock.Clock
+	p     *Pattern
 
 	mu        sync.Mutex // guards every field below; taken before Conn.mu
 	q         *queue.Queue
@@ -29,7 +30,7 @@ type Queue struct {
 	paused    bool
 	deleted   bool
 	space     chan struct{} // closed and replaced when room appears, for blocked producers
-	timer     *time.Timer
+	timer     clock.Timer
 	timerAt   time.Time
 	stopped   bool // the pattern closed: no timer is armed again
 
@@ -80,7 +81,7 @@ func (p *Queue) restore(m *message.Message) {
 // enqueueAndUnlock adds m to the queue, dispatches, releases p.mu and retires what the ring
 // or dispatch removed. p.mu held on entry.
 func (p *Queue) enqueueAndUnlock(m *message.Message, size, deliveryCount int) {
-	now := p.now()
+	now := p.clock.Now()
 	p.seq++
 	qm := &queue.Message{Seq: p.seq, Size: size, Value: m, DeliveryCount: deliveryCount}
 	if m.DeliverAtMs > 0 {
@@ -183,7 +184,7 @@ func (p *Queue) armTimerLocked(now time.Time) {
 		p.timer.Stop()
 	}
 	p.timerAt = due
-	p.timer = time.AfterFunc(due.Sub(now), p.timerFired)
+	p.timer = p.clock.AfterFunc(due.Sub(now), p.timerFired)
 }
 
 // timerFired is the scheduling timer's callback: a Kick, unless the pattern closed. The
@@ -203,7 +204,7 @@ func (p *Queue) Kick() {
 		p.mu.Unlock()
 		return
 	}
-	now := p.now()
+	now := p.clock.Now()
 	acked, removed := p.dispatchLocked(now, nil, cloneRemoved(p.q.Promote(now)))
 	p.mu.Unlock()
 	p.finish(acked, removed)
@@ -220,7 +221,7 @@ func (p *Queue) addConsumer(s *delivery.Subscription) {
 		}
 	}
 	p.consumers = append(p.consumers, s)
-	acked, removed := p.dispatchLocked(p.now(), nil, nil)
+	acked, removed := p.dispatchLocked(p.clock.Now(), nil, nil)
 	p.mu.Unlock()
 	p.finish(acked, removed)
 }
@@ -238,7 +239,7 @@ func (p *Queue) removeConsumer(s *delivery.Subscription, seqs []uint64) {
 	if p.rr >= len(p.consumers) {
 		p.rr = 0
 	}
-	now := p.now()
+	now := p.clock.Now()
 	var removed []queue.Removed
 	if len(seqs) > 0 && !p.deleted {
 		removed = cloneRemoved(p.q.Cancel(seqs, now))
@@ -256,14 +257,14 @@ func (p *Queue) ack(seqs []uint64) {
 			acked = append(acked, m.Value.(*message.Message))
 		}
 	}
-	acked, removed := p.dispatchLocked(p.now(), acked, nil)
+	acked, removed := p.dispatchLocked(p.clock.Now(), acked, nil)
 	p.mu.Unlock()
 	p.finish(acked, removed)
 }
 
 func (p *Queue) nack(seqs []uint64) {
 	p.mu.Lock()
-	now := p.now()
+	now := p.clock.Now()
 	var removed []queue.Removed
 	for _, s := range seqs {
 		removed = append(removed, p.q.Nack(s, now)...)

@@ -25,8 +25,8 @@ package rpc
 import (
 	"log/slog"
 	"sync"
-	"time"
 
+	"github.com/titan-broker/titan/internal/clock"
 	"github.com/titan-broker/titan/internal/delivery"
 	"github.com/titan-broker/titan/internal/dest"
 	"github.com/titan-broker/titan/internal/dispatch"
@@ -52,8 +52,8 @@ type Options struct {
 	Replies Publisher
 	// TempQueues holds temp-queue messages. Required.
 	TempQueues TempQueues
-	// Clock is the time source (default time.Now).
-	Clock func() time.Time
+	// Clock tells the time and arms the request timeouts (default clock.Real).
+	Clock clock.Clock
 	// Logger receives the pattern's events; nil discards them.
 	Logger *slog.Logger
 }
@@ -96,7 +96,7 @@ func (c *callbacks) close() {
 // New returns the request/response pattern.
 func New(o Options) *Pattern {
 	if o.Clock == nil {
-		o.Clock = time.Now
+		o.Clock = clock.Real
 	}
 	p := &Pattern{opts: o, log: o.Logger, rpc: newRPCState()}
 	if p.log == nil {

@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/titan-broker/titan/internal/clock"
 	"github.com/titan-broker/titan/internal/delivery"
 	"github.com/titan-broker/titan/internal/dest"
 	"github.com/titan-broker/titan/internal/dispatch"
@@ -73,7 +74,7 @@ type pendingRequest struct {
 	replyTo  dest.Identity
 	corr     string
 	started  time.Time
-	timer    *time.Timer
+	timer    clock.Timer
 	counters *rpcCounters
 }
 
@@ -159,9 +160,9 @@ func (p *Pattern) Request(id dest.Identity, m *message.Message, replyTo dest.Ide
 		r.mu.Unlock()
 		return dispatch.ErrCanceled // closed: the broker is shutting down
 	}
-	pr := &pendingRequest{key: key, request: id, replyTo: replyTo, corr: corr, started: p.opts.Clock(), counters: cnt}
+	pr := &pendingRequest{key: key, request: id, replyTo: replyTo, corr: corr, started: p.opts.Clock.Now(), counters: cnt}
 	r.pending[key] = pr
-	pr.timer = time.AfterFunc(timeout, func() { p.expire(pr) })
+	pr.timer = p.opts.Clock.AfterFunc(timeout, func() { p.expire(pr) })
 	r.mu.Unlock()
 	if !chosen.Conn.Deliver(chosen, m, nil, 0, 1) {
 		r.mu.Lock()
@@ -195,7 +196,7 @@ func (p *Pattern) expire(pr *pendingRequest) {
 		}
 		delete(r.expired, oldest)
 	}
-	r.expired[pr.key] = p.opts.Clock()
+	r.expired[pr.key] = p.opts.Clock.Now()
 	r.mu.Unlock()
 	pr.counters.timeouts.Add(1)
 	p.answer(pr.replyTo, pr.corr, "timeout")
@@ -207,7 +208,7 @@ func (p *Pattern) expire(pr *pendingRequest) {
 func (p *Pattern) answer(replyTo dest.Identity, corr, reason string) {
 	m := &message.Message{
 		ID: message.NewID("titan"), Group: replyTo.Group, Destination: replyTo.Destination(),
-		TimestampMs: p.opts.Clock().UnixMilli(),
+		TimestampMs: p.opts.Clock.Now().UnixMilli(),
 		Headers: []frame.Header{
 			{Key: frame.HdrCorrelationID, Value: corr},
 			{Key: HdrExecuted, Value: "false"},
@@ -236,7 +237,7 @@ func (p *Pattern) Respond(replyTo dest.Identity, corr string) (pending, late boo
 		r.mu.Unlock()
 		pr.timer.Stop()
 		pr.counters.responses.Add(1)
-		pr.counters.observe(p.opts.Clock().Sub(pr.started))
+		pr.counters.observe(p.opts.Clock.Now().Sub(pr.started))
 		return true, false
 	}
 	_, late = r.expired[key]
