@@ -1,0 +1,54 @@
+package archtest
+
+// Module is the module path every rule is relative to.
+const Module = "github.com/titan-broker/titan"
+
+// Patterns are the pattern packages: each is an adapter behind ports the router declares.
+var Patterns = []string{"internal/event", "internal/pointqueue", "internal/eventlog", "internal/rpc"}
+
+// Rule forbids packages From from depending, directly or through others, on any package
+// matching Forbidden (a path relative to Module; "x/..." matches x and everything under it;
+// "..." matches every package of the module).
+type Rule struct {
+	// Name says the rule in words; it is printed with every violation.
+	Name string
+	// From are the packages the rule applies to.
+	From []string
+	// Forbidden are the packages they may not reach.
+	Forbidden []string
+	// Allowed are exceptions to Forbidden (config may use the pure grammar and settings).
+	Allowed []string
+}
+
+// Rules are the import rules of DESIGN §1 and issue 10.
+var Rules = []Rule{
+	{
+		Name:      "frame imports nothing of ours",
+		From:      []string{"internal/frame"},
+		Forbidden: []string{"..."},
+	},
+	{
+		Name:      "the transport and session never import the router or a pattern package",
+		From:      []string{"internal/transport", "internal/session"},
+		Forbidden: append([]string{"internal/router"}, Patterns...),
+	},
+	{
+		Name: "the router imports no adapter (pattern implementations, store implementations, admin, broker)",
+		From: []string{"internal/router"},
+		Forbidden: append([]string{
+			"internal/store/...", "internal/durable", "internal/admin", "internal/broker",
+			"internal/session", "internal/transport", "internal/metrics", "embed",
+		}, Patterns...),
+	},
+	{
+		Name:      "pattern packages import each other only through declared ports",
+		From:      Patterns,
+		Forbidden: append([]string{"internal/router", "internal/broker", "internal/admin"}, Patterns...),
+	},
+	{
+		Name:      "config imports no runtime package",
+		From:      []string{"internal/config"},
+		Forbidden: []string{"..."},
+		Allowed:   []string{"internal/dest", "internal/address", "internal/frame"},
+	},
+}
