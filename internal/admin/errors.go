@@ -71,9 +71,8 @@ func (e *Error) Error() string { return e.Message }
 func (e *Error) Unwrap() error { return e.Err }
 
 // Status returns the HTTP status for the error's Code: 400 for invalid input, 401, 403 for a
-// message a stage rejected, 404, 405,
-// 409 for a non-empty queue, 413, 503 for a full queue or a message the store refused, 500
-// otherwise.
+// message a stage of the SEND route rejected, 404, 405, 409 for a non-empty queue, 413, 503
+// for a full queue or a message the store refused, 500 otherwise.
 func (e *Error) Status() int {
 	switch e.Code {
 	case CodeInvalidDestination, CodeInvalidGroup, CodeInvalidParameter, CodeUnsupportedPattern:

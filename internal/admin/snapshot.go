@@ -102,7 +102,7 @@ type Counters struct {
 	ConnectionsAccepted uint64 `json:"connectionsAccepted"`
 	// ConnectionsClosed counts closed connections by close reason (every reason present).
 	ConnectionsClosed map[string]uint64 `json:"connectionsClosed"`
-	// Published counts messages handed to the dispatch engine.
+	// Published counts messages handed to a pattern for publication.
 	Published uint64 `json:"published"`
 	// EventsNoSubscriber counts events messages that matched no subscription (direct mode).
 	EventsNoSubscriber uint64 `json:"eventsNoSubscriber"`

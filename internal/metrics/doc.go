@@ -3,7 +3,7 @@
 // # Scrape-time collection
 //
 // Nothing here runs on the message path by default. Collector is a custom
-// prometheus.Collector: at each scrape it reads the dispatch engine's queue stats, the
+// prometheus.Collector: at each scrape it reads the dispatcher's queue stats, the
 // broker's connection counters and the router's per-route counters, which the broker keeps as
 // atomics anyway, and turns them into const metrics. A scrape therefore costs one pass over
 // the queues (each queue's lock is taken briefly by its Stats method) and allocates in

@@ -8,8 +8,11 @@
 // client exactly once: ERROR (then close) on failure, RECEIPT when one was asked, nothing
 // otherwise. New capability is a new route or a new stage, never a branch in the transport.
 //
-// Stages depend on ports (Client, Engine, Clock), never on adapters: the session, the
-// dispatch engine and the store are wired in by the broker.
+// Stages depend on ports the router declares (ports.go: Client, Publisher, Subscriber,
+// Pattern, Requests, Deliveries, Persister, Clock), never on adapters: the session, the
+// pattern packages and the store are wired in by the broker. The resolver and the route
+// table (resolve.go) are the only code that looks at a destination's pattern; every way in
+// (STOMP SEND, Publish for HTTP and embedding) runs the same routes.
 //
 // # Concurrency
 //
