@@ -84,14 +84,13 @@ func BenchmarkQueueEnqueueDeliverAck(b *testing.B) {
 	}
 	body := make([]byte, 100)
 	b.ReportAllocs()
-	tag := 0 // STOMP 1.2 ack ids count from 1, one per delivery
 	for b.Loop() {
 		m := &message.Message{ID: "m", Group: "default", Destination: "/queue/jobs", Body: body}
 		if _, err := e.Publish(id, m); err != nil {
 			b.Fatal(err)
 		}
-		tag++
-		if err := e.Ack(c, strconv.Itoa(tag), "", false); err != nil {
+		key, _ := sub.OldestPending()
+		if err := e.Ack(c, key, "", false); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -25,7 +25,7 @@ func (c *Conn) Ack(key, subID string, nack bool) error {
 		if r.src == nil {
 			return nil
 		}
-		r.src.Settle([]uint64{r.seq}, nack)
+		r.src.SettleOne(r.seq, nack)
 		c.mu.Lock()
 		r.sub.acking--
 		f := r.sub.Feed()

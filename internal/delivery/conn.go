@@ -313,3 +313,14 @@ func (r *Registry) Ack(c *Conn, key, subID string, nack bool) error { return c.A
 
 // CloseConn is c.Close().
 func (r *Registry) CloseConn(c *Conn) { c.Close() }
+
+// OldestPending returns the ack key of s's oldest unacknowledged delivery (what its client
+// would ACK next in order); ok is false when none is pending. For tools and tests.
+func (s *Subscription) OldestPending() (key string, ok bool) {
+	s.Conn.mu.Lock()
+	defer s.Conn.mu.Unlock()
+	if len(s.pending) == 0 {
+		return "", false
+	}
+	return s.pending[0].key, true
+}

@@ -50,6 +50,8 @@ type Writer interface {
 type Source interface {
 	// Settle applies an ACK (nack false) or NACK of seqs, in consumption order.
 	Settle(seqs []uint64, nack bool)
+	// SettleOne is Settle of one sequence (the common case, without a slice to allocate).
+	SettleOne(seq uint64, nack bool)
 }
 
 // Feed is what delivers to a subscription; Kick makes it try again (credit freed, writer

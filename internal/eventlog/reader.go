@@ -127,6 +127,12 @@ func (ls *reader) Settle(seqs []uint64, nack bool) {
 	ls.poller.Kick()
 }
 
+// SettleOne implements delivery.Source for one sequence.
+func (ls *reader) SettleOne(seq uint64, nack bool) {
+	seqs := [1]uint64{seq}
+	ls.Settle(seqs[:], nack)
+}
+
 // position is the highest sequence below which everything delivered was acknowledged.
 func (ls *reader) position() uint64 {
 	ls.mu.Lock()

@@ -284,6 +284,12 @@ func (p *Queue) Settle(seqs []uint64, nack bool) {
 	}
 }
 
+// SettleOne implements delivery.Source for one sequence.
+func (p *Queue) SettleOne(seq uint64, nack bool) {
+	seqs := [1]uint64{seq}
+	p.Settle(seqs[:], nack)
+}
+
 // FullErrLocked implements dispatch.Admission: paused or full. p.mu held.
 func (p *Queue) FullErrLocked() error {
 	if p.paused {
