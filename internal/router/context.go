@@ -14,36 +14,60 @@ type Context struct {
 	Conn *Conn
 	// Frame is the frame being routed; valid only while it is routed (clone what you keep).
 	Frame *frame.Frame
-	// Route is the route the resolver picked.
-	Route Route
 	// Dest is the resolved destination (SEND, SUBSCRIBE).
 	Dest dest.Destination
 	// Identity is (group, pattern, channel) of a SEND or SUBSCRIBE once the group stage ran.
 	Identity dest.Identity
 	// Message is the message built by the message stage (SEND).
 	Message *message.Message
-	// Native are headers an in-process publisher sets after ingress mapping (Router.Publish):
-	// native metadata no STOMP client can set (DESIGN §6). Nil for STOMP frames.
-	Native []frame.Header
-	// Subscription is the subscription the subscription stage built (SUBSCRIBE).
-	Subscription *delivery.Subscription
-	// Dropped is set by the publish stage when a DROP address-full policy discarded the
-	// message.
-	Dropped bool
 	// Receipt is the frame's receipt header ("" when none was asked).
 	Receipt string
 	// Err is the failure that sends the frame straight to Final; nil on success.
 	Err *frame.ProtocolError
+	// ReceiptHeaders are added to the RECEIPT (a request's correlation-id).
+	ReceiptHeaders []frame.Header
+	// ext holds what only some frames need (SUBSCRIBE's subscription, an in-process
+	// publication's native headers and outcome), so that a SEND's Context stays small.
+	ext *contextExt
+	// durable, when set by the store stage, waits for the message's fsync; the rest of the
+	// route then runs on the connection's pipeline (see pipeline).
+	durable func() error
+	// Route is the route the resolver picked.
+	Route Route
 	// Halt stops the chain without error (the frame was buffered in a transaction, or fully
 	// handled); Final still answers.
 	Halt bool
 	// Replay is set while COMMIT replays a transaction's frames.
 	Replay bool
-	// ReceiptHeaders are added to the RECEIPT (a request's correlation-id).
-	ReceiptHeaders []frame.Header
-	// durable, when set by the store stage, waits for the message's fsync; the rest of the
-	// route then runs on the connection's pipeline (see pipeline).
-	durable func() error
+}
+
+// contextExt is the part of a Context only some routes use.
+type contextExt struct {
+	// native are headers an in-process publisher sets after ingress mapping (Router.Publish):
+	// native metadata no STOMP client can set (DESIGN §6).
+	native []frame.Header
+	// sub is the subscription the subscription stage built (SUBSCRIBE).
+	sub *delivery.Subscription
+	// dropped is set by the publish stage of an in-process publication when a DROP
+	// address-full policy discarded the message.
+	dropped bool
+}
+
+// Subscription returns the subscription a SUBSCRIBE route built (nil before the
+// subscription stage, and on other routes).
+func (c *Context) Subscription() *delivery.Subscription {
+	if c.ext == nil {
+		return nil
+	}
+	return c.ext.sub
+}
+
+// Native returns the native headers of an in-process publication (nil for STOMP frames).
+func (c *Context) Native() []frame.Header {
+	if c.ext == nil {
+		return nil
+	}
+	return c.ext.native
 }
 
 // fail records a protocol error on c (fatal: the connection closes after the ERROR).

@@ -52,12 +52,12 @@ func (r *Router) Publish(p Publication) (*Published, error) {
 	f.Headers = MapIngress(f.Headers, p.Headers) // machinery such as transaction or receipt never applies
 	cl := &nativeClient{}
 	conn := &Conn{Client: cl} // no pipeline: the store stage commits synchronously
-	c := Context{Conn: conn, Frame: f, Native: p.Native}
+	c := Context{Conn: conn, Frame: f, ext: &contextExt{native: p.Native}}
 	r.Route(&c)
 	if cl.err != nil {
 		return nil, cl.err
 	}
-	return &Published{Identity: c.Identity, Message: c.Message, Dropped: c.Dropped || c.Halt}, nil
+	return &Published{Identity: c.Identity, Message: c.Message, Dropped: c.ext.dropped || c.Halt}, nil
 }
 
 // nativeClient is the connection of an in-process publication: it records the final

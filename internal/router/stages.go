@@ -46,7 +46,7 @@ func (s messageStage) Apply(c *Context) {
 	f := c.Frame
 	var scratch [16]frame.Header
 	hdrs := MapIngress(scratch[:0], f.Headers)
-	for _, h := range c.Native {
+	for _, h := range c.Native() {
 		hdrs = setHeader(hdrs, h.Key, h.Value)
 	}
 	packed := (&frame.Frame{Headers: hdrs, Body: f.Body}).Clone()
@@ -129,7 +129,9 @@ type publishStage struct {
 func (s publishStage) Apply(c *Context) {
 	dropped, err := s.port.Publish(c.Identity, c.Message, c.Conn.Client.Done())
 	if err == nil {
-		c.Dropped = dropped
+		if c.ext != nil {
+			c.ext.dropped = dropped
+		}
 		return
 	}
 	if s.store != nil {
@@ -181,10 +183,10 @@ func (s subscriptionStage) Apply(c *Context) {
 	}
 	d := c.Dest
 	d.Channel = strings.Clone(d.Channel)
-	c.Subscription = &delivery.Subscription{
+	c.ext = &contextExt{sub: &delivery.Subscription{
 		ID: strings.Clone(id), Conn: c.Conn.Delivery, Group: strings.Clone(c.Identity.Group),
 		Dest: d, Ack: mode, Prefetch: prefetch,
-	}
+	}}
 }
 
 // logPositionStage reads where an events-store subscription starts (start-position) and
@@ -192,7 +194,7 @@ func (s subscriptionStage) Apply(c *Context) {
 type logPositionStage struct{ clock Clock }
 
 func (s logPositionStage) Apply(c *Context) {
-	f, sub := c.Frame, c.Subscription
+	f, sub := c.Frame, c.Subscription()
 	start, err := delivery.ParseStartPosition(f.Value("start-position"), s.clock())
 	if err != nil {
 		c.fail("invalid start-position", "start-position is new, first, last, a sequence number, time:<RFC 3339> or delta:<duration>")
@@ -212,10 +214,11 @@ func (s logPositionStage) Apply(c *Context) {
 type attachStage struct{ port Subscriber }
 
 func (s attachStage) Apply(c *Context) {
-	switch err := s.port.Subscribe(c.Subscription); {
+	sub := c.Subscription()
+	switch err := s.port.Subscribe(sub); {
 	case err == nil:
 	case errors.Is(err, delivery.ErrDuplicateSubscription):
-		c.fail("duplicate subscription id", "subscription "+c.Subscription.ID+" is already active")
+		c.fail("duplicate subscription id", "subscription "+sub.ID+" is already active")
 	default:
 		c.fail("subscribe failed", "the subscription could not be started")
 	}
