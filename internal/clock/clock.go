@@ -42,3 +42,15 @@ type withNow struct {
 }
 
 func (w withNow) Now() time.Time { return w.now() }
+
+// NowFunc returns c's Now as a plain function, without the interface call when c is Real
+// or was made by WithNow (hot paths read the time several times per message).
+func NowFunc(c Clock) func() time.Time {
+	switch c := c.(type) {
+	case real:
+		return time.Now
+	case withNow:
+		return c.now
+	}
+	return c.Now
+}

@@ -131,6 +131,19 @@ func (d *Dispatcher) Now() time.Time { return d.opts.Clock.Now() }
 // Settings returns the effective settings a traffic-created queue for id would get.
 func (d *Dispatcher) Settings(id dest.Identity) address.Settings { return d.opts.Settings.Settings(id) }
 
+// Get returns the queue for id, creating it with the settings a traffic-created queue gets
+// (Settings) when absent; the settings are only computed then. Errors as GetOrPut.
+func (d *Dispatcher) Get(id dest.Identity) (Queue, error) {
+	d.mu.RLock()
+	q, ok := d.queues[id]
+	d.mu.RUnlock()
+	if ok {
+		return q, nil
+	}
+	q, _, err := d.GetOrPut(id, d.Settings(id))
+	return q, err
+}
+
 // GetOrPut atomically returns the queue for id, creating it with s by its pattern's factory
 // when absent (the reference's Dispatcher.getOrPut). created reports whether it was
 // created. An existing queue's settings are never replaced. Errors: ErrNoQueue when the

@@ -89,7 +89,7 @@ func (p *Pattern) Publish(id dest.Identity, m *message.Message, cancel <-chan st
 		}
 	}
 	for range 3 {
-		q, _, err := p.d.GetOrPut(id, p.d.Settings(id))
+		q, err := p.d.Get(id)
 		if err != nil {
 			return false, err
 		}

@@ -118,7 +118,7 @@ func New(d *dispatch.Dispatcher, o Options) *Pattern {
 // queue's consumers. Called with the Dispatcher's lock held.
 func (p *Pattern) NewQueue(id dest.Identity, s address.Settings) dispatch.Queue {
 	q := &Queue{
-		id: id, clock: p.opts.Clock, p: p, settings: s,
+		id: id, clock: p.opts.Clock, now: clock.NowFunc(p.opts.Clock), p: p, settings: s,
 		q:     queue.New(queue.Options{RingSize: s.RingSize, MaxDeliveries: s.MaxDeliveries, RedeliveryDelay: s.RedeliveryDelay}),
 		space: make(chan struct{}),
 	}
@@ -140,7 +140,7 @@ func (p *Pattern) NewQueue(id dest.Identity, s address.Settings) dispatch.Queue 
 func (p *Pattern) Publish(id dest.Identity, m *message.Message, cancel <-chan struct{}) (dropped bool, err error) {
 	p.d.Published.Add(1)
 	for range 3 {
-		q, _, err := p.d.GetOrPut(id, p.d.Settings(id))
+		q, err := p.d.Get(id)
 		if err != nil {
 			return false, err
 		}

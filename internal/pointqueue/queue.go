@@ -18,7 +18,8 @@ import (
 // (round-robin among those with credit) and stays until acknowledged. Safe for concurrent use.
 type Queue struct {
 	id    dest.Identity
-	clock clock.Clock
+	clock clock.Clock      // arms the scheduling timer
+	now   func() time.Time // clock.NowFunc(clock)
 	p     *Pattern
 
 	mu        sync.Mutex // guards every field below; taken before Conn.mu
@@ -81,7 +82,7 @@ func (p *Queue) restore(m *message.Message) {
 // enqueueAndUnlock adds m to the queue, dispatches, releases p.mu and retires what the ring
 // or dispatch removed. p.mu held on entry.
 func (p *Queue) enqueueAndUnlock(m *message.Message, size, deliveryCount int) {
-	now := p.clock.Now()
+	now := p.now()
 	p.seq++
 	qm := &queue.Message{Seq: p.seq, Size: size, Value: m, DeliveryCount: deliveryCount}
 	if m.DeliverAtMs > 0 {
@@ -204,7 +205,7 @@ func (p *Queue) Kick() {
 		p.mu.Unlock()
 		return
 	}
-	now := p.clock.Now()
+	now := p.now()
 	acked, removed := p.dispatchLocked(now, nil, cloneRemoved(p.q.Promote(now)))
 	p.mu.Unlock()
 	p.finish(acked, removed)
@@ -221,7 +222,7 @@ func (p *Queue) addConsumer(s *delivery.Subscription) {
 		}
 	}
 	p.consumers = append(p.consumers, s)
-	acked, removed := p.dispatchLocked(p.clock.Now(), nil, nil)
+	acked, removed := p.dispatchLocked(p.now(), nil, nil)
 	p.mu.Unlock()
 	p.finish(acked, removed)
 }
@@ -239,7 +240,7 @@ func (p *Queue) removeConsumer(s *delivery.Subscription, seqs []uint64) {
 	if p.rr >= len(p.consumers) {
 		p.rr = 0
 	}
-	now := p.clock.Now()
+	now := p.now()
 	var removed []queue.Removed
 	if len(seqs) > 0 && !p.deleted {
 		removed = cloneRemoved(p.q.Cancel(seqs, now))
@@ -257,14 +258,14 @@ func (p *Queue) ack(seqs []uint64) {
 			acked = append(acked, m.Value.(*message.Message))
 		}
 	}
-	acked, removed := p.dispatchLocked(p.clock.Now(), acked, nil)
+	acked, removed := p.dispatchLocked(p.now(), acked, nil)
 	p.mu.Unlock()
 	p.finish(acked, removed)
 }
 
 func (p *Queue) nack(seqs []uint64) {
 	p.mu.Lock()
-	now := p.clock.Now()
+	now := p.now()
 	var removed []queue.Removed
 	for _, s := range seqs {
 		removed = append(removed, p.q.Nack(s, now)...)
