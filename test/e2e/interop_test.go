@@ -17,6 +17,10 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/go-stomp/stomp/v3"
+	gsframe "github.com/go-stomp/stomp/v3/frame"
 )
 
 // phpErr says why the PECL stomp client cannot run (nil when it can); set by TestMain.
@@ -255,5 +259,201 @@ func TestPECLStomp(t *testing.T) {
 		}
 		checkEqual(t, 0, out.FailedReads, "failed reads")
 		checkEqual(t, 0, len(out.Errors), "ERROR frames: %v", out.Errors)
+	})
+}
+
+// ---------------------------------------------------------------- go-stomp
+
+// goStompTimeout bounds every wait of the go-stomp tests.
+const goStompTimeout = scenarioWait * time.Second
+
+// dialGoStomp connects go-stomp to b at version v; cleanup disconnects it.
+func dialGoStomp(t *testing.T, b *broker, v stomp.Version) *stomp.Conn {
+	t.Helper()
+	c, err := stomp.Dial("tcp", b.stompAddr,
+		stomp.ConnOpt.AcceptVersion(v), stomp.ConnOpt.Host("/"),
+		stomp.ConnOpt.RcvReceiptTimeout(goStompTimeout))
+	requireNoError(t, err, "go-stomp dial")
+	t.Cleanup(func() { _ = c.MustDisconnect() })
+	return c
+}
+
+func subscribeGoStomp(t *testing.T, c *stomp.Conn, dest string, ack stomp.AckMode) *stomp.Subscription {
+	t.Helper()
+	sub, err := c.Subscribe(dest, ack)
+	requireNoError(t, err, "go-stomp SUBSCRIBE %s", dest)
+	return sub
+}
+
+// recvGoStomp returns the next MESSAGE of sub, failing the test after goStompTimeout or on an
+// ERROR.
+func recvGoStomp(t *testing.T, sub *stomp.Subscription, what string) *stomp.Message {
+	t.Helper()
+	select {
+	case m, ok := <-sub.C:
+		if !ok {
+			t.Fatalf("%s: subscription %s closed", what, sub.Destination())
+		}
+		requireNoError(t, m.Err, what)
+		return m
+	case <-time.After(goStompTimeout):
+		t.Fatalf("%s: no MESSAGE on %s within %v", what, sub.Destination(), goStompTimeout)
+	}
+	return nil
+}
+
+// recvBodies reads n MESSAGEs of sub and returns their bodies.
+func recvBodies(t *testing.T, sub *stomp.Subscription, n int) []string {
+	t.Helper()
+	var out []string
+	for i := range n {
+		out = append(out, string(recvGoStomp(t, sub, fmt.Sprintf("message %d of %d", i+1, n)).Body))
+	}
+	return out
+}
+
+func sendGoStomp(t *testing.T, c *stomp.Conn, dest, body string, opts ...func(*gsframe.Frame) error) {
+	t.Helper()
+	opts = append(opts, stomp.SendOpt.Receipt)
+	requireNoError(t, c.Send(dest, "text/plain", []byte(body), opts...), "go-stomp SEND %s with a receipt", dest)
+}
+
+func TestGoStomp(t *testing.T) {
+	t.Parallel()
+	b := startBroker(t, yamlConfig(""))
+
+	t.Run("connect", func(t *testing.T) {
+		for _, v := range []stomp.Version{stomp.V12, stomp.V11, stomp.V10} {
+			c := dialGoStomp(t, b, v)
+			checkEqual(t, v, c.Version(), "negotiated version")
+			checkEqual(t, true, strings.HasPrefix(c.Session(), "titan-"), "session %q", c.Session())
+			checkEqual(t, true, strings.HasPrefix(c.Server(), "Titan/"), "server %q", c.Server())
+		}
+	})
+
+	t.Run("burst of queued messages to an auto-ack subscriber", func(t *testing.T) {
+		const dest, n = "/queue/go-burst", 10
+		p := dialGoStomp(t, b, stomp.V12)
+		var want []string
+		for i := range n {
+			want = append(want, fmt.Sprintf("burst-%d", i))
+			sendGoStomp(t, p, dest, want[i])
+		}
+		c := dialGoStomp(t, b, stomp.V12)
+		sub := subscribeGoStomp(t, c, dest, stomp.AckAuto)
+		checkStrings(t, "bodies", want, recvBodies(t, sub, n))
+	})
+
+	t.Run("receipts right after MESSAGEs", func(t *testing.T) {
+		const dest = "/queue/go-receipts"
+		c := dialGoStomp(t, b, stomp.V12)
+		sub := subscribeGoStomp(t, c, dest, stomp.AckAuto)
+		p := dialGoStomp(t, b, stomp.V12)
+		var want []string
+		for r := range 3 {
+			for i := range 4 {
+				want = append(want, fmt.Sprintf("r%d-%d", r, i))
+				sendGoStomp(t, p, dest, want[len(want)-1])
+			}
+			// Four MESSAGEs are on their way to c; its RECEIPT comes right after them.
+			sendGoStomp(t, c, "/queue/go-receipts-other", "x")
+		}
+		checkStrings(t, "bodies", want, recvBodies(t, sub, len(want)))
+	})
+
+	t.Run("transaction committed and aborted", func(t *testing.T) {
+		const dest = "/queue/go-tx"
+		c := dialGoStomp(t, b, stomp.V12)
+		sub := subscribeGoStomp(t, c, dest, stomp.AckAuto)
+		sendGoStomp(t, c, dest, "before")
+		checkStrings(t, "first", []string{"before"}, recvBodies(t, sub, 1))
+		sendGoStomp(t, c, dest, "racing") // a MESSAGE queued to us before the COMMIT's RECEIPT
+		tx, err := c.BeginWithError()
+		requireNoError(t, err, "BEGIN")
+		requireNoError(t, tx.Send(dest, "text/plain", []byte("committed-1")), "transactional SEND")
+		requireNoError(t, tx.Send(dest, "text/plain", []byte("committed-2")), "transactional SEND")
+		requireNoError(t, tx.CommitWithReceipt(), "COMMIT with a receipt")
+		tx, err = c.BeginWithError()
+		requireNoError(t, err, "BEGIN")
+		requireNoError(t, tx.Send(dest, "text/plain", []byte("aborted")), "transactional SEND")
+		requireNoError(t, tx.AbortWithReceipt(), "ABORT with a receipt")
+		sendGoStomp(t, c, dest, "after")
+		checkStrings(t, "bodies", []string{"racing", "committed-1", "committed-2", "after"}, recvBodies(t, sub, 4))
+	})
+
+	t.Run("client-individual ACK and NACK", func(t *testing.T) {
+		const dest = "/queue/go-ack"
+		p := dialGoStomp(t, b, stomp.V12)
+		for i := range 3 {
+			sendGoStomp(t, p, dest, fmt.Sprintf("ack-%d", i))
+		}
+		c, err := stomp.Dial("tcp", b.stompAddr, stomp.ConnOpt.AcceptVersion(stomp.V12), stomp.ConnOpt.Host("/"),
+			stomp.ConnOpt.RcvReceiptTimeout(goStompTimeout))
+		requireNoError(t, err, "go-stomp dial")
+		sub := subscribeGoStomp(t, c, dest, stomp.AckClientIndividual)
+		var got []string
+		for i := range 3 {
+			m := recvGoStomp(t, sub, fmt.Sprintf("message %d", i))
+			got = append(got, string(m.Body))
+			checkEqual(t, true, m.Header.Get("ack") != "", "MESSAGE %q has an ack header", m.Body)
+			if string(m.Body) == "ack-1" {
+				requireNoError(t, c.Nack(m), "NACK")
+			} else {
+				requireNoError(t, c.Ack(m), "ACK")
+			}
+		}
+		checkStrings(t, "first deliveries", []string{"ack-0", "ack-1", "ack-2"}, got)
+		m := recvGoStomp(t, sub, "the NACKed message again")
+		checkEqual(t, "ack-1", string(m.Body), "redelivered body")
+		checkEqual(t, "true", m.Header.Get("redelivered"), "redelivered header")
+		requireNoError(t, c.Ack(m), "ACK")
+		requireNoError(t, c.Disconnect(), "DISCONNECT (waits for its RECEIPT, after the ACKs)")
+		sendGoStomp(t, p, dest, "marker")
+		d := dialGoStomp(t, b, stomp.V12)
+		checkStrings(t, "after every ACK only the marker is left", []string{"marker"}, recvBodies(t, subscribeGoStomp(t, d, dest, stomp.AckAuto), 1))
+	})
+
+	t.Run("binary body", func(t *testing.T) {
+		const dest = "/queue/go-binary"
+		body := make([]byte, 512)
+		for i := range body {
+			body[i] = byte(i)
+		}
+		c := dialGoStomp(t, b, stomp.V12)
+		sub := subscribeGoStomp(t, c, dest, stomp.AckAuto)
+		requireNoError(t, c.Send(dest, "application/octet-stream", body, stomp.SendOpt.Receipt), "SEND")
+		m := recvGoStomp(t, sub, "the binary message")
+		checkEqual(t, hex.EncodeToString(body), hex.EncodeToString(m.Body), "body byte-exact")
+		checkEqual(t, "512", m.Header.Get("content-length"), "content-length")
+		checkEqual(t, "application/octet-stream", m.ContentType, "content-type")
+	})
+
+	t.Run("request/response through a temp-queue", func(t *testing.T) {
+		const channel = "/query/go-rpc"
+		r := dialGoStomp(t, b, stomp.V12)
+		requests := subscribeGoStomp(t, r, channel, stomp.AckAuto)
+		q := dialGoStomp(t, b, stomp.V12)
+		replies := subscribeGoStomp(t, q, "/temp-queue/replies", stomp.AckAuto)
+		for i := range 3 {
+			sendGoStomp(t, q, channel, fmt.Sprintf("question-%d", i),
+				stomp.SendOpt.Header("reply-to", "/temp-queue/replies"),
+				stomp.SendOpt.Header("correlation-id", fmt.Sprintf("corr-%d", i)),
+				stomp.SendOpt.Header("timeout", "10000"))
+		}
+		for i := range 3 {
+			m := recvGoStomp(t, requests, fmt.Sprintf("request %d", i))
+			replyTo := m.Header.Get("reply-to")
+			checkEqual(t, true, strings.HasPrefix(replyTo, "/temp-queue/"+q.Session()+"/"), "reply-to %q names the requester's session", replyTo)
+			sendGoStomp(t, r, replyTo, "answer:"+string(m.Body), stomp.SendOpt.Header("correlation-id", m.Header.Get("correlation-id")))
+		}
+		got := map[string]string{}
+		for i := range 3 {
+			m := recvGoStomp(t, replies, fmt.Sprintf("response %d", i))
+			got[m.Header.Get("correlation-id")] = string(m.Body)
+		}
+		for i := range 3 {
+			corr := fmt.Sprintf("corr-%d", i)
+			checkEqual(t, fmt.Sprintf("answer:question-%d", i), got[corr], "response to %s", corr)
+		}
 	})
 }
