@@ -1,6 +1,10 @@
 package frame
 
-import "errors"
+import (
+	"errors"
+	"strconv"
+	"unicode/utf8"
+)
 
 // Sentinel errors returned (wrapped in *ProtocolError) by Parser.ReadFrame. Test for them with
 // errors.Is. Every one of them leaves the stream unsynchronised, so the connection must close.
@@ -32,7 +36,10 @@ var (
 
 // ProtocolError is a protocol failure to be reported to the peer as an ERROR frame.
 //
-// Reason is the short text for the ERROR frame's message header. ReceiptID, when not empty,
+// Reason is the short text for the ERROR frame's message header: stable, so clients and
+// operators can match on it. Detail, the ERROR frame's body, says what was wrong: which
+// header or command, and the rule it broke, repeating client input only through Echo.
+// ReceiptID, when not empty,
 // is the receipt header of the offending frame and must be echoed as receipt-id (STOMP 1.2,
 // "ERROR"). Fatal means the connection closes after the ERROR frame. Err, when set, is the
 // sentinel the failure came from.
@@ -55,12 +62,34 @@ func (e *ProtocolError) Error() string {
 // Unwrap returns the sentinel error, if any.
 func (e *ProtocolError) Unwrap() error { return e.Err }
 
-// Errorf-free constructor used on the parse path: reason is the sentinel's text without the
-// package prefix.
-func protoErr(sentinel error, receipt string) *ProtocolError {
+// protoErr is the parser's constructor: reason is the sentinel's text without the package
+// prefix, detail the ERROR body.
+func protoErr(sentinel error, receipt, detail string) *ProtocolError {
 	msg := sentinel.Error()
 	if len(msg) > 7 && msg[:7] == "frame: " {
 		msg = msg[7:]
 	}
-	return &ProtocolError{Reason: msg, ReceiptID: receipt, Fatal: true, Err: sentinel}
+	return &ProtocolError{Reason: msg, Detail: detail, ReceiptID: receipt, Fatal: true, Err: sentinel}
+}
+
+// MaxEchoBytes bounds how many octets of client input an ERROR body repeats (see Echo).
+const MaxEchoBytes = 64
+
+// Echo renders client input for an ERROR body or a log line: at most MaxEchoBytes octets of
+// s (cut before a partial UTF-8 sequence), double-quoted with Go escapes, so a NUL, a control
+// character or invalid UTF-8 shows as an escape (\x00, \n, \x1b) and never raw; "..."
+// follows when s was longer. The result is at most 4*MaxEchoBytes+5 octets. Safe for
+// concurrent use; it allocates, so it is for error paths.
+func Echo(s string) string {
+	if len(s) <= MaxEchoBytes {
+		return strconv.Quote(s)
+	}
+	cut := MaxEchoBytes
+	for i := 0; i < utf8.UTFMax-1 && cut > 0 && !utf8.RuneStart(s[cut]); i++ {
+		cut--
+	}
+	if !utf8.RuneStart(s[cut]) {
+		cut = MaxEchoBytes // not UTF-8 at all: cut anywhere, Quote escapes the octets
+	}
+	return strconv.Quote(s[:cut]) + "..."
 }
