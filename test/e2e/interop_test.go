@@ -11,6 +11,7 @@ package e2e
 
 import (
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"os/exec"
 	"path/filepath"
@@ -230,6 +231,21 @@ func TestPECLStomp(t *testing.T) {
 		out.checkClean(t)
 	})
 
+	t.Run("ERROR body reaches the application", func(t *testing.T) {
+		var out struct {
+			Errors []struct {
+				Message string `json:"message"`
+				Details string `json:"details"`
+			} `json:"errors"`
+		}
+		c.run(t, b, "error", map[string]any{"dest": "/queue/php-error"}, &out)
+		requireEqual(t, 1, len(out.Errors), "StompExceptions")
+		checkEqual(t, "undefined escape sequence", out.Errors[0].Message, "message header")
+		if d := out.Errors[0].Details; !strings.Contains(d, `the value of header "note" has "\\t"`) {
+			t.Errorf("details %q do not say what was wrong", d)
+		}
+	})
+
 	t.Run("request/response through a temp-queue", func(t *testing.T) {
 		var out struct {
 			FailedReads         int              `json:"failed_reads"`
@@ -426,6 +442,17 @@ func TestGoStomp(t *testing.T) {
 		checkEqual(t, hex.EncodeToString(body), hex.EncodeToString(m.Body), "body byte-exact")
 		checkEqual(t, "512", m.Header.Get("content-length"), "content-length")
 		checkEqual(t, "application/octet-stream", m.ContentType, "content-type")
+	})
+
+	t.Run("ERROR body reaches the application", func(t *testing.T) {
+		c := dialGoStomp(t, b, stomp.V12)
+		err := c.Send("/command/go-error", "text/plain", []byte("no reply-to"), stomp.SendOpt.Receipt)
+		var se stomp.Error
+		if !errors.As(err, &se) || se.Frame == nil {
+			t.Fatalf("SEND without reply-to to a command channel: got %v, want a stomp.Error with the ERROR frame", err)
+		}
+		checkEqual(t, "missing reply-to header", se.Frame.Header.Get("message"), "message header")
+		checkEqual(t, true, strings.Contains(string(se.Frame.Body), "reply-to"), "body %q says what was wrong", se.Frame.Body)
 	})
 
 	t.Run("request/response through a temp-queue", func(t *testing.T) {

@@ -279,6 +279,20 @@ function sc_rpc($args, &$out) {
     }
 }
 
+// sc_error: PECL does not escape header values, so a value with a backslash is an undefined
+// escape at 1.2; the ERROR reaches the application as a StompException whose details are
+// the ERROR body.
+function sc_error($args, &$out) {
+    $c = new Client($args);
+    $c->s->send($args["dest"], "x", ["note" => "tab\\there"]);
+    try {
+        $c->waitFor(function ($c) { return count($c->errors) > 0; }, "the ERROR");
+    } finally {
+        $out["errors"] = $c->errors;
+        $out["failed_reads"] = $c->failedReads;
+    }
+}
+
 function main($argv) {
     $name = $argv[1];
     $args = json_decode($argv[2], true);
