@@ -10,9 +10,12 @@ package e2e
 // aborted, client-individual ACK/NACK, a binary body, request/response through a temp-queue.
 
 import (
+	"bytes"
+	"context"
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -20,8 +23,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/coder/websocket"
 	"github.com/go-stomp/stomp/v3"
 	gsframe "github.com/go-stomp/stomp/v3/frame"
+
+	stompframe "github.com/titan-broker/titan/internal/frame"
 )
 
 // phpErr says why the PECL stomp client cannot run (nil when it can); set by TestMain.
@@ -483,4 +489,48 @@ func TestGoStomp(t *testing.T) {
 			checkEqual(t, fmt.Sprintf("answer:question-%d", i), got[corr], "response to %s", corr)
 		}
 	})
+}
+
+// ---------------------------------------------------------------- WebSocket framing
+
+// TestWebSocketMessagesCarryWholeFramesEndingNULLF reads titan's WebSocket output raw: every
+// WebSocket message holds whole frames (CONNECTED, RECEIPTs, MESSAGEs), each ending with
+// NUL LF, which stompjs (see the WebSocket tests) takes as a frame end plus a heart-beat EOL.
+func TestWebSocketMessagesCarryWholeFramesEndingNULLF(t *testing.T) {
+	t.Parallel()
+	n := newTitanNode(t, wsConfig(t))
+	p := n.start()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	ws, _, err := websocket.Dial(ctx, wsURL(p), &websocket.DialOptions{Subprotocols: []string{"v12.stomp"}})
+	requireNoError(t, err, "WebSocket dial")
+	defer ws.CloseNow()
+	send := func(s string) {
+		t.Helper()
+		requireNoError(t, ws.Write(ctx, websocket.MessageText, []byte(s)), "WebSocket write")
+	}
+	send("CONNECT\naccept-version:1.2\nhost:/\n\n\x00")
+	send("SUBSCRIBE\nid:0\ndestination:/queue/ws-framing\nreceipt:sub\n\n\x00")
+	for i := range 3 {
+		send(fmt.Sprintf("SEND\ndestination:/queue/ws-framing\nreceipt:s%d\n\nbody-%d\x00", i, i))
+	}
+	counts := map[string]int{}
+	for counts["MESSAGE"] < 3 || counts["RECEIPT"] < 4 {
+		typ, msg, err := ws.Read(ctx)
+		requireNoError(t, err, "WebSocket read (so far %v)", counts)
+		checkEqual(t, websocket.MessageBinary, typ, "message type")
+		if !strings.HasSuffix(string(msg), stompframe.Terminator) {
+			t.Fatalf("WebSocket message %q does not end with NUL LF", msg)
+		}
+		fp := stompframe.NewParser(bytes.NewReader(msg), stompframe.Limits{})
+		for {
+			f, err := fp.ReadFrame()
+			if err == io.EOF {
+				break
+			}
+			requireNoError(t, err, "WebSocket message %q is not whole frames", msg)
+			counts[f.Command.String()]++
+		}
+	}
+	checkEqual(t, 1, counts["CONNECTED"], "CONNECTED frames")
 }
