@@ -131,3 +131,15 @@ func TestEcho(t *testing.T) {
 	// Not UTF-8 at all: cut at the bound, every octet escaped.
 	requireEqual(t, len(Echo(strings.Repeat("\x80", 100))), 2+4*MaxEchoBytes+3)
 }
+
+func TestSanitizeDetail(t *testing.T) {
+	clean := `header "k" has "\\t", an escape STOMP 1.2 does not define — é`
+	requireEqual(t, SanitizeDetail(clean), clean)
+	requireEqual(t, testing.AllocsPerRun(100, func() { _ = SanitizeDetail(clean) }), 0.0)
+	requireEqual(t, SanitizeDetail("a\x00b\nc\x1b\x7f\u0085\xffd"), `a\x00b\x0ac\x1b\x7f\xc2\x85\xffd`)
+	long := SanitizeDetail(strings.Repeat("x", 3*MaxDetailBytes))
+	requireEqual(t, long, strings.Repeat("x", MaxDetailBytes)+"...")
+	// An escape is never cut in half by the bound.
+	cut := SanitizeDetail(strings.Repeat("x", MaxDetailBytes-2) + "\x00tail")
+	requireEqual(t, cut, strings.Repeat("x", MaxDetailBytes-2)+"...")
+}

@@ -39,9 +39,8 @@ var (
 // Reason is the short text for the ERROR frame's message header: stable, so clients and
 // operators can match on it. Detail, the ERROR frame's body, says what was wrong: which
 // header or command, and the rule it broke, repeating client input only through Echo.
-// ReceiptID, when not empty,
-// is the receipt header of the offending frame and must be echoed as receipt-id (STOMP 1.2,
-// "ERROR"). Fatal means the connection closes after the ERROR frame. Err, when set, is the
+// ReceiptID, when not empty, is the receipt header of the offending frame and must be echoed
+// as receipt-id (STOMP 1.2, "ERROR"). Fatal means the connection closes after the ERROR frame. Err, when set, is the
 // sentinel the failure came from.
 type ProtocolError struct {
 	Reason    string
@@ -71,6 +70,45 @@ func protoErr(sentinel error, receipt, detail string) *ProtocolError {
 	}
 	return &ProtocolError{Reason: msg, Detail: detail, ReceiptID: receipt, Fatal: true, Err: sentinel}
 }
+
+// MaxDetailBytes bounds an ERROR body: SanitizeDetail keeps at most this many octets of a
+// detail, then "...".
+const MaxDetailBytes = 1024
+
+// SanitizeDetail returns detail fit for an ERROR body whoever wrote it: control characters
+// (C0, DEL, C1) and invalid UTF-8 replaced by \xNN escapes, and cut after at most
+// MaxDetailBytes octets (never inside an escape), "..." marking the cut. A detail that needs neither is returned as is, without allocating. Details
+// should quote client input with Echo; this is the net under every ERROR frame.
+func SanitizeDetail(detail string) string {
+	clean := len(detail) <= MaxDetailBytes
+	for i := 0; clean && i < len(detail); {
+		r, n := utf8.DecodeRuneInString(detail[i:])
+		clean = !isControl(r) && !(r == utf8.RuneError && n == 1)
+		i += n
+	}
+	if clean {
+		return detail
+	}
+	out := make([]byte, 0, min(len(detail), MaxDetailBytes)+8)
+	for i := 0; i < len(detail); {
+		r, n := utf8.DecodeRuneInString(detail[i:])
+		piece := detail[i : i+n]
+		if isControl(r) || (r == utf8.RuneError && n == 1) {
+			piece = ""
+			for j := i; j < i+n; j++ {
+				piece += `\x` + strconv.FormatUint(uint64(detail[j])>>4, 16) + strconv.FormatUint(uint64(detail[j])&15, 16)
+			}
+		}
+		if len(out)+len(piece) > MaxDetailBytes {
+			return string(append(out, "..."...))
+		}
+		out = append(out, piece...)
+		i += n
+	}
+	return string(out)
+}
+
+func isControl(r rune) bool { return r < 0x20 || (r >= 0x7f && r < 0xa0) }
 
 // MaxEchoBytes bounds how many octets of client input an ERROR body repeats (see Echo).
 const MaxEchoBytes = 64

@@ -428,7 +428,8 @@ func (s *Session) Disconnect() { s.CloseAfterFlush(CloseClientDisconnect) }
 // clientCommands ends the detail of an ERROR for a frame a client may not send.
 const clientCommands = "a client sends CONNECT, STOMP, SEND, SUBSCRIBE, UNSUBSCRIBE, ACK, NACK, BEGIN, COMMIT, ABORT or DISCONNECT"
 
-// Fail sends an ERROR frame for pe (message header, receipt-id when set, detail as body) and,
+// Fail sends an ERROR frame for pe (message header, receipt-id when set, detail as body,
+// passed through frame.SanitizeDetail whichever stage wrote it) and,
 // when pe.Fatal, closes the connection once the frame is written (STOMP 1.2, "ERROR": the
 // server MUST close the connection after sending ERROR).
 func (s *Session) Fail(pe *frame.ProtocolError) {
@@ -438,7 +439,7 @@ func (s *Session) Fail(pe *frame.ProtocolError) {
 	}
 	var body []byte
 	if pe.Detail != "" {
-		body = []byte(pe.Detail + "\n")
+		body = []byte(frame.SanitizeDetail(pe.Detail) + "\n")
 		hdrs = append(hdrs, frame.Header{Key: frame.HdrContentType, Value: "text/plain"})
 	}
 	hdrs = append(hdrs, frame.Header{Key: frame.HdrContentLength, Value: strconv.Itoa(len(body))})

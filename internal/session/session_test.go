@@ -34,6 +34,9 @@ func (h *handler) Connect(s *Session, f *frame.Frame) (Link, *frame.ProtocolErro
 	if f.Value("login") == "bad" {
 		return nil, &frame.ProtocolError{Reason: "access refused"}
 	}
+	if f.Value("login") == "unsanitized" { // a stage that quotes client input carelessly
+		return nil, &frame.ProtocolError{Reason: "access refused", Detail: "no user \x00\n\x1b[31m\xff" + strings.Repeat("u", 5000)}
+	}
 	h.link.s = s
 	return h.link, nil
 }
@@ -232,6 +235,8 @@ func TestErrorFramesSayWhatWasWrong(t *testing.T) {
 			[]string{`command "\x1b[2J\a` + strings.Repeat("Z", frame.MaxEchoBytes-5) + `"...`}},
 		{"malformed header", connect + "SEND\ndestination\n\n\x00", "malformed header",
 			[]string{`header line "destination"`, "no colon"}},
+		{"a stage's unsanitized detail", "CONNECT\naccept-version:1.2\nlogin:unsanitized\n\n\x00", "access refused",
+			[]string{`no user \x00\x0a\x1b[31m\xffuuu`, "uuu..."}},
 		{"hostile malformed header", connect + "SEND\n" + hostile + "\n\n\x00", "malformed header",
 			[]string{`header line "\x1b[2J\a`, "no colon"}},
 	} {
@@ -282,6 +287,9 @@ func TestErrorFramesSayWhatWasWrong(t *testing.T) {
 				if r < 0x20 || r == 0x7f {
 					t.Errorf("body %q contains control character %U", body, r)
 				}
+			}
+			if len(body) > frame.MaxDetailBytes+len("...\n") {
+				t.Errorf("body is %d bytes", len(body))
 			}
 			if strings.Contains(body, strings.Repeat("Z", frame.MaxEchoBytes+1)) {
 				t.Errorf("body echoes more than %d octets of input: %q", frame.MaxEchoBytes, body)
