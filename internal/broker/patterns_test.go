@@ -32,8 +32,8 @@ func (w *recordingWriter) WriteMessage(prefix *frame.Buf, shared []byte) bool {
 		return false
 	}
 	frame.PutBuf(prefix)
-	// The body sits between the blank line and the trailing NUL of the shared tail.
-	i := len(shared) - 1
+	// The body sits between the blank line and the terminator (NUL, LF) of the shared tail.
+	i := len(shared) - len(frame.Terminator)
 	j := i
 	for j > 0 && !(shared[j-1] == '\n' && shared[j-2] == '\n') {
 		j--

@@ -5,8 +5,21 @@ import (
 	"strings"
 )
 
+// Terminator ends every frame Titan writes: the NUL that STOMP requires, then one LF.
+//
+// STOMP 1.2 ("Augmented BNF": frame = command EOL *(header EOL) EOL *OCTET NULL *(EOL))
+// allows any number of EOLs after the NUL; ActiveMQ writes exactly this, and some parsers
+// need it: PHP's PECL stomp reads the two octets after a content-length body and fails the
+// read unless they are NUL and LF (or the NUL is the last octet it read), so with several
+// frames in one read it loses every frame after the first. Peers skip the LF like a
+// heart-beat.
+const Terminator = "\x00\n"
+
+// AppendTerminator appends Terminator to dst.
+func AppendTerminator(dst []byte) []byte { return append(dst, Terminator...) }
+
 // AppendFrame appends the wire form of f, as spoken at version v, to dst and returns the
-// extended slice.
+// extended slice. The frame ends with Terminator (NUL, LF).
 //
 // Headers are written in order and escaped per v (never for CONNECT, STOMP or CONNECTED). A
 // header that v cannot represent (see Representable) is left out rather than corrupting the
@@ -24,8 +37,7 @@ func AppendFrame(dst []byte, f *Frame, v Version) (out []byte, dropped int) {
 	}
 	dst = append(dst, '\n')
 	dst = append(dst, f.Body...)
-	dst = append(dst, 0)
-	return dst, dropped
+	return AppendTerminator(dst), dropped
 }
 
 // AppendHeader appends "key:value\n" escaped for version v (unescaped when raw is set, as for

@@ -67,7 +67,7 @@ func TestAppendFrameGoldenMessage(t *testing.T) {
 		"content-length:13\n" +
 		"note:a\\cb\\\\c\\nd\n" +
 		"\n" +
-		"hello queue a\x00"
+		"hello queue a\x00\n"
 	out, dropped := AppendFrame(nil, f, V12)
 	requireEqual(t, dropped, 0)
 	requireEqual(t, string(out), golden)
@@ -82,7 +82,7 @@ func TestAppendFrameGoldenMessage(t *testing.T) {
 	b = AppendContentLength(b, 13)
 	b, _ = AppendHeader(b, "note", "a:b\\c\nd", V12, false)
 	b = append(b, '\n')
-	b = append(b, "hello queue a\x00"...)
+	b = AppendTerminator(append(b, "hello queue a"...))
 	requireEqual(t, string(b), golden)
 }
 
@@ -91,7 +91,7 @@ func TestAppendFrameConnectionFramesAreRaw(t *testing.T) {
 		f := fr(cmd, "", "login", "a:b\\c", "bad", "x\ny")
 		out, dropped := AppendFrame(nil, f, V12)
 		requireEqual(t, dropped, 1)
-		requireEqual(t, string(out), cmd.String()+"\nlogin:a:b\\c\n\n\x00")
+		requireEqual(t, string(out), cmd.String()+"\nlogin:a:b\\c\n\n\x00\n")
 	}
 }
 
@@ -102,9 +102,9 @@ func TestAppendFrameDropsUnrepresentable(t *testing.T) {
 		want    string
 		dropped int
 	}{
-		{V10, "MESSAGE\na:1\n\nx\x00", 3},
-		{V11, "MESSAGE\na:1\nb:line\\nbreak\nc\\cd:2\n\nx\x00", 1},
-		{V12, "MESSAGE\na:1\nb:line\\nbreak\nc\\cd:2\ne:cr\\r\n\nx\x00", 0},
+		{V10, "MESSAGE\na:1\n\nx\x00\n", 3},
+		{V11, "MESSAGE\na:1\nb:line\\nbreak\nc\\cd:2\n\nx\x00\n", 1},
+		{V12, "MESSAGE\na:1\nb:line\\nbreak\nc\\cd:2\ne:cr\\r\n\nx\x00\n", 0},
 	} {
 		out, dropped := AppendFrame(nil, f, c.v)
 		requireEqual(t, dropped, c.dropped)
@@ -164,13 +164,13 @@ func TestRoundTripParseEncode(t *testing.T) {
 		v    Version
 		wire string
 	}{
-		{V12, "SEND\ndestination:/queue/a\ncontent-type:text/plain\n\nhello queue a\x00"},
-		{V12, "MESSAGE\nk\\c\\n:a\\r\\n\\c\\\\b\nk\\c\\n:second\n\n\x00"},
-		{V12, "CONNECT\naccept-version:1.2\nhost:stomp.github.org\nlogin:a:b\\c\n\n\x00"},
-		{V12, "ERROR\nmessage:bad\ncontent-length:3\n\na\x00b\x00"},
-		{V11, "MESSAGE\nk\\c:a\\nb\\\\\n\n\x00"},
-		{V10, "MESSAGE\nk\\c:a\\nb:c\n\n\x00"},
-		{V10, "CONNECTED\nversion:1.0\n\n\x00"},
+		{V12, "SEND\ndestination:/queue/a\ncontent-type:text/plain\n\nhello queue a\x00\n"},
+		{V12, "MESSAGE\nk\\c\\n:a\\r\\n\\c\\\\b\nk\\c\\n:second\n\n\x00\n"},
+		{V12, "CONNECT\naccept-version:1.2\nhost:stomp.github.org\nlogin:a:b\\c\n\n\x00\n"},
+		{V12, "ERROR\nmessage:bad\ncontent-length:3\n\na\x00b\x00\n"},
+		{V11, "MESSAGE\nk\\c:a\\nb\\\\\n\n\x00\n"},
+		{V10, "MESSAGE\nk\\c:a\\nb:c\n\n\x00\n"},
+		{V10, "CONNECTED\nversion:1.0\n\n\x00\n"},
 	} {
 		p := NewParser(strings.NewReader(c.wire), Limits{})
 		p.SetVersion(c.v)
@@ -187,5 +187,35 @@ func TestNoVersionRepresentsNUL(t *testing.T) {
 		if Representable("k", "a\x00b", v, false) || Representable("k\x00", "v", v, false) || Representable("k", "a\x00", v, true) {
 			t.Fatalf("version %s represents a NUL in a header", v)
 		}
+	}
+}
+
+// TestFramesEndWithNULLF pins the frame ending (Terminator): every encoded frame ends with
+// NUL and exactly one LF, at every version, and frames written back to back parse one by one
+// (the LF is skipped like a heart-beat). A parser that, like PHP's PECL stomp, reads the two
+// octets after a content-length body and wants NUL LF accepts each of them.
+func TestFramesEndWithNULLF(t *testing.T) {
+	for _, v := range []Version{V10, V11, V12} {
+		var stream []byte
+		for _, f := range roundTripFrames {
+			start := len(stream)
+			stream, _ = AppendFrame(stream, f, v)
+			wire := stream[start:]
+			if !bytes.HasSuffix(wire, []byte(Terminator)) || bytes.HasSuffix(wire, []byte("\x00\n\n")) {
+				t.Fatalf("%v: %q does not end with one NUL and one LF", v, wire)
+			}
+			if cl := f.Value(HdrContentLength); cl != "" {
+				end := len(wire) - len(Terminator)
+				requireEqual(t, string(wire[end-len(f.Body):end]), string(f.Body))
+			}
+		}
+		p := NewParser(bytes.NewReader(stream), Limits{})
+		p.SetVersion(v)
+		for range roundTripFrames {
+			_, err := p.ReadFrame()
+			requireNoError(t, err)
+		}
+		_, err := p.ReadFrame()
+		requireEqual(t, err, io.EOF)
 	}
 }

@@ -1,6 +1,10 @@
 package frame
 
-import "errors"
+import (
+	"errors"
+	"strconv"
+	"unicode/utf8"
+)
 
 // Sentinel errors returned (wrapped in *ProtocolError) by Parser.ReadFrame. Test for them with
 // errors.Is. Every one of them leaves the stream unsynchronised, so the connection must close.
@@ -32,9 +36,11 @@ var (
 
 // ProtocolError is a protocol failure to be reported to the peer as an ERROR frame.
 //
-// Reason is the short text for the ERROR frame's message header. ReceiptID, when not empty,
-// is the receipt header of the offending frame and must be echoed as receipt-id (STOMP 1.2,
-// "ERROR"). Fatal means the connection closes after the ERROR frame. Err, when set, is the
+// Reason is the short text for the ERROR frame's message header: stable, so clients and
+// operators can match on it. Detail, the ERROR frame's body, says what was wrong: which
+// header or command, and the rule it broke, repeating client input only through Echo.
+// ReceiptID, when not empty, is the receipt header of the offending frame and must be echoed
+// as receipt-id (STOMP 1.2, "ERROR"). Fatal means the connection closes after the ERROR frame. Err, when set, is the
 // sentinel the failure came from.
 type ProtocolError struct {
 	Reason    string
@@ -55,12 +61,73 @@ func (e *ProtocolError) Error() string {
 // Unwrap returns the sentinel error, if any.
 func (e *ProtocolError) Unwrap() error { return e.Err }
 
-// Errorf-free constructor used on the parse path: reason is the sentinel's text without the
-// package prefix.
-func protoErr(sentinel error, receipt string) *ProtocolError {
+// protoErr is the parser's constructor: reason is the sentinel's text without the package
+// prefix, detail the ERROR body.
+func protoErr(sentinel error, receipt, detail string) *ProtocolError {
 	msg := sentinel.Error()
 	if len(msg) > 7 && msg[:7] == "frame: " {
 		msg = msg[7:]
 	}
-	return &ProtocolError{Reason: msg, ReceiptID: receipt, Fatal: true, Err: sentinel}
+	return &ProtocolError{Reason: msg, Detail: detail, ReceiptID: receipt, Fatal: true, Err: sentinel}
+}
+
+// MaxDetailBytes bounds an ERROR body: SanitizeDetail keeps at most this many octets of a
+// detail, then "...".
+const MaxDetailBytes = 1024
+
+// SanitizeDetail returns detail fit for an ERROR body whoever wrote it: control characters
+// (C0, DEL, C1) and invalid UTF-8 replaced by \xNN escapes, and cut after at most
+// MaxDetailBytes octets (never inside an escape), "..." marking the cut. A detail that needs neither is returned as is, without allocating. Details
+// should quote client input with Echo; this is the net under every ERROR frame.
+func SanitizeDetail(detail string) string {
+	clean := len(detail) <= MaxDetailBytes
+	for i := 0; clean && i < len(detail); {
+		r, n := utf8.DecodeRuneInString(detail[i:])
+		clean = !isControl(r) && !(r == utf8.RuneError && n == 1)
+		i += n
+	}
+	if clean {
+		return detail
+	}
+	out := make([]byte, 0, min(len(detail), MaxDetailBytes)+8)
+	for i := 0; i < len(detail); {
+		r, n := utf8.DecodeRuneInString(detail[i:])
+		piece := detail[i : i+n]
+		if isControl(r) || (r == utf8.RuneError && n == 1) {
+			piece = ""
+			for j := i; j < i+n; j++ {
+				piece += `\x` + strconv.FormatUint(uint64(detail[j])>>4, 16) + strconv.FormatUint(uint64(detail[j])&15, 16)
+			}
+		}
+		if len(out)+len(piece) > MaxDetailBytes {
+			return string(append(out, "..."...))
+		}
+		out = append(out, piece...)
+		i += n
+	}
+	return string(out)
+}
+
+func isControl(r rune) bool { return r < 0x20 || (r >= 0x7f && r < 0xa0) }
+
+// MaxEchoBytes bounds how many octets of client input an ERROR body repeats (see Echo).
+const MaxEchoBytes = 64
+
+// Echo renders client input for an ERROR body or a log line: at most MaxEchoBytes octets of
+// s (cut before a partial UTF-8 sequence), double-quoted with Go escapes, so a NUL, a control
+// character or invalid UTF-8 shows as an escape (\x00, \n, \x1b) and never raw; "..."
+// follows when s was longer. The result is at most 4*MaxEchoBytes+5 octets. Safe for
+// concurrent use; it allocates, so it is for error paths.
+func Echo(s string) string {
+	if len(s) <= MaxEchoBytes {
+		return strconv.Quote(s)
+	}
+	cut := MaxEchoBytes
+	for i := 0; i < utf8.UTFMax-1 && cut > 0 && !utf8.RuneStart(s[cut]); i++ {
+		cut--
+	}
+	if !utf8.RuneStart(s[cut]) {
+		cut = MaxEchoBytes // not UTF-8 at all: cut anywhere, Quote escapes the octets
+	}
+	return strconv.Quote(s[:cut]) + "..."
 }

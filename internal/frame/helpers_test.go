@@ -66,7 +66,7 @@ func errKind(err error) string {
 		}
 	}
 	if pe, ok := IsProtocolError(err); ok {
-		kind += fmt.Sprintf(" (fatal=%v receipt-id=%q)", pe.Fatal, pe.ReceiptID)
+		kind += fmt.Sprintf(" (fatal=%v receipt-id=%q detail=%q)", pe.Fatal, pe.ReceiptID, pe.Detail)
 	}
 	return kind
 }

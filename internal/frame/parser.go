@@ -3,6 +3,7 @@ package frame
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"strings"
 	"unsafe"
@@ -101,6 +102,7 @@ type Parser struct {
 	scanned    int // in stateHeaders, bytes before scanned hold no LF of the current line
 	cmd        Command
 	cmdSeen    bool // the command line has been read
+	cmdEnd     int  // end of the command line (EOL excluded), once cmdSeen
 	badCmd     bool // the command line named no command: reported at the end of the headers
 	offs       []hdrOff
 	bodyStart  int
@@ -231,7 +233,7 @@ func (p *Parser) step() (*Frame, int, error) {
 					p.r += 2
 					continue
 				}
-				return nil, 0, protoErr(ErrBareCR, "")
+				return nil, 0, protoErr(ErrBareCR, "", "a CR between frames must be followed by LF (an EOL is LF or CR LF)")
 			}
 			break
 		}
@@ -245,7 +247,7 @@ func (p *Parser) step() (*Frame, int, error) {
 		if err := p.scanHeaders(); err != nil {
 			if p.badCmd {
 				// Whatever went wrong later, the first fault was the command.
-				return nil, 0, protoErr(ErrUnknownCommand, p.receipt(nil))
+				return nil, 0, p.unknownCommand()
 			}
 			return nil, 0, err
 		}
@@ -260,8 +262,10 @@ func (p *Parser) step() (*Frame, int, error) {
 		if avail <= end {
 			return nil, end + 1, nil
 		}
-		if p.buf[p.r+end] != 0 {
-			return nil, 0, protoErr(ErrMissingNUL, p.receipt(nil))
+		if c := p.buf[p.r+end]; c != 0 {
+			return nil, 0, protoErr(ErrMissingNUL, p.receipt(nil), fmt.Sprintf(
+				"content-length is %d, but the octet after %d body octets is %s, not the NUL that ends the frame (content-length counts every body octet)",
+				p.contentLen, p.contentLen, Echo(string([]byte{c}))))
 		}
 		return p.finish(end)
 	}
@@ -269,13 +273,13 @@ func (p *Parser) step() (*Frame, int, error) {
 		nul := p.pos + i
 		if nul-p.bodyStart > p.lim.MaxBodyBytes {
 			// The limit holds however the body arrived, not only when it spans reads.
-			return nil, 0, protoErr(ErrBodyTooLarge, p.receipt(nil))
+			return nil, 0, p.bodyTooLarge()
 		}
 		return p.finish(nul)
 	}
 	p.pos = avail
 	if avail-p.bodyStart > p.lim.MaxBodyBytes {
-		return nil, 0, protoErr(ErrBodyTooLarge, p.receipt(nil))
+		return nil, 0, p.bodyTooLarge()
 	}
 	return nil, avail + 1, nil
 }
@@ -304,25 +308,25 @@ func (p *Parser) scanHeaders() error {
 		}
 		line := base[ls:le]
 		if bytes.IndexByte(line, '\r') >= 0 {
-			return protoErr(ErrBareCR, "")
+			return protoErr(ErrBareCR, "", p.lineName()+" "+Echo(string(line))+" has a CR not followed by LF (an EOL is LF or CR LF)")
 		}
 		if len(line) > p.lim.MaxHeaderLineBytes {
-			return protoErr(ErrHeaderLineTooLong, p.receipt(nil))
+			return p.lineTooLong(base, ls)
 		}
 		if p.pos > p.lim.MaxHeaderBytes {
-			return protoErr(ErrHeaderSectionTooLarge, p.receipt(nil))
+			return p.sectionTooLarge()
 		}
 		if !p.cmdSeen {
 			// An unknown command is reported once the header block ends (bounded by the
 			// limits), so that the ERROR can echo the frame's receipt; the body is never read.
-			p.cmdSeen = true
+			p.cmdSeen, p.cmdEnd = true, le
 			p.cmd = parseCommand(line)
 			p.badCmd = p.cmd == CmdUnknown
 			continue
 		}
 		if len(line) == 0 {
 			if p.badCmd {
-				return protoErr(ErrUnknownCommand, p.receipt(nil))
+				return p.unknownCommand()
 			}
 			p.state, p.bodyStart = stateBody, p.pos
 			p.pos = p.bodyStart
@@ -331,14 +335,17 @@ func (p *Parser) scanHeaders() error {
 		if bytes.IndexByte(line, 0) >= 0 {
 			// A NUL ends a frame; inside a header it would let a publisher forge frames
 			// for every subscriber that receives the header back.
-			return protoErr(ErrMalformedHeader, p.receipt(nil))
+			return protoErr(ErrMalformedHeader, p.receipt(nil), "header line "+Echo(string(line))+" contains a NUL octet; a NUL ends a frame and cannot appear in a header")
 		}
 		if len(p.offs) >= p.lim.MaxHeaders {
-			return protoErr(ErrTooManyHeaders, p.receipt(nil))
+			return protoErr(ErrTooManyHeaders, p.receipt(nil), fmt.Sprintf("the frame has more than %d headers (max-headers)", p.lim.MaxHeaders))
 		}
 		c := bytes.IndexByte(line, ':')
-		if c <= 0 {
-			return protoErr(ErrMalformedHeader, "")
+		if c < 0 {
+			return protoErr(ErrMalformedHeader, "", "header line "+Echo(string(line))+" has no colon; a header is name:value")
+		}
+		if c == 0 {
+			return protoErr(ErrMalformedHeader, "", "header line "+Echo(string(line))+" has an empty name; a header is name:value with a non-empty name")
 		}
 		p.offs = append(p.offs, hdrOff{ks: ls, colon: ls + c, end: le})
 	}
@@ -354,11 +361,45 @@ func (p *Parser) partialLimitErr(e int) error {
 	sectionAt := p.lim.MaxHeaderBytes
 	switch {
 	case lineAt <= e && lineAt <= sectionAt:
-		return protoErr(ErrHeaderLineTooLong, p.receipt(nil))
+		return p.lineTooLong(p.buf[p.r:p.w], p.pos)
 	case sectionAt <= e:
-		return protoErr(ErrHeaderSectionTooLarge, p.receipt(nil))
+		return p.sectionTooLarge()
 	}
 	return nil
+}
+
+// lineName names the line being scanned in an error detail.
+func (p *Parser) lineName() string {
+	if p.cmdSeen {
+		return "header line"
+	}
+	return "command line"
+}
+
+// lineTooLong reports the line that starts at ls in base. Both callers have more than
+// MaxHeaderLineBytes octets of it, so the echoed prefix does not depend on how the stream
+// was split.
+func (p *Parser) lineTooLong(base []byte, ls int) *ProtocolError {
+	n := min(len(base)-ls, p.lim.MaxHeaderLineBytes+1, MaxEchoBytes+1)
+	return protoErr(ErrHeaderLineTooLong, p.receipt(nil), fmt.Sprintf(
+		"%s %s is longer than %d octets (max-header-length)", p.lineName(), Echo(string(base[ls:ls+n])), p.lim.MaxHeaderLineBytes))
+}
+
+func (p *Parser) sectionTooLarge() *ProtocolError {
+	return protoErr(ErrHeaderSectionTooLarge, p.receipt(nil), fmt.Sprintf(
+		"the command and headers of the frame exceed %d octets (max-headers-bytes)", p.lim.MaxHeaderBytes))
+}
+
+func (p *Parser) bodyTooLarge() *ProtocolError {
+	return protoErr(ErrBodyTooLarge, p.receipt(nil), fmt.Sprintf(
+		"the body exceeds %d octets (max-body-length) before its NUL", p.lim.MaxBodyBytes))
+}
+
+// unknownCommand reports the command line read; the header block has ended (or hit a limit)
+// by the time it is called, so the line is whole.
+func (p *Parser) unknownCommand() *ProtocolError {
+	return protoErr(ErrUnknownCommand, p.receipt(nil), "command "+Echo(string(p.buf[p.r:p.r+p.cmdEnd]))+
+		" is not a STOMP command; a client sends CONNECT, STOMP, SEND, SUBSCRIBE, UNSUBSCRIBE, ACK, NACK, BEGIN, COMMIT, ABORT or DISCONNECT, in upper case")
 }
 
 // readContentLength finds the first content-length header and checks it against the limits.
@@ -368,10 +409,12 @@ func (p *Parser) readContentLength() error {
 		if string(base[o.ks:o.colon]) == HdrContentLength {
 			n, err := parseContentLength(unsafe.String(unsafe.SliceData(base[o.colon+1:o.end]), o.end-o.colon-1))
 			if err != nil {
-				return protoErr(err, p.receipt(nil))
+				return protoErr(err, p.receipt(nil), "content-length "+Echo(string(base[o.colon+1:o.end]))+
+					" is not a non-negative decimal integer of at most 18 digits")
 			}
 			if n > p.lim.MaxBodyBytes {
-				return protoErr(ErrBodyTooLarge, p.receipt(nil))
+				return protoErr(ErrBodyTooLarge, p.receipt(nil), fmt.Sprintf(
+					"content-length %d exceeds the largest body allowed, %d octets (max-body-length)", n, p.lim.MaxBodyBytes))
 			}
 			p.contentLen = n
 			return nil
@@ -421,15 +464,18 @@ func (p *Parser) finish(nul int) (*Frame, int, error) {
 		k := base[o.ks:o.colon]
 		v := base[o.colon+1 : o.end]
 		if escaped {
-			var err error
-			if k, err = unescapeInPlace(k, p.version); err != nil {
+			uk, err := unescapeInPlace(k, p.version)
+			if err != nil { // k is unchanged
 				p.hdrs = hdrs
-				return nil, 0, protoErr(err, p.receipt(hdrs))
+				return nil, 0, protoErr(err, p.receipt(hdrs), "header name "+Echo(string(k))+badEscapeDetail(k, p.version))
 			}
-			if v, err = unescapeInPlace(v, p.version); err != nil {
+			k = uk
+			uv, err := unescapeInPlace(v, p.version)
+			if err != nil { // v is unchanged
 				p.hdrs = hdrs
-				return nil, 0, protoErr(err, p.receipt(hdrs))
+				return nil, 0, protoErr(err, p.receipt(hdrs), "the value of header "+Echo(string(k))+badEscapeDetail(v, p.version))
 			}
+			v = uv
 		}
 		hdrs = append(hdrs, Header{Key: bstr(k), Value: bstr(v)})
 	}
@@ -445,6 +491,28 @@ func bstr(b []byte) string {
 		return ""
 	}
 	return unsafe.String(&b[0], len(b))
+}
+
+// badEscapeDetail names the first escape in b that v does not define (b is as received:
+// unescapeInPlace leaves it unchanged on error) and the escapes v defines.
+func badEscapeDetail(b []byte, v Version) string {
+	defined := `\r, \n, \c and \\`
+	if v < V12 {
+		defined = `\n, \c and \\`
+	}
+	seq := `\` // a backslash that ends the text
+	for i := 0; i+1 < len(b); i++ {
+		if b[i] != '\\' {
+			continue
+		}
+		if c := b[i+1]; c == 'n' || c == 'c' || c == '\\' || (c == 'r' && v >= V12) {
+			i++
+			continue
+		}
+		seq = string(b[i : i+2])
+		break
+	}
+	return " has " + Echo(seq) + ", an escape STOMP " + v.String() + " does not define (it defines " + defined + ")"
 }
 
 // unescapeInPlace decodes STOMP escapes in b, reusing its memory (STOMP 1.2, "Value

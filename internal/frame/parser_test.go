@@ -594,7 +594,7 @@ func TestFrameClone(t *testing.T) {
 }
 
 func TestProtocolError(t *testing.T) {
-	pe := protoErr(ErrBadEscape, "r1")
+	pe := protoErr(ErrBadEscape, "r1", "")
 	requireEqual(t, pe.Error(), "undefined escape sequence")
 	requireEqual(t, pe.ReceiptID, "r1")
 	pe.Detail = `"\t" in header "k"`

@@ -68,7 +68,7 @@ func (m *Message) Header(key string) (string, bool) {
 }
 
 // Shared returns the encoded tail of a MESSAGE frame for version v: every header common to all
-// subscribers, the blank line, the body and the NUL. dropped counts headers v cannot
+// subscribers, the blank line, the body and frame.Terminator (NUL, LF). dropped counts headers v cannot
 // represent (they are left out, DESIGN §6). The slice is shared and must not be modified. Safe
 // for concurrent use; encodes at most once per version.
 func (m *Message) Shared(v frame.Version) (tail []byte, dropped int) {
@@ -77,7 +77,7 @@ func (m *Message) Shared(v frame.Version) (tail []byte, dropped int) {
 		i, v = 2, frame.V12
 	}
 	m.once[i].Do(func() {
-		b := make([]byte, 0, 128+len(m.Body)+len(m.Destination))
+		b := make([]byte, 0, 128+len(m.Body)+len(m.Destination)+len(frame.Terminator))
 		var ok bool
 		nd := 0
 		b, _ = frame.AppendHeader(b, frame.HdrDestination, m.Destination, v, false)
@@ -93,7 +93,7 @@ func (m *Message) Shared(v frame.Version) (tail []byte, dropped int) {
 		}
 		b = append(b, '\n')
 		b = append(b, m.Body...)
-		b = append(b, 0)
+		b = frame.AppendTerminator(b)
 		m.enc[i].Store(&b)
 		m.dropped[i].Store(int32(nd))
 	})

@@ -162,9 +162,11 @@ func (s *Session) Serve() {
 		}
 		switch {
 		case f.Command == frame.CmdConnect || f.Command == frame.CmdStomp:
-			s.Fail(&frame.ProtocolError{Reason: "already connected", ReceiptID: f.Value(frame.HdrReceipt), Fatal: true})
+			s.Fail(&frame.ProtocolError{Reason: "already connected", ReceiptID: f.Value(frame.HdrReceipt), Fatal: true,
+				Detail: f.Command.String() + " on a connection that is already connected; a connection negotiates once, with its first frame"})
 		case !f.Command.IsClient():
-			s.Fail(&frame.ProtocolError{Reason: "unexpected " + f.Command.String() + " frame from a client", ReceiptID: f.Value(frame.HdrReceipt), Fatal: true})
+			s.Fail(&frame.ProtocolError{Reason: "unexpected " + f.Command.String() + " frame from a client", ReceiptID: f.Value(frame.HdrReceipt), Fatal: true,
+				Detail: f.Command.String() + " is a frame the server sends; " + clientCommands})
 		default:
 			link.Handle(f)
 		}
@@ -231,7 +233,8 @@ func (s *Session) handshake() (Link, CloseReason) {
 		return nil, s.readFailure(err)
 	}
 	if f.Command != frame.CmdConnect && f.Command != frame.CmdStomp {
-		s.Fail(&frame.ProtocolError{Reason: "expected CONNECT frame", ReceiptID: f.Value(frame.HdrReceipt), Fatal: true})
+		s.Fail(&frame.ProtocolError{Reason: "expected CONNECT frame", ReceiptID: f.Value(frame.HdrReceipt), Fatal: true,
+			Detail: "the first frame on a connection must be CONNECT or STOMP, not " + f.Command.String()})
 		s.waitDone()
 		return nil, CloseProtocol
 	}
@@ -241,7 +244,8 @@ func (s *Session) handshake() (Link, CloseReason) {
 			{Key: frame.HdrVersion, Value: s.versionList()},
 			{Key: "content-type", Value: "text/plain"},
 			{Key: frame.HdrMessage, Value: "unsupported protocol version"},
-		}, Body: []byte("Supported protocol versions are " + s.versionList() + "\n")})
+		}, Body: []byte("accept-version " + frame.Echo(f.Value(frame.HdrAcceptVersion)) + " names no version this server speaks" +
+			" (an absent accept-version means 1.0). Supported protocol versions are " + s.versionList() + "\n")})
 		s.CloseAfterFlush(CloseProtocol)
 		s.waitDone()
 		return nil, CloseProtocol
@@ -252,7 +256,8 @@ func (s *Session) handshake() (Link, CloseReason) {
 	if v >= frame.V11 {
 		if hb, present := f.Get(frame.HdrHeartBeat); present {
 			if cx, cy, ok = parseHeartBeat(hb); !ok {
-				s.Fail(&frame.ProtocolError{Reason: "invalid heart-beat header", Fatal: true})
+				s.Fail(&frame.ProtocolError{Reason: "invalid heart-beat header", Fatal: true,
+					Detail: "heart-beat " + frame.Echo(hb) + " is not two comma-separated non-negative integers of milliseconds, as in heart-beat:10000,10000"})
 				s.waitDone()
 				return nil, CloseProtocol
 			}
@@ -420,7 +425,11 @@ func (s *Session) OnDrain(fn func()) { s.onDrain = fn }
 // included) is written.
 func (s *Session) Disconnect() { s.CloseAfterFlush(CloseClientDisconnect) }
 
-// Fail sends an ERROR frame for pe (message header, receipt-id when set, detail as body) and,
+// clientCommands ends the detail of an ERROR for a frame a client may not send.
+const clientCommands = "a client sends CONNECT, STOMP, SEND, SUBSCRIBE, UNSUBSCRIBE, ACK, NACK, BEGIN, COMMIT, ABORT or DISCONNECT"
+
+// Fail sends an ERROR frame for pe (message header, receipt-id when set, detail as body,
+// passed through frame.SanitizeDetail whichever stage wrote it) and,
 // when pe.Fatal, closes the connection once the frame is written (STOMP 1.2, "ERROR": the
 // server MUST close the connection after sending ERROR).
 func (s *Session) Fail(pe *frame.ProtocolError) {
@@ -430,7 +439,7 @@ func (s *Session) Fail(pe *frame.ProtocolError) {
 	}
 	var body []byte
 	if pe.Detail != "" {
-		body = []byte(pe.Detail + "\n")
+		body = []byte(frame.SanitizeDetail(pe.Detail) + "\n")
 		hdrs = append(hdrs, frame.Header{Key: frame.HdrContentType, Value: "text/plain"})
 	}
 	hdrs = append(hdrs, frame.Header{Key: frame.HdrContentLength, Value: strconv.Itoa(len(body))})

@@ -2,6 +2,7 @@ package session
 
 import (
 	"net"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -32,6 +33,9 @@ type handler struct{ link *echoLink }
 func (h *handler) Connect(s *Session, f *frame.Frame) (Link, *frame.ProtocolError) {
 	if f.Value("login") == "bad" {
 		return nil, &frame.ProtocolError{Reason: "access refused"}
+	}
+	if f.Value("login") == "unsanitized" { // a stage that quotes client input carelessly
+		return nil, &frame.ProtocolError{Reason: "access refused", Detail: "no user \x00\n\x1b[31m\xff" + strings.Repeat("u", 5000)}
 	}
 	h.link.s = s
 	return h.link, nil
@@ -201,5 +205,95 @@ func TestDisconnectFlushesReceiptThenCloses(t *testing.T) {
 	s.Disconnect()
 	if r := <-link.closed; r != CloseClientDisconnect {
 		t.Fatalf("close reason %s", r)
+	}
+}
+
+// TestErrorFramesSayWhatWasWrong sends one bad input per connection and checks the ERROR:
+// a short, stable message header, and a text/plain body (its content-length exact) that names
+// the offending command, header or value and the rule, echoing client input only escaped and
+// bounded. Every byte the session writes, the ERROR's included, ends frames with NUL LF.
+func TestErrorFramesSayWhatWasWrong(t *testing.T) {
+	const connect = "CONNECT\naccept-version:1.2\n\n\x00"
+	hostile := "\x1b[2J\x07" + strings.Repeat("Z", 3000)
+	for _, c := range []struct {
+		name, in, message string
+		body              []string
+	}{
+		{"frame before CONNECT", "SEND\ndestination:/q\n\n\x00", "expected CONNECT frame",
+			[]string{"must be CONNECT or STOMP, not SEND"}},
+		{"second CONNECT", connect + "STOMP\naccept-version:1.2\n\n\x00", "already connected",
+			[]string{"STOMP on a connection that is already connected"}},
+		{"server frame from a client", connect + "MESSAGE\n\n\x00", "unexpected MESSAGE frame from a client",
+			[]string{"MESSAGE is a frame the server sends", "SUBSCRIBE"}},
+		{"invalid heart-beat", "CONNECT\naccept-version:1.2\nheart-beat:soon\n\n\x00", "invalid heart-beat header",
+			[]string{`heart-beat "soon"`, "milliseconds"}},
+		{"unsupported version", "CONNECT\naccept-version:2.0\n\n\x00", "unsupported protocol version",
+			[]string{`accept-version "2.0"`, "Supported protocol versions are 1.0,1.1,1.2"}},
+		{"unknown command", connect + "FROBNICATE\n\n\x00", "unknown command",
+			[]string{`command "FROBNICATE"`, "is not a STOMP command"}},
+		{"hostile unknown command", connect + hostile + "\n\n\x00", "unknown command",
+			[]string{`command "\x1b[2J\a` + strings.Repeat("Z", frame.MaxEchoBytes-5) + `"...`}},
+		{"malformed header", connect + "SEND\ndestination\n\n\x00", "malformed header",
+			[]string{`header line "destination"`, "no colon"}},
+		{"a stage's unsanitized detail", "CONNECT\naccept-version:1.2\nlogin:unsanitized\n\n\x00", "access refused",
+			[]string{`no user \x00\x0a\x1b[31m\xffuuu`, "uuu..."}},
+		{"hostile malformed header", connect + "SEND\n" + hostile + "\n\n\x00", "malformed header",
+			[]string{`header line "\x1b[2J\a`, "no colon"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			conn, _, _, _ := serve(t, DefaultOptions())
+			_, _ = conn.Write([]byte(c.in))
+			_ = conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+			var raw []byte
+			buf := make([]byte, 4096)
+			for {
+				n, err := conn.Read(buf)
+				raw = append(raw, buf[:n]...)
+				if err != nil {
+					break // the session closes after its ERROR
+				}
+			}
+			if !strings.HasSuffix(string(raw), frame.Terminator) {
+				t.Errorf("the last frame does not end with NUL LF: %q", raw)
+			}
+			p := frame.NewParser(strings.NewReader(string(raw)), frame.Limits{})
+			var f *frame.Frame
+			for {
+				g, err := p.ReadFrame()
+				if err != nil {
+					break
+				}
+				f = g.Clone()
+			}
+			if f == nil || f.Command != frame.CmdError {
+				t.Fatalf("want an ERROR last, got %q", raw)
+			}
+			if f.Value("message") != c.message {
+				t.Errorf("message %q, want %q", f.Value("message"), c.message)
+			}
+			body := string(f.Body)
+			for _, w := range c.body {
+				if !strings.Contains(body, w) {
+					t.Errorf("body %q does not contain %q", body, w)
+				}
+			}
+			if f.Value("content-type") != "text/plain" {
+				t.Errorf("content-type %q", f.Value("content-type"))
+			}
+			if cl := f.Value("content-length"); cl != "" && cl != strconv.Itoa(len(body)) {
+				t.Errorf("content-length %s for a %d-byte body", cl, len(body))
+			}
+			for _, r := range strings.TrimSuffix(body, "\n") {
+				if r < 0x20 || r == 0x7f {
+					t.Errorf("body %q contains control character %U", body, r)
+				}
+			}
+			if len(body) > frame.MaxDetailBytes+len("...\n") {
+				t.Errorf("body is %d bytes", len(body))
+			}
+			if strings.Contains(body, strings.Repeat("Z", frame.MaxEchoBytes+1)) {
+				t.Errorf("body echoes more than %d octets of input: %q", frame.MaxEchoBytes, body)
+			}
+		})
 	}
 }

@@ -41,6 +41,7 @@ type badInputCase struct {
 	bad        string // the offending bytes
 	receipt    string // the receipt header bad carries ("" when none)
 	message    string // the exact message header wanted ("" accepts any short one)
+	body       string // a substring the ERROR body must hold: what was wrong ("" checks nothing)
 }
 
 func badInputCases() []badInputCase {
@@ -51,10 +52,11 @@ func badInputCases() []badInputCase {
 	big := strings.Repeat("b", limitBody+1000)
 	return []badInputCase{
 		{name: "frame before CONNECT", preConnect: true, receipt: "r-early",
+			message: "expected CONNECT frame", body: "must be CONNECT or STOMP, not SEND",
 			bad: frameOf("SEND", []string{"destination:/queue/bad", "receipt:r-early"}, "too early")},
-		{name: "second CONNECT",
+		{name: "second CONNECT", message: "already connected", body: "CONNECT on a connection that is already connected",
 			bad: frameOf("CONNECT", []string{"accept-version:1.2", "host:localhost"}, "")},
-		{name: "unknown command", receipt: "r-unknown",
+		{name: "unknown command", receipt: "r-unknown", message: "unknown command", body: `command "FROBNICATE" is not a STOMP command`,
 			bad: frameOf("FROBNICATE", []string{"receipt:r-unknown"}, "")},
 		{name: "SEND without destination", receipt: "r-nodest",
 			bad: frameOf("SEND", []string{"receipt:r-nodest"}, "where to?")},
@@ -66,18 +68,29 @@ func badInputCases() []badInputCase {
 			bad: frameOf("BEGIN", []string{"receipt:r-begin"}, "")},
 		{name: "invalid destination", receipt: "r-dest", message: "invalid destination",
 			bad: frameOf("SEND", []string{"destination:/queue//x", "receipt:r-dest"}, "x")},
-		{name: "undefined escape", receipt: "r-escape",
-			bad: frameOf("SEND", []string{"destination:/queue/bad", "receipt:r-escape", `note:tab\there`}, "x")},
-		{name: "over-long header line", receipt: "r-long",
-			bad: frameOf("SEND", []string{"destination:/queue/bad", "receipt:r-long", "long:" + strings.Repeat("x", 2*limitHeaderLine)}, "x")},
-		{name: "too many headers", receipt: "r-headers",
-			bad: frameOf("SEND", manyHeaders, "x")},
-		{name: "oversized body with content-length", receipt: "r-body-cl",
-			bad: frameOf("SEND", []string{"destination:/queue/bad", "receipt:r-body-cl", fmt.Sprintf("content-length:%d", len(big))}, big)},
-		{name: "oversized body without content-length", receipt: "r-body-nul",
-			bad: frameOf("SEND", []string{"destination:/queue/bad", "receipt:r-body-nul"}, big)},
+		{name: "undefined escape", receipt: "r-escape", message: "undefined escape sequence",
+			body: `the value of header "note" has "\\t", an escape STOMP 1.2 does not define`,
+			bad:  frameOf("SEND", []string{"destination:/queue/bad", "receipt:r-escape", `note:tab\there`}, "x")},
+		{name: "over-long header line", receipt: "r-long", message: "header line too long",
+			body: fmt.Sprintf(`header line "long:%s"... is longer than %d octets (max-header-length)`, strings.Repeat("x", 64-len("long:")), limitHeaderLine),
+			bad:  frameOf("SEND", []string{"destination:/queue/bad", "receipt:r-long", "long:" + strings.Repeat("x", 2*limitHeaderLine)}, "x")},
+		{name: "too many headers", receipt: "r-headers", message: "too many headers",
+			body: fmt.Sprintf("more than %d headers (max-headers)", limitHeaders),
+			bad:  frameOf("SEND", manyHeaders, "x")},
+		{name: "oversized body with content-length", receipt: "r-body-cl", message: "body too large",
+			body: fmt.Sprintf("content-length %d exceeds the largest body allowed, %d octets", limitBody+1000, limitBody),
+			bad:  frameOf("SEND", []string{"destination:/queue/bad", "receipt:r-body-cl", fmt.Sprintf("content-length:%d", len(big))}, big)},
+		{name: "oversized body without content-length", receipt: "r-body-nul", message: "body too large",
+			body: fmt.Sprintf("the body exceeds %d octets (max-body-length)", limitBody),
+			bad:  frameOf("SEND", []string{"destination:/queue/bad", "receipt:r-body-nul"}, big)},
 		{name: "invalid group name", receipt: "r-group",
 			bad: frameOf("SEND", []string{"destination:/topic/bad", "group:not.a.group", "receipt:r-group"}, "x")},
+		{name: "malformed header", message: "malformed header",
+			body: `header line "no-colon-here" has no colon`,
+			bad:  frameOf("SEND", []string{"destination:/queue/bad", "no-colon-here"}, "x")},
+		{name: "hostile unknown command", message: "unknown command",
+			body: `command "\x1b[2J\x00` + strings.Repeat("Q", 64-5) + `"... is not a STOMP command`,
+			bad:  frameOf("\x1b[2J\x00"+strings.Repeat("Q", 900), nil, "")},
 	}
 }
 
@@ -116,6 +129,17 @@ func TestBadInputGetsErrorAndCloseWhileOthersKeepWorking(t *testing.T) {
 				t.Errorf("ERROR message header is %d bytes, want a short one (<= %d): %q", len(msg), maxMessageLen, msg)
 			case tc.message != "" && msg != tc.message:
 				t.Errorf("ERROR message = %q, want %q", msg, tc.message)
+			}
+			if body := string(f.body); tc.body != "" && !strings.Contains(body, tc.body) {
+				t.Errorf("ERROR body %q does not say what was wrong (want %q in it)", body, tc.body)
+			}
+			for _, r := range strings.TrimSuffix(string(f.body), "\n") {
+				if r < 0x20 || r == 0x7f {
+					t.Errorf("ERROR body %q holds control character %U", f.body, r)
+				}
+			}
+			if len(f.body) > 1024 {
+				t.Errorf("ERROR body is %d bytes: %q", len(f.body), truncate(string(f.body), 300))
 			}
 			if tc.receipt != "" {
 				if rid, _ := f.get("receipt-id"); rid != tc.receipt {

@@ -46,6 +46,7 @@ func runTests(m *testing.M) int {
 	}
 	pythonErr = checkPython()
 	nodeErr = checkNode()
+	phpErr = checkPHP()
 	return m.Run()
 }
 
