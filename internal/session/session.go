@@ -166,7 +166,11 @@ func (s *Session) Serve() {
 		case !f.Command.IsClient():
 			s.Fail(&frame.ProtocolError{Reason: "unexpected " + f.Command.String() + " frame from a client", ReceiptID: f.Value(frame.HdrReceipt), Fatal: true})
 		default:
-			link.Handle(f)
+			if pe := frame.CheckBody(f); pe != nil {
+				s.Fail(pe)
+			} else {
+				link.Handle(f)
+			}
 		}
 		s.waitForWriter()
 		if s.isClosing() {
@@ -232,6 +236,11 @@ func (s *Session) handshake() (Link, CloseReason) {
 	}
 	if f.Command != frame.CmdConnect && f.Command != frame.CmdStomp {
 		s.Fail(&frame.ProtocolError{Reason: "expected CONNECT frame", ReceiptID: f.Value(frame.HdrReceipt), Fatal: true})
+		s.waitDone()
+		return nil, CloseProtocol
+	}
+	if pe := frame.CheckBody(f); pe != nil {
+		s.Fail(pe)
 		s.waitDone()
 		return nil, CloseProtocol
 	}
