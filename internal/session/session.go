@@ -275,6 +275,13 @@ func (s *Session) handshake() (Link, CloseReason) {
 		return nil, CloseProtocol
 	}
 	sx, sy := s.opts.HeartBeatSend, s.opts.HeartBeatRecv
+	// Offer the client what it asks for, down to the floor, instead of fixed intervals.
+	if sx > 0 && cy > 0 {
+		sx = max(cy, s.opts.HeartBeatMin)
+	}
+	if sy > 0 && cx > 0 {
+		sy = max(cx, s.opts.HeartBeatMin)
+	}
 	if v == frame.V10 {
 		sx, sy = 0, 0
 	}
