@@ -13,6 +13,7 @@ package durable
 import (
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -113,8 +114,19 @@ func (l *Log) Forget(id dispatch.Identity, m *message.Message) {
 		return
 	}
 	if err := l.st.Delete(l.stream(id), m.Sequence); err != nil {
-		l.log.Warn("delete failed", "stream", l.stream(id), "err", err)
+		l.deleteFailed(id, err)
 	}
+}
+
+// deleteFailed logs a failed delete: at Debug while the store is down (it logged the state
+// change once; a delete lost meanwhile only means a redelivery after a restart), at Warn
+// otherwise.
+func (l *Log) deleteFailed(id dispatch.Identity, err error) {
+	if errors.Is(err, store.ErrUnavailable) {
+		l.log.Debug("delete failed: store unavailable", "stream", l.stream(id), "err", err)
+		return
+	}
+	l.log.Warn("delete failed", "stream", l.stream(id), "err", err)
 }
 
 // Retire deletes the stored copies of messages a queue is done with (acknowledged, or removed
@@ -135,7 +147,7 @@ func (l *Log) Retire(id dispatch.Identity, acked []*message.Message, removed []q
 		return
 	}
 	if err := l.st.Delete(l.stream(id), seqs...); err != nil {
-		l.log.Warn("delete failed", "stream", l.stream(id), "err", err)
+		l.deleteFailed(id, err)
 		return
 	}
 	l.Deleted.Add(uint64(len(seqs)))

@@ -9,6 +9,7 @@ import (
 	"github.com/titan-broker/titan/internal/dispatch"
 	"github.com/titan-broker/titan/internal/frame"
 	"github.com/titan-broker/titan/internal/message"
+	"github.com/titan-broker/titan/internal/store"
 )
 
 // groupStage resolves the group header (DESIGN §3): absent or empty is "default"; a name
@@ -98,13 +99,13 @@ func (s storeStage) Apply(c *Context) {
 	}
 	if c.Replay || !c.Conn.pipelined {
 		if err := s.store.Persist(c.Identity, c.Message); err != nil {
-			c.fail("message not stored", "the broker could not store the message; it was not accepted")
+			c.fail(store.Describe(err), "the broker could not store the message; it was not accepted")
 		}
 		return
 	}
 	wait, err := s.store.PersistAsync(c.Identity, c.Message)
 	if err != nil {
-		c.fail("message not stored", "the broker could not store the message; it was not accepted")
+		c.fail(store.Describe(err), "the broker could not store the message; it was not accepted")
 		return
 	}
 	c.durable = wait // the router finishes the route on the connection's pipeline
