@@ -270,3 +270,46 @@ func TestBackgroundFaultDegrades(t *testing.T) {
 		t.Fatalf("%d 'store degraded' lines, want 1", n)
 	}
 }
+
+// A recovery attempt does not wait forever for a call in progress (a Scan whose callback
+// blocks): reads keep working meanwhile, and the store recovers once the call returns.
+func TestRecoveryWaitsForCallsInProgressBounded(t *testing.T) {
+	old := drainTimeout
+	drainTimeout = 30 * time.Millisecond
+	t.Cleanup(func() { drainTimeout = old })
+	s, ffs, _, _ := faultStore(t, Options{})
+	if _, err := s.Append("q", []byte("one")); err != nil {
+		t.Fatal(err)
+	}
+	inScan, release, scanned := make(chan struct{}), make(chan struct{}), make(chan error, 1)
+	go func() {
+		scanned <- s.Scan("q", 0, func(uint64, []byte) bool {
+			close(inScan)
+			<-release
+			return true
+		})
+	}()
+	<-inScan
+	ffs.set(faultFull)
+	if _, err := s.Append("q", []byte("two")); !errors.Is(err, store.ErrUnavailable) {
+		t.Fatalf("Append on a full disk: %v", err)
+	}
+	ffs.set(faultNone)
+	time.Sleep(150 * time.Millisecond) // several attempts give up on the blocked Scan
+	if h := s.Health(); h.State != store.StateDown {
+		t.Fatalf("recovered while a call was in progress: %+v", h)
+	}
+	eventually(t, 5*time.Second, "a read between recovery attempts", func() bool {
+		_, _, err := s.Meta("k")
+		return err == nil
+	})
+	close(release)
+	if err := <-scanned; err != nil {
+		t.Fatalf("Scan: %v", err)
+	}
+	eventually(t, 10*time.Second, "recovery after the Scan returned", func() bool { return s.Health().State == store.StateOK })
+	if _, err := s.Append("q", []byte("three")); err != nil {
+		t.Fatal(err)
+	}
+	closeT(t, s)
+}

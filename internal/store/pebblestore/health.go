@@ -17,6 +17,10 @@ const probeFile = "titan.probe"
 // probeBytes is the size of the probe write: one page.
 const probeBytes = 4096
 
+// drainTimeout bounds how long a recovery attempt waits for the calls in progress before it
+// reopens the database; meanwhile new calls are refused.
+var drainTimeout = 2 * time.Second // a variable for tests
+
 // health is the store's condition (store.Health) plus what the transitions need.
 type health struct {
 	state      store.State
@@ -192,8 +196,23 @@ func (s *Store) recover() error {
 		return store.ErrClosed
 	}
 	s.reopening = true
-	for s.inflight > 0 {
+	// Bounded: a call that does not return (a Scan callback that blocks) must not keep
+	// reads refused for long; give up this attempt and retry later.
+	deadline := time.Now().Add(drainTimeout)
+	wake := time.AfterFunc(drainTimeout, func() {
+		s.mu.Lock()
+		s.idle.Broadcast()
+		s.mu.Unlock()
+	})
+	for s.inflight > 0 && time.Now().Before(deadline) {
 		s.idle.Wait()
+	}
+	wake.Stop()
+	if s.inflight > 0 {
+		s.reopening = false
+		n := s.inflight
+		s.mu.Unlock()
+		return fmt.Errorf("pebblestore: %d calls still in progress after %v; reopen postponed", n, drainTimeout)
 	}
 	s.mu.Unlock()
 
