@@ -83,7 +83,10 @@
 // a torn tail, whose batches never reported success), reloads the streams without lowering
 // any high-water mark, and commits a synced batch. Then the store is OK again, logged at
 // Warn. A failed flush or compaction while the WAL still works only makes the store
-// degraded (Warn, once), until one succeeds; a failed MANIFEST write, which Pebble declares
+// degraded (Warn, once), until one succeeds — but once memtables pile up and Pebble stalls
+// writes behind those flushes, the stall would last until the disk recovers, so the store
+// goes down: later writes are refused instead of blocking, and the few already inside
+// Pebble complete when a flush succeeds. A failed MANIFEST write, which Pebble declares
 // fatal, takes it down and through the same recovery. Corruption takes it down for good.
 //
 // # Concurrency

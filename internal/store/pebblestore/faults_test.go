@@ -246,29 +246,87 @@ func TestDiskFaultConcurrentNoFalseSuccess(t *testing.T) {
 	t.Logf("%d acknowledged, %d stored, refused per producer %v", len(acked), len(found), refused)
 }
 
-// TestBackgroundFaultDegrades: when only flushes fail (the table files cannot be written)
-// the WAL still takes writes: the store is degraded, not down, says so once, and is OK
-// again after a flush succeeds.
+// TestBackgroundFaultDegrades: when only flushes fail (the table files cannot be written,
+// while the WAL still has room) the store is degraded, not down, and says so once. Once
+// memtables pile up and Pebble stalls writes behind the failing flushes, the store goes
+// down: later writes are refused with the reason instead of blocking forever, and the few
+// already inside Pebble complete once the fault is lifted, truthfully; then the store is OK
+// again and every acknowledged record is there after a restart.
 func TestBackgroundFaultDegrades(t *testing.T) {
-	s, ffs, logs, _ := faultStore(t, Options{MemTableBytes: 1 << 20, DeleteSyncInterval: -1})
-	defer closeT(t, s)
+	s, ffs, logs, dir := faultStore(t, Options{MemTableBytes: 1 << 20, DeleteSyncInterval: -1})
 	ffs.match = func(name string) bool { return strings.HasSuffix(name, ".sst") }
 	ffs.set(faultFull)
 	rec := bytes.Repeat([]byte("z"), 32<<10)
-	eventually(t, 20*time.Second, "store degraded", func() bool {
-		if _, err := s.Append("q", rec); err != nil {
-			t.Fatalf("Append while only flushes fail: %v", err)
-		}
-		return s.Health().State == store.StateDegraded
-	})
-	if h := s.Health(); store.Reason(h.Cause) != "no space left on device" {
-		t.Fatalf("Health = %+v", h)
+	type result struct {
+		seq uint64
+		err error
 	}
-	ffs.set(faultNone)
-	eventually(t, 20*time.Second, "store OK again", func() bool { return s.Health().State == store.StateOK })
+	var mu sync.Mutex
+	acked := map[uint64][]byte{}
+	var blocked []chan result
+	sawDegraded := false
+	var refusal error
+	for i := 0; i < 2000 && refusal == nil; i++ {
+		done := make(chan result, 1)
+		go func() {
+			seq, err := s.Append("q", rec)
+			done <- result{seq, err}
+		}()
+		select {
+		case r := <-done:
+			if r.err != nil {
+				refusal = r.err
+				break
+			}
+			mu.Lock()
+			acked[r.seq] = rec
+			mu.Unlock()
+		case <-time.After(200 * time.Millisecond):
+			blocked = append(blocked, done) // stalled inside Pebble
+		}
+		sawDegraded = sawDegraded || s.Health().State == store.StateDegraded
+	}
+	if !sawDegraded {
+		t.Error("the store was never degraded while only flushes failed")
+	}
+	const want = "store unavailable: no space left on device"
+	if refusal == nil || refusal.Error() != want {
+		t.Fatalf("refusal = %v, want %q", refusal, want)
+	}
+	if len(blocked) > 3 {
+		t.Fatalf("%d Appends blocked inside Pebble, want at most a few", len(blocked))
+	}
+	if h := s.Health(); h.State != store.StateDown {
+		t.Fatalf("Health = %+v, want down", h)
+	}
 	if n := logs.count(slog.LevelWarn, "store degraded"); n != 1 {
 		t.Fatalf("%d 'store degraded' lines, want 1", n)
 	}
+
+	ffs.set(faultNone)
+	for _, done := range blocked {
+		select {
+		case r := <-done:
+			if r.err != nil {
+				t.Fatalf("a stalled Append failed after the fault was lifted: %v", r.err)
+			}
+			acked[r.seq] = rec
+		case <-time.After(20 * time.Second):
+			t.Fatal("a stalled Append still blocks after the fault was lifted")
+		}
+	}
+	eventually(t, 20*time.Second, "store OK again", func() bool { return s.Health().State == store.StateOK })
+	seq, err := s.Append("q", []byte("after"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	acked[seq] = []byte("after")
+	checkAcked(t, s, acked)
+	closeT(t, s)
+	s2 := openT(t, dir, Options{})
+	checkAcked(t, s2, acked)
+	closeT(t, s2)
+	t.Logf("%d records acknowledged, %d Appends stalled and completed", len(acked), len(blocked))
 }
 
 // A recovery attempt does not wait forever for a call in progress (a Scan whose callback

@@ -136,10 +136,40 @@ func (s *Store) backgroundError(err error) {
 	} else {
 		s.log.Debug("pebble background error", "err", err)
 	}
+	if s.stalled.Load() {
+		s.stallFailed(err)
+	}
 	select {
 	case <-s.stop:
 	case <-time.After(min(time.Duration(1<<min(n, 10))*time.Millisecond, time.Second)):
 	}
+}
+
+// writeStall is Pebble's WriteStallBegin/End: writes wait for a memtable flush. When the
+// flushes are failing, the wait has no end until the disk recovers, so a stall while they
+// fail takes the store down: later writes are refused instead of blocking (the few already
+// inside Pebble wait for the flush, and complete truthfully once it succeeds).
+func (s *Store) writeStall(begin bool) {
+	s.stalled.Store(begin)
+	if !begin || s.bgFailures.Load() == 0 {
+		return
+	}
+	s.mu.Lock()
+	cause := s.health.cause
+	s.mu.Unlock()
+	if cause == nil {
+		cause = errors.New("memtable flushes fail")
+	}
+	s.stallFailed(cause)
+}
+
+// stallFailed takes the store down because writes stall behind flushes that fail with err.
+func (s *Store) stallFailed(err error) {
+	if errors.Is(err, store.ErrUnavailable) || errors.Is(err, store.ErrCorrupt) {
+		s.fail(err)
+		return
+	}
+	s.fail(fmt.Errorf("pebblestore: writes stalled behind failing flushes: %w", err))
 }
 
 // backgroundOK follows a flush or compaction that succeeded: a degraded store is OK again.

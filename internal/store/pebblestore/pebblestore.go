@@ -55,6 +55,7 @@ type Store struct {
 	recoverDone chan struct{} // guarded by mu: closed by the recoverer when it returns; nil when none ran
 
 	bgFailures atomic.Int32 // consecutive failed flushes and compactions (for the backoff)
+	stalled    atomic.Bool  // Pebble stalls writes: too many memtables wait for a flush
 
 	walSyncs atomic.Uint64 // WAL fsyncs since Open
 }
@@ -208,6 +209,8 @@ func (s *Store) openDB() (err error) {
 					s.backgroundOK()
 				}
 			},
+			WriteStallBegin: func(pebble.WriteStallBeginInfo) { s.writeStall(true) },
+			WriteStallEnd:   func() { s.writeStall(false) },
 		},
 	}
 	if err := checkWALTail(s.fs, s.dir, logger); err != nil {
