@@ -371,3 +371,35 @@ func TestRecoveryWaitsForCallsInProgressBounded(t *testing.T) {
 	}
 	closeT(t, s)
 }
+
+// Close while the store is down (the fault never lifted) returns, stops the recoverer, and
+// a later Open finds every acknowledged record.
+func TestCloseWhileDown(t *testing.T) {
+	for _, f := range []fault{faultFull, faultReadOnly} {
+		s, ffs, _, dir := faultStore(t, Options{})
+		acked := map[uint64][]byte{}
+		for i := range 3 {
+			seq, err := s.Append("q", []byte(fmt.Sprint(i)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			acked[seq] = []byte(fmt.Sprint(i))
+		}
+		ffs.set(f)
+		if _, err := s.Append("q", []byte("refused")); !errors.Is(err, store.ErrUnavailable) {
+			t.Fatalf("Append: %v", err)
+		}
+		time.Sleep(20 * time.Millisecond) // a few recovery attempts
+		_ = s.Close()                     // its error, if any, is the fault's
+		if err := s.Close(); !errors.Is(err, store.ErrClosed) {
+			t.Fatalf("second Close: %v", err)
+		}
+		if h := s.Health(); h.State != store.StateDown {
+			t.Fatalf("Health after Close = %+v, want the last state (down)", h)
+		}
+		ffs.set(faultNone)
+		s2 := openT(t, dir, Options{})
+		checkAcked(t, s2, acked)
+		closeT(t, s2)
+	}
+}

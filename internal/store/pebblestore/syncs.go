@@ -35,27 +35,21 @@ type walFS struct {
 	vfs.FS
 	walSyncs *atomic.Uint64 // shared by every walFS of one Store
 
-	mu      sync.Mutex
-	fault   error       // guarded by mu: the first WAL I/O error
-	onFault func(error) // called once, with the first fault, from the failing goroutine
+	fault   atomic.Pointer[error] // the first WAL I/O error; read after every synced commit
+	onFault func(error)           // called once, with the first fault, from the failing goroutine
 }
 
-// faultErr returns the first WAL I/O error seen, or nil.
+// faultErr returns the first WAL I/O error seen, or nil. One atomic load.
 func (w *walFS) faultErr() error {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.fault
+	if p := w.fault.Load(); p != nil {
+		return *p
+	}
+	return nil
 }
 
 // setFault records err as the fault if it is the first one, and reports it.
 func (w *walFS) setFault(err error) {
-	w.mu.Lock()
-	first := w.fault == nil
-	if first {
-		w.fault = err
-	}
-	w.mu.Unlock()
-	if first && w.onFault != nil {
+	if w.fault.CompareAndSwap(nil, &err) && w.onFault != nil {
 		w.onFault(err)
 	}
 }
