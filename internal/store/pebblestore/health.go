@@ -248,6 +248,9 @@ func (s *Store) recover() error {
 
 	err := s.reopen()
 
+	if err == nil {
+		err = s.wal.faultErr() // a fault of the new database since the synced batch
+	}
 	s.mu.Lock()
 	s.reopening = false
 	if err != nil {
@@ -289,6 +292,9 @@ func (s *Store) reopen() error {
 			s.log.Debug("closing the failed database", "err", err)
 		}
 	}
+	// The old database's stall and failure streak end with it.
+	s.stalled.Store(false)
+	s.bgFailures.Store(0)
 	if err := s.openDB(); err != nil {
 		return err
 	}
