@@ -182,6 +182,7 @@ func sessionOptions(s config.Server, log *slog.Logger, spawn func(string, func()
 	o.ServerName = "Titan/" + Version
 	o.HeartBeatSend = config.Ms(*p.HeartbeatX)
 	o.HeartBeatRecv = config.Ms(*p.HeartbeatY)
+	o.HeartBeatMin = config.Ms(*p.HeartbeatMin)
 	o.HeartBeatGrace = p.HeartbeatGrace
 	o.ConnectionTTL = config.Ms(p.ConnectionTTL)
 	o.MaxOutboundBytes = p.MaxOutboundBytes

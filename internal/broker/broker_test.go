@@ -171,12 +171,14 @@ func TestHeartBeatNegotiationAndSilentClientDropped(t *testing.T) {
 		hb := 200
 		c.Servers[0].ProtocolOptions.HeartbeatX = &hb
 		c.Servers[0].ProtocolOptions.HeartbeatY = &hb
+		floor := 50
+		c.Servers[0].ProtocolOptions.HeartbeatMin = &floor
 	})
 	c := brokertest.Dial(t, addr)
-	c.Send("CONNECT\naccept-version:1.2\nhost:h\nheart-beat:100,300\n\n\x00")
-	c.Expect(frame.CmdConnected, "version:1.2", "heart-beat:200,200")
-	// The broker beats every max(200, 300) ms; we stay silent and must be dropped after
-	// 2 × max(100, 200) ms.
+	c.Send("CONNECT\naccept-version:1.2\nhost:h\nheart-beat:200,300\n\n\x00")
+	c.Expect(frame.CmdConnected, "version:1.2", "heart-beat:300,200")
+	// The broker offers what we asked (above its 50 ms floor) and beats every 300 ms; we
+	// stay silent and must be dropped after 2 × 200 ms.
 	start := time.Now()
 	c.ExpectClosed(3 * time.Second)
 	if el := time.Since(start); el < 300*time.Millisecond {

@@ -22,7 +22,8 @@ func openStore(c config.Store, log *slog.Logger) (store.Store, error) {
 	}
 	st, err := pebblestore.Open(c.DataDir, pebblestore.Options{Logger: log.With("component", "pebble")})
 	if err != nil {
-		return nil, fmt.Errorf("broker: opening store in %s: %w (is another titan using it?)", c.DataDir, err)
+		// The store's errors say what to do (store.ErrLocked names the other process).
+		return nil, fmt.Errorf("broker: opening store in %s: %w", c.DataDir, err)
 	}
 	return st, nil
 }

@@ -96,6 +96,10 @@ type ProtocolOptions struct {
 	HeartbeatX *int `yaml:"heartbeat-x"`
 	// HeartbeatY is the incoming heart-beat interval the server asks for in ms (default 10000).
 	HeartbeatY *int `yaml:"heartbeat-y"`
+	// HeartbeatMin is the shortest heart-beat interval in ms the server agrees to, either
+	// way (default 1000). A client that asks for heart-beats (CONNECT heart-beat:cx,cy) is
+	// offered its own intervals, raised to this floor, instead of heartbeat-x/-y.
+	HeartbeatMin *int `yaml:"heartbeat-min"`
 	// HeartbeatGrace multiplies the client interval before a silent connection closes
 	// (default 2.0).
 	HeartbeatGrace float64 `yaml:"heartbeat-grace"`
@@ -251,6 +255,9 @@ func (s *Server) applyDefaults() {
 	if p.HeartbeatY == nil {
 		p.HeartbeatY = ip(10000)
 	}
+	if p.HeartbeatMin == nil {
+		p.HeartbeatMin = ip(1000)
+	}
 	if p.HeartbeatGrace == 0 {
 		p.HeartbeatGrace = 2.0
 	}
@@ -360,6 +367,9 @@ func (c *Config) Validate() error {
 		}
 		if (p.HeartbeatX != nil && *p.HeartbeatX < 0) || (p.HeartbeatY != nil && *p.HeartbeatY < 0) {
 			add("%s: heartbeat-x and heartbeat-y must be >= 0 ms", where)
+		}
+		if p.HeartbeatMin != nil && *p.HeartbeatMin < 1 {
+			add("%s: heartbeat-min must be >= 1 ms", where)
 		}
 		if p.FanoutMode != "" && p.FanoutMode != "virtual" {
 			add("%s: fanout-mode %q is not supported (want \"virtual\" or empty)", where, p.FanoutMode)

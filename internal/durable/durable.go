@@ -13,6 +13,7 @@ package durable
 import (
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -38,9 +39,24 @@ type Log struct {
 	Deleted  atomic.Uint64
 	Corrupt  atomic.Uint64
 
+	// DeferredDeletes counts deletes a down store refused and that were kept to be retried
+	// once it is OK again; DroppedDeletes those beyond MaxDeferredDeletes (their messages
+	// are delivered again after a restart, never lost).
+	DeferredDeletes atomic.Uint64
+	DroppedDeletes  atomic.Uint64
+
 	settingsMu sync.Mutex // serialises read-modify-write of the queue-settings meta key
 	names      sync.Map   // Identity → stream name, so the hot path does not rebuild it
+
+	deferMu     sync.Mutex
+	deferred    map[string][]uint64 // guarded by deferMu: stream → seqs awaiting a retry
+	deferredN   int                 // guarded by deferMu: seqs in deferred
+	hasDeferred atomic.Bool         // deferred is not empty (checked without the lock)
 }
+
+// MaxDeferredDeletes bounds the deletes kept for a retry while the store is down (8 bytes
+// each, plus the stream names).
+const MaxDeferredDeletes = 1 << 20
 
 // stream returns id's stream name, cached.
 func (l *Log) stream(id dest.Identity) string {
@@ -112,8 +128,55 @@ func (l *Log) Forget(id dest.Identity, m *message.Message) {
 	if m.Sequence == 0 {
 		return
 	}
+	l.retryDeferred()
 	if err := l.st.Delete(l.stream(id), m.Sequence); err != nil {
-		l.log.Warn("delete failed", "stream", l.stream(id), "err", err)
+		l.deleteFailed(l.stream(id), []uint64{m.Sequence}, err)
+	}
+}
+
+// deleteFailed handles a failed delete of seqs from stream. A store that is down refused it
+// (and logged its state change once): the delete is kept, up to MaxDeferredDeletes, and
+// retried once the store is OK again, so acknowledged messages do not come back after a
+// later restart; it is logged at Debug. Any other failure is logged at Warn (the messages
+// are delivered again after a restart).
+func (l *Log) deleteFailed(stream string, seqs []uint64, err error) {
+	if !errors.Is(err, store.ErrUnavailable) {
+		l.log.Warn("delete failed", "stream", stream, "err", err)
+		return
+	}
+	l.log.Debug("delete deferred: store unavailable", "stream", stream, "seqs", len(seqs), "err", err)
+	l.deferMu.Lock()
+	defer l.deferMu.Unlock()
+	keep := min(len(seqs), MaxDeferredDeletes-l.deferredN)
+	if keep > 0 {
+		if l.deferred == nil {
+			l.deferred = make(map[string][]uint64)
+		}
+		l.deferred[stream] = append(l.deferred[stream], seqs[:keep]...)
+		l.deferredN += keep
+		l.hasDeferred.Store(true)
+		l.DeferredDeletes.Add(uint64(keep))
+	}
+	l.DroppedDeletes.Add(uint64(len(seqs) - keep))
+}
+
+// retryDeferred applies the deletes a down store refused, once it is OK again. It costs one
+// atomic load when none are pending; it runs on the next delete.
+func (l *Log) retryDeferred() {
+	if !l.hasDeferred.Load() || l.st.Health().State != store.StateOK {
+		return
+	}
+	l.deferMu.Lock()
+	pending := l.deferred
+	l.deferred, l.deferredN = nil, 0
+	l.hasDeferred.Store(false)
+	l.deferMu.Unlock()
+	for stream, seqs := range pending {
+		if err := l.st.Delete(stream, seqs...); err != nil {
+			l.deleteFailed(stream, seqs, err)
+			continue
+		}
+		l.Deleted.Add(uint64(len(seqs)))
 	}
 }
 
@@ -134,8 +197,9 @@ func (l *Log) Retire(id dest.Identity, acked []*message.Message, removed []queue
 	if len(seqs) == 0 {
 		return
 	}
+	l.retryDeferred()
 	if err := l.st.Delete(l.stream(id), seqs...); err != nil {
-		l.log.Warn("delete failed", "stream", l.stream(id), "err", err)
+		l.deleteFailed(l.stream(id), seqs, err)
 		return
 	}
 	l.Deleted.Add(uint64(len(seqs)))

@@ -11,6 +11,7 @@ import (
 	"github.com/titan-broker/titan/internal/delivery"
 	"github.com/titan-broker/titan/internal/dest"
 	"github.com/titan-broker/titan/internal/frame"
+	"github.com/titan-broker/titan/internal/store"
 )
 
 // Route names a fixed chain of stages.
@@ -275,7 +276,7 @@ func (r *Router) deferTail(c *Context, rest []Stage) {
 			}
 			return
 		case err != nil:
-			tail.fail("message not stored", "the broker could not store the message; it was not accepted")
+			tail.fail(store.Describe(err), "the broker could not store the message; it was not accepted")
 		default:
 			r.run(&tail, rest)
 		}

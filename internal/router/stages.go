@@ -1,6 +1,8 @@
 package router
 
 import (
+	"fmt"
+
 	"errors"
 	"strconv"
 	"strings"
@@ -10,6 +12,7 @@ import (
 	"github.com/titan-broker/titan/internal/dispatch"
 	"github.com/titan-broker/titan/internal/frame"
 	"github.com/titan-broker/titan/internal/message"
+	"github.com/titan-broker/titan/internal/store"
 )
 
 // groupStage resolves the group header (DESIGN §3): absent or empty is "default"; a name
@@ -107,13 +110,13 @@ func (s storeStage) Apply(c *Context) {
 	}
 	if c.Replay || !c.Conn.pipelined {
 		if err := s.store.Persist(c.Identity, c.Message); err != nil {
-			c.failWith("message not stored", "the broker could not store the message; it was not accepted", dispatch.ErrNotStored)
+			c.failWith(store.Describe(err), "the broker could not store the message; it was not accepted", fmt.Errorf("%w: %w", dispatch.ErrNotStored, err))
 		}
 		return
 	}
 	wait, err := s.store.PersistAsync(c.Identity, c.Message)
 	if err != nil {
-		c.failWith("message not stored", "the broker could not store the message; it was not accepted", dispatch.ErrNotStored)
+		c.failWith(store.Describe(err), "the broker could not store the message; it was not accepted", fmt.Errorf("%w: %w", dispatch.ErrNotStored, err))
 		return
 	}
 	c.durable = wait // the router finishes the route on the connection's pipeline

@@ -16,12 +16,17 @@ type Options struct {
 	Versions []frame.Version
 	// ServerName is the CONNECTED server header (default "Titan/<version>").
 	ServerName string
-	// HeartBeatSend is the smallest interval at which the server can send heart-beats (sx;
-	// default 10 s; 0 disables sending).
+	// HeartBeatSend is the interval at which the server offers to send heart-beats (sx) to a
+	// client that asks for none (default 10 s); 0 disables sending. A client that asks for
+	// heart-beats every cy is offered cy, down to HeartBeatMin.
 	HeartBeatSend time.Duration
-	// HeartBeatRecv is the interval at which the server wants to receive heart-beats (sy;
-	// default 10 s; 0 means it wants none).
+	// HeartBeatRecv is the interval at which the server asks for heart-beats (sy) from a
+	// client that offers none (default 10 s); 0 means it wants none. A client that offers
+	// heart-beats every cx is asked for cx, down to HeartBeatMin.
 	HeartBeatRecv time.Duration
+	// HeartBeatMin is the floor of the heart-beat intervals the server agrees to, either way
+	// (default 1 s): a client asking for beats every 100 ms gets them every HeartBeatMin.
+	HeartBeatMin time.Duration
 	// HeartBeatGrace multiplies the negotiated client interval before a silent connection is
 	// closed (default 2.0, so a connection silent for more than twice the interval closes;
 	// values below 1 are raised to 1).
@@ -54,6 +59,7 @@ func DefaultOptions() Options {
 		ServerName:       "Titan/0.1.0",
 		HeartBeatSend:    10 * time.Second,
 		HeartBeatRecv:    10 * time.Second,
+		HeartBeatMin:     time.Second,
 		HeartBeatGrace:   2.0,
 		ConnectionTTL:    60 * time.Second,
 		ConnectTimeout:   10 * time.Second,

@@ -168,7 +168,11 @@ func (s *Session) Serve() {
 			s.Fail(&frame.ProtocolError{Reason: "unexpected " + f.Command.String() + " frame from a client", ReceiptID: f.Value(frame.HdrReceipt), Fatal: true,
 				Detail: f.Command.String() + " is a frame the server sends; " + clientCommands})
 		default:
-			link.Handle(f)
+			if pe := frame.CheckBody(f); pe != nil {
+				s.Fail(pe)
+			} else {
+				link.Handle(f)
+			}
 		}
 		s.waitForWriter()
 		if s.isClosing() {
@@ -238,6 +242,11 @@ func (s *Session) handshake() (Link, CloseReason) {
 		s.waitDone()
 		return nil, CloseProtocol
 	}
+	if pe := frame.CheckBody(f); pe != nil {
+		s.Fail(pe)
+		s.waitDone()
+		return nil, CloseProtocol
+	}
 	v, ok := s.negotiate(f.Value(frame.HdrAcceptVersion), f.Command)
 	if !ok {
 		s.writeFrame(&frame.Frame{Command: frame.CmdError, Headers: []frame.Header{
@@ -271,6 +280,13 @@ func (s *Session) handshake() (Link, CloseReason) {
 		return nil, CloseProtocol
 	}
 	sx, sy := s.opts.HeartBeatSend, s.opts.HeartBeatRecv
+	// Offer the client what it asks for, down to the floor, instead of fixed intervals.
+	if sx > 0 && cy > 0 {
+		sx = max(cy, s.opts.HeartBeatMin)
+	}
+	if sy > 0 && cx > 0 {
+		sy = max(cx, s.opts.HeartBeatMin)
+	}
 	if v == frame.V10 {
 		sx, sy = 0, 0
 	}

@@ -105,15 +105,15 @@ func TestNegotiatesHighestCommonVersion(t *testing.T) {
 
 func TestHeartBeatNegotiation(t *testing.T) {
 	o := DefaultOptions()
-	o.HeartBeatSend, o.HeartBeatRecv = 50*time.Millisecond, 200*time.Millisecond
+	o.HeartBeatSend, o.HeartBeatRecv, o.HeartBeatMin = 50*time.Millisecond, 100*time.Millisecond, 10*time.Millisecond
 	c, p, _, _ := serve(t, o)
-	_, _ = c.Write([]byte("CONNECT\naccept-version:1.2\nheart-beat:100,80\n\n\x00"))
+	_, _ = c.Write([]byte("CONNECT\naccept-version:1.2\nheart-beat:200,80\n\n\x00"))
 	f := read(t, c, p)
-	if f.Value("heart-beat") != "50,200" {
+	if f.Value("heart-beat") != "80,200" {
 		t.Fatalf("CONNECTED heart-beat %q", f.Value("heart-beat"))
 	}
-	// The server beats every max(50, 80) ms while we stay silent, and drops us after
-	// 2 × max(100, 200) ms.
+	// The server beats every 80 ms, as asked, while we stay silent, and drops us after
+	// 2 × 200 ms.
 	start := time.Now()
 	_ = c.SetReadDeadline(time.Now().Add(2 * time.Second))
 	buf := make([]byte, 64)
@@ -295,5 +295,68 @@ func TestErrorFramesSayWhatWasWrong(t *testing.T) {
 				t.Errorf("body echoes more than %d octets of input: %q", frame.MaxEchoBytes, body)
 			}
 		})
+	}
+}
+
+// The server offers in CONNECTED the heart-beats the client asks for, raised to
+// HeartBeatMin, and its configured intervals only to a client that asks for none; 0 in the
+// configuration still disables a direction, and STOMP 1.0 has no heart-beats.
+func TestHeartBeatOffersWhatTheClientAsks(t *testing.T) {
+	for _, tc := range []struct {
+		send, recv time.Duration // HeartBeatSend, HeartBeatRecv (HeartBeatMin is 1 s)
+		accept     string
+		client     string // CONNECT heart-beat, "" for none
+		want       string // CONNECTED heart-beat, "" for none
+	}{
+		{10 * time.Second, 10 * time.Second, "1.2", "1000,1000", "1000,1000"},
+		{10 * time.Second, 10 * time.Second, "1.2", "3000,5000", "5000,3000"},
+		{10 * time.Second, 10 * time.Second, "1.2", "100,250", "1000,1000"}, // the floor
+		{10 * time.Second, 10 * time.Second, "1.2", "0,0", "10000,10000"},
+		{10 * time.Second, 10 * time.Second, "1.2", "", "10000,10000"},
+		{10 * time.Second, 10 * time.Second, "1.1", "0,2000", "2000,10000"},
+		{0, 10 * time.Second, "1.2", "1000,1000", "0,1000"},          // sending disabled
+		{10 * time.Second, 0, "1.2", "1000,1000", "1000,0"},          // receiving not wanted
+		{10 * time.Second, 10 * time.Second, "1.0", "1000,1000", ""}, // no heart-beats on 1.0
+	} {
+		o := DefaultOptions()
+		o.HeartBeatSend, o.HeartBeatRecv = tc.send, tc.recv
+		c, p, _, _ := serve(t, o)
+		raw := "CONNECT\naccept-version:" + tc.accept + "\n"
+		if tc.client != "" {
+			raw += "heart-beat:" + tc.client + "\n"
+		}
+		_, _ = c.Write([]byte(raw + "\n\x00"))
+		f := read(t, c, p)
+		if got := f.Value("heart-beat"); f.Command != frame.CmdConnected || got != tc.want {
+			t.Errorf("send %v recv %v, %s client heart-beat %q: CONNECTED heart-beat %q, want %q (%s)",
+				tc.send, tc.recv, tc.accept, tc.client, got, tc.want, f)
+		}
+		c.Close()
+	}
+}
+
+// A client that asks for a beat every 100 ms, with a 100 ms floor, gets one about every
+// 100 ms, not every 10 s.
+func TestHeartBeatAtTheClientsInterval(t *testing.T) {
+	o := DefaultOptions()
+	o.HeartBeatMin = 100 * time.Millisecond
+	c, p, _, _ := serve(t, o)
+	_, _ = c.Write([]byte("CONNECT\naccept-version:1.2\nheart-beat:0,100\n\n\x00"))
+	if f := read(t, c, p); f.Value("heart-beat") != "100,10000" {
+		t.Fatalf("CONNECTED %s", f)
+	}
+	_ = c.SetReadDeadline(time.Now().Add(time.Second))
+	buf := make([]byte, 64)
+	eols := 0
+	for {
+		n, err := c.Read(buf)
+		eols += strings.Count(string(buf[:n]), "\n")
+		if err != nil {
+			break
+		}
+	}
+	// 10 expected in 1 s; allow a loaded machine half of them.
+	if eols < 5 {
+		t.Fatalf("%d heart-beats in 1 s at a 100 ms interval", eols)
 	}
 }

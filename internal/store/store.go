@@ -13,8 +13,9 @@ const MaxNameBytes = 4096
 //
 // Every method returns ErrClosed once Close has begun (Close itself included), and
 // ErrInvalidName for an empty stream name or meta key or one longer than MaxNameBytes.
-// A Store whose write failed returns that failure from every later write (sticky error);
-// reopen the store to recover.
+// A Store whose write failed is down (Health): it refuses every later write with an error
+// wrapping ErrUnavailable (or ErrCorrupt), never reports success for a write it did not
+// commit, and, where the adapter can, recovers on its own once writes succeed again.
 type Store interface {
 	// Append durably appends records, in order, to stream (creating the stream on first use)
 	// and returns the sequence number given to the first; record i gets firstSeq+i.
@@ -54,6 +55,11 @@ type Store interface {
 
 	// Meta returns a copy of the value stored under key, and whether the key exists.
 	Meta(key string) (value []byte, ok bool, err error)
+
+	// Health returns the store's condition: OK, degraded or down, with the cause and
+	// counters of state changes. It never blocks on I/O and works after Close (returning
+	// the last state).
+	Health() Health
 
 	// Close waits for calls in progress to return, syncs outstanding deletes and releases the
 	// store's resources. It is sticky: Close and every other method called after it return

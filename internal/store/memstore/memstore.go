@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/titan-broker/titan/internal/store"
 )
@@ -28,6 +29,7 @@ type data struct {
 	mu      sync.RWMutex
 	streams map[string]*stream // guarded by mu
 	meta    map[string][]byte  // guarded by mu
+	opened  time.Time          // when New ran
 }
 
 type record struct {
@@ -48,7 +50,12 @@ type stream struct {
 
 // New returns an empty, open Store.
 func New() *Store {
-	return &Store{d: &data{streams: make(map[string]*stream), meta: make(map[string][]byte)}}
+	return &Store{d: &data{streams: make(map[string]*stream), meta: make(map[string][]byte), opened: time.Now()}}
+}
+
+// Health implements store.Store: an in-memory store is always StateOK.
+func (s *Store) Health() store.Health {
+	return store.Health{State: store.StateOK, Since: s.d.opened}
 }
 
 // Reopen returns a new open Store over the same streams and metadata, as if the process had

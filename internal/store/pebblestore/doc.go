@@ -58,11 +58,36 @@
 //     that WAL carries no sync offsets; Open flushes once after creating a store to rotate
 //     to a WAL that does.
 //
-// Damage that lies after the highest sync offset any surviving chunk records is
-// indistinguishable from a torn tail and is dropped without an error. With small records
+// Damage that lies after the highest sync offset any surviving chunk records cannot be
+// proved synced, so Open goes on and Pebble drops it like a torn tail — but not silently:
+// when the damaged chunk was written whole (its checksum is wrong) or whole chunks of the
+// log follow it, Open logs one Error line naming the WAL, the damage offset and the chunks
+// and bytes dropped (checkWALTail). A plain torn tail (a write cut short) is not reported. With small records
 // that is the last few batches (about 2 KB measured with 256-byte records); Pebble
 // v2.1.7 undercounts the offsets it records when a batch fills a 32 KiB block, so after large
 // records the unprovable tail can reach tens of KiB (TestFlippedWALByte logs it).
+//
+// # Disk faults
+//
+// A write that cannot be committed — a full disk, a read-only file system, any WAL I/O
+// error — takes the store down (Health: store.StateDown with the cause, one Error log line):
+// that write and every later one fail with a *store.UnavailableError ("store unavailable:
+// no space left on device"); reads go on. Pebble cannot continue after a WAL error (its
+// next WAL rotation panics, and on a read-only directory died with "sync: unlock of
+// unlocked mutex"), so a shield under Pebble (walFS) keeps WAL errors from it and records
+// them, and every synced commit checks the record: no success is returned for a write the
+// fault may have touched. A recoverer goroutine then retries with exponential backoff
+// (Options.RetryInterval to MaxRetryInterval): it writes and syncs a probe file, and once
+// that works, waits for the calls in progress (new calls get store.ErrUnavailable for
+// those few milliseconds), closes Pebble, reopens it from disk (the WAL ends where it failed:
+// a torn tail, whose batches never reported success), reloads the streams without lowering
+// any high-water mark, and commits a synced batch. Then the store is OK again, logged at
+// Warn. A failed flush or compaction while the WAL still works only makes the store
+// degraded (Warn, once), until one succeeds — but once memtables pile up and Pebble stalls
+// writes behind those flushes, the stall would last until the disk recovers, so the store
+// goes down: later writes are refused instead of blocking, and the few already inside
+// Pebble complete when a flush succeeds. A failed MANIFEST write, which Pebble declares
+// fatal, takes it down and through the same recovery. Corruption takes it down for good.
 //
 // # Concurrency
 //
@@ -70,7 +95,8 @@
 // never held across Pebble calls) is a leaf; Store.smu (stream map) is never held while a
 // stream's mutex is acquired, except by Check; a stream's mu is held across Pebble batch
 // application but never across an fsync wait or a Scan callback. A background goroutine
-// (the delete syncer) runs from Open to Close.
+// (the delete syncer) runs from Open to Close, and one (the recoverer) while the store is
+// down.
 //
 // # Logging
 //

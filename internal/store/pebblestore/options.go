@@ -15,13 +15,20 @@ const (
 	DefaultMemTableBytes = 16 << 20
 	// DefaultDeleteSyncInterval is the default DeleteSyncInterval: 1 s.
 	DefaultDeleteSyncInterval = time.Second
+	// DefaultRetryInterval is the default RetryInterval: 250 ms.
+	DefaultRetryInterval = 250 * time.Millisecond
+	// DefaultMaxRetryInterval is the default MaxRetryInterval: 10 s.
+	DefaultMaxRetryInterval = 10 * time.Second
 )
 
 // Options configures Open. The zero value is ready to use. Options are read once by Open;
 // none can be changed on an open Store.
 type Options struct {
-	// Logger receives Pebble's messages: informational ones at slog.LevelDebug, background
-	// errors and corruption reports at slog.LevelError. nil (the default) discards them all.
+	// Logger receives the store's state changes (one line per change: "store down: ..." at
+	// Error, "store degraded: ..." and "store recovered: ..." at Warn and Info, each with
+	// state and cause attributes), a damaged WAL tail dropped at Open (Error), and Pebble's
+	// messages: informational ones at slog.LevelDebug, errors and corruption reports at
+	// slog.LevelError. nil (the default) discards them all.
 	Logger *slog.Logger
 
 	// FS is the file system the store lives on. nil (the default) is the operating system's
@@ -44,4 +51,15 @@ type Options struct {
 	// negative value disables the background sync (deletes then become durable with the next
 	// Append, SetMeta or Close).
 	DeleteSyncInterval time.Duration
+
+	// RetryInterval is how long a store that went down (a write failed: full disk,
+	// read-only file system) waits before its first attempt to recover; each failed attempt
+	// doubles the wait, up to MaxRetryInterval. An attempt writes and syncs a small probe
+	// file, and only when that works reopens the database. Zero or negative means
+	// DefaultRetryInterval.
+	RetryInterval time.Duration
+
+	// MaxRetryInterval caps the wait between recovery attempts. Zero or negative means
+	// DefaultMaxRetryInterval; it is raised to RetryInterval if below it.
+	MaxRetryInterval time.Duration
 }

@@ -23,28 +23,41 @@ import (
 const lockFile = "titan.lock"
 
 // Store is a store.Store on a Pebble database in one directory. Open returns it; it is safe
-// for concurrent use. See the package documentation for the key layout and durability.
+// for concurrent use. See the package documentation for the key layout, durability and
+// fault handling.
 type Store struct {
-	db      *pebble.DB
+	dir     string
+	fs      vfs.FS // the file system under the store (Options.FS or vfs.Default)
 	dirLock io.Closer
 	log     *slog.Logger
+	opts    Options // with defaults applied
 
-	mu       sync.Mutex
-	idle     sync.Cond // on mu; broadcast when inflight drops to 0 after closed is set
-	closed   bool      // guarded by mu
-	inflight int       // guarded by mu: calls between enter and exit
-	werr     error     // guarded by mu: sticky write error
+	// db and wal are replaced only by the recoverer, with reopening set and no call in
+	// progress; calls read them between enter and exit. db is nil while a reopen failed.
+	db  *pebble.DB
+	wal *walFS
+
+	mu        sync.Mutex
+	idle      sync.Cond // on mu; broadcast when inflight drops to 0 after closed or reopening is set
+	closed    bool      // guarded by mu
+	reopening bool      // guarded by mu: the recoverer is replacing db
+	inflight  int       // guarded by mu: calls between enter and exit
+	health    health    // guarded by mu
 
 	smu     sync.RWMutex
 	streams map[string]*stream // guarded by smu
 
 	// dirty is set after a Delete or Trim reaches the WAL unsynced, and cleared by whoever
 	// issues the next sync (an Append or SetMeta before committing, or the syncer).
-	dirty      atomic.Bool
-	stopSyncer chan struct{} // closed by Close; nil when no syncer runs
-	syncerDone chan struct{} // closed by the syncer when it returns
+	dirty       atomic.Bool
+	stop        chan struct{} // closed by Close: stops the syncer and the recoverer
+	syncerDone  chan struct{} // closed by the syncer when it returns; nil when none runs
+	recoverDone chan struct{} // guarded by mu: closed by the recoverer when it returns; nil when none ran
 
-	syncs *syncFS // counts WAL fsyncs
+	bgFailures atomic.Int32 // consecutive failed flushes and compactions (for the backoff)
+	stalled    atomic.Bool  // Pebble stalls writes: too many memtables wait for a flush
+
+	walSyncs atomic.Uint64 // WAL fsyncs since Open
 }
 
 var _ store.Store = (*Store)(nil)
@@ -95,7 +108,8 @@ func (st *stream) stateLocked() streamState {
 
 // Open opens the store in dir, creating dir and an empty store if needed, and recovers
 // it: Pebble replays its write-ahead log (a torn tail — the end of a write cut short by a
-// crash — is dropped) and the per-stream high-water marks are loaded.
+// crash — is dropped, and reported at Error level when it held whole records) and the
+// per-stream high-water marks are loaded.
 //
 // Errors: store.ErrLocked when another Store holds dir; store.ErrCorrupt when the data
 // cannot be recovered (the wrapped error says which file and offset; the directory is left
@@ -106,28 +120,29 @@ func Open(dir string, opts Options) (*Store, error) {
 	if opts.CacheBytes < 0 || opts.MemTableBytes < 0 {
 		return nil, fmt.Errorf("pebblestore: negative CacheBytes (%d) or MemTableBytes (%d)", opts.CacheBytes, opts.MemTableBytes)
 	}
-	base := opts.FS
-	if base == nil {
-		base = vfs.Default
+	if opts.FS == nil {
+		opts.FS = vfs.Default
 	}
-	counted := &syncFS{FS: base}
-	var fs vfs.FS = counted
-	logger := opts.Logger
-	if logger == nil {
-		logger = discardLogger()
+	if opts.Logger == nil {
+		opts.Logger = discardLogger()
 	}
-	cacheBytes := opts.CacheBytes
-	if cacheBytes == 0 {
-		cacheBytes = DefaultCacheBytes
+	if opts.CacheBytes == 0 {
+		opts.CacheBytes = DefaultCacheBytes
 	}
-	memBytes := opts.MemTableBytes
-	if memBytes == 0 {
-		memBytes = DefaultMemTableBytes
+	if opts.MemTableBytes == 0 {
+		opts.MemTableBytes = DefaultMemTableBytes
 	}
-	syncEvery := opts.DeleteSyncInterval
-	if syncEvery == 0 {
-		syncEvery = DefaultDeleteSyncInterval
+	if opts.DeleteSyncInterval == 0 {
+		opts.DeleteSyncInterval = DefaultDeleteSyncInterval
 	}
+	if opts.RetryInterval <= 0 {
+		opts.RetryInterval = DefaultRetryInterval
+	}
+	if opts.MaxRetryInterval <= 0 {
+		opts.MaxRetryInterval = DefaultMaxRetryInterval
+	}
+	opts.MaxRetryInterval = max(opts.MaxRetryInterval, opts.RetryInterval)
+	fs := opts.FS
 
 	if err := fs.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("pebblestore: create data directory: %w", err)
@@ -137,66 +152,96 @@ func Open(dir string, opts Options) (*Store, error) {
 		return nil, fmt.Errorf("%w: %s (stop the other titan process or choose another --data-dir): %v", store.ErrLocked, dir, err)
 	}
 
-	s := &Store{dirLock: lock, log: logger, streams: make(map[string]*stream), syncs: counted}
+	s := &Store{
+		dir: dir, fs: fs, dirLock: lock, log: opts.Logger, opts: opts,
+		streams: make(map[string]*stream),
+		stop:    make(chan struct{}),
+	}
 	s.idle.L = &s.mu
-
-	cache := pebble.NewCache(cacheBytes)
-	defer cache.Unref()
-	popts := &pebble.Options{
-		FS:           fs,
-		Cache:        cache,
-		MemTableSize: uint64(memBytes),
-		Logger:       pebbleLogger{logger},
-		// The oldest format whose WAL chunks carry sync offsets, which let recovery tell a
-		// torn tail (tolerated) from damage before the tail (reported as corruption).
-		FormatMajorVersion: pebble.FormatWALSyncChunks,
-		EventListener: &pebble.EventListener{
-			BackgroundError: func(err error) {
-				logger.Error("pebble background error", "component", "pebble", "err", err)
-				if pebble.IsCorruptionError(err) {
-					s.fail(wrapErr("background", err))
-				}
-			},
-			DataCorruption: func(info pebble.DataCorruptionInfo) {
-				logger.Error("pebble data corruption", "component", "pebble", "info", info.String())
-				s.fail(fmt.Errorf("%w: pebblestore: %s", store.ErrCorrupt, info))
-			},
-		},
+	s.health = newHealth(time.Now())
+	if err := s.openDB(); err != nil {
+		return nil, errors.Join(err, lock.Close())
 	}
-	if err := checkWALTail(fs, dir); err != nil {
-		_ = lock.Close()
-		return nil, err
+	streams, err := s.loadStreams()
+	if err == nil {
+		err = s.wal.faultErr()
 	}
-	db, err := pebble.Open(dir, popts)
 	if err != nil {
-		_ = lock.Close()
-		if pebble.IsCorruptionError(err) {
-			return nil, fmt.Errorf("%w: pebblestore: cannot recover %s: %w "+
-				"(the directory was left untouched: restore it from a backup, or move it aside to start empty)",
-				store.ErrCorrupt, dir, err)
-		}
-		return nil, fmt.Errorf("pebblestore: open %s: %w", dir, err)
+		return nil, errors.Join(err, s.db.Close(), lock.Close())
 	}
-	s.db = db
-	if err := s.checkVersion(); err != nil {
-		return nil, errors.Join(err, db.Close(), lock.Close())
-	}
-	if err := s.loadStreams(); err != nil {
-		return nil, errors.Join(err, db.Close(), lock.Close())
-	}
-	if syncEvery > 0 {
-		s.stopSyncer = make(chan struct{})
+	s.streams = streams
+	if opts.DeleteSyncInterval > 0 {
 		s.syncerDone = make(chan struct{})
-		go s.syncLoop(syncEvery)
+		go s.syncLoop(opts.DeleteSyncInterval)
 	}
 	return s, nil
 }
 
+// openDB checks the newest WAL, opens Pebble in s.dir over a new walFS and checks (or
+// writes) the format version; on success it sets s.db and s.wal. The caller guarantees that
+// no call uses s.db meanwhile. A panic inside Pebble is turned into an error.
+func (s *Store) openDB() (err error) {
+	wal := &walFS{FS: s.fs, walSyncs: &s.walSyncs, onFault: func(err error) { s.fail(wrapErr("write-ahead log", err)) }}
+	cache := pebble.NewCache(s.opts.CacheBytes)
+	defer cache.Unref()
+	logger := s.log
+	popts := &pebble.Options{
+		FS:           wal,
+		Cache:        cache,
+		MemTableSize: uint64(s.opts.MemTableBytes),
+		Logger:       pebbleLogger{l: logger, fault: s.manifestFault},
+		// The oldest format whose WAL chunks carry sync offsets, which let recovery tell a
+		// torn tail (tolerated) from damage before the tail (reported as corruption).
+		FormatMajorVersion: pebble.FormatWALSyncChunks,
+		EventListener: &pebble.EventListener{
+			BackgroundError: s.backgroundError,
+			DataCorruption: func(info pebble.DataCorruptionInfo) {
+				logger.Error("pebble data corruption", "component", "pebble", "info", info.String())
+				s.fail(fmt.Errorf("%w: pebblestore: %s", store.ErrCorrupt, info))
+			},
+			FlushEnd: func(info pebble.FlushInfo) {
+				if info.Err == nil {
+					s.backgroundOK()
+				}
+			},
+			CompactionEnd: func(info pebble.CompactionInfo) {
+				if info.Err == nil {
+					s.backgroundOK()
+				}
+			},
+			WriteStallBegin: func(pebble.WriteStallBeginInfo) { s.writeStall(true) },
+			WriteStallEnd:   func() { s.writeStall(false) },
+		},
+	}
+	if err := checkWALTail(s.fs, s.dir, logger); err != nil {
+		return err
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("pebblestore: open %s: pebble panicked: %v", s.dir, p)
+		}
+	}()
+	db, err := pebble.Open(s.dir, popts)
+	if err != nil {
+		if pebble.IsCorruptionError(err) {
+			return fmt.Errorf("%w: pebblestore: cannot recover %s: %w "+
+				"(the directory was left untouched: restore it from a backup, or move it aside to start empty)",
+				store.ErrCorrupt, s.dir, err)
+		}
+		return fmt.Errorf("pebblestore: open %s: %w", s.dir, err)
+	}
+	if err := checkVersion(db); err != nil {
+		return errors.Join(err, db.Close())
+	}
+	s.db, s.wal = db, wal
+	return nil
+}
+
 // checkVersion reads the format key, writing it into an empty database.
-func (s *Store) checkVersion() error {
-	v, closer, err := s.db.Get(versionKey)
+func checkVersion(db *pebble.DB) error {
+	v, closer, err := db.Get(versionKey)
 	if errors.Is(err, pebble.ErrNotFound) {
-		it, err := s.db.NewIter(nil)
+		it, err := db.NewIter(nil)
 		if err != nil {
 			return wrapErr("open", err)
 		}
@@ -207,13 +252,13 @@ func (s *Store) checkVersion() error {
 		if nonEmpty {
 			return fmt.Errorf("%w: pebblestore: the directory holds a Pebble database that is not a Titan store", store.ErrIncompatible)
 		}
-		if err := s.db.Set(versionKey, binary.BigEndian.AppendUint32(nil, formatVersion), pebble.Sync); err != nil {
+		if err := db.Set(versionKey, binary.BigEndian.AppendUint32(nil, formatVersion), pebble.Sync); err != nil {
 			return wrapErr("open", err)
 		}
 		// Pebble creates a new database's first WAL before it ratchets the format version,
 		// so that WAL lacks sync offsets (FormatWALSyncChunks) and recovery could not tell
 		// damage in it from a torn tail. A flush rotates to a WAL in the configured format.
-		return wrapErr("open", s.db.Flush())
+		return wrapErr("open", db.Flush())
 	}
 	if err != nil {
 		return wrapErr("open", err)
@@ -225,34 +270,36 @@ func (s *Store) checkVersion() error {
 	return nil
 }
 
-// loadStreams loads every stream's state and checks it against its last record key.
-func (s *Store) loadStreams() error {
+// loadStreams loads every stream's state from s.db and checks it against its last record
+// key.
+func (s *Store) loadStreams() (map[string]*stream, error) {
+	streams := make(map[string]*stream)
 	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: []byte{prefixStream}, UpperBound: []byte{prefixStream + 1}})
 	if err != nil {
-		return wrapErr("open", err)
+		return nil, wrapErr("open", err)
 	}
 	for it.First(); it.Valid(); it.Next() {
 		name, err := parseStreamKey(it.Key())
 		if err != nil {
-			return errors.Join(fmt.Errorf("%w: pebblestore: stream key %q: %w", store.ErrCorrupt, it.Key(), err), it.Close())
+			return nil, errors.Join(fmt.Errorf("%w: pebblestore: stream key %q: %w", store.ErrCorrupt, it.Key(), err), it.Close())
 		}
 		v, err := it.ValueAndErr()
 		if err != nil {
-			return errors.Join(wrapErr("open", err), it.Close())
+			return nil, errors.Join(wrapErr("open", err), it.Close())
 		}
 		state, ok := decodeState(v)
 		if !ok {
-			return errors.Join(fmt.Errorf("%w: pebblestore: stream %q: state value of %d bytes", store.ErrCorrupt, name, len(v)), it.Close())
+			return nil, errors.Join(fmt.Errorf("%w: pebblestore: stream %q: state value of %d bytes", store.ErrCorrupt, name, len(v)), it.Close())
 		}
 		st := newStream(name)
 		st.last, st.count, st.bytes = state.last, state.count, state.bytes
 		st.durable.Store(state.last)
 		if err := s.checkLastRecord(st); err != nil {
-			return errors.Join(err, it.Close())
+			return nil, errors.Join(err, it.Close())
 		}
-		s.streams[name] = st
+		streams[name] = st
 	}
-	return wrapErr("open", it.Close())
+	return streams, wrapErr("open", it.Close())
 }
 
 // checkLastRecord seeks the stream's highest record key and checks it against the
@@ -292,16 +339,18 @@ func wrapErr(op string, err error) error {
 	return fmt.Errorf("pebblestore: %s: %w", op, err)
 }
 
-// enter registers a call in progress, refusing it once Close has begun and, for a write,
-// after a write failed. Every successful enter must be paired with exit.
+// enter registers a call in progress. It refuses every call once Close has begun
+// (store.ErrClosed) and while the recoverer replaces the database or after a reopen failed
+// (store.ErrUnavailable), and refuses writes while the store is down. Every successful
+// enter must be paired with exit.
 func (s *Store) enter(write bool) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
 		return store.ErrClosed
 	}
-	if write && s.werr != nil {
-		return s.werr
+	if s.reopening || s.db == nil || (write && s.health.state == store.StateDown) {
+		return s.health.refusal()
 	}
 	s.inflight++
 	return nil
@@ -310,20 +359,10 @@ func (s *Store) enter(write bool) error {
 func (s *Store) exit() {
 	s.mu.Lock()
 	s.inflight--
-	if s.inflight == 0 && s.closed {
+	if s.inflight == 0 && (s.closed || s.reopening) {
 		s.idle.Broadcast()
 	}
 	s.mu.Unlock()
-}
-
-// fail records err as the sticky write error, if none is recorded yet, and returns it.
-func (s *Store) fail(err error) error {
-	s.mu.Lock()
-	if s.werr == nil {
-		s.werr = err
-	}
-	s.mu.Unlock()
-	return err
 }
 
 // stream returns the named stream, creating it when create is set, or nil.
@@ -426,10 +465,16 @@ func (s *Store) AppendAsync(name string, records ...[]byte) (uint64, func() erro
 		return fail(s.fail(wrapErr("append", err)))
 	}
 	last := next.last
+	wal := s.wal
 	wait := func() error {
 		defer s.exit()
 		defer b.Close()
 		if err := b.SyncWait(); err != nil {
+			return s.fail(wrapErr("append", err))
+		}
+		if err := wal.faultErr(); err != nil {
+			// The WAL failed at some point before this batch's sync returned: it may not
+			// have reached the disk.
 			return s.fail(wrapErr("append", err))
 		}
 		st.raiseDurable(last)
@@ -670,6 +715,9 @@ func (s *Store) SetMeta(key string, value []byte) error {
 	if err := s.db.Set(metaKey(key), value, pebble.Sync); err != nil {
 		return s.fail(wrapErr("set meta", err))
 	}
+	if err := s.wal.faultErr(); err != nil {
+		return s.fail(wrapErr("set meta", err))
+	}
 	return nil
 }
 
@@ -706,7 +754,7 @@ func (s *Store) syncLoop(interval time.Duration) {
 	defer t.Stop()
 	for {
 		select {
-		case <-s.stopSyncer:
+		case <-s.stop:
 			return
 		case <-t.C:
 		}
@@ -714,8 +762,11 @@ func (s *Store) syncLoop(interval time.Duration) {
 			continue
 		}
 		s.dirty.Store(false)
-		if err := s.db.LogData(nil, pebble.Sync); err != nil {
-			s.log.Error("pebblestore: syncing deletes", "err", err)
+		err := s.db.LogData(nil, pebble.Sync)
+		if err == nil {
+			err = s.wal.faultErr()
+		}
+		if err != nil {
 			s.fail(wrapErr("sync", err))
 		}
 		s.exit()
@@ -723,8 +774,8 @@ func (s *Store) syncLoop(interval time.Duration) {
 }
 
 // Close implements store.Store: it refuses new calls, waits for calls in progress (Scan
-// callbacks included), stops the syncer, closes Pebble (which syncs the WAL, so pending
-// deletes become durable) and releases the directory lock.
+// callbacks included), stops the syncer and the recoverer, closes Pebble (which syncs the
+// WAL, so pending deletes become durable) and releases the directory lock.
 //
 // Errors: store.ErrClosed on a second call; otherwise Pebble's close error, if any.
 func (s *Store) Close() error {
@@ -737,10 +788,18 @@ func (s *Store) Close() error {
 	for s.inflight > 0 {
 		s.idle.Wait()
 	}
+	recoverDone := s.recoverDone
 	s.mu.Unlock()
-	if s.stopSyncer != nil {
-		close(s.stopSyncer)
+	close(s.stop)
+	if s.syncerDone != nil {
 		<-s.syncerDone
 	}
-	return errors.Join(wrapErr("close", s.db.Close()), s.dirLock.Close())
+	if recoverDone != nil {
+		<-recoverDone
+	}
+	var err error
+	if s.db != nil {
+		err = s.closeDB()
+	}
+	return errors.Join(err, s.dirLock.Close())
 }

@@ -118,7 +118,7 @@ func TestOnDiskBytes(t *testing.T) {
 	}
 	closeT(t, s)
 
-	db, err := pebble.Open("db", &pebble.Options{FS: fs, Logger: pebbleLogger{discardLogger()}})
+	db, err := pebble.Open("db", &pebble.Options{FS: fs, Logger: pebbleLogger{l: discardLogger()}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -161,7 +161,7 @@ func TestOpenLocked(t *testing.T) {
 
 func TestOpenForeignDatabase(t *testing.T) {
 	fs := vfs.NewMem()
-	db, err := pebble.Open("db", &pebble.Options{FS: fs, Logger: pebbleLogger{discardLogger()}})
+	db, err := pebble.Open("db", &pebble.Options{FS: fs, Logger: pebbleLogger{l: discardLogger()}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -179,7 +179,7 @@ func TestOpenForeignDatabase(t *testing.T) {
 func TestOpenNewerFormat(t *testing.T) {
 	fs := vfs.NewMem()
 	closeT(t, openT(t, "db", Options{FS: fs}))
-	db, err := pebble.Open("db", &pebble.Options{FS: fs, Logger: pebbleLogger{discardLogger()}})
+	db, err := pebble.Open("db", &pebble.Options{FS: fs, Logger: pebbleLogger{l: discardLogger()}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -202,7 +202,7 @@ func TestOpenRejectsInconsistentState(t *testing.T) {
 	}
 	closeT(t, s)
 	// Lower the persisted high-water mark below the last record, as a buggy writer would.
-	db, err := pebble.Open("db", &pebble.Options{FS: fs, Logger: pebbleLogger{discardLogger()}})
+	db, err := pebble.Open("db", &pebble.Options{FS: fs, Logger: pebbleLogger{l: discardLogger()}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
@@ -150,7 +151,13 @@ func (img *walImage) intact(off int64) int {
 // consistent and appendable. A non-nil error is Open's.
 func (img *walImage) recovered(t *testing.T, fs vfs.FS, dir string) (int, error) {
 	t.Helper()
-	s, err := Open(dir, Options{FS: fs, DeleteSyncInterval: -1})
+	return img.recoveredLog(t, fs, dir, nil)
+}
+
+// recoveredLog is recovered with the store logging to log.
+func (img *walImage) recoveredLog(t *testing.T, fs vfs.FS, dir string, log *slog.Logger) (int, error) {
+	t.Helper()
+	s, err := Open(dir, Options{FS: fs, DeleteSyncInterval: -1, Logger: log})
 	if err != nil {
 		return 0, err
 	}
@@ -202,9 +209,13 @@ func TestTornWALTail(t *testing.T) {
 	offs := append(img.damageOffsets(int64(len(wal))), int64(len(wal)))
 	for _, off := range offs {
 		fs := img.restore(t, wal[:off])
-		n, err := img.recovered(t, fs, "db")
+		logs := &logRecorder{}
+		n, err := img.recoveredLog(t, fs, "db", slog.New(logs))
 		if err != nil {
 			t.Fatalf("truncated at %d of %d: Open: %v", off, len(wal), err)
+		}
+		if logs.count(slog.LevelError, "store recovery drops records") != 0 {
+			t.Fatalf("truncated at %d: a torn tail was reported as damage", off)
 		}
 		if want := img.intact(off); n != want {
 			t.Fatalf("truncated at %d: %d records recovered, want %d", off, n, want)
@@ -243,6 +254,16 @@ func walChunks(t *testing.T, data []byte, logNum uint32) []walChunk {
 	return out
 }
 
+// chunkAt returns the chunk holding off.
+func chunkAt(chunks []walChunk, off int64) (walChunk, bool) {
+	for _, c := range chunks {
+		if off >= c.start && off < c.end {
+			return c, true
+		}
+	}
+	return walChunk{}, false
+}
+
 // provable reports whether damage at off is provably not a torn tail: a later chunk records
 // the log as synced past the start of the chunk holding off.
 func provable(chunks []walChunk, off int64) bool {
@@ -275,11 +296,13 @@ func TestFlippedWALByte(t *testing.T) {
 	for _, c := range chunks {
 		maxSynced = max(maxSynced, c.synced)
 	}
-	var tolerated, refused, silentLoss int
+	var tolerated, refused, silentLoss, reported int
 	for _, off := range img.damageOffsets(int64(len(wal))) {
 		damaged := slices.Clone(wal)
 		damaged[off] ^= 0x40
-		n, err := img.recovered(t, img.restore(t, damaged), "db")
+		logs := &logRecorder{}
+		n, err := img.recoveredLog(t, img.restore(t, damaged), "db", slog.New(logs))
+		loud := logs.count(slog.LevelError, "store recovery drops records") == 1
 		switch {
 		case err == nil:
 			tolerated++
@@ -287,7 +310,17 @@ func TestFlippedWALByte(t *testing.T) {
 				t.Fatalf("flip at %d: %d records recovered, want at least %d (those before the damage)", off, n, want)
 			}
 			if n < len(img.recs) {
-				silentLoss++
+				if loud {
+					reported++
+				} else {
+					silentLoss++
+				}
+				// A flip in a chunk's payload leaves a whole chunk with a wrong checksum:
+				// that is damage, never a torn tail, and must be reported.
+				if c, ok := chunkAt(chunks, off); ok && off >= c.start+walSyncHeader && !loud {
+					t.Errorf("flip at %d (payload of the chunk at %d): records %d..%d dropped without the loud report",
+						off, c.start, n+1, len(img.recs))
+				}
 				if provable(chunks, off) {
 					t.Errorf("flip at %d: records %d..%d dropped without an error although a later chunk proves the damage was synced",
 						off, n+1, len(img.recs))
@@ -300,8 +333,11 @@ func TestFlippedWALByte(t *testing.T) {
 		}
 	}
 	t.Logf("WAL of %d bytes in %d chunks; highest recorded sync offset %d (last batch starts at %d): "+
-		"%d flips recovered (%d of them dropping records after the damage), %d refused with ErrCorrupt",
-		len(wal), len(chunks), maxSynced, img.endOffs[len(img.endOffs)-2], tolerated, silentLoss, refused)
+		"%d flips recovered (%d of them dropping records with an Error report, %d silently: damaged chunk headers), %d refused with ErrCorrupt",
+		len(wal), len(chunks), maxSynced, img.endOffs[len(img.endOffs)-2], tolerated, reported, silentLoss, refused)
+	if reported == 0 {
+		t.Error("no flip produced the loud report")
+	}
 }
 
 // TestTornWALTailOnDisk repeats a few truncations and flips on the operating system's file

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
+	"log/slog"
 	"strconv"
 	"strings"
 
@@ -47,7 +48,14 @@ func walCRC(b []byte) uint32 {
 // walDamage describes damage found before the end of a WAL.
 type walDamage struct {
 	badOffset int64  // offset of the first chunk that does not parse
-	evidence  string // why that is not a torn tail
+	evidence  string // why that is not a torn tail; "" when it cannot be proved
+	// damagedBytes is the size of the chunk at badOffset when it is a whole chunk of this
+	// log with a wrong checksum (changed after it was written), else 0.
+	damagedBytes int
+	// Valid chunks of this log that lie after the damage and that recovery will drop.
+	dropped      int
+	droppedBytes int64
+	firstDropped int64
 }
 
 // checkWALTail inspects the newest WAL in dir before Pebble replays it.
@@ -66,8 +74,16 @@ type walDamage struct {
 // clean close's EOF trailer is deliberately not taken as evidence: a crash during Close can
 // persist the trailer but tear the unsynced deletes written just before it.)
 //
+// When the damage cannot be proved synced but it is a whole chunk with a wrong checksum (its
+// bytes changed after they were written: a write cut short leaves a shorter file or zeros),
+// or whole, valid chunks of this log lie beyond it, recovery will still drop them, and some
+// may hold acknowledged records: checkWALTail then logs one Error line on log saying which
+// WAL, where the damage is, and how many chunks and bytes are dropped from which offset, and
+// lets Open go on. A write cut short by a crash (nothing of this log after the damage, and
+// no complete damaged chunk) is the normal torn tail and is not reported.
+//
 // A WAL written in an older chunk format is not checked (Pebble's own rules apply).
-func checkWALTail(fs vfs.FS, dir string) error {
+func checkWALTail(fs vfs.FS, dir string, log *slog.Logger) error {
 	names, err := fs.List(dir)
 	if err != nil {
 		return nil // a missing directory is Pebble's to report
@@ -93,7 +109,20 @@ func checkWALTail(fs vfs.FS, dir string) error {
 	if err != nil {
 		return fmt.Errorf("pebblestore: read WAL %s: %w", path, err)
 	}
-	if d := scanWAL(data, uint32(newestNum)); d != nil {
+	d := scanWAL(data, uint32(newestNum))
+	if d != nil && d.evidence == "" {
+		// Not provably synced, so Pebble will replay up to the damage and drop the rest;
+		// but the damaged chunk was written whole, or whole records of this log lie beyond
+		// it, and any of them may have been acknowledged. Say so loudly.
+		log.Error("store recovery drops records at the damaged tail of the write-ahead log",
+			"wal", path, "wal_bytes", len(data), "damage_offset", d.badOffset,
+			"damaged_chunk_bytes", d.damagedBytes,
+			"dropped_chunks", d.dropped, "dropped_bytes", d.droppedBytes,
+			"first_dropped_offset", d.firstDropped,
+			"hint", "the damaged bytes were not provably synced; any acknowledged message in them is lost")
+		return nil
+	}
+	if d != nil && d.evidence != "" {
 		return fmt.Errorf("%w: pebblestore: WAL %s (%d bytes) is damaged at offset %d, but %s: "+
 			"the damaged bytes had been synced, so recovery would silently drop acknowledged records "+
 			"(the directory was left untouched: restore it from a backup, or move it aside to start empty)",
@@ -115,7 +144,7 @@ func walFileNum(name string) (uint64, bool) {
 // scanWAL walks the chunks of one WAL (log number logNum) and returns the damage it proves,
 // or nil when the log ends cleanly, ends torn, or is not in the WAL-sync chunk format.
 func scanWAL(data []byte, logNum uint32) *walDamage {
-	bad := -1
+	bad, damaged := -1, 0
 	off := 0
 walk:
 	for off < len(data) {
@@ -150,9 +179,14 @@ walk:
 			break walk
 		}
 		end := off + walSyncHeader + size
-		if end > blockEnd || binary.LittleEndian.Uint32(data[off+7:]) != logNum ||
-			walCRC(data[off+6:end]) != sum {
+		if end > blockEnd || binary.LittleEndian.Uint32(data[off+7:]) != logNum {
 			bad = off
+			break
+		}
+		if walCRC(data[off+6:end]) != sum {
+			// A whole chunk of this log, written out to its end, whose bytes changed
+			// afterwards: damage, not a write cut short.
+			bad, damaged = off, end-off
 			break
 		}
 		off = end
@@ -160,6 +194,7 @@ walk:
 	if bad < 0 {
 		return nil
 	}
+	var drop walDamage
 	for p := bad + 1; p+walRecyclableHeader <= len(data); p++ {
 		typ := data[p+6]
 		if typ < walTypeSyncFirst || typ > walTypeSyncLast || p+walSyncHeader > len(data) ||
@@ -173,8 +208,18 @@ walk:
 		if synced := binary.LittleEndian.Uint64(data[p+11:]); synced > uint64(bad) {
 			return &walDamage{badOffset: int64(bad), evidence: fmt.Sprintf("the chunk at offset %d records the log as synced up to offset %d", p, synced)}
 		}
+		if drop.dropped == 0 {
+			drop.firstDropped = int64(p)
+		}
+		drop.dropped++
+		drop.droppedBytes += int64(end - p)
+		p = end - 1
 	}
-	return nil
+	if drop.dropped == 0 && damaged == 0 {
+		return nil
+	}
+	drop.badOffset, drop.damagedBytes = int64(bad), damaged
+	return &drop
 }
 
 func allZero(b []byte) bool {

@@ -39,6 +39,7 @@ func Run(t *testing.T, open OpenFunc) {
 		{"ConcurrentAppenders", testConcurrentAppenders},
 		{"ConcurrentTailReaders", testConcurrentTailReaders},
 		{"CloseSticky", testCloseSticky},
+		{"HealthOK", testHealthOK},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -555,5 +556,30 @@ func requireSliceEqual[T comparable](t *testing.T, got, want []T) {
 		if got[i] != want[i] {
 			t.Fatalf("element %d: got %+v, want %+v", i, got[i], want[i])
 		}
+	}
+}
+
+// testHealthOK: a store that works reports StateOK with no cause, before and after use, and
+// Health still answers after Close.
+func testHealthOK(t *testing.T, h *harness) {
+	s := h.store()
+	check := func(when string) {
+		t.Helper()
+		if hl := s.Health(); hl.State != store.StateOK || hl.Cause != nil || hl.Since.IsZero() {
+			t.Fatalf("Health %s = %+v, want StateOK, no cause, Since set", when, hl)
+		}
+	}
+	check("after open")
+	if _, err := s.Append("h", []byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SetMeta("h", []byte("y")); err != nil {
+		t.Fatal(err)
+	}
+	check("after writes")
+	s = h.restart()
+	check("after a restart")
+	if hl := s.Health(); hl.Changes != 0 {
+		t.Fatalf("Health after a restart counts %d changes, want 0", hl.Changes)
 	}
 }
