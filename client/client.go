@@ -4,9 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/titan-broker/titan/internal/frame"
@@ -425,7 +428,7 @@ func (c *Client) readLoop(cn *conn) {
 	for {
 		f, err := cn.p.ReadFrame()
 		if err != nil {
-			cn.finish(fmt.Errorf("reading from %s: %w", c.addr, unwrapOp(err)))
+			cn.finish(describeReadErr(c.addr, err))
 			c.connLost(cn)
 			return
 		}
@@ -482,6 +485,20 @@ func (c *Client) heartBeatLoop(cn *conn) {
 			}
 		}
 	}
+}
+
+// describeReadErr says what a read failure means for the operator, not just "EOF".
+func describeReadErr(addr string, err error) error {
+	err = unwrapOp(err)
+	switch {
+	case errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF):
+		return fmt.Errorf("the broker at %s closed the connection (%w)", addr, err)
+	case errors.Is(err, syscall.ECONNRESET):
+		return fmt.Errorf("the connection to %s was reset (the broker went away or refused a frame: %w)", addr, err)
+	case errors.Is(err, net.ErrClosed):
+		return fmt.Errorf("the connection to %s was closed by this client (%w)", addr, err)
+	}
+	return fmt.Errorf("reading from %s: %w", addr, err)
 }
 
 func nonZero(d time.Duration) time.Duration {

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -162,10 +163,16 @@ func parseHeartBeat(v string) (x, y time.Duration) {
 	return time.Duration(max(xi, 0)) * time.Millisecond, time.Duration(max(yi, 0)) * time.Millisecond
 }
 
+// unwrapOp strips the *net.OpError and *os.SyscallError layers ("dial tcp ...: connect:")
+// whose text repeats what the caller's message already says.
 func unwrapOp(err error) error {
 	var oe *net.OpError
 	if errors.As(err, &oe) && oe.Err != nil {
-		return oe.Err
+		err = oe.Err
+	}
+	var se *os.SyscallError
+	if errors.As(err, &se) && se.Err != nil {
+		err = se.Err
 	}
 	return err
 }
