@@ -15,6 +15,8 @@ const (
 	defaultTimeout = 5 * time.Second
 	// tokenEnv is read when --token is not given.
 	tokenEnv = "TITAN_MONITOR_TOKEN"
+	// addrEnv is read when --addr is not given.
+	addrEnv = "TITAN_ADDR"
 )
 
 // Output formats of --output.
@@ -31,6 +33,10 @@ type globalOptions struct {
 	timeout time.Duration
 	noColor bool
 	output  string
+	// addrDefaulted is true when neither --addr nor TITAN_ADDR was given: the monitor API
+	// commands then say on stderr that they use the default.
+	addrDefaulted bool
+	stderr        io.Writer
 }
 
 func newRootCmd() *cobra.Command {
@@ -56,12 +62,20 @@ func newRootCmd() *cobra.Command {
 			if g.timeout <= 0 {
 				return fmt.Errorf("--timeout must be positive, got %s", g.timeout)
 			}
+			g.stderr = cmd.ErrOrStderr()
+			if !cmd.Flags().Changed("addr") {
+				if v := os.Getenv(addrEnv); v != "" {
+					g.addr = v
+				} else {
+					g.addrDefaulted = true
+				}
+			}
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, _ []string) error { return runDashboard(cmd, g, &dash) },
 	}
 	pf := root.PersistentFlags()
-	pf.StringVar(&g.addr, "addr", defaultAddr, "monitor API address of the broker (URL, or host:port)")
+	pf.StringVar(&g.addr, "addr", defaultAddr, "monitor API address of the broker, URL or host:port (env "+addrEnv+")")
 	pf.StringVar(&g.token, "token", "", "monitor API bearer token (default $"+tokenEnv+")")
 	pf.DurationVar(&g.timeout, "timeout", defaultTimeout, "timeout of each request to the monitor API")
 	pf.BoolVar(&g.noColor, "no-color", false, "never colour the output (also: NO_COLOR set in the environment)")
@@ -71,6 +85,9 @@ func newRootCmd() *cobra.Command {
 	root.AddCommand(newServeCmd())
 	root.AddCommand(newQueueCmd(g))
 	root.AddCommand(newSendCmd(g), newSubscribeCmd(g), newBenchCmd(g))
+	root.AddCommand(newVersionCmd(g))
+	root.Version = readBuildInfo().String()
+	root.SetVersionTemplate("{{.Version}}\n")
 	return root
 }
 
