@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -100,7 +101,9 @@ func execute(args []string, stdout, stderr io.Writer) int {
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	if err := root.Execute(); err != nil {
-		fmt.Fprintln(stderr, "titan:", err)
+		if !errors.Is(err, errReported) {
+			fmt.Fprintln(stderr, "titan:", err)
+		}
 		return 1
 	}
 	return 0

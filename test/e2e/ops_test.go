@@ -2,6 +2,8 @@ package e2e
 
 import (
 	"bufio"
+	"context"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -9,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/titan-broker/titan/client"
 )
 
 // TestServerEntryWithoutPortListensOnDefault runs titan with a titan-env.yml whose server
@@ -62,5 +66,64 @@ func TestServerEntryWithoutPortListensOnDefault(t *testing.T) {
 		t.Logf("a default port is busy on this machine; titan named it: %s", strings.TrimSpace(msg))
 	case <-time.After(brokerStartTimeout):
 		t.Fatalf("titan printed no ready line within %v", brokerStartTimeout)
+	}
+}
+
+// TestJSONLoggingEveryLineIsJSON runs titan serve with log format json: every line it prints,
+// the ready banner on stdout included, is one JSON object, and a connection's open and close
+// are logged at INFO with the close reason.
+func TestJSONLoggingEveryLineIsJSON(t *testing.T) {
+	dir := t.TempDir()
+	cmd := exec.Command(titanBin, "serve", "--host", "127.0.0.1", "--port", "0", "--monitor-host", "127.0.0.1",
+		"--monitor-port", "0", "--store", "memory", "--log-format", "json")
+	cmd.Dir = dir
+	stderr, stdout := &syncBuffer{}, &syncBuffer{}
+	cmd.Stderr, cmd.Stdout = stderr, stdout
+	requireNoError(t, cmd.Start())
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	defer func() {
+		if cmd.ProcessState == nil {
+			_ = cmd.Process.Kill()
+		}
+	}()
+	var ready struct {
+		Msg   string   `json:"msg"`
+		Stomp []string `json:"stomp"`
+	}
+	eventually(t, brokerStartTimeout, 20*time.Millisecond, func() bool {
+		line, _, _ := strings.Cut(stdout.String(), "\n")
+		return json.Unmarshal([]byte(line), &ready) == nil && ready.Msg == "ready" && len(ready.Stomp) == 1
+	}, "a JSON ready line on stdout")
+	c, err := client.Dial(context.Background(), ready.Stomp[0])
+	requireNoError(t, err)
+	_, err = c.Send(context.Background(), "", "/queue/json-log", []byte("x"))
+	requireNoError(t, err)
+	requireNoError(t, c.Close())
+	requireNoError(t, cmd.Process.Signal(syscall.SIGTERM))
+	select {
+	case err := <-exited:
+		requireNoError(t, err, "titan exit after SIGTERM")
+	case <-time.After(brokerStopTimeout):
+		t.Fatalf("titan did not exit within %v of SIGTERM", brokerStopTimeout)
+	}
+	var msgs []string
+	for name, out := range map[string]string{"stdout": stdout.String(), "stderr": stderr.String()} {
+		for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+			var obj struct {
+				Level, Msg, Reason string
+			}
+			if err := json.Unmarshal([]byte(line), &obj); err != nil || obj.Level == "" {
+				t.Errorf("%s line is not a JSON log record: %q", name, line)
+				continue
+			}
+			msgs = append(msgs, obj.Level+" "+obj.Msg+" "+obj.Reason)
+		}
+	}
+	joined := strings.Join(msgs, "\n")
+	for _, want := range []string{"INFO ready", "INFO connection opened", "INFO connection closed client_disconnect", "INFO shutting down"} {
+		if !strings.Contains(joined, want) {
+			t.Errorf("no %q record; records:\n%s", want, joined)
+		}
 	}
 }
