@@ -50,7 +50,8 @@ func newRootCmd() *cobra.Command {
 			"Run `titan serve` to start a broker; the other commands operate a running broker over its monitor API.\n" +
 			"With no command, titan shows a live dashboard of the broker at --addr (--once prints one frame).",
 		Example: "  titan serve --store memory\n" +
-			"  titan --addr http://localhost:7777 queue create /orders --max-pending-bytes 1048576\n" +
+			"  titan --addr http://localhost:7777 queue create /queue/orders --max-pending-bytes 1048576   # a durable queue\n" +
+			"  titan queue create /orders   # bare: the events dispatcher queue under the default pattern\n" +
 			"  titan queue list --output json\n" +
 			"  titan --view queues --once",
 		Args:          cobra.NoArgs,
