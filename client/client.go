@@ -103,13 +103,12 @@ func (c *Client) current(ctx context.Context) (*conn, error) {
 			return cn, nil
 		}
 		if cn != nil {
-			// Lost, and the loss handler has not run yet: wait for it.
+			// Lost, and the client has not dealt with it yet: wait until it has.
 			select {
-			case <-cn.done:
+			case <-cn.handled:
 			case <-ctx.Done():
 				return nil, ctx.Err()
 			}
-			c.waitLossHandled(ctx, cn)
 			continue
 		}
 		select {
@@ -118,19 +117,6 @@ func (c *Client) current(ctx context.Context) (*conn, error) {
 		case <-ctx.Done():
 			return nil, fmt.Errorf("waiting for the connection to %s: %w", c.addr, ctx.Err())
 		}
-	}
-}
-
-// waitLossHandled spins briefly until the client has noticed cn's end (cn replaced or nil).
-func (c *Client) waitLossHandled(ctx context.Context, cn *conn) {
-	for i := 0; i < 200; i++ {
-		c.mu.Lock()
-		same := c.cn == cn
-		c.mu.Unlock()
-		if !same || ctx.Err() != nil {
-			return
-		}
-		time.Sleep(5 * time.Millisecond)
 	}
 }
 
@@ -223,6 +209,7 @@ type Subscription struct {
 	group, dest string
 	opts        subOptions
 	handler     Handler
+	on          *conn // guarded by c.mu; the connection the SUBSCRIBE was last sent on
 
 	mu     sync.Mutex
 	queue  []*Message    // guarded by mu; delivered, not yet handled
@@ -295,8 +282,16 @@ func (c *Client) Subscribe(group, destination string, handler Handler, opts ...S
 	return s, nil
 }
 
-// subscribeOn sends the SUBSCRIBE on cn and waits for its RECEIPT.
+// subscribeOn sends the SUBSCRIBE on cn, unless it was already sent there (a reconnect's
+// re-subscription can race with Subscribe), and waits for its RECEIPT.
 func (s *Subscription) subscribeOn(ctx context.Context, cn *conn) error {
+	s.c.mu.Lock()
+	if s.on == cn {
+		s.c.mu.Unlock()
+		return nil
+	}
+	s.on = cn
+	s.c.mu.Unlock()
 	f := &frame.Frame{Command: frame.CmdSubscribe, Headers: []frame.Header{
 		{Key: frame.HdrDestination, Value: s.dest}, {Key: frame.HdrID, Value: s.id}, {Key: frame.HdrAck, Value: string(s.opts.ack)},
 	}}
@@ -508,8 +503,11 @@ func nonZero(d time.Duration) time.Duration {
 	return d
 }
 
-// connLost runs once per connection, on its reader goroutine, after it ended.
+// connLost runs once per connection, on its reader goroutine, after it ended. A connection
+// is installed as current only while it is alive (under mu), so its reader always finds it
+// installed here, or never.
 func (c *Client) connLost(cn *conn) {
+	defer close(cn.handled)
 	c.mu.Lock()
 	if c.cn != cn {
 		c.mu.Unlock()
@@ -586,10 +584,6 @@ func (c *Client) reconnectLoop(cause error) {
 		c.mu.Unlock()
 		if c.o.onReconnect != nil {
 			c.o.onReconnect()
-		}
-		// A loss during the window above is seen by connLost only once c.cn is cn.
-		if cn.isDone() {
-			c.connLost(cn)
 		}
 		return
 	}

@@ -44,8 +44,11 @@ type conn struct {
 
 	doneOnce sync.Once
 	done     chan struct{}
-	errMu    sync.Mutex
-	err      error // guarded by errMu; why the connection ended
+	// handled is closed once the Client has dealt with the connection's end (replaced it,
+	// started reconnecting, or shut down); calls that found it dead wait on it.
+	handled chan struct{}
+	errMu   sync.Mutex
+	err     error // guarded by errMu; why the connection ended
 }
 
 // readCounter stamps every successful read, so heart-beat EOLs (which the parser skips)
@@ -92,7 +95,7 @@ func dialConn(ctx context.Context, addr string, o *options) (*conn, error) {
 		}
 		nc = tc
 	}
-	c := &conn{addr: addr, nc: nc, receipts: map[string]chan receiptResult{}, done: make(chan struct{}), grace: o.hbGrace}
+	c := &conn{addr: addr, nc: nc, receipts: map[string]chan receiptResult{}, done: make(chan struct{}), handled: make(chan struct{}), grace: o.hbGrace}
 	c.p = frame.NewParser(readCounter{nc, c}, frame.Limits{MaxBodyBytes: o.maxBodyBytes})
 	if dl, ok := ctx.Deadline(); ok {
 		_ = nc.SetDeadline(dl)
