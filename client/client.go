@@ -143,8 +143,9 @@ func (r *Receipt) Header(name string) string {
 //
 // Errors: ctx's error when it ends first (the message may still be accepted); a *ServerError
 // when the broker refuses the frame (invalid destination, a body over its limit, ...);
-// ErrConnectionLost (wrapped) when the connection ends before the RECEIPT; ErrClosed after
-// Close. While reconnecting, Send waits for the new connection (bounded by ctx).
+// ErrConnectionLost (wrapped) when the connection ends before the RECEIPT, wrapping the
+// *ServerError too when an ERROR that did not name this frame's receipt ended it (test with
+// errors.Is / errors.As); ErrClosed after Close or a failed reconnect. While reconnecting, Send waits for the new connection (bounded by ctx).
 func (c *Client) Send(ctx context.Context, group, destination string, body []byte, opts ...SendOption) (*Receipt, error) {
 	var so sendOptions
 	for _, opt := range opts {

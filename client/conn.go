@@ -368,18 +368,15 @@ func (c *conn) cause() error {
 	return c.err
 }
 
-// lossError is what a call waiting on the connection gets when it ends: the ERROR frame
-// itself when the broker sent one, else ErrConnectionLost wrapping the cause.
+// lossError is what a call waiting on the connection gets when it ends: ErrConnectionLost
+// wrapping the cause, which is the broker's *ServerError when an ERROR ended it (so both
+// errors.Is(err, ErrConnectionLost) and errors.As(err, **ServerError) hold).
 func (c *conn) lossError() error {
 	cause := c.cause()
-	var se *ServerError
-	if errors.As(cause, &se) {
-		return se
-	}
 	if cause == nil {
 		return ErrConnectionLost
 	}
-	return fmt.Errorf("%w: %v", ErrConnectionLost, cause)
+	return fmt.Errorf("%w: %w", ErrConnectionLost, cause)
 }
 
 // writeFailure turns a failed write into the most useful error: when the broker closed the
@@ -395,7 +392,7 @@ func (c *conn) writeFailure(ctx context.Context, err error) error {
 	}
 	var se *ServerError
 	if cause := c.cause(); errors.As(cause, &se) {
-		return se
+		return fmt.Errorf("%w: %w", ErrConnectionLost, se)
 	}
 	return fmt.Errorf("%w: writing to %s: %v", ErrConnectionLost, c.addr, unwrapOp(err))
 }
