@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -104,4 +105,50 @@ func TestGoClientReconnectsAfterBrokerRestart(t *testing.T) {
 	if lost.Load() < 1 || restored.Load() < 1 {
 		t.Errorf("connection listener: lost %d, restored %d; want at least 1 each", lost.Load(), restored.Load())
 	}
+}
+
+// TestGoClientDetectsASilentBrokerByHeartBeats stops (SIGSTOP) a titan process that promised
+// heart-beats every 200ms: the client must notice the silence within the grace period, drop
+// the connection with a cause that says so, and reconnect once the broker runs again.
+func TestGoClientDetectsASilentBrokerByHeartBeats(t *testing.T) {
+	dir := t.TempDir()
+	n := newTitanNode(t, fmt.Sprintf(`titan:
+  servers:
+    - {name: stomp, host: 127.0.0.1, port: 0, protocol-options: {heartbeat-x: 200, heartbeat-y: 200}}
+  monitor: {host: 127.0.0.1, port: 0}
+  store: {type: pebble, data-dir: %q}
+`, dir))
+	p := n.start()
+	defer func() { _ = p.cmd.Process.Signal(syscall.SIGCONT) }()
+	causes := make(chan error, 4)
+	restored := make(chan struct{}, 4)
+	c, err := client.Dial(context.Background(), p.stompAddrs[0],
+		client.WithHeartBeat(200*time.Millisecond, 200*time.Millisecond),
+		client.WithConnectTimeout(time.Second),
+		client.WithReconnect(client.ReconnectPolicy{MaxAttempts: -1, InitialBackoff: 50 * time.Millisecond, MaxBackoff: 200 * time.Millisecond}),
+		client.WithConnectionListener(func(err error) { causes <- err }, func() { restored <- struct{}{} }))
+	requireNoError(t, err)
+	defer c.Close()
+
+	requireNoError(t, p.cmd.Process.Signal(syscall.SIGSTOP))
+	stoppedAt := time.Now()
+	select {
+	case err := <-causes:
+		if !strings.Contains(err.Error(), "no heart-beat from "+p.stompAddrs[0]) {
+			t.Fatalf("connection lost with %v, want a heart-beat timeout", err)
+		}
+		t.Logf("silence noticed after %v: %v", time.Since(stoppedAt).Round(time.Millisecond), err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("the client did not notice the silent broker within 10s")
+	}
+	requireNoError(t, p.cmd.Process.Signal(syscall.SIGCONT))
+	select {
+	case <-restored:
+	case <-time.After(20 * time.Second):
+		t.Fatal("no reconnect within 20s of SIGCONT")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_, err = c.Send(ctx, "", "/queue/hb-e2e", []byte("alive"))
+	requireNoError(t, err, "send after the reconnect")
 }
