@@ -223,8 +223,21 @@ func TestRequestReply(t *testing.T) {
 			t.Fatalf("response %q corr %q", resp.Body, resp.Header("correlation-id"))
 		}
 	}
+	// A responder in a non-default group answers requests of that group only; Reply echoes
+	// the group, as Titan requires.
+	if _, err := responder.Subscribe("market", "/command/quote", func(m *client.Message) {
+		if err := responder.Reply(ctx, m, []byte("market:"+string(m.Body))); err != nil {
+			t.Errorf("Reply: %v", err)
+		}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := requester.Request(ctx, "market", "/command/quote", []byte("q1"))
+	if err != nil || string(resp.Body) != "market:q1" {
+		t.Fatalf("grouped request: %v", err)
+	}
 	// Nobody serves /command/void: the broker answers executed:false.
-	_, err := requester.Request(ctx, "", "/command/void", []byte("x"))
+	_, err = requester.Request(ctx, "", "/command/void", []byte("x"))
 	var re *client.RequestError
 	if !errors.As(err, &re) || re.Reason == "" {
 		t.Fatalf("request without responder: %v, want a RequestError", err)

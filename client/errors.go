@@ -32,6 +32,8 @@ type ServerError struct {
 	ReceiptID string
 }
 
+// Error returns "broker sent ERROR: <message>", with the body's first line when it adds
+// something.
 func (e *ServerError) Error() string {
 	s := "broker sent ERROR: " + e.Message
 	if b := strings.TrimSpace(e.Body); b != "" && b != e.Message {
@@ -60,6 +62,7 @@ type ConnectError struct {
 	Err error
 }
 
+// Error returns "cannot connect to <addr>: <step>: <cause> (<hint>)".
 func (e *ConnectError) Error() string {
 	s := fmt.Sprintf("cannot connect to %s: %s: %v", e.Addr, e.Step, e.Err)
 	if e.Hint != "" {
@@ -68,6 +71,7 @@ func (e *ConnectError) Error() string {
 	return s
 }
 
+// Unwrap returns the cause, for errors.Is and errors.As.
 func (e *ConnectError) Unwrap() error { return e.Err }
 
 // RequestError is returned by Client.Request when the broker answers a request with
@@ -79,4 +83,5 @@ type RequestError struct {
 	Response *Message
 }
 
+// Error returns "client: request failed: <reason>".
 func (e *RequestError) Error() string { return "client: request failed: " + e.Reason }

@@ -84,9 +84,10 @@ type ReconnectPolicy struct {
 	// (default 10; negative: no limit).
 	MaxAttempts int
 	// InitialBackoff is the wait before the first attempt (default 100ms); it doubles after
-	// each failed attempt up to MaxBackoff (default 5s).
+	// each failed attempt up to MaxBackoff.
 	InitialBackoff time.Duration
-	MaxBackoff     time.Duration
+	// MaxBackoff caps the wait between attempts (default 5s; at least InitialBackoff).
+	MaxBackoff time.Duration
 }
 
 // WithReconnect re-dials a lost connection under p and re-subscribes every live
