@@ -9,15 +9,14 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
-
-	"github.com/titan-broker/titan/internal/broker"
 )
 
 // banner writes titan serve's own lines: the ready line and the shutdown line on stdout,
 // and a failure on stderr. With JSON logging (or -o json) each is one JSON object in
 // log/slog's shape ({"time","level","msg",...}), so every line titan serve prints is JSON;
 // otherwise they are the plain text lines scripts and the e2e tests read
-// ("Titan 0.1.0 ready: STOMP a, b, monitor m, store s").
+// ("Titan 0.1.0 ready: STOMP a, b, monitor m, store s"). The version is the binary's, as
+// titan version prints it.
 type banner struct {
 	json   bool
 	out    io.Writer
@@ -52,10 +51,10 @@ func serveWantsJSON(cmd *cobra.Command, f *serveFlags) bool {
 
 func (b *banner) ready(stomp []string, monitor, store string) {
 	if b.json {
-		b.outLog.Info("ready", "version", broker.Version, "stomp", stomp, "monitor", monitor, "store", store)
+		b.outLog.Info("ready", "version", readBuildInfo().Version, "stomp", stomp, "monitor", monitor, "store", store)
 		return
 	}
-	fmt.Fprintf(b.out, "Titan %s ready: STOMP %s, monitor %s, store %s\n", broker.Version, strings.Join(stomp, ", "), monitor, store)
+	fmt.Fprintf(b.out, "Titan %s ready: STOMP %s, monitor %s, store %s\n", readBuildInfo().Version, strings.Join(stomp, ", "), monitor, store)
 }
 
 func (b *banner) stopping() {
