@@ -287,7 +287,7 @@ func (c *Client) Subscribe(group, destination string, handler Handler, opts ...S
 // re-subscription can race with Subscribe), and waits for its RECEIPT.
 func (s *Subscription) subscribeOn(ctx context.Context, cn *conn) error {
 	s.c.mu.Lock()
-	if s.on == cn {
+	if s.on == cn || s.c.subs[s.id] != s { // already sent there, or unsubscribed meanwhile
 		s.c.mu.Unlock()
 		return nil
 	}
@@ -396,7 +396,7 @@ func (s *Subscription) Unsubscribe() error {
 	c.mu.Lock()
 	_, live := c.subs[s.id]
 	delete(c.subs, s.id)
-	cn := c.cn
+	cn := s.on // the connection the SUBSCRIBE went to (a reconnect may not be current yet)
 	c.mu.Unlock()
 	if !live {
 		return ErrUnsubscribed
