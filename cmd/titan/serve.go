@@ -47,7 +47,7 @@ TITAN_FANOUT_MODE, TITAN_DEFAULT_PATTERN, TITAN_DESTINATION_METRICS (true).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) (err error) {
 			cfg, err := loadServeConfig(cmd, &f)
-			banner := newBanner(cmd, cfg.Log.Format == "json" || (err != nil && serveWantsJSON(cmd, &f)))
+			banner := newBanner(cmd, serveWantsJSON(cmd, &f) || (err == nil && cfg.Log.Format == "json"))
 			defer func() { err = banner.fail(err) }()
 			if err != nil {
 				return err

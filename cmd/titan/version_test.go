@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"runtime"
+	"strings"
 	"testing"
 )
 
@@ -41,4 +42,24 @@ func TestAddrFromEnvironmentAndDefaultNotice(t *testing.T) {
 	t.Setenv(addrEnv, "")
 	r = run(t, "--timeout", "200ms", "queue", "list")
 	requireContains(t, r.stderr, "titan: using the default monitor API address http://localhost:7777 (set --addr or TITAN_ADDR)\n")
+}
+
+// TestServeBannerIsJSONWithJSONOutput: -o json (like JSON logging) makes titan serve's own
+// lines JSON records, a startup failure included.
+func TestServeBannerIsJSONWithJSONOutput(t *testing.T) {
+	r := run(t, "-o", "json", "serve", "--port", "99999")
+	var rec struct {
+		Level, Msg, Err string
+	}
+	if r.code != 1 || r.stdout != "" || json.Unmarshal([]byte(r.stderr), &rec) != nil || rec.Level != "ERROR" || !strings.Contains(rec.Err, "port 99999 out of range") {
+		t.Fatalf("serve failure with -o json: %+v", r)
+	}
+	r = run(t, "serve", "--log-format", "json", "--port", "99999")
+	if r.code != 1 || json.Unmarshal([]byte(r.stderr), &rec) != nil {
+		t.Fatalf("serve failure with --log-format json: %+v", r)
+	}
+	r = run(t, "serve", "--port", "99999")
+	if r.code != 1 || !strings.HasPrefix(r.stderr, "titan: invalid configuration:") {
+		t.Fatalf("serve failure in text mode: %+v", r)
+	}
 }
