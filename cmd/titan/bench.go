@@ -1,13 +1,12 @@
 package main
 
 import (
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -15,13 +14,12 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/titan-broker/titan/client"
 	"github.com/titan-broker/titan/internal/dest"
-	"github.com/titan-broker/titan/internal/frame"
-	"github.com/titan-broker/titan/internal/stompclient"
 )
 
 type benchOptions struct {
-	stomp       string
+	stomp       stompOptions
 	destination string
 	producers   int
 	consumers   int
@@ -62,7 +60,8 @@ func newBenchCmd(g *globalOptions) *cobra.Command {
 			"  titan bench --destination /topic/bench --consumers 8 --size 1024",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			res, err := runBench(o, g.timeout, cmd.ErrOrStderr())
+			o.stomp.resolve(cmd.ErrOrStderr())
+			res, err := runBench(cmdContext(cmd), o, g, cmd.ErrOrStderr())
 			if err != nil {
 				return err
 			}
@@ -77,7 +76,7 @@ func newBenchCmd(g *globalOptions) *cobra.Command {
 			return nil
 		},
 	}
-	stompAddrFlag(cmd, &o.stomp)
+	stompFlags(cmd, &o.stomp)
 	fl := cmd.Flags()
 	fl.StringVar(&o.destination, "destination", "/queue/titan-bench", "destination to send to and receive from")
 	fl.IntVarP(&o.producers, "producers", "p", 1, "producer connections")
@@ -89,7 +88,7 @@ func newBenchCmd(g *globalOptions) *cobra.Command {
 	return cmd
 }
 
-func runBench(o benchOptions, timeout time.Duration, progress io.Writer) (*benchResult, error) {
+func runBench(ctx context.Context, o benchOptions, g *globalOptions, progress io.Writer) (*benchResult, error) {
 	if o.producers < 1 || o.consumers < 0 || o.messages < 1 {
 		return nil, errors.New("--producers and --messages must be at least 1, --consumers at least 0")
 	}
@@ -109,68 +108,47 @@ func runBench(o benchOptions, timeout time.Duration, progress io.Writer) (*bench
 	var lmu sync.Mutex
 	lat := make([]time.Duration, 0, min(expect, 1<<20))
 	errc := make(chan error, o.producers+o.consumers)
-	var cwg sync.WaitGroup
-	var conns []*stompclient.Conn
+	allReceived := make(chan struct{})
+	var closeOnce sync.Once
+	var clients []*client.Client
 	defer func() {
-		for _, c := range conns {
+		for _, c := range clients {
 			c.Close()
 		}
 	}()
-	for i := range o.consumers {
-		c, err := stompclient.Dial(o.stomp, timeout)
+	dial := func() (*client.Client, error) {
+		dctx, cancel := context.WithTimeout(ctx, g.timeout)
+		defer cancel()
+		c, err := o.stomp.dial(dctx, g)
+		if err == nil {
+			clients = append(clients, c)
+		}
+		return c, err
+	}
+	for range o.consumers {
+		c, err := dial()
 		if err != nil {
 			return nil, err
 		}
-		conns = append(conns, c)
-		if err := c.Write(&frame.Frame{Command: frame.CmdSubscribe, Headers: []frame.Header{
-			{Key: frame.HdrDestination, Value: o.destination}, {Key: frame.HdrID, Value: "bench-" + strconv.Itoa(i)},
-			{Key: frame.HdrReceipt, Value: "sub"}, {Key: "prefetch-count", Value: "10000"},
-		}}); err != nil {
-			return nil, err
-		}
-		if r, err := c.Read(timeout); err != nil || r.Command != frame.CmdReceipt {
-			if err == nil {
-				err = stompclient.Check(r)
+		_, err = c.Subscribe("", o.destination, func(m *client.Message) {
+			if len(m.Body) >= 8 {
+				l := time.Duration(time.Now().UnixNano() - int64(binary.BigEndian.Uint64(m.Body)))
+				lmu.Lock()
+				if len(lat) < cap(lat) {
+					lat = append(lat, l)
+				}
+				lmu.Unlock()
 			}
+			if received.Add(1) == expect {
+				closeOnce.Do(func() { close(allReceived) })
+			}
+		}, client.WithPrefetch(10000))
+		if err != nil {
 			return nil, fmt.Errorf("subscribe: %w", err)
 		}
-		cwg.Add(1)
-		go func() {
-			defer cwg.Done()
-			local := make([]time.Duration, 0, 1024)
-			defer func() {
-				lmu.Lock()
-				lat = append(lat, local...)
-				lmu.Unlock()
-			}()
-			idleSince := time.Now()
-			for received.Load() < expect {
-				m, err := c.Read(200 * time.Millisecond)
-				if err != nil {
-					var ne net.Error
-					if errors.As(err, &ne) && ne.Timeout() && time.Since(idleSince) < 10*time.Second {
-						continue // another consumer may take the rest; re-check the total
-					}
-					if received.Load() >= expect {
-						return
-					}
-					errc <- fmt.Errorf("consumer: no message for 10s with %d of %d received: %w", received.Load(), expect, err)
-					return
-				}
-				idleSince = time.Now()
-				if m.Command != frame.CmdMessage {
-					if err := stompclient.Check(m); err != nil {
-						errc <- err
-						return
-					}
-					continue
-				}
-				if len(m.Body) >= 8 {
-					local = append(local, time.Duration(time.Now().UnixNano()-int64(binary.BigEndian.Uint64(m.Body))))
-				}
-				received.Add(1)
-			}
-		}()
+	}
+	if expect == 0 {
+		closeOnce.Do(func() { close(allReceived) })
 	}
 	start := time.Now()
 	stopProgress := make(chan struct{})
@@ -197,27 +175,42 @@ func runBench(o benchOptions, timeout time.Duration, progress io.Writer) (*bench
 		if i == 0 {
 			n += o.messages % o.producers
 		}
-		c, err := stompclient.Dial(o.stomp, timeout)
+		c, err := dial()
 		if err != nil {
 			return nil, err
 		}
-		conns = append(conns, c)
 		pwg.Add(1)
 		go func() {
 			defer pwg.Done()
-			if err := produce(c, o, n, &sent, timeout); err != nil {
+			if err := produce(ctx, c, o, n, &sent, g.timeout); err != nil {
 				errc <- err
 			}
 		}()
 	}
 	pwg.Wait()
 	sendSecs := time.Since(start).Seconds()
-	done := make(chan struct{})
-	go func() { cwg.Wait(); close(done) }()
 	select {
 	case err := <-errc:
 		return nil, err
-	case <-done:
+	default:
+	}
+	// Consumers must make progress: no new message for 10 s is a failure.
+	for {
+		last := received.Load()
+		t := time.NewTimer(10 * time.Second)
+		select {
+		case <-allReceived:
+			t.Stop()
+		case <-ctx.Done():
+			t.Stop()
+			return nil, ctx.Err()
+		case <-t.C:
+			if received.Load() == last {
+				return nil, fmt.Errorf("consumers: no message for 10s with %d of %d received", last, expect)
+			}
+			continue
+		}
+		break
 	}
 	el := time.Since(start).Seconds()
 	res := &benchResult{
@@ -225,6 +218,8 @@ func runBench(o benchOptions, timeout time.Duration, progress io.Writer) (*bench
 		Seconds: el, SendPerSecond: float64(sent.Load()) / sendSecs, RecvPerSecond: float64(received.Load()) / el,
 		BodyBytes: o.size, WaitedReceipts: o.receipts,
 	}
+	lmu.Lock()
+	defer lmu.Unlock()
 	if len(lat) > 0 {
 		slices.Sort(lat)
 		ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
@@ -234,37 +229,31 @@ func runBench(o benchOptions, timeout time.Duration, progress io.Writer) (*bench
 }
 
 // produce sends n messages on c. Each body starts with its send time (Unix ns, big-endian).
-func produce(c *stompclient.Conn, o benchOptions, n int, sent *atomic.Int64, timeout time.Duration) error {
+// Without --receipts only the last SEND asks for a RECEIPT, which confirms every earlier one
+// (the broker answers frames of one connection in order).
+func produce(ctx context.Context, c *client.Client, o benchOptions, n int, sent *atomic.Int64, timeout time.Duration) error {
 	body := []byte(strings.Repeat("x", o.size))
-	persistent := strconv.FormatBool(o.persistent)
+	persistent := client.WithPersistent(o.persistent)
+	noReceipt := client.WithoutReceipt()
 	for i := range n {
 		binary.BigEndian.PutUint64(body, uint64(time.Now().UnixNano()))
-		f := &frame.Frame{Command: frame.CmdSend, Body: body, Headers: []frame.Header{
-			{Key: frame.HdrDestination, Value: o.destination}, {Key: frame.HdrPersistent, Value: persistent},
-		}}
 		last := i == n-1
 		if o.receipts || last {
-			f.Add(frame.HdrReceipt, strconv.Itoa(i))
-		}
-		if err := c.Write(f); err != nil {
-			return err
-		}
-		if o.receipts || last {
-			r, err := c.Read(timeout)
+			sctx, cancel := context.WithTimeout(ctx, timeout)
+			_, err := c.Send(sctx, "", o.destination, body, persistent)
+			cancel()
 			if err != nil {
-				return fmt.Errorf("producer: no RECEIPT: %w", err)
+				return fmt.Errorf("producer: %w", explainSendError(err, len(body)))
 			}
-			if err := stompclient.Check(r); err != nil {
-				return err
-			}
-			if last && !o.receipts {
-				sent.Add(int64(n % 1024))
-			}
+		} else if _, err := c.Send(ctx, "", o.destination, body, persistent, noReceipt); err != nil {
+			return fmt.Errorf("producer: %w", explainSendError(err, len(body)))
 		}
 		if o.receipts {
 			sent.Add(1)
 		} else if (i+1)%1024 == 0 {
 			sent.Add(1024)
+		} else if last {
+			sent.Add(int64(n % 1024))
 		}
 	}
 	return nil

@@ -39,6 +39,9 @@ func (g *globalOptions) newClient() (*apiClient, error) {
 	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
 		return nil, fmt.Errorf("--addr %q is not a monitor API address (use e.g. --addr http://localhost:7777)", g.addr)
 	}
+	if g.addrDefaulted && g.stderr != nil {
+		fmt.Fprintf(g.stderr, "titan: using the default monitor API address %s (set --addr or %s)\n", g.addr, addrEnv)
+	}
 	u.Path = strings.TrimRight(u.Path, "/")
 	u.RawQuery, u.Fragment = "", ""
 	tr := http.DefaultTransport.(*http.Transport).Clone()

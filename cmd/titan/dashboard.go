@@ -83,20 +83,29 @@ func runDashboard(cmd *cobra.Command, g *globalOptions, d *dashboardOptions) err
 			return printJSON(out, s)
 		}
 		var b bytes.Buffer
-		renderFrame(&b, st, c.addr(), d.view, s)
+		renderFrame(&b, st, c.addr(), d.view, s, nil)
 		_, err = out.Write(b.Bytes())
 		return err
 	}
 
-	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := signal.NotifyContext(cmdContext(cmd), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	term := isTerminal(out)
+	keys, restore, ok := dashboardKeys(cmd, term)
+	if ok {
+		defer restore()
+	}
 	tick := time.NewTicker(d.interval)
 	defer tick.Stop()
+	var rt rateTracker
 	for first := true; ; first = false {
 		s, err := fetch(ctx)
 		if ctx.Err() != nil {
 			return nil
+		}
+		var r *rates
+		if err == nil {
+			r = rt.update(s)
 		}
 		var b bytes.Buffer
 		switch {
@@ -117,24 +126,111 @@ func runDashboard(cmd *cobra.Command, g *globalOptions, d *dashboardOptions) err
 			b.Write(js)
 			b.WriteByte('\n')
 		default:
-			renderFrame(&b, st, c.addr(), d.view, s)
+			renderFrame(&b, st, c.addr(), d.view, s, r)
 			if term {
-				fmt.Fprintf(&b, "\n%s\n", st.dim("refresh "+d.interval.String()+" · --view "+d.view+" · Ctrl-C to quit"))
+				quit := "Ctrl-C to quit"
+				if keys != nil {
+					quit = "q to quit"
+				}
+				fmt.Fprintf(&b, "\n%s\n", st.dim("refresh "+d.interval.String()+" · --view "+d.view+" · "+quit))
 			}
 		}
 		if _, err := out.Write(b.Bytes()); err != nil {
 			return err
 		}
+	wait:
 		select {
 		case <-ctx.Done():
 			return nil
+		case k := <-keys:
+			if k == 'q' || k == 'Q' {
+				return nil
+			}
+			goto wait
 		case <-tick.C:
 		}
 	}
 }
 
-// renderFrame writes one dashboard frame of s.
-func renderFrame(w io.Writer, st styler, addr, view string, s *admin.Snapshot) {
+// dashboardKeys returns the keys pressed while the live dashboard runs on a terminal (a
+// variable so tests can type). ok is false when keys are not watched; then the dashboard
+// quits on Ctrl-C only.
+var dashboardKeys = func(cmd *cobra.Command, term bool) (keys <-chan byte, restore func(), ok bool) {
+	in, isFile := cmd.InOrStdin().(*os.File)
+	if !isFile || !term {
+		return nil, nil, false
+	}
+	return watchKeys(in)
+}
+
+// rates are per-second rates between two snapshots.
+type rates struct {
+	Published, Delivered, Acked float64
+	// in and out are per queue (group + "\x00" + destination): enqueued/s, dispatched/s.
+	in, out map[string]float64
+}
+
+// rateTracker turns successive snapshots' counters into rates.
+type rateTracker struct {
+	prev *admin.Snapshot
+}
+
+func queueKey(q admin.QueueInfo) string { return q.Group + "\x00" + q.Destination }
+
+// update returns the rates since the previous snapshot, or nil for the first one (or when
+// the broker's clock did not advance).
+func (t *rateTracker) update(s *admin.Snapshot) *rates {
+	prev := t.prev
+	t.prev = s
+	if prev == nil {
+		return nil
+	}
+	dt := s.Server.Now.Sub(prev.Server.Now).Seconds()
+	if dt <= 0 {
+		return nil
+	}
+	per := func(now, before uint64) float64 {
+		if now < before { // counters restart when a queue is deleted and made again
+			return float64(now) / dt
+		}
+		return float64(now-before) / dt
+	}
+	r := &rates{in: map[string]float64{}, out: map[string]float64{}}
+	r.Published = per(s.Counters.Published, prev.Counters.Published)
+	old := make(map[string]admin.QueueInfo, len(prev.Queues))
+	for _, q := range prev.Queues {
+		old[queueKey(q)] = q
+	}
+	for _, q := range s.Queues {
+		o := old[queueKey(q)]
+		in, out, acked := per(q.Enqueued, o.Enqueued), per(q.Dispatched, o.Dispatched), per(q.Acked, o.Acked)
+		r.in[queueKey(q)], r.out[queueKey(q)] = in, out
+		r.Delivered += out
+		r.Acked += acked
+	}
+	r.Delivered += per(s.Counters.EventsStoreDelivered, prev.Counters.EventsStoreDelivered)
+	return r
+}
+
+// formatRate renders a per-second rate ("–" when unknown).
+func formatRate(r *rates, v func(*rates) float64) string {
+	if r == nil {
+		return "–"
+	}
+	x := v(r)
+	switch {
+	case x >= 10:
+		return strconv.FormatFloat(x, 'f', 0, 64)
+	case x == 0:
+		return "0"
+	default:
+		return strconv.FormatFloat(x, 'f', 1, 64)
+	}
+}
+
+// renderFrame writes one dashboard frame of s; r (nil on the first frame and with --once)
+// adds per-second rates.
+func renderFrame(w io.Writer, st styler, addr, view string, s *admin.Snapshot, r *rates) {
 	var queued int64
 	for _, c := range s.Connections {
 		queued += c.QueuedBytes
@@ -144,6 +240,10 @@ func renderFrame(w io.Writer, st styler, addr, view string, s *admin.Snapshot) {
 	fmt.Fprintf(w, "connections %d (%s buffered) · %s · published %d · goroutines %d · heap %s · memory %s\n",
 		len(s.Connections), formatBytes(queued), s.Summary.Text, s.Counters.Published,
 		s.Runtime.Goroutines, formatBytes(int64(s.Runtime.HeapBytes)), formatBytes(int64(s.Runtime.TotalBytes)))
+	fmt.Fprintf(w, "rates/s: published %s · delivered %s · acknowledged %s\n",
+		formatRate(r, func(r *rates) float64 { return r.Published }),
+		formatRate(r, func(r *rates) float64 { return r.Delivered }),
+		formatRate(r, func(r *rates) float64 { return r.Acked }))
 	fmt.Fprintln(w)
 	if view == viewQueues {
 		_ = writeQueueTable(w, st, s.Queues, s.Summary)
@@ -174,10 +274,12 @@ func renderFrame(w io.Writer, st styler, addr, view string, s *admin.Snapshot) {
 		fmt.Fprintln(w, "No queues.")
 		return
 	}
-	t := newTable(w, st, "GROUP", "DESTINATION", "PATTERN", "SIZE", "PENDING", "CONSUMERS", "ENQUEUED", "DISPATCHED", "DROPPED", "STATE")
+	t := newTable(w, st, "GROUP", "DESTINATION", "PATTERN", "SIZE", "PENDING", "CONSUMERS", "IN/S", "OUT/S", "ENQUEUED", "DISPATCHED", "DROPPED", "STATE")
 	for _, q := range qs[:min(len(qs), overviewQueues)] {
+		k := queueKey(q)
 		t.styledRow(append(cells(q.Group, q.Destination, q.Pattern, strconv.Itoa(q.Size), formatBytes(q.PendingBytes),
-			strconv.Itoa(q.Consumers), u64(q.Enqueued), u64(q.Dispatched), u64(q.Dropped)), queueState(st, q))...)
+			strconv.Itoa(q.Consumers), formatRate(r, func(r *rates) float64 { return r.in[k] }), formatRate(r, func(r *rates) float64 { return r.out[k] }),
+			u64(q.Enqueued), u64(q.Dispatched), u64(q.Dropped)), queueState(st, q))...)
 	}
 	_ = t.flush()
 	if n := len(qs) - overviewQueues; n > 0 {

@@ -26,9 +26,16 @@ func newQueueCreateCmd(g *globalOptions) *cobra.Command {
 		Long: `Create the queue of DESTINATION in --group, choosing its limits up front.
 Limits not given are those a queue created by traffic would get (address settings).
 
+The destination's prefix decides what is created: /queue/jobs is a durable
+point-to-point queue (messages wait, stored, until acknowledged); /topic/x, and a bare
+destination such as /orders under the default default-pattern (events), get an events
+dispatcher queue, the hand-off buffer between producers and the subscribers present now.
+The output names the pattern.
+
 Creation is idempotent: if the queue exists it is left as it is and its limits are
 NOT replaced; the command says so and succeeds.`,
-		Example: "  titan queue create /orders --max-pending-bytes 1048576\n" +
+		Example: "  titan queue create /queue/orders --max-pending-bytes 1048576   # durable queue\n" +
+			"  titan queue create /orders --max-pending-bytes 1048576         # events dispatcher queue (bare, default pattern)\n" +
 			"  titan queue create /queue/jobs --group market --ring-size 1000",
 		Args: oneDestination,
 		RunE: func(cmd *cobra.Command, args []string) error {

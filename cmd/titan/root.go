@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -15,6 +16,8 @@ const (
 	defaultTimeout = 5 * time.Second
 	// tokenEnv is read when --token is not given.
 	tokenEnv = "TITAN_MONITOR_TOKEN"
+	// addrEnv is read when --addr is not given.
+	addrEnv = "TITAN_ADDR"
 )
 
 // Output formats of --output.
@@ -31,6 +34,10 @@ type globalOptions struct {
 	timeout time.Duration
 	noColor bool
 	output  string
+	// addrDefaulted is true when neither --addr nor TITAN_ADDR was given: the monitor API
+	// commands then say on stderr that they use the default.
+	addrDefaulted bool
+	stderr        io.Writer
 }
 
 func newRootCmd() *cobra.Command {
@@ -43,7 +50,8 @@ func newRootCmd() *cobra.Command {
 			"Run `titan serve` to start a broker; the other commands operate a running broker over its monitor API.\n" +
 			"With no command, titan shows a live dashboard of the broker at --addr (--once prints one frame).",
 		Example: "  titan serve --store memory\n" +
-			"  titan --addr http://localhost:7777 queue create /orders --max-pending-bytes 1048576\n" +
+			"  titan --addr http://localhost:7777 queue create /queue/orders --max-pending-bytes 1048576   # a durable queue\n" +
+			"  titan queue create /orders   # bare: the events dispatcher queue under the default pattern\n" +
 			"  titan queue list --output json\n" +
 			"  titan --view queues --once",
 		Args:          cobra.NoArgs,
@@ -56,12 +64,20 @@ func newRootCmd() *cobra.Command {
 			if g.timeout <= 0 {
 				return fmt.Errorf("--timeout must be positive, got %s", g.timeout)
 			}
+			g.stderr = cmd.ErrOrStderr()
+			if !cmd.Flags().Changed("addr") {
+				if v := os.Getenv(addrEnv); v != "" {
+					g.addr = v
+				} else {
+					g.addrDefaulted = true
+				}
+			}
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, _ []string) error { return runDashboard(cmd, g, &dash) },
 	}
 	pf := root.PersistentFlags()
-	pf.StringVar(&g.addr, "addr", defaultAddr, "monitor API address of the broker (URL, or host:port)")
+	pf.StringVar(&g.addr, "addr", defaultAddr, "monitor API address of the broker, URL or host:port (env "+addrEnv+")")
 	pf.StringVar(&g.token, "token", "", "monitor API bearer token (default $"+tokenEnv+")")
 	pf.DurationVar(&g.timeout, "timeout", defaultTimeout, "timeout of each request to the monitor API")
 	pf.BoolVar(&g.noColor, "no-color", false, "never colour the output (also: NO_COLOR set in the environment)")
@@ -71,6 +87,9 @@ func newRootCmd() *cobra.Command {
 	root.AddCommand(newServeCmd())
 	root.AddCommand(newQueueCmd(g))
 	root.AddCommand(newSendCmd(g), newSubscribeCmd(g), newBenchCmd(g))
+	root.AddCommand(newVersionCmd(g))
+	root.Version = readBuildInfo().String()
+	root.SetVersionTemplate("{{.Version}}\n")
 	return root
 }
 
@@ -83,7 +102,9 @@ func execute(args []string, stdout, stderr io.Writer) int {
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	if err := root.Execute(); err != nil {
-		fmt.Fprintln(stderr, "titan:", err)
+		if !errors.Is(err, errReported) {
+			fmt.Fprintln(stderr, "titan:", err)
+		}
 		return 1
 	}
 	return 0

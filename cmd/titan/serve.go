@@ -7,7 +7,6 @@ import (
 	"os"
 	"os/signal"
 	"strconv"
-	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -46,8 +45,10 @@ Environment: TITAN_CONFIG, TITAN_HOST, TITAN_PORT, TITAN_MONITOR_HOST, TITAN_MON
 TITAN_MONITOR_TOKEN, TITAN_DATA_DIR, TITAN_STORE, TITAN_LOG_LEVEL, TITAN_LOG_FORMAT,
 TITAN_FANOUT_MODE, TITAN_DEFAULT_PATTERN, TITAN_DESTINATION_METRICS (true).`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
+		RunE: func(cmd *cobra.Command, _ []string) (err error) {
 			cfg, err := loadServeConfig(cmd, &f)
+			banner := newBanner(cmd, serveWantsJSON(cmd, &f) || (err == nil && cfg.Log.Format == "json"))
+			defer func() { err = banner.fail(err) }()
 			if err != nil {
 				return err
 			}
@@ -66,10 +67,9 @@ TITAN_FANOUT_MODE, TITAN_DEFAULT_PATTERN, TITAN_DESTINATION_METRICS (true).`,
 			if err := b.Start(); err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "Titan %s ready: STOMP %s, monitor %s, store %s\n",
-				broker.Version, strings.Join(b.Addrs(), ", "), b.MonitorAddr(), storeDesc(cfg))
+			banner.ready(b.Addrs(), b.MonitorAddr(), storeDesc(cfg))
 			<-ctx.Done()
-			fmt.Fprintln(cmd.OutOrStdout(), "Titan shutting down")
+			banner.stopping()
 			sctx, cancel := context.WithTimeout(context.Background(), 10e9)
 			defer cancel()
 			return b.Shutdown(sctx)

@@ -1,20 +1,22 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"net"
+	"os"
+	"os/signal"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/titan-broker/titan/internal/frame"
-	"github.com/titan-broker/titan/internal/stompclient"
+	"github.com/titan-broker/titan/client"
 )
 
 func newSubscribeCmd(g *globalOptions) *cobra.Command {
-	var stomp, group, ack, start, durable string
+	var so stompOptions
+	var group, ack, start, durable string
 	var count int
 	var wait time.Duration
 	var headers []string
@@ -23,8 +25,9 @@ func newSubscribeCmd(g *globalOptions) *cobra.Command {
 		Short: "Subscribe over STOMP and print the messages that arrive",
 		Long: "Subscribe to DESTINATION over STOMP (--stomp) and print each MESSAGE: its headers and\n" +
 			"body as text, or one JSON object per line with --output json. Stops after --count\n" +
-			"messages, after --wait without a message, or on Ctrl-C. With --ack client-individual\n" +
-			"each message is acknowledged after it is printed.",
+			"messages, after --wait without a message, or on Ctrl-C (which disconnects cleanly).\n" +
+			"With --ack client or client-individual each message is acknowledged after it is printed.\n" +
+			"Without --stomp or TITAN_STOMP it connects to " + defaultSTOMP + " and says so on stderr.",
 		Example: "  titan subscribe '/topic/orders/>'\n" +
 			"  titan subscribe /queue/jobs --count 10 --ack client-individual\n" +
 			"  titan subscribe /events-store/audit --start-position first --durable-name auditor",
@@ -34,69 +37,86 @@ func newSubscribeCmd(g *globalOptions) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			c, err := stompclient.Dial(stomp, g.timeout)
+			so.resolve(cmd.ErrOrStderr())
+			ctx, stop := signal.NotifyContext(cmdContext(cmd), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			dctx, cancel := context.WithTimeout(ctx, g.timeout)
+			defer cancel()
+			c, err := so.dial(dctx, g)
 			if err != nil {
 				return err
 			}
 			defer c.Close()
-			f := &frame.Frame{Command: frame.CmdSubscribe, Headers: []frame.Header{
-				{Key: frame.HdrDestination, Value: args[0]}, {Key: frame.HdrID, Value: "titan-cli"},
-				{Key: frame.HdrAck, Value: ack}, {Key: frame.HdrReceipt, Value: "titan-subscribe"},
-			}}
-			if group != "" {
-				f.Add(frame.HdrGroup, group)
-			}
+			opts := []client.SubscribeOption{client.WithAck(client.AckMode(ack))}
 			if start != "" {
-				f.Add("start-position", start)
+				opts = append(opts, client.WithStartPosition(start))
 			}
 			if durable != "" {
-				f.Add("durable-name", durable)
+				opts = append(opts, client.WithDurableName(durable))
+			}
+			if count > 0 && ack != string(client.AckAuto) {
+				// Take no more unacknowledged messages than will be printed: the rest stay
+				// on the queue for other consumers.
+				opts = append(opts, client.WithPrefetch(count))
 			}
 			for _, h := range hs {
-				f.Add(h[0], h[1])
+				opts = append(opts, client.WithSubscribeHeader(h[0], h[1]))
 			}
-			if err := c.Write(f); err != nil {
+			msgs := make(chan *client.Message)
+			done := make(chan struct{})
+			defer close(done)
+			if _, err := c.Subscribe(group, args[0], func(m *client.Message) {
+				select {
+				case msgs <- m:
+				case <-done:
+				}
+			}, opts...); err != nil {
 				return err
 			}
 			out := cmd.OutOrStdout()
 			got := 0
+			var idle <-chan time.Time
 			for count <= 0 || got < count {
-				m, err := c.Read(wait)
-				if err != nil {
-					var ne net.Error
-					if errors.As(err, &ne) && ne.Timeout() {
-						fmt.Fprintf(cmd.ErrOrStderr(), "no message for %s; %d received\n", wait, got)
-						return nil
+				var timer *time.Timer
+				if wait > 0 {
+					timer = time.NewTimer(wait)
+					idle = timer.C
+				}
+				select {
+				case <-ctx.Done():
+					fmt.Fprintf(cmd.ErrOrStderr(), "interrupted; %d received\n", got)
+					return nil
+				case <-idle:
+					fmt.Fprintf(cmd.ErrOrStderr(), "no message for %s; %d received\n", wait, got)
+					return nil
+				case <-c.Done():
+					return c.Err()
+				case m := <-msgs:
+					got++
+					if g.output == outputJSON {
+						obj := map[string]any{"headers": headerMap(m), "body": string(m.Body)}
+						if err := json.NewEncoder(out).Encode(obj); err != nil {
+							return err
+						}
+					} else {
+						fmt.Fprintf(out, "--- message %d\n", got)
+						for _, h := range m.Headers {
+							fmt.Fprintf(out, "%s: %s\n", h.Name, h.Value)
+						}
+						fmt.Fprintf(out, "\n%s\n", m.Body)
 					}
-					return err
-				}
-				if err := stompclient.Check(m); err != nil {
-					return err
-				}
-				if m.Command != frame.CmdMessage {
-					continue
-				}
-				got++
-				if g.output == outputJSON {
-					obj := map[string]any{"headers": headerMap(m), "body": string(m.Body)}
-					_ = json.NewEncoder(out).Encode(obj)
-				} else {
-					fmt.Fprintf(out, "--- message %d\n", got)
-					for _, h := range m.Headers {
-						fmt.Fprintf(out, "%s: %s\n", h.Key, h.Value)
+					if err := m.Ack(); err != nil {
+						return fmt.Errorf("acknowledging message %d: %w", got, err)
 					}
-					fmt.Fprintf(out, "\n%s\n", m.Body)
 				}
-				if ack != "auto" {
-					if err := c.Write(&frame.Frame{Command: frame.CmdAck, Headers: []frame.Header{{Key: frame.HdrID, Value: m.Value(frame.HdrAck)}}}); err != nil {
-						return err
-					}
+				if timer != nil {
+					timer.Stop()
 				}
 			}
 			return nil
 		},
 	}
-	stompAddrFlag(cmd, &stomp)
+	stompFlags(cmd, &so)
 	fl := cmd.Flags()
 	fl.StringVar(&group, "group", "", "destination group (default \"default\")")
 	fl.StringVar(&ack, "ack", "auto", "ack mode: auto, client or client-individual")
@@ -108,12 +128,12 @@ func newSubscribeCmd(g *globalOptions) *cobra.Command {
 	return cmd
 }
 
-func headerMap(f *frame.Frame) map[string]string {
-	m := make(map[string]string, len(f.Headers))
-	for _, h := range f.Headers {
-		if _, dup := m[h.Key]; !dup {
-			m[h.Key] = h.Value
+func headerMap(m *client.Message) map[string]string {
+	out := make(map[string]string, len(m.Headers))
+	for _, h := range m.Headers {
+		if _, dup := out[h.Name]; !dup {
+			out[h.Name] = h.Value
 		}
 	}
-	return m
+	return out
 }

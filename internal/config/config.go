@@ -53,7 +53,9 @@ type Server struct {
 	Protocol string `yaml:"protocol"`
 	// Host is the listen address (default 0.0.0.0).
 	Host string `yaml:"host"`
-	// Port is the listen port (default 61613; 0 picks a free port).
+	// Port is the listen port. In titan-env.yml an entry without `port:` gets
+	// DefaultStompPort (61613); an explicit `port: 0` picks a free port (tests, ephemeral
+	// brokers). Range 0-65535. Not reloadable.
 	Port int `yaml:"port"`
 	// Transport is "tcp" (default) or "websocket".
 	Transport string `yaml:"transport"`
@@ -133,7 +135,8 @@ type Monitor struct {
 	Enabled *bool `yaml:"enabled"`
 	// Host is the listen address (default 0.0.0.0).
 	Host string `yaml:"host"`
-	// Port is the listen port (default 7777; 0 picks a free port).
+	// Port is the listen port. In titan-env.yml a monitor section without `port:` gets
+	// DefaultMonitorPort (7777); an explicit `port: 0` picks a free port. Range 0-65535.
 	Port int `yaml:"port"`
 	// Token, when set, is required as "Authorization: Bearer <token>" on every call.
 	Token string `yaml:"token"`
@@ -194,11 +197,43 @@ type Log struct {
 	Format string `yaml:"format"`
 }
 
+// DefaultStompPort is the STOMP listener port used when a server entry names none (the
+// IANA-registered STOMP port, as ActiveMQ, Artemis and RabbitMQ use).
+const DefaultStompPort = 61613
+
+// DefaultMonitorPort is the monitor HTTP API port used when the monitor section names none.
+const DefaultMonitorPort = 7777
+
+// UnmarshalYAML decodes one titan.servers[] entry. An absent `port:` key means
+// DefaultStompPort; an explicit 0 is kept (pick a free port). It uses yaml.v3's
+// function-style unmarshaler so the decoder's strict unknown-key check still applies.
+func (s *Server) UnmarshalYAML(unmarshal func(any) error) error {
+	type server Server // no methods: no recursion; errors name "config.server"
+	v := server{Port: DefaultStompPort}
+	if err := unmarshal(&v); err != nil {
+		return err
+	}
+	*s = Server(v)
+	return nil
+}
+
+// UnmarshalYAML decodes titan.monitor. An absent `port:` key means DefaultMonitorPort; an
+// explicit 0 is kept (pick a free port).
+func (m *Monitor) UnmarshalYAML(unmarshal func(any) error) error {
+	type monitor Monitor
+	v := monitor{Port: DefaultMonitorPort}
+	if err := unmarshal(&v); err != nil {
+		return err
+	}
+	*m = Monitor(v)
+	return nil
+}
+
 // Default returns the configuration Titan runs with when nothing is configured.
 func Default() Config {
 	return Config{
 		Servers:     []Server{DefaultServer()},
-		Monitor:     Monitor{Host: "0.0.0.0", Port: 7777},
+		Monitor:     Monitor{Host: "0.0.0.0", Port: DefaultMonitorPort},
 		FlowControl: FlowControl{Queue: QueueFlow{MaxPendingBytes: address.DefaultMaxPendingBytes}},
 		Store:       Store{Type: "pebble", DataDir: "./data"},
 		Log:         Log{Level: "info", Format: "text"},
@@ -207,7 +242,7 @@ func Default() Config {
 
 // DefaultServer returns the default STOMP listener.
 func DefaultServer() Server {
-	s := Server{Name: "stomp", Protocol: "stomp", Host: "0.0.0.0", Port: 61613, Transport: "tcp"}
+	s := Server{Name: "stomp", Protocol: "stomp", Host: "0.0.0.0", Port: DefaultStompPort, Transport: "tcp"}
 	s.applyDefaults()
 	return s
 }
@@ -307,10 +342,12 @@ func (c *Config) ApplyDefaults() {
 }
 
 // Parse decodes a titan-env.yml document. Unknown keys are errors naming the key and line.
+// A server entry or monitor section without `port:` gets its default port (61613, 7777);
+// an explicit `port: 0` picks a free port.
 // The result has defaults applied but is not validated.
 func Parse(data []byte) (Config, error) {
 	var f File
-	f.Titan.Monitor.Port = 7777
+	f.Titan.Monitor.Port = DefaultMonitorPort // no monitor section at all
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
 	if err := dec.Decode(&f); err != nil && !errors.Is(err, io.EOF) {

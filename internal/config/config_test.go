@@ -148,3 +148,45 @@ func TestResolverMostSpecificWinsAndMerges(t *testing.T) {
 		t.Fatalf("events take no ring size: %+v", ev)
 	}
 }
+
+// TestPortDefaults pins the titan-env.yml port rule: a server entry or monitor section
+// without `port:` listens on the default port (Titan's own example file omits it); an
+// explicit `port: 0` still picks a free port.
+func TestPortDefaults(t *testing.T) {
+	cases := []struct {
+		name               string
+		yaml               string
+		wantStomp, wantMon []int
+	}{
+		{"no port keys", "titan:\n  servers:\n    - name: a\n      host: 127.0.0.1\n  monitor:\n    host: 127.0.0.1\n", []int{61613}, []int{7777}},
+		{"no monitor section", "titan:\n  servers:\n    - name: a\n", []int{61613}, []int{7777}},
+		{"explicit zero", "titan:\n  servers:\n    - name: a\n      port: 0\n  monitor:\n    port: 0\n", []int{0}, []int{0}},
+		{"explicit ports", "titan:\n  servers:\n    - name: a\n      port: 1234\n    - name: b\n      transport: websocket\n  monitor:\n    port: 8080\n", []int{1234, 61613}, []int{8080}},
+		{"empty document", "", []int{61613}, []int{7777}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := Parse([]byte(tc.yaml))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(c.Servers) != len(tc.wantStomp) {
+				t.Fatalf("servers = %d, want %d", len(c.Servers), len(tc.wantStomp))
+			}
+			for i, want := range tc.wantStomp {
+				if c.Servers[i].Port != want {
+					t.Errorf("servers[%d].port = %d, want %d", i, c.Servers[i].Port, want)
+				}
+			}
+			if c.Monitor.Port != tc.wantMon[0] {
+				t.Errorf("monitor.port = %d, want %d", c.Monitor.Port, tc.wantMon[0])
+			}
+		})
+	}
+	// The strict unknown-key check still applies inside a server entry and the monitor.
+	for _, bad := range []string{"titan:\n  servers:\n    - name: a\n      prot: 1\n", "titan:\n  monitor:\n    prt: 1\n"} {
+		if _, err := Parse([]byte(bad)); err == nil || !strings.Contains(err.Error(), "not found") {
+			t.Errorf("Parse(%q) = %v, want an unknown-field error", bad, err)
+		}
+	}
+}

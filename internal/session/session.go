@@ -324,7 +324,7 @@ func (s *Session) handshake() (Link, CloseReason) {
 	}
 	s.writeFrame(&frame.Frame{Command: frame.CmdConnected, Headers: hdrs})
 	close(s.hbStart)
-	s.log.Debug("connected", "version", v.String(), "send_heartbeat", s.sendEvery, "read_timeout", s.readTimeout)
+	s.log.Info("connection opened", "version", v.String(), "send_heartbeat", s.sendEvery, "read_timeout", s.readTimeout)
 	return link, 0
 }
 
@@ -495,7 +495,7 @@ func (s *Session) Close(reason CloseReason) {
 	s.doneOnce.Do(func() {
 		close(s.done)
 		_ = s.conn.Close()
-		s.log.Debug("closed", "reason", s.reason().String())
+		s.log.Info("connection closed", "reason", s.reason().String())
 	})
 }
 
