@@ -54,7 +54,7 @@ func (a *adminServer) shutdown(ctx context.Context) { _ = a.srv.Shutdown(ctx) }
 // Each call returns a new, independent value; it is cheap. Stages in Options.SendStages that
 // are also prometheus.Collectors (such as metrics.DestinationStage) are served on /metrics.
 func (b *Broker) Admin() *admin.Admin {
-	var extra []prometheus.Collector
+	extra := []prometheus.Collector{newAuthCollector(b.sec)}
 	for _, s := range b.opts.SendStages {
 		if c, ok := s.(prometheus.Collector); ok {
 			extra = append(extra, c)

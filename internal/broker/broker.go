@@ -5,7 +5,6 @@ package broker
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -62,6 +61,7 @@ type Broker struct {
 	admin    *adminServer
 	store    store.Store
 	durable  *durable.Log
+	sec      *security // users and permissions (security.go)
 
 	startTime time.Time
 	stop      chan struct{} // closed when shutdown begins
@@ -123,7 +123,18 @@ func New(cfg config.Config, opts Options) (*Broker, error) {
 		Logs:       b.durable,
 		OnSettings: b.durable.SaveQueueSettings,
 	})
+	sec, err := newSecurity(b)
+	if err != nil {
+		_ = st.Close()
+		return nil, err
+	}
+	b.sec = sec
+	var authorize router.Stage
+	if b.sec.stage != nil {
+		authorize = b.sec.stage
+	}
 	b.router = router.New(b.engine, router.Options{
+		Authorize:              authorize,
 		DefaultPattern:         defPattern,
 		MaxSubscriptions:       first.MaxSubscriptionsByClient,
 		MaxFramesInTransaction: first.MaxFrameInTransaction,
@@ -219,16 +230,11 @@ func (b *Broker) Start() error {
 		return err
 	}
 	for _, sc := range b.cfg.Servers {
-		var tlsConf *tls.Config
-		if sc.TLS.Enabled {
-			cert, err := tls.LoadX509KeyPair(sc.TLS.CertFile, sc.TLS.KeyFile)
-			if err != nil {
-				return fail(fmt.Errorf("broker: server %s: tls: %w", sc.Name, err))
-			}
-			tlsConf = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+		tlsConf, err := serverTLS(sc)
+		if err != nil {
+			return fail(err)
 		}
 		var ln net.Listener
-		var err error
 		log := b.log.With("server", sc.Name)
 		if sc.Transport == "websocket" {
 			ln, err = transport.ListenWebSocket(sc.Addr(), sc.TransportOptions.Path, sc.TransportOptions.AllowedOrigins, tlsConf, log)
@@ -238,7 +244,9 @@ func (b *Broker) Start() error {
 		if err != nil {
 			return fail(fmt.Errorf("broker: server %s: listen %s: %w", sc.Name, sc.Addr(), err))
 		}
-		servers = append(servers, &server{cfg: sc, ln: ln, sopts: sessionOptions(sc, log, b.goroutine)})
+		sopts := sessionOptions(sc, log, b.goroutine)
+		sopts.Authenticator = sessionAuth{b.sec.auth}
+		servers = append(servers, &server{cfg: sc, ln: ln, sopts: sopts})
 	}
 	if b.cfg.Monitor.IsEnabled() {
 		a, err := newAdminServer(b)

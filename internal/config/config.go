@@ -43,6 +43,16 @@ type Config struct {
 	Store Store `yaml:"store"`
 	// Log configures logging.
 	Log Log `yaml:"log"`
+	// Security selects users and permissions (DESIGN §8).
+	Security Security `yaml:"security"`
+}
+
+// Security is titan.security.
+type Security struct {
+	// UsersFile is the users file (users, bcrypt password hashes, roles, permissions,
+	// anonymous; see internal/auth.File). Empty runs open: anonymous with every permission
+	// from loopback peers only, every other peer refused. Re-read on SIGHUP.
+	UsersFile string `yaml:"users-file"`
 }
 
 // Server is one STOMP listener (titan.servers[]).
@@ -121,13 +131,21 @@ type TLS struct {
 	Enabled  bool   `yaml:"enabled"`
 	CertFile string `yaml:"cert-file"`
 	KeyFile  string `yaml:"key-file"`
+	// ClientAuth is none (default), request (verify a client certificate when one is sent)
+	// or require (refuse the handshake without a verified one). A verified client
+	// certificate authenticates the connection: its subject CN or a SAN names the user.
+	ClientAuth string `yaml:"client-auth"`
+	// CAFile holds the PEM certificates client certificates must chain to (needed with
+	// client-auth request or require).
+	CAFile string `yaml:"ca-file"`
 }
 
 // Monitor configures the admin HTTP API (titan.monitor).
 type Monitor struct {
 	// Enabled turns the API on (default true).
 	Enabled *bool `yaml:"enabled"`
-	// Host is the listen address (default 0.0.0.0).
+	// Host is the listen address (default 127.0.0.1: loopback only; listening elsewhere
+	// needs a users file or a token).
 	Host string `yaml:"host"`
 	// Port is the listen port (default 7777; 0 picks a free port).
 	Port int `yaml:"port"`
@@ -194,7 +212,7 @@ type Log struct {
 func Default() Config {
 	return Config{
 		Servers:     []Server{DefaultServer()},
-		Monitor:     Monitor{Host: "0.0.0.0", Port: 7777},
+		Monitor:     Monitor{Host: "127.0.0.1", Port: 7777},
 		FlowControl: FlowControl{Queue: QueueFlow{MaxPendingBytes: dispatch.DefaultMaxPendingBytes}},
 		Store:       Store{Type: "pebble", DataDir: "./data"},
 		Log:         Log{Level: "info", Format: "text"},
@@ -280,7 +298,7 @@ func (c *Config) ApplyDefaults() {
 		c.Servers[i].applyDefaults()
 	}
 	if c.Monitor.Host == "" {
-		c.Monitor.Host = "0.0.0.0"
+		c.Monitor.Host = "127.0.0.1"
 	}
 	if c.FlowControl.Queue.MaxPendingBytes == 0 {
 		c.FlowControl.Queue.MaxPendingBytes = dispatch.DefaultMaxPendingBytes
@@ -369,6 +387,15 @@ func (c *Config) Validate() error {
 		}
 		if s.TLS.Enabled && (s.TLS.CertFile == "" || s.TLS.KeyFile == "") {
 			add("%s: tls.enabled needs cert-file and key-file", where)
+		}
+		switch s.TLS.ClientAuth {
+		case "", "none":
+		case "request", "require":
+			if s.TLS.CAFile == "" {
+				add("%s: tls.client-auth %s needs ca-file (the CA that signs client certificates)", where, s.TLS.ClientAuth)
+			}
+		default:
+			add("%s: tls.client-auth %q is not one of none, request, require", where, s.TLS.ClientAuth)
 		}
 	}
 	if c.Monitor.Port < 0 || c.Monitor.Port > 65535 {

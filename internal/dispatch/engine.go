@@ -259,6 +259,9 @@ func (e *Engine) fanout(id Identity, m *message.Message) int {
 	}
 	n := 0
 	sl.Match(id.Channel, func(sub *Subscription) {
+		if sub.Allow != nil && !sub.Allow(id.Channel) {
+			return
+		}
 		if !sub.hasCredit() || !sub.Conn.deliver(sub, m, nil, 0, 1) {
 			sub.Dropped.Add(1)
 			e.EventsDropped.Add(1)

@@ -31,6 +31,10 @@ type Context struct {
 	Halt bool
 	// Replay is set while COMMIT replays a transaction's frames.
 	Replay bool
+	// Allow, when set by the Authorize stage on a SUBSCRIBE, filters the subscription's
+	// deliveries by concrete channel (a wildcard subscription receives only what its user may
+	// consume; see dispatch.Subscription.Allow).
+	Allow func(channel string) bool
 	// ReceiptHeaders are added to the RECEIPT (a request's correlation-id).
 	ReceiptHeaders []frame.Header
 	// durable, when set by the store stage, waits for the message's fsync; the rest of the

@@ -97,6 +97,11 @@ type Options struct {
 	// SendStages are custom stages run on every SEND route after the route stage and before
 	// publication (reference 000: "custom handlers are inserted between those stages").
 	SendStages []Stage
+	// Authorize, when set, runs on every SEND and SUBSCRIBE route right after the group
+	// stage, so that Identity is known and nothing has been built, buffered in a transaction,
+	// stored or subscribed yet (DESIGN §8). It refuses by setting c.Err; for a wildcard
+	// SUBSCRIBE it may set c.Allow to filter deliveries per channel.
+	Authorize Stage
 }
 
 // Router resolves routes and runs frames through them. Immutable after New; safe for
@@ -166,13 +171,21 @@ func New(engine Engine, o Options) *Router {
 	r.sendEffects = append(append([]Stage(nil), o.SendStages...), respond, publish)
 	r.durableEffects = append(append(append([]Stage(nil), o.SendStages...), respond, storeStage{store: o.Store}), publish)
 	temp := tempQueueStage{engine: engine}
-	r.routes[RouteSendEvents] = append([]Stage{group, build, tx}, r.sendEffects...)
-	r.routes[RouteSendQueue] = append([]Stage{group, build, tx}, r.durableEffects...)
-	r.routes[RouteSendEventsStore] = append([]Stage{group, build, tx}, r.durableEffects...)
-	r.routes[RouteSendTempQueue] = append([]Stage{temp, group, build, tx}, r.sendEffects...)
+	// head is the start of SEND and SUBSCRIBE routes: the group stage, then authorization.
+	head := func(pre ...Stage) []Stage {
+		out := append(pre, group)
+		if o.Authorize != nil {
+			out = append(out, o.Authorize)
+		}
+		return out
+	}
+	r.routes[RouteSendEvents] = append(head(), append([]Stage{build, tx}, r.sendEffects...)...)
+	r.routes[RouteSendQueue] = append(head(), append([]Stage{build, tx}, r.durableEffects...)...)
+	r.routes[RouteSendEventsStore] = append(head(), append([]Stage{build, tx}, r.durableEffects...)...)
+	r.routes[RouteSendTempQueue] = append(head(temp), append([]Stage{build, tx}, r.sendEffects...)...)
 	r.requestEffects = append(append([]Stage(nil), o.SendStages...), requestStage{engine: engine, opts: &r.opts})
-	r.routes[RouteSendRequest] = append([]Stage{group, build, tx}, r.requestEffects...)
-	r.routes[RouteSubscribe] = []Stage{temp, group, subscribeStage{engine: engine, opts: &r.opts}}
+	r.routes[RouteSendRequest] = append(head(), append([]Stage{build, tx}, r.requestEffects...)...)
+	r.routes[RouteSubscribe] = append(head(temp), subscribeStage{engine: engine, opts: &r.opts})
 	r.routes[RouteUnsubscribe] = []Stage{unsubscribeStage{engine: engine}}
 	r.routes[RouteAck] = []Stage{tx, ackStage{engine: engine}}
 	r.routes[RouteNack] = []Stage{tx, ackStage{engine: engine, nack: true}}

@@ -173,7 +173,7 @@ func (s subscribeStage) Apply(c *Context) {
 	d.Channel = strings.Clone(d.Channel)
 	sub := &dispatch.Subscription{
 		ID: strings.Clone(id), Conn: c.Conn.Delivery, Group: strings.Clone(c.Identity.Group),
-		Dest: d, Ack: mode, Prefetch: prefetch,
+		Dest: d, Ack: mode, Prefetch: prefetch, Allow: c.Allow,
 	}
 	if d.Pattern == dest.PatternEventsStore {
 		start, err := dispatch.ParseStartPosition(f.Value("start-position"), s.opts.Clock())

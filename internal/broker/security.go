@@ -1,0 +1,119 @@
+package broker
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"fmt"
+	"os"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/titan-broker/titan/internal/auth"
+	"github.com/titan-broker/titan/internal/config"
+	"github.com/titan-broker/titan/internal/dispatch"
+	"github.com/titan-broker/titan/internal/session"
+)
+
+// security is the broker's authentication and authorization (DESIGN §8).
+type security struct {
+	auth  *auth.Authority
+	stage *auth.Stage // nil in open mode: every permission, no stage on the routes
+}
+
+func newSecurity(b *Broker) (*security, error) {
+	a, err := auth.New(auth.Options{Path: b.cfg.Security.UsersFile, Logger: b.log.With("component", "auth")})
+	if err != nil {
+		return nil, fmt.Errorf("broker: security: %w", err)
+	}
+	s := &security{auth: a}
+	if !a.Open() {
+		s.stage = auth.NewStage(a, func(id dispatch.Identity) bool {
+			_, ok := b.engine.Lookup(id)
+			return ok
+		}, b.log.With("component", "auth"))
+	}
+	return s, nil
+}
+
+// Auth returns the broker's users and permissions (Reload re-reads the users file).
+func (b *Broker) Auth() *auth.Authority { return b.sec.auth }
+
+// ReloadUsers re-reads the users file (SIGHUP, the monitor API): existing connections stay
+// open and their next frames are checked against the new users and permissions.
+func (b *Broker) ReloadUsers() error { return b.sec.auth.Reload() }
+
+// sessionAuth adapts the Authority to the session's Authenticator port.
+type sessionAuth struct{ a *auth.Authority }
+
+func (s sessionAuth) Authenticate(c session.Credentials) (string, error) {
+	return s.a.Authenticate(auth.Credentials{Login: c.Login, Passcode: c.Passcode, Remote: c.Remote, Certificates: c.Certificates})
+}
+
+// serverTLS builds a listener's TLS configuration (nil when TLS is off): its certificate and,
+// with client-auth, the CA pool client certificates must chain to.
+func serverTLS(sc config.Server) (*tls.Config, error) {
+	if !sc.TLS.Enabled {
+		return nil, nil
+	}
+	cert, err := tls.LoadX509KeyPair(sc.TLS.CertFile, sc.TLS.KeyFile)
+	if err != nil {
+		return nil, fmt.Errorf("broker: server %s: tls: %w", sc.Name, err)
+	}
+	conf := &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+	switch sc.TLS.ClientAuth {
+	case "request":
+		conf.ClientAuth = tls.VerifyClientCertIfGiven
+	case "require":
+		conf.ClientAuth = tls.RequireAndVerifyClientCert
+	default:
+		return conf, nil
+	}
+	pem, err := os.ReadFile(sc.TLS.CAFile)
+	if err != nil {
+		return nil, fmt.Errorf("broker: server %s: tls ca-file: %w", sc.Name, err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(pem) {
+		return nil, fmt.Errorf("broker: server %s: tls ca-file %s holds no PEM certificate", sc.Name, sc.TLS.CAFile)
+	}
+	conf.ClientCAs = pool
+	return conf, nil
+}
+
+// authCollector serves the authentication failure counters on /metrics.
+type authCollector struct {
+	a       *auth.Authority
+	stage   *auth.Stage
+	fail    *prometheus.Desc
+	refused *prometheus.Desc
+	reloads *prometheus.Desc
+}
+
+func newAuthCollector(s *security) *authCollector {
+	return &authCollector{
+		a: s.auth, stage: s.stage,
+		fail:    prometheus.NewDesc("titan_auth_failures_total", "Refused CONNECT authentications, by reason.", []string{"reason"}, nil),
+		refused: prometheus.NewDesc("titan_auth_refused_frames_total", "SEND and SUBSCRIBE frames refused by authorization.", nil, nil),
+		reloads: prometheus.NewDesc("titan_auth_reloads_total", "Successful reloads of the users file.", nil, nil),
+	}
+}
+
+// Describe implements prometheus.Collector.
+func (c *authCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- c.fail
+	ch <- c.refused
+	ch <- c.reloads
+}
+
+// Collect implements prometheus.Collector.
+func (c *authCollector) Collect(ch chan<- prometheus.Metric) {
+	for r := range c.a.Failures {
+		ch <- prometheus.MustNewConstMetric(c.fail, prometheus.CounterValue, float64(c.a.Failures[r].Load()), auth.Reason(r).String())
+	}
+	var refused uint64
+	if c.stage != nil {
+		refused = c.stage.Refused.Load()
+	}
+	ch <- prometheus.MustNewConstMetric(c.refused, prometheus.CounterValue, float64(refused))
+	ch <- prometheus.MustNewConstMetric(c.reloads, prometheus.CounterValue, float64(c.a.Reloads.Load()))
+}
