@@ -21,6 +21,7 @@ import (
 	"log/slog"
 	"net"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -203,7 +204,7 @@ func (a *Authority) Authenticate(c Credentials) (string, error) {
 	s := a.snap.Load()
 	user, reason, ok := s.authenticate(c)
 	if ok {
-		return user, nil
+		return strings.Clone(user), nil // c.Login may point into a read buffer
 	}
 	a.Failures[reason].Add(1)
 	remote := ""
@@ -253,7 +254,7 @@ func (s *snapshot) authenticate(c Credentials) (string, Reason, bool) {
 	if bcrypt.CompareHashAndPassword([]byte(u.Password), []byte(c.Passcode)) != nil {
 		return "", ReasonBadCredentials, false
 	}
-	s.verified.Store(c.Login, sum)
+	s.verified.Store(strings.Clone(c.Login), sum)
 	return c.Login, 0, true
 }
 

@@ -4,6 +4,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"net"
+	"strings"
 	"time"
 
 	"github.com/titan-broker/titan/internal/frame"
@@ -72,6 +73,7 @@ func (s *Session) authenticate(f *frame.Frame) bool {
 		Remote: s.conn.RemoteAddr(), Certificates: s.peerCertificates(),
 	})
 	if err == nil {
+		user = strings.Clone(user) // an Authenticator may return a slice of the read buffer
 		s.principal.Store(&user)
 		return true
 	}
