@@ -176,8 +176,8 @@ func TestAllowedMostSpecificWins(t *testing.T) {
 		{"app", "default", dest.PatternQueues, "orders.eu", Send | Create},
 		{"app", "default", dest.PatternQueues, "orders", Send | Create}, // # is zero or more words
 		{"worker", "default", dest.PatternQueues, "orders.eu.x", Consume},
-		{"app", "default", dest.PatternEvents, "orders.eu", 0},            // the queues rule does not cover events
-		{"admin", "default", dest.PatternQueues, "orders.eu", 0},          // most specific match decides, not the union
+		{"app", "default", dest.PatternEvents, "orders.eu", 0},             // the queues rule does not cover events
+		{"admin", "default", dest.PatternQueues, "orders.eu", 0},           // most specific match decides, not the union
 		{"admin", "default", dest.PatternQueues, "orders.secret", Consume}, // literal beats #
 		{"worker", "default", dest.PatternQueues, "orders.secret", 0},
 		{"bill", "billing", dest.PatternQueues, "x", Consume},
