@@ -26,6 +26,13 @@ type Options struct {
 	// "Authorization: Bearer <token>" (or as the password of HTTP Basic credentials).
 	// Pure methods do not check it.
 	Token string
+	// Users, when set, authenticates requests with the broker's users (HTTP Basic) and
+	// authorizes them: browse to read, manage to change anything (see Users).
+	Users Users
+	// Hosts are the names, besides IP literals and loopback names, that the Host header may
+	// carry (the configured listen host and titan.monitor.allowed-hosts); any other Host is
+	// refused with 403 (DNS rebinding).
+	Hosts []string
 	// MaxBodyBytes bounds a published message body after base64 decoding, in bytes
 	// (default 16 MiB, the STOMP max-body-length default). A larger body is ErrTooLarge.
 	MaxBodyBytes int

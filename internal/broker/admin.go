@@ -60,7 +60,13 @@ func (b *Broker) Admin() *admin.Admin {
 			extra = append(extra, c)
 		}
 	}
+	var users admin.Users
+	if !b.sec.auth.Open() {
+		users = adminUsers{b.sec.auth}
+	}
 	return admin.New(adminSource{b}, admin.Options{
+		Users:        users,
+		Hosts:        monitorHosts(b.cfg.Monitor),
 		Token:        b.cfg.Monitor.Token,
 		MaxBodyBytes: b.cfg.Servers[0].ProtocolOptions.MaxBodyLength,
 		Collectors:   extra,

@@ -248,6 +248,9 @@ func (b *Broker) Start() error {
 		sopts.Authenticator = sessionAuth{b.sec.auth}
 		servers = append(servers, &server{cfg: sc, ln: ln, sopts: sopts})
 	}
+	if err := checkMonitorExposure(b.cfg, b.sec.auth.Open()); err != nil {
+		return fail(err)
+	}
 	if b.cfg.Monitor.IsEnabled() {
 		a, err := newAdminServer(b)
 		if err != nil {
@@ -269,21 +272,9 @@ func (b *Broker) Start() error {
 	}
 	if b.admin != nil {
 		b.admin.start()
-		if b.cfg.Monitor.Token == "" && !isLoopback(b.cfg.Monitor.Host) {
-			b.log.Warn("the monitor API (queue delete, publish) is open to the network without a token; set titan.monitor.token or --monitor-host 127.0.0.1",
-				"addr", b.admin.ln.Addr().String())
-		}
 	}
 	b.goroutine("retention", b.retentionLoop)
 	return nil
-}
-
-func isLoopback(host string) bool {
-	if host == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
 }
 
 // RetentionInterval is how often events-store retention is enforced.

@@ -117,3 +117,56 @@ func (c *authCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(c.refused, prometheus.CounterValue, float64(refused))
 	ch <- prometheus.MustNewConstMetric(c.reloads, prometheus.CounterValue, float64(c.a.Reloads.Load()))
 }
+
+// adminUsers adapts the Authority to the monitor API's Users port.
+type adminUsers struct{ a *auth.Authority }
+
+func (u adminUsers) Login(user, password, remote string) error {
+	_, err := u.a.Authenticate(auth.Credentials{Login: user, Passcode: password, Remote: stringAddr(remote)})
+	if err == nil && user == "" {
+		return auth.ErrAccessRefused // the anonymous user never logs in to the monitor API
+	}
+	return err
+}
+
+func (u adminUsers) May(user string, manage bool) bool {
+	if manage {
+		return u.a.Has(user, auth.Manage)
+	}
+	return u.a.Has(user, auth.Browse)
+}
+
+func (u adminUsers) Reload() (int, error) {
+	if err := u.a.Reload(); err != nil {
+		return 0, err
+	}
+	return u.a.Users(), nil
+}
+
+// stringAddr is a remote address known only as text (an HTTP request's RemoteAddr).
+type stringAddr string
+
+func (a stringAddr) Network() string { return "tcp" }
+func (a stringAddr) String() string  { return string(a) }
+
+// monitorHosts are the Host names the monitor API answers to besides IP literals and
+// loopback names: its listen host (unless a wildcard address) and allowed-hosts.
+func monitorHosts(m config.Monitor) []string {
+	hosts := append([]string(nil), m.AllowedHosts...)
+	if m.Host != "" && m.Host != "0.0.0.0" && m.Host != "::" {
+		hosts = append(hosts, m.Host)
+	}
+	return hosts
+}
+
+// checkMonitorExposure refuses to start a monitor API that would listen beyond loopback
+// without any authentication: anyone on the network could publish and delete queues.
+func checkMonitorExposure(cfg config.Config, open bool) error {
+	m := cfg.Monitor
+	if !m.IsEnabled() || auth.IsLoopbackHost(m.Host) || m.Token != "" || !open {
+		return nil
+	}
+	return fmt.Errorf("broker: the monitor API would listen on %s without authentication; "+
+		"configure users (titan serve --users FILE, titan.security.users-file; create them with `titan user add`), "+
+		"or a token (--monitor-token, titan.monitor.token), or bind it to loopback (--monitor-host 127.0.0.1)", m.Addr())
+}

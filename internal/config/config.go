@@ -151,6 +151,10 @@ type Monitor struct {
 	Port int `yaml:"port"`
 	// Token, when set, is required as "Authorization: Bearer <token>" on every call.
 	Token string `yaml:"token"`
+	// AllowedHosts are DNS names, besides the listen host, IP literals and loopback names,
+	// that requests may carry in their Host header; any other Host is refused (DNS
+	// rebinding protection).
+	AllowedHosts []string `yaml:"allowed-hosts"`
 }
 
 // FlowControl is titan.flow-control.
