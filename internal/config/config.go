@@ -80,9 +80,10 @@ type TransportOptions struct {
 	// Path is the WebSocket upgrade path (default "/stomp").
 	Path string `yaml:"path"`
 	// AllowedOrigins lists the Origin host patterns (path.Match syntax, e.g.
-	// "app.example.com", "*.example.com") from which browsers may open WebSocket
-	// connections. Empty allows every origin, as STOMP brokers usually do; set it when the
-	// broker is reachable from browsers on untrusted pages.
+	// "app.example.com", "*.example.com"; "*" for any) from which browser pages on other
+	// sites may open WebSocket connections. Empty allows same-origin pages only (the Origin
+	// host equals the Host the page was served from); clients that send no Origin header
+	// are not browsers and are not affected.
 	AllowedOrigins []string `yaml:"allowed-origins"`
 }
 

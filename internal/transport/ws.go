@@ -30,12 +30,14 @@ type WSListener struct {
 	conns   chan net.Conn
 	done    chan struct{}
 	once    sync.Once
-	origins []string // allowed Origin patterns; empty: any
+	origins []string // allowed cross-origin Origin patterns; empty: same-origin only
 }
 
 // ListenWebSocket listens on addr and upgrades requests for path.
 //
-// allowedOrigins are Origin host patterns browsers may connect from (empty: any origin).
+// allowedOrigins are Origin host patterns (path.Match syntax, "*" for any) browsers may also
+// connect from; empty allows same-origin pages only (Origin host equal to the Host header).
+// Requests without an Origin header (non-browser clients) are always accepted.
 func ListenWebSocket(addr, path string, allowedOrigins []string, tlsConf *tls.Config, log *slog.Logger) (*WSListener, error) {
 	ln, err := ListenTCP(addr, tlsConf)
 	if err != nil {
@@ -50,17 +52,17 @@ func ListenWebSocket(addr, path string, allowedOrigins []string, tlsConf *tls.Co
 }
 
 func (w *WSListener) upgrade(rw http.ResponseWriter, r *http.Request) {
+	// Same-origin only unless other origins are listed: a browser page from another site
+	// must not reach the broker through a user's browser (and their network position).
+	// Clients that send no Origin (not browsers) are not affected.
 	opts := &websocket.AcceptOptions{Subprotocols: Subprotocols, OriginPatterns: w.origins}
-	if len(w.origins) == 0 {
-		opts.InsecureSkipVerify = true // every origin, by configuration
-	}
 	c, err := websocket.Accept(rw, r, opts)
 	if err != nil {
 		return
 	}
 	c.SetReadLimit(-1) // the STOMP parser enforces frame limits
 	ctx, cancel := context.WithCancel(context.Background())
-	nc := &wsConn{ws: c, ctx: ctx, cancel: cancel, local: wsAddr(r.Host), remote: wsAddr(r.RemoteAddr)}
+	nc := &wsConn{ws: c, ctx: ctx, cancel: cancel, local: wsAddr(r.Host), remote: wsAddr(r.RemoteAddr), tls: r.TLS}
 	select {
 	case w.conns <- nc:
 		<-ctx.Done() // keep the handler (and its hijacked connection) alive until closed
@@ -88,6 +90,7 @@ type wsConn struct {
 	ctx           context.Context
 	cancel        context.CancelFunc
 	local, remote net.Addr
+	tls           *tls.ConnectionState // the TLS connection the WebSocket runs over (wss); nil for ws
 
 	rmu sync.Mutex // serialises Read; guards r
 	r   io.Reader  // the message being read
@@ -192,6 +195,15 @@ func (c *wsConn) Close() error {
 	err := c.ws.CloseNow()
 	c.cancel()
 	return err
+}
+
+// ConnectionState returns the state of the TLS connection under the WebSocket (zero for
+// ws://), so that the session sees a verified client certificate of a wss:// connection.
+func (c *wsConn) ConnectionState() tls.ConnectionState {
+	if c.tls == nil {
+		return tls.ConnectionState{}
+	}
+	return *c.tls
 }
 
 func (c *wsConn) LocalAddr() net.Addr  { return c.local }

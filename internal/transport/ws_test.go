@@ -98,3 +98,35 @@ func TestWebSocketAllowedOrigins(t *testing.T) {
 	}
 	sc.Close()
 }
+
+// With no allowed origins configured, only same-origin browser pages (Origin host equal to
+// the Host header) and clients without an Origin may connect.
+func TestWebSocketDefaultsToSameOrigin(t *testing.T) {
+	l, err := ListenWebSocket("127.0.0.1:0", "/stomp", nil, nil, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	url := "ws://" + l.Addr().String() + "/stomp"
+	bad := http.Header{"Origin": []string{"http://evil.example"}}
+	if c, resp, err := websocket.Dial(ctx, url, &websocket.DialOptions{HTTPHeader: bad}); err == nil {
+		c.CloseNow()
+		t.Fatal("upgrade from a foreign origin accepted by default")
+	} else if resp == nil || resp.StatusCode != http.StatusForbidden {
+		t.Fatalf("foreign origin: %v (want 403)", err)
+	}
+	for _, h := range []http.Header{{"Origin": []string{"http://" + l.Addr().String()}}, nil} {
+		c, _, err := websocket.Dial(ctx, url, &websocket.DialOptions{HTTPHeader: h})
+		if err != nil {
+			t.Fatalf("origin %v refused: %v", h, err)
+		}
+		c.CloseNow()
+		sc, err := l.Accept()
+		if err != nil {
+			t.Fatal(err)
+		}
+		sc.Close()
+	}
+}
