@@ -15,6 +15,9 @@ const (
 	defaultTimeout = 5 * time.Second
 	// tokenEnv is read when --token is not given.
 	tokenEnv = "TITAN_MONITOR_TOKEN"
+	// userEnv and passwordEnv are read when --user and --password are not given.
+	userEnv     = "TITAN_MONITOR_USER"
+	passwordEnv = "TITAN_MONITOR_PASSWORD"
 )
 
 // Output formats of --output.
@@ -31,6 +34,8 @@ type globalOptions struct {
 	timeout time.Duration
 	noColor bool
 	output  string
+	user    string // monitor API user (HTTP Basic), see credentials
+	passwd  string
 }
 
 func newRootCmd() *cobra.Command {
@@ -63,6 +68,8 @@ func newRootCmd() *cobra.Command {
 	pf := root.PersistentFlags()
 	pf.StringVar(&g.addr, "addr", defaultAddr, "monitor API address of the broker (URL, or host:port)")
 	pf.StringVar(&g.token, "token", "", "monitor API bearer token (default $"+tokenEnv+")")
+	pf.StringVar(&g.user, "user", "", "monitor API user of the broker's users file (default $"+userEnv+")")
+	pf.StringVar(&g.passwd, "password", "", "that user's password (default $"+passwordEnv+", which keeps it out of the process list)")
 	pf.DurationVar(&g.timeout, "timeout", defaultTimeout, "timeout of each request to the monitor API")
 	pf.BoolVar(&g.noColor, "no-color", false, "never colour the output (also: NO_COLOR set in the environment)")
 	pf.StringVarP(&g.output, "output", "o", outputTable, "output format: table or json")

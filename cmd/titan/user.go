@@ -137,6 +137,16 @@ the file on SIGHUP.`,
 			return w.Flush()
 		},
 	}
+	for _, c := range []*cobra.Command{add, passwd} {
+		run := c.RunE
+		c.RunE = func(cmd *cobra.Command, args []string) error {
+			// --password is the monitor API's (a global flag): never a user's new password.
+			if f := cmd.Flags().Lookup("password"); f != nil && f.Changed {
+				return errors.New("titan user never takes a password from the command line (it would show in the process list and shell history): type it at the prompt or pipe it on stdin")
+			}
+			return run(cmd, args)
+		}
+	}
 	cmd.AddCommand(add, passwd, del, list)
 	// The edit commands report on stdout through editUsers' message.
 	for _, c := range []*cobra.Command{add, passwd, del} {
