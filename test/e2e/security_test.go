@@ -2,22 +2,28 @@ package e2e
 
 import (
 	"bufio"
+	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"encoding/json"
 	"encoding/pem"
 	"fmt"
+	"io"
 	"math/big"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/coder/websocket"
 
 	"github.com/titan-broker/titan/internal/auth"
 )
@@ -149,8 +155,11 @@ func TestSecuritySendButNotConsume(t *testing.T) {
 		if !strings.HasPrefix(got[0], "access refused receipt-id=send-") {
 			t.Fatalf("consumer SEND: %q, want access refused", got[0])
 		}
-		st := requireQueue(t, b, q, "")
-		requireEqual(t, 1, st.Size, "messages stored in %s (the refused SEND must leave nothing)", q)
+		var l queueList
+		status := monitorCall(t, b, "GET", "/titan/monitor/queues?destination="+q, "admin", "admin-pw", "", &l)
+		requireEqual(t, 200, status, "GET queues as admin")
+		requireEqual(t, 1, len(l.Queues), "queues named %s", q)
+		requireEqual(t, 1, l.Queues[0].Size, "messages stored in %s (the refused SEND must leave nothing)", q)
 		got = runOps(t, c, b, "consumer", "consumer-pw", op("subscribe", q))
 		requireEqual(t, "ok", got[0], "consumer SUBSCRIBE")
 		// Nobody may create a queue outside what their permissions cover.
@@ -350,4 +359,118 @@ func TestSecurityReloadOnSIGHUPAppliesToOpenConnections(t *testing.T) {
 	msg, _ := f.get("message")
 	rid, _ := f.get("receipt-id")
 	requireEqual(t, "ERROR access refused r2", f.command+" "+msg+" "+rid, "SEND after the reload, on the same connection")
+}
+
+// ---------------------------------------------------------------- monitor API and WebSocket
+
+// monitorCall sends method path to b's monitor API as user (no credentials when "") and
+// decodes a JSON answer into out (when non-nil); it returns the status. hdrs are extra
+// header pairs; a "Host" pair sets the request's Host.
+func monitorCall(t *testing.T, b *broker, method, path, user, pass, body string, out any, hdrs ...string) int {
+	t.Helper()
+	var rd io.Reader
+	if body != "" {
+		rd = strings.NewReader(body)
+	}
+	req, err := http.NewRequest(method, monitorURL(b)+path, rd)
+	requireNoError(t, err)
+	if user != "" {
+		req.SetBasicAuth(user, pass)
+	}
+	for i := 0; i+1 < len(hdrs); i += 2 {
+		if hdrs[i] == "Host" {
+			req.Host = hdrs[i+1]
+		} else {
+			req.Header.Set(hdrs[i], hdrs[i+1])
+		}
+	}
+	resp, err := httpClient.Do(req)
+	requireNoError(t, err, "%s %s", method, path)
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	requireNoError(t, err)
+	if out != nil && resp.StatusCode < 300 {
+		requireNoError(t, json.Unmarshal(data, out), "decoding %s", data)
+	}
+	return resp.StatusCode
+}
+
+// The monitor API with users configured: no credentials → 401; a user without manage
+// cannot delete or publish; a foreign Host is refused even when Origin matches it; the CLI
+// logs in with --user and --password.
+func TestSecurityMonitorAPI(t *testing.T) {
+	b, _ := startSecureBroker(t, "")
+	requireEqual(t, http.StatusUnauthorized, monitorCall(t, b, "GET", "/titan/monitor/queues", "", "", "", nil), "no credentials")
+	requireEqual(t, http.StatusUnauthorized, monitorCall(t, b, "POST", "/publish", "", "", `{"destination":"/queue/sec.m","body":"x"}`, nil), "publish without credentials")
+	requireEqual(t, http.StatusUnauthorized, monitorCall(t, b, "GET", "/titan/monitor/queues", "admin", "wrong", "", nil), "wrong password")
+	requireEqual(t, http.StatusCreated, monitorCall(t, b, "POST", "/titan/monitor/queues?destination=/queue/sec.m", "admin", "admin-pw", "", nil), "admin creates")
+	// consumer has browse (on sec.#) but no manage.
+	requireEqual(t, http.StatusOK, monitorCall(t, b, "GET", "/titan/monitor/queues", "consumer", "consumer-pw", "", nil), "consumer reads")
+	requireEqual(t, http.StatusForbidden, monitorCall(t, b, "DELETE", "/titan/monitor/queues?destination=/queue/sec.m&force=true", "consumer", "consumer-pw", "", nil), "consumer deletes")
+	requireEqual(t, http.StatusForbidden, monitorCall(t, b, "POST", "/publish", "consumer", "consumer-pw", `{"destination":"/queue/sec.m","body":"x"}`, nil), "consumer publishes")
+	requireEqual(t, http.StatusForbidden, monitorCall(t, b, "GET", "/titan/monitor/queues", "producer", "producer-pw", "", nil), "a user without browse reads")
+	// DNS rebinding: the foreign name is same-origin for the browser, Origin included.
+	_, port, _ := net.SplitHostPort(b.monitorAddr)
+	evil := "rebind.example:" + port
+	requireEqual(t, http.StatusForbidden, monitorCall(t, b, "POST", "/titan/monitor/queues?destination=/queue/sec.evil", "admin", "admin-pw", "", nil,
+		"Host", evil, "Origin", "http://"+evil, "Sec-Fetch-Site", "same-origin"), "foreign Host")
+	requireEqual(t, http.StatusForbidden, monitorCall(t, b, "GET", "/titan/monitor/snapshot", "admin", "admin-pw", "", nil, "Host", evil), "foreign Host read")
+
+	r := titanCLI(t, b, "--user", "consumer", "--password", "consumer-pw", "queue", "delete", "/queue/sec.m")
+	if r.code == 0 || !strings.Contains(r.stderr, "lacks the manage permission") {
+		t.Fatalf("CLI delete without manage: %s", r)
+	}
+	requireCLIOK(t, b, "--user", "admin", "--password", "admin-pw", "queue", "delete", "/queue/sec.m")
+}
+
+// The quick start: with no users file and no monitor host configured, the monitor API
+// listens on loopback only, and loopback STOMP clients connect anonymously.
+func TestSecurityQuickStartDefaults(t *testing.T) {
+	b := startBroker(t, `titan:
+  servers:
+    - {name: stomp, host: 127.0.0.1, port: 0}
+  monitor: {port: 0}
+  store: {type: memory}
+`)
+	host, _, err := net.SplitHostPort(b.monitorAddr)
+	requireNoError(t, err)
+	requireEqual(t, "127.0.0.1", host, "default monitor bind address")
+	var out authConnectOut
+	pythonClient.run(t, b, "auth_connect", nil, &out)
+	if !out.Connected {
+		t.Fatalf("anonymous loopback CONNECT without a users file: %+v", out)
+	}
+	if !strings.Contains(b.stderr.String(), "no users file") {
+		t.Errorf("the quick-start mode is not logged")
+	}
+}
+
+// The WebSocket endpoint accepts same-origin pages and non-browser clients, and refuses a
+// page from a foreign origin unless allowed-origins lists it.
+func TestSecurityWebSocketForeignOriginRefusedByDefault(t *testing.T) {
+	n := newTitanNode(t, wsConfig(t))
+	p := n.start()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	url := wsURL(p)
+	c, resp, err := websocket.Dial(ctx, url, &websocket.DialOptions{HTTPHeader: http.Header{"Origin": {"http://evil.example"}}})
+	if err == nil {
+		c.CloseNow()
+		t.Fatal("WebSocket upgrade from a foreign Origin accepted")
+	}
+	if resp == nil || resp.StatusCode != http.StatusForbidden {
+		t.Fatalf("foreign Origin: %v, want 403", err)
+	}
+	for _, h := range []http.Header{{"Origin": {"http://" + p.stompAddrs[1]}}, nil} {
+		c, _, err := websocket.Dial(ctx, url, &websocket.DialOptions{HTTPHeader: h, Subprotocols: []string{"v12.stomp"}})
+		requireNoError(t, err, "WebSocket upgrade with Origin %v", h)
+		requireNoError(t, c.Write(ctx, websocket.MessageText, []byte("CONNECT\naccept-version:1.2\nhost:localhost\n\n\x00")))
+		_, data, err := c.Read(ctx)
+		requireNoError(t, err)
+		if !strings.HasPrefix(string(data), "CONNECTED\n") {
+			t.Fatalf("answer over WebSocket: %q", data)
+		}
+		c.CloseNow()
+	}
+	n.stop()
 }
