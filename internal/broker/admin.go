@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"net"
 	"net/http"
@@ -24,9 +25,16 @@ type adminServer struct {
 }
 
 func newAdminServer(b *Broker) (*adminServer, error) {
+	conf, err := listenerTLS("monitor", b.cfg.Monitor.TLS)
+	if err != nil {
+		return nil, err
+	}
 	ln, err := net.Listen("tcp", b.cfg.Monitor.Addr())
 	if err != nil {
 		return nil, err
+	}
+	if conf != nil {
+		ln = tls.NewListener(ln, conf) // HTTPS with the listeners' TLS settings
 	}
 	a := &adminServer{b: b, ln: ln}
 	a.srv = &http.Server{

@@ -52,15 +52,20 @@ func (s sessionAuth) Authenticate(c session.Credentials) (string, error) {
 // serverTLS builds a listener's TLS configuration (nil when TLS is off): its certificate and,
 // with client-auth, the CA pool client certificates must chain to.
 func serverTLS(sc config.Server) (*tls.Config, error) {
-	if !sc.TLS.Enabled {
+	return listenerTLS("server "+sc.Name, sc.TLS)
+}
+
+// listenerTLS builds the TLS configuration of one listener (what names it in errors).
+func listenerTLS(what string, t config.TLS) (*tls.Config, error) {
+	if !t.Enabled {
 		return nil, nil
 	}
-	cert, err := tls.LoadX509KeyPair(sc.TLS.CertFile, sc.TLS.KeyFile)
+	cert, err := tls.LoadX509KeyPair(t.CertFile, t.KeyFile)
 	if err != nil {
-		return nil, fmt.Errorf("broker: server %s: tls: %w", sc.Name, err)
+		return nil, fmt.Errorf("broker: %s: tls: %w", what, err)
 	}
 	conf := &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
-	switch sc.TLS.ClientAuth {
+	switch t.ClientAuth {
 	case "request":
 		conf.ClientAuth = tls.VerifyClientCertIfGiven
 	case "require":
@@ -68,13 +73,13 @@ func serverTLS(sc config.Server) (*tls.Config, error) {
 	default:
 		return conf, nil
 	}
-	pem, err := os.ReadFile(sc.TLS.CAFile)
+	pem, err := os.ReadFile(t.CAFile)
 	if err != nil {
-		return nil, fmt.Errorf("broker: server %s: tls ca-file: %w", sc.Name, err)
+		return nil, fmt.Errorf("broker: %s: tls ca-file: %w", what, err)
 	}
 	pool := x509.NewCertPool()
 	if !pool.AppendCertsFromPEM(pem) {
-		return nil, fmt.Errorf("broker: server %s: tls ca-file %s holds no PEM certificate", sc.Name, sc.TLS.CAFile)
+		return nil, fmt.Errorf("broker: %s: tls ca-file %s holds no PEM certificate", what, t.CAFile)
 	}
 	conf.ClientCAs = pool
 	return conf, nil

@@ -156,6 +156,8 @@ type Monitor struct {
 	// that requests may carry in their Host header; any other Host is refused (DNS
 	// rebinding protection).
 	AllowedHosts []string `yaml:"allowed-hosts"`
+	// TLS serves the API over HTTPS (same settings as a listener's tls).
+	TLS TLS `yaml:"tls"`
 }
 
 // FlowControl is titan.flow-control.
@@ -402,6 +404,9 @@ func (c *Config) Validate() error {
 		default:
 			add("%s: tls.client-auth %q is not one of none, request, require", where, s.TLS.ClientAuth)
 		}
+	}
+	if c.Monitor.TLS.Enabled && (c.Monitor.TLS.CertFile == "" || c.Monitor.TLS.KeyFile == "") {
+		add("titan.monitor: tls.enabled needs cert-file and key-file")
 	}
 	if c.Monitor.Port < 0 || c.Monitor.Port > 65535 {
 		add("titan.monitor: port %d out of range 0-65535", c.Monitor.Port)

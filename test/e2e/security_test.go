@@ -276,7 +276,7 @@ func (p *testPKI) dialTLS(t *testing.T, addr string, certPEM, keyPEM []byte) (*r
 
 // A verified client certificate authenticates the connection: its CN names the user, who
 // then has that user's permissions; a certificate naming no user is refused; one from
-// another CA fails the TLS handshake.
+// another CA fails the TLS handshake. The monitor API is served over HTTPS.
 func TestSecurityClientCertificateLogin(t *testing.T) {
 	pki := newTestPKI(t)
 	users := writeUsersFile(t, t.TempDir(), securityRules)
@@ -286,11 +286,23 @@ func TestSecurityClientCertificateLogin(t *testing.T) {
       host: 127.0.0.1
       port: 0
       tls: {enabled: true, cert-file: %q, key-file: %q, client-auth: require, ca-file: %q}
-  monitor: {host: 127.0.0.1, port: 0}
+  monitor: {host: 127.0.0.1, port: 0, tls: {enabled: true, cert-file: %q, key-file: %q}}
   store: {type: memory}
   security: {users-file: %q}
   log: {level: debug}
-`, pki.serverCert, pki.serverKey, pki.caFile, users))
+`, pki.serverCert, pki.serverKey, pki.caFile, pki.serverCert, pki.serverKey, users))
+
+	// The monitor API speaks HTTPS with the same certificate.
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(pki.caPEM)
+	hc := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
+	req, _ := http.NewRequest("GET", "https://"+b.monitorAddr+"/titan/monitor/health", nil)
+	req.SetBasicAuth("admin", "admin-pw")
+	resp, err := hc.Do(req)
+	requireNoError(t, err, "HTTPS GET health")
+	resp.Body.Close()
+	requireEqual(t, http.StatusOK, resp.StatusCode, "HTTPS monitor health")
+	hc.CloseIdleConnections()
 
 	cert, key := pki.issue(t, "app1", pki.ca, pki.caKey, false)
 	c, err := pki.dialTLS(t, b.stompAddr, cert, key)
