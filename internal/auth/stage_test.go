@@ -54,7 +54,12 @@ func TestStageDecisions(t *testing.T) {
 		{"app", frame.CmdSend, "/temp-queue/titan-0000.reply", true}, // its own temp-queue
 		{"app", frame.CmdSend, "/temp-queue/titan-9999.reply", false},
 		{"admin", frame.CmdSend, "/temp-queue/titan-9999.reply", true},
-		{"", frame.CmdSend, "/queue/orders.eu", false}, // a client without a principal
+		{"", frame.CmdSend, "/queue/orders.eu", false},                  // a client without a principal
+		{"admin", frame.CmdSend, "/command/orders/cancel", true},        // request
+		{"app", frame.CmdSend, "/command/orders/cancel", false},         // no send on commands
+		{"worker", frame.CmdSubscribe, "/command/orders/cancel", false}, // responder without consume
+		{"admin", frame.CmdSubscribe, "/events-store/audit", true},      // replay needs consume
+		{"app", frame.CmdSubscribe, "/events-store/audit", false},
 	}
 	for _, c := range cases {
 		ctx := stageContext(c.user, c.cmd, c.dest, "")

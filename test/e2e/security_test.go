@@ -110,6 +110,19 @@ func TestSecurityPasswordLogin(t *testing.T) {
 			}
 		}
 	})
+	// Failures are counted per reason on /metrics (two clients: two bad passwords or
+	// logins each, one CONNECT without login each).
+	req, _ := http.NewRequest("GET", monitorURL(b)+"/metrics", nil)
+	req.SetBasicAuth("admin", "admin-pw")
+	resp, err := httpClient.Do(req)
+	requireNoError(t, err)
+	metrics, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, want := range []string{`titan_auth_failures_total{reason="bad-credentials"} 4`, `titan_auth_failures_total{reason="anonymous-disabled"} 2`} {
+		if !strings.Contains(string(metrics), want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
 	// Failures are logged with the remote address, never with the passcode.
 	logs := b.stderr.String()
 	if !strings.Contains(logs, "access refused") || !strings.Contains(logs, "remote=127.0.0.1:") {
