@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"golang.org/x/crypto/bcrypt"
+
 	"github.com/titan-broker/titan/internal/admin"
 	"github.com/titan-broker/titan/internal/auth"
 	"github.com/titan-broker/titan/internal/config"
@@ -18,7 +20,10 @@ func usersFile(t *testing.T) string {
 		{Channel: "#", Browse: []string{"ops", "readers"}, Manage: []string{"ops"}, Send: []string{"ops", "apps"}},
 	}}
 	for name, role := range map[string]string{"root": "ops", "reader": "readers", "app": "apps"} {
-		requireNoError(t, f.AddUser(name, []byte(name+"-pw"), []string{role}))
+		requireNoError(t, f.AddUser(name, nil, []string{role}))
+		h, err := bcrypt.GenerateFromPassword([]byte(name+"-pw"), bcrypt.MinCost) // fast under -race
+		requireNoError(t, err)
+		f.Users[name].Password = string(h)
 	}
 	path := filepath.Join(t.TempDir(), "users.yml")
 	requireNoError(t, f.Save(path))

@@ -190,8 +190,12 @@ func newSnapshot(f *File) *snapshot {
 	return s
 }
 
-// dummyHash is checked for unknown users so that a refusal takes as long either way.
-var dummyHash, _ = bcrypt.GenerateFromPassword([]byte("titan-dummy-password"), BcryptCost)
+// dummyHash is checked for unknown users so that a refusal takes as long either way. It is
+// made on first use, not at init (every titan command would pay for it).
+var dummyHash = sync.OnceValue(func() []byte {
+	h, _ := bcrypt.GenerateFromPassword([]byte("titan-dummy-password"), BcryptCost)
+	return h
+})
 
 // Authenticate maps credentials to a user name. A verified client certificate wins: its
 // subject CN or one of its SANs (DNS, e-mail, URI) must equal a user name or be listed in a
@@ -242,7 +246,7 @@ func (s *snapshot) authenticate(c Credentials) (string, Reason, bool) {
 	}
 	u, ok := s.users[c.Login]
 	if !ok || u.Password == "" {
-		_ = bcrypt.CompareHashAndPassword(dummyHash, []byte(c.Passcode)) // same time either way
+		_ = bcrypt.CompareHashAndPassword(dummyHash(), []byte(c.Passcode)) // same time either way
 		return "", ReasonBadCredentials, false
 	}
 	sum := sha256.Sum256([]byte(c.Login + "\x00" + c.Passcode))

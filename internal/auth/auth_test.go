@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 
+	"golang.org/x/crypto/bcrypt"
+
 	"github.com/titan-broker/titan/internal/dest"
 )
 
@@ -19,12 +21,11 @@ func writeUsers(t testing.TB, users map[string][]string, passwords map[string]st
 	t.Helper()
 	f := &File{Users: map[string]*User{}}
 	for name, roles := range users {
-		var pw []byte
-		if p, ok := passwords[name]; ok {
-			pw = []byte(p)
-		}
-		if err := f.AddUser(name, pw, roles); err != nil {
+		if err := f.AddUser(name, nil, roles); err != nil {
 			t.Fatal(err)
+		}
+		if p, ok := passwords[name]; ok {
+			f.Users[name].Password = quickHash(t, p)
 		}
 	}
 	path := filepath.Join(t.TempDir(), "users.yml")
@@ -39,6 +40,17 @@ func writeUsers(t testing.TB, users map[string][]string, passwords map[string]st
 		}
 	}
 	return path
+}
+
+// quickHash is a bcrypt hash at the minimum cost, so that tests (under -race above all) do
+// not spend seconds hashing; File.AddUser is tested at the real cost separately.
+func quickHash(t testing.TB, pw string) string {
+	t.Helper()
+	h, err := bcrypt.GenerateFromPassword([]byte(pw), bcrypt.MinCost)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(h)
 }
 
 const testPerms = `permissions:
@@ -270,7 +282,17 @@ func TestParseRejects(t *testing.T) {
 }
 
 func TestFileNeverHoldsPlainPasswords(t *testing.T) {
-	path := writeUsers(t, map[string][]string{"u": {"r"}}, map[string]string{"u": "s3cret-pass"}, "")
+	f := &File{}
+	if err := f.AddUser("u", []byte("s3cret-pass"), []string{"r"}); err != nil {
+		t.Fatal(err)
+	}
+	if cost, _ := bcrypt.Cost([]byte(f.Users["u"].Password)); cost != BcryptCost {
+		t.Fatalf("bcrypt cost %d, want %d", cost, BcryptCost)
+	}
+	path := filepath.Join(t.TempDir(), "users.yml")
+	if err := f.Save(path); err != nil {
+		t.Fatal(err)
+	}
 	data, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)

@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+	"golang.org/x/crypto/bcrypt"
 
 	"github.com/titan-broker/titan/internal/auth"
 )
@@ -57,11 +58,13 @@ func writeUsersFile(t *testing.T, dir string, rules []auth.Rule) string {
 	t.Helper()
 	f := &auth.File{Users: map[string]*auth.User{}, Permissions: rules}
 	for _, u := range securityUsers {
-		var pw []byte
+		requireNoError(t, f.AddUser(u.name, nil, u.roles), "adding user %s", u.name)
 		if u.password != "" {
-			pw = []byte(u.password)
+			// bcrypt at the minimum cost: the broker checks it the same way, faster.
+			h, err := bcrypt.GenerateFromPassword([]byte(u.password), bcrypt.MinCost)
+			requireNoError(t, err)
+			f.Users[u.name].Password = string(h)
 		}
-		requireNoError(t, f.AddUser(u.name, pw, u.roles), "adding user %s", u.name)
 	}
 	path := filepath.Join(dir, "users.yml")
 	requireNoError(t, f.Save(path), "writing the users file")
