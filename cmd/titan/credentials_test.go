@@ -36,7 +36,11 @@ func TestMonitorUserCredentials(t *testing.T) {
 	run(t, "--addr", addr, "--user", "reader", "--password", "reader-pw", "queue", "list").requireOK(t)
 	run(t, "--addr", addr, "--user", "reader", "--password", "reader-pw", "queue", "delete", "/queue/jobs").
 		requireFail(t, "titan: forbidden: user reader lacks the manage permission\n")
+	run(t, "--addr", addr, "--user", "reader", "--password", "reader-pw", "user", "reload").
+		requireFail(t, "titan: forbidden: user reader lacks the manage permission\n")
 	t.Setenv(userEnv, "ops")
 	t.Setenv(passwordEnv, "ops-pw")
 	run(t, "--addr", addr, "queue", "delete", "/queue/jobs").requireOK(t)
+	r := run(t, "--addr", addr, "user", "reload").requireOK(t)
+	requireEqual(t, r.stdout, "reloaded the users file: 2 users\n", "reload output")
 }

@@ -75,7 +75,7 @@ func newRootCmd() *cobra.Command {
 	pf.StringVarP(&g.output, "output", "o", outputTable, "output format: table or json")
 	dash.flags(root)
 
-	root.AddCommand(newServeCmd(), newUserCmd())
+	root.AddCommand(newServeCmd(), newUserCmd(g))
 	root.AddCommand(newQueueCmd(g))
 	root.AddCommand(newSendCmd(g), newSubscribeCmd(g), newBenchCmd(g))
 	return root

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"strings"
 	"text/tabwriter"
@@ -12,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
+	"github.com/titan-broker/titan/internal/admin"
 	"github.com/titan-broker/titan/internal/auth"
 )
 
@@ -31,7 +33,7 @@ type userFlags struct {
 // on a terminal, else from the first line of stdin; never from the command line. The file
 // holds bcrypt hashes only. A running broker picks the change up on SIGHUP (or POST
 // /titan/monitor/users/reload).
-func newUserCmd() *cobra.Command {
+func newUserCmd(g *globalOptions) *cobra.Command {
 	f := &userFlags{}
 	cmd := &cobra.Command{
 		Use:   "user",
@@ -44,7 +46,8 @@ the file on SIGHUP.`,
 		Example: "  titan user add alice --roles admins --users users.yml\n" +
 			"  echo \"$APP_PASSWORD\" | titan user add app --roles apps --users users.yml\n" +
 			"  titan user passwd alice --users users.yml\n" +
-			"  titan user list --users users.yml",
+			"  titan user list --users users.yml\n" +
+			"  titan --user alice user reload        # a running broker re-reads its file (or: kill -HUP)",
 	}
 	pf := cmd.PersistentFlags()
 	pf.StringVar(&f.users, "users", "", "users file (default $"+usersEnv+")")
@@ -147,7 +150,25 @@ the file on SIGHUP.`,
 			return run(cmd, args)
 		}
 	}
-	cmd.AddCommand(add, passwd, del, list)
+	reload := &cobra.Command{
+		Use:   "reload",
+		Short: "Make a running broker re-read its users file (monitor API; needs manage)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := g.newClient()
+			if err != nil {
+				return err
+			}
+			defer c.close()
+			var res admin.UsersReloadResult
+			if _, err := c.do(cmd.Context(), http.MethodPost, admin.PathUsersReload, nil, nil, &res); err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "reloaded the users file: %d users\n", res.Users)
+			return nil
+		},
+	}
+	cmd.AddCommand(add, passwd, del, list, reload)
 	// The edit commands report on stdout through editUsers' message.
 	for _, c := range []*cobra.Command{add, passwd, del} {
 		c.PostRun = func(cmd *cobra.Command, _ []string) {
