@@ -237,7 +237,7 @@ func (b *Broker) Start() error {
 		var ln net.Listener
 		log := b.log.With("server", sc.Name)
 		if sc.Transport == "websocket" {
-			ln, err = transport.ListenWebSocket(sc.Addr(), sc.TransportOptions.Path, sc.TransportOptions.AllowedOrigins, tlsConf, log)
+			ln, err = transport.ListenWebSocket(sc.Addr(), sc.TransportOptions.Path, sc.TransportOptions.AllowedOrigins, wsHosts(sc), tlsConf, log)
 		} else {
 			ln, err = transport.ListenTCP(sc.Addr(), tlsConf)
 		}

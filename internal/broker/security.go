@@ -175,3 +175,13 @@ func checkMonitorExposure(cfg config.Config, open bool) error {
 		"configure users (titan serve --users FILE, titan.security.users-file; create them with `titan user add`), "+
 		"or a token (--monitor-token, titan.monitor.token), or bind it to loopback (--monitor-host 127.0.0.1)", m.Addr())
 }
+
+// wsHosts are the Host names a WebSocket server answers browsers on besides IP literals and
+// loopback names: its listen host (unless a wildcard address) and allowed-hosts.
+func wsHosts(sc config.Server) []string {
+	hosts := append([]string(nil), sc.TransportOptions.AllowedHosts...)
+	if sc.Host != "" && sc.Host != "0.0.0.0" && sc.Host != "::" {
+		hosts = append(hosts, sc.Host)
+	}
+	return hosts
+}

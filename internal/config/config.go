@@ -85,6 +85,10 @@ type TransportOptions struct {
 	// host equals the Host the page was served from); clients that send no Origin header
 	// are not browsers and are not affected.
 	AllowedOrigins []string `yaml:"allowed-origins"`
+	// AllowedHosts are DNS names browsers may use to reach a WebSocket server, besides its
+	// host, IP literals and loopback names: a browser request with another Host is refused
+	// (DNS rebinding). Clients that send no Origin header are not checked.
+	AllowedHosts []string `yaml:"allowed-hosts"`
 }
 
 // ProtocolOptions are STOMP settings (titan.servers[].protocol-options). Lengths are bytes,

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -30,20 +31,39 @@ type WSListener struct {
 	conns   chan net.Conn
 	done    chan struct{}
 	once    sync.Once
-	origins []string // allowed cross-origin Origin patterns; empty: same-origin only
+	origins []string        // allowed cross-origin Origin patterns; empty: same-origin only
+	hosts   map[string]bool // Host names browsers may use besides IPs and loopback names
+}
+
+// hostAllowed reports whether a browser request's Host names this listener: an IP literal,
+// localhost (or *.localhost), or one of the allowed hosts.
+func (w *WSListener) hostAllowed(host string) bool {
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	host = strings.ToLower(strings.TrimSuffix(strings.Trim(host, "[]"), "."))
+	return net.ParseIP(host) != nil || host == "localhost" || strings.HasSuffix(host, ".localhost") || w.hosts[host]
 }
 
 // ListenWebSocket listens on addr and upgrades requests for path.
 //
+// allowedHosts are the names (besides IP literals and loopback names) a browser request's
+// Host header may carry: a page from a foreign name that resolves to this address (DNS
+// rebinding) is same-origin for the browser, so the Origin check alone cannot refuse it.
+// Requests without an Origin header (non-browser clients) are not checked.
+//
 // allowedOrigins are Origin host patterns (path.Match syntax, "*" for any) browsers may also
 // connect from; empty allows same-origin pages only (Origin host equal to the Host header).
 // Requests without an Origin header (non-browser clients) are always accepted.
-func ListenWebSocket(addr, path string, allowedOrigins []string, tlsConf *tls.Config, log *slog.Logger) (*WSListener, error) {
+func ListenWebSocket(addr, path string, allowedOrigins, allowedHosts []string, tlsConf *tls.Config, log *slog.Logger) (*WSListener, error) {
 	ln, err := ListenTCP(addr, tlsConf)
 	if err != nil {
 		return nil, err
 	}
-	w := &WSListener{ln: ln, conns: make(chan net.Conn), done: make(chan struct{}), origins: allowedOrigins}
+	w := &WSListener{ln: ln, conns: make(chan net.Conn), done: make(chan struct{}), origins: allowedOrigins, hosts: map[string]bool{}}
+	for _, h := range allowedHosts {
+		w.hosts[strings.ToLower(h)] = true
+	}
 	mux := http.NewServeMux()
 	mux.HandleFunc(path, w.upgrade)
 	w.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelDebug)}
@@ -56,6 +76,10 @@ func (w *WSListener) upgrade(rw http.ResponseWriter, r *http.Request) {
 	// must not reach the broker through a user's browser (and their network position).
 	// Clients that send no Origin (not browsers) are not affected.
 	opts := &websocket.AcceptOptions{Subprotocols: Subprotocols, OriginPatterns: w.origins}
+	if r.Header.Get("Origin") != "" && !w.hostAllowed(r.Host) {
+		http.Error(rw, "forbidden: Host "+r.Host+" is not a name of this broker (add it to transport-options.allowed-hosts)", http.StatusForbidden)
+		return
+	}
 	c, err := websocket.Accept(rw, r, opts)
 	if err != nil {
 		return
