@@ -127,10 +127,10 @@ func (c *authCollector) Collect(ch chan<- prometheus.Metric) {
 type adminUsers struct{ a *auth.Authority }
 
 func (u adminUsers) Login(user, password, remote string) error {
-	_, err := u.a.Authenticate(auth.Credentials{Login: user, Passcode: password, Remote: stringAddr(remote)})
-	if err == nil && user == "" {
+	if user == "" {
 		return auth.ErrAccessRefused // the anonymous user never logs in to the monitor API
 	}
+	_, err := u.a.Authenticate(auth.Credentials{Login: user, Passcode: password, Remote: stringAddr(remote)})
 	return err
 }
 
