@@ -3,6 +3,7 @@ package broker
 import (
 	"crypto/tls"
 	"crypto/x509"
+	"errors"
 	"fmt"
 	"os"
 
@@ -22,6 +23,9 @@ type security struct {
 
 func newSecurity(b *Broker) (*security, error) {
 	a, err := auth.New(auth.Options{Path: b.cfg.Security.UsersFile, Logger: b.log.With("component", "auth")})
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("broker: security: %w (create it with `titan user add NAME --users %s`)", err, b.cfg.Security.UsersFile)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("broker: security: %w", err)
 	}
