@@ -334,6 +334,21 @@ func TestSecurityClientCertificateLogin(t *testing.T) {
 	msg, _ := f.get("message")
 	requireEqual(t, "ERROR access refused", f.command+" "+msg, "app1 SEND outside its permissions")
 
+	// python3-stomp (ssl) presenting app1's certificate, without a login.
+	certFile, keyFile := filepath.Join(pki.dir, "app1.pem"), filepath.Join(pki.dir, "app1.key")
+	requireNoError(t, os.WriteFile(certFile, cert, 0o600))
+	requireNoError(t, os.WriteFile(keyFile, key, 0o600))
+	var py struct {
+		Connected bool     `json:"connected"`
+		Send      string   `json:"send"`
+		Errors    []string `json:"errors"`
+		Error     string   `json:"error"`
+	}
+	pythonClient.run(t, b, "auth_tls", map[string]any{"cert": certFile, "key": keyFile, "ca": pki.caFile, "dest": "/queue/apps/py"}, &py)
+	if !py.Connected || py.Send != "ok" || py.Error != "" {
+		t.Fatalf("python3-stomp certificate login: %+v", py)
+	}
+
 	cert, key = pki.issue(t, "stranger", pki.ca, pki.caKey, false)
 	c, err = pki.dialTLS(t, b.stompAddr, cert, key)
 	requireNoError(t, err, "TLS dial with a certificate naming no user")

@@ -484,6 +484,30 @@ def sc_auth_ops(args, out):
     out["results"] = results
 
 
+def sc_auth_tls(args, out):
+    """CONNECT over TLS presenting the client certificate args["cert"]/args["key"] (trusting
+    args["ca"]), with no login header, then SEND to args["dest"] with a receipt: report
+    CONNECTED and "ok" or the ERROR messages."""
+    timeout = args.get("timeout", 10)
+    conn = stomp.Connection12([(args["host"], args["port"])], reconnect_attempts_max=1, heartbeats=(0, 0))
+    conn.set_ssl(for_hosts=[(args["host"], args["port"])], key_file=args["key"], cert_file=args["cert"], ca_certs=args["ca"])
+    col = Collector()
+    conn.set_listener("collector", col)
+    try:
+        conn.connect(wait=False)
+        col.wait(lambda c: c.connected is not None or c.errors or c.disconnected, timeout, "CONNECTED or ERROR")
+        if col.connected is not None:
+            conn.send(args["dest"], "over tls", headers={"receipt": "tls-1"})
+            col.wait(lambda c: "tls-1" in c.receipts or c.errors, timeout, "RECEIPT or ERROR")
+            out["send"] = "ok" if "tls-1" in col.receipts else col.errors[0]["headers"].get("message")
+    finally:
+        out["connected"] = col.connected is not None
+        out["errors"] = [e["headers"].get("message") for e in col.errors]
+    if col.connected is not None and not col.errors:
+        conn.disconnect(receipt="tls-disc")
+        col.wait_receipt("tls-disc", timeout)
+
+
 def sc_auth_wildcard(args, out):
     """A subscriber (args["sub"] credentials) subscribes to args["filter"]; a producer
     (args["pub"]) sends args["sends"] ([dest, body] pairs, with receipts) and then
