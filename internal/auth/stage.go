@@ -30,8 +30,10 @@ type Principaled interface {
 //   - SUBSCRIBE: consume on the identity (a responder's SUBSCRIBE to commands or queries
 //     included); a SUBSCRIBE to a queue that does not exist yet also needs create. A
 //     temp-queue SUBSCRIBE is left to the router (only its owning connection may).
-//   - A wildcard SUBSCRIBE (events) needs consume somewhere; each delivery is then filtered
-//     by the user's consume permission on the message's concrete channel.
+//   - A wildcard SUBSCRIBE (events) needs consume somewhere. Every events subscription's
+//     deliveries are then filtered by the user's consume permission on the message's
+//     concrete channel, so a reload that withdraws it stops deliveries too. Queues and
+//     events-store subscriptions keep receiving until they are re-made.
 //
 // Decisions come from Authority.Allowed (cached), so a permission withdrawn by a reload
 // applies to the next frame — and the next delivery — of existing connections. Safe for
@@ -81,26 +83,32 @@ func (s *Stage) Apply(c *router.Context) {
 				s.refuse(c, user, id, Consume)
 				return
 			}
-			if !s.a.Open() {
-				a, group, pattern := s.a, strings.Clone(id.Group), id.Pattern
-				c.Allow = func(channel string) bool { return a.Allowed(user, group, pattern, channel)&Consume != 0 }
-			}
+		} else if !s.require(c, user, id, Consume) {
 			return
 		}
-		s.require(c, user, id, Consume)
+		if id.Pattern == dest.PatternEvents && !s.a.Open() {
+			// Every events delivery is checked (a cached decision): a wildcard subscription
+			// receives only permitted channels, and a reload that withdraws consume stops
+			// deliveries to subscriptions that already exist.
+			a, group := s.a, strings.Clone(id.Group)
+			c.Allow = func(channel string) bool { return a.Allowed(user, group, dest.PatternEvents, channel)&Consume != 0 }
+		}
 	}
 }
 
-// require refuses c unless user has need on id, plus create for a queue that does not exist.
-func (s *Stage) require(c *router.Context, user string, id dispatch.Identity, need Permission) {
+// require refuses c unless user has need on id, plus create for a queue that does not exist;
+// it reports whether c may proceed.
+func (s *Stage) require(c *router.Context, user string, id dispatch.Identity, need Permission) bool {
 	p := s.a.Allowed(user, id.Group, id.Pattern, id.Channel)
 	if p&need == 0 {
 		s.refuse(c, user, id, need)
-		return
+		return false
 	}
 	if id.Pattern == dest.PatternQueues && p&Create == 0 && s.exists != nil && !s.exists(id) {
 		s.refuse(c, user, id, Create)
+		return false
 	}
+	return true
 }
 
 func (s *Stage) refuse(c *router.Context, user string, id dispatch.Identity, missing Permission) {

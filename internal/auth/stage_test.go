@@ -80,6 +80,12 @@ func TestStageDecisions(t *testing.T) {
 	if !ctx.Allow("prices.eu") || ctx.Allow("secret.x") {
 		t.Fatal("the wildcard filter does not follow consume permissions")
 	}
+	// An exact events subscription is filtered too (a reload can withdraw consume).
+	ctx = stageContext("app", frame.CmdSubscribe, "/topic/prices.eu", "")
+	s.Apply(ctx)
+	if ctx.Err != nil || ctx.Allow == nil || !ctx.Allow("prices.eu") {
+		t.Fatalf("exact events subscription: err %v, allow set %v", ctx.Err, ctx.Allow != nil)
+	}
 	if s.Refused.Load() == 0 {
 		t.Fatal("refusals not counted")
 	}

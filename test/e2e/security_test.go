@@ -390,18 +390,48 @@ func TestSecurityReloadOnSIGHUPAppliesToOpenConnections(t *testing.T) {
 	}
 	requireEqual(t, "RECEIPT", send("r1").command, "SEND before the reload")
 
+	// A watcher subscribed before the reload, and an admin publisher.
+	w := dialRaw(t, b)
+	w.connect("login:watcher", "passcode:watcher-pw")
+	requireNoError(t, w.write("SUBSCRIBE\ndestination:/topic/prices.live\nid:1\nreceipt:s1\n\n\x00"))
+	f, err := w.readFrame(10 * time.Second)
+	requireNoError(t, err)
+	requireEqual(t, "RECEIPT", f.command, "watcher SUBSCRIBE")
+	pub := dialRaw(t, b)
+	pub.connect("login:admin", "passcode:admin-pw")
+	publish := func(body string) {
+		t.Helper()
+		requireNoError(t, pub.write("SEND\ndestination:/topic/prices.live\nreceipt:"+body+"\n\n"+body+"\x00"))
+		f, err := pub.readFrame(10 * time.Second)
+		requireNoError(t, err)
+		requireEqual(t, "RECEIPT", f.command, "admin SEND %s", body)
+	}
+	publish("before")
+	f, err = w.readFrame(10 * time.Second)
+	requireNoError(t, err)
+	requireEqual(t, "MESSAGE before", f.command+" "+string(f.body), "watcher delivery before the reload")
+
 	rules := append([]auth.Rule(nil), securityRules...)
-	rules[1].Send = nil // producers lose send on sec.#
+	rules[1].Send = nil                   // producers lose send on sec.#
+	rules[2].Consume = []string{"admins"} // watchers lose consume on prices.#
 	writeUsersFile(t, filepath.Dir(users), rules)
 	requireNoError(t, b.cmd.Process.Signal(syscall.SIGHUP))
 	eventually(t, 10*time.Second, 20*time.Millisecond, func() bool {
 		return strings.Contains(b.stderr.String(), "users file reloaded")
 	}, "reload logged")
 
-	f := send("r2")
+	f = send("r2")
 	msg, _ := f.get("message")
 	rid, _ := f.get("receipt-id")
 	requireEqual(t, "ERROR access refused r2", f.command+" "+msg+" "+rid, "SEND after the reload, on the same connection")
+
+	// The events fan-out is done when the publisher has its RECEIPT, so the watcher's
+	// RECEIPT for a later frame would come after any MESSAGE "after": there must be none.
+	publish("after")
+	requireNoError(t, w.write("DISCONNECT\nreceipt:w-end\n\n\x00"))
+	f, err = w.readFrame(10 * time.Second)
+	requireNoError(t, err)
+	requireEqual(t, "RECEIPT", f.command, "watcher's next frame after the reload (%s)", f)
 }
 
 // ---------------------------------------------------------------- monitor API and WebSocket
