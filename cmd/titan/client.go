@@ -21,6 +21,8 @@ import (
 type apiClient struct {
 	base  *url.URL // scheme://host[:port][/prefix], no trailing slash
 	token string
+	user  string // HTTP Basic user (wins over token when set)
+	pass  string
 	http  *http.Client
 	g     *globalOptions
 }
@@ -45,7 +47,8 @@ func (g *globalOptions) newClient() (*apiClient, error) {
 	u.Path = strings.TrimRight(u.Path, "/")
 	u.RawQuery, u.Fragment = "", ""
 	tr := http.DefaultTransport.(*http.Transport).Clone()
-	return &apiClient{base: u, token: g.tokenValue(), http: &http.Client{Timeout: g.timeout, Transport: tr}, g: g}, nil
+	user, pass := g.credentials()
+	return &apiClient{base: u, token: g.tokenValue(), user: user, pass: pass, http: &http.Client{Timeout: g.timeout, Transport: tr}, g: g}, nil
 }
 
 // close releases the client's idle connections. Call it when the command is done.
@@ -86,9 +89,7 @@ func (c *apiClient) do(ctx context.Context, method, path string, query url.Value
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
-	if c.token != "" {
-		req.Header.Set("Authorization", "Bearer "+c.token)
-	}
+	c.authorize(req)
 	resp, err := c.http.Do(req)
 	if err != nil {
 		return 0, c.transportError(err)
@@ -121,12 +122,14 @@ func (c *apiClient) do(ctx context.Context, method, path string, query url.Value
 }
 
 func (c *apiClient) authError() error {
-	if c.token == "" {
-		return &apiError{status: http.StatusUnauthorized, code: admin.CodeUnauthorized,
-			message: "the monitor API at " + c.addr() + " needs a token: pass --token or set " + tokenEnv}
+	msg := "the monitor API at " + c.addr() + " rejected the token (check --token or " + tokenEnv + ")"
+	switch {
+	case c.user != "":
+		msg = "the monitor API at " + c.addr() + " refused user " + c.user + " (check --user and --password, or " + userEnv + " and " + passwordEnv + ")"
+	case c.token == "":
+		msg = "the monitor API at " + c.addr() + " needs credentials: pass --user and --password (or set " + userEnv + " and " + passwordEnv + "), or --token (" + tokenEnv + ")"
 	}
-	return &apiError{status: http.StatusUnauthorized, code: admin.CodeUnauthorized,
-		message: "the monitor API at " + c.addr() + " rejected the token (check --token or " + tokenEnv + ")"}
+	return &apiError{status: http.StatusUnauthorized, code: admin.CodeUnauthorized, message: msg}
 }
 
 // transportError turns a failed round trip into one actionable line.

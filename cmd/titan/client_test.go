@@ -36,7 +36,7 @@ func TestConnectionRefusedSaysWhereAndHow(t *testing.T) {
 func TestTokenFlagAndEnvironment(t *testing.T) {
 	_, addr := startBroker(t, func(c *config.Config) { c.Monitor.Token = "s3cret" })
 	run(t, "--addr", addr, "queue", "list").
-		requireFail(t, "titan: the monitor API at "+addr+" needs a token: pass --token or set TITAN_MONITOR_TOKEN\n")
+		requireFail(t, "titan: the monitor API at "+addr+" needs credentials: pass --user and --password (or set TITAN_MONITOR_USER and TITAN_MONITOR_PASSWORD), or --token (TITAN_MONITOR_TOKEN)\n")
 	run(t, "--addr", addr, "--token", "wrong", "queue", "list").
 		requireFail(t, "titan: the monitor API at "+addr+" rejected the token (check --token or TITAN_MONITOR_TOKEN)\n")
 	run(t, "--addr", addr, "--token", "s3cret", "queue", "list").requireOK(t)

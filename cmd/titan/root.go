@@ -18,6 +18,9 @@ const (
 	tokenEnv = "TITAN_MONITOR_TOKEN"
 	// addrEnv is read when --addr is not given.
 	addrEnv = "TITAN_ADDR"
+	// userEnv and passwordEnv are read when --user and --password are not given.
+	userEnv     = "TITAN_MONITOR_USER"
+	passwordEnv = "TITAN_MONITOR_PASSWORD"
 )
 
 // Output formats of --output.
@@ -38,6 +41,8 @@ type globalOptions struct {
 	// commands then say on stderr that they use the default.
 	addrDefaulted bool
 	stderr        io.Writer
+	user          string // monitor API user (HTTP Basic), see credentials
+	passwd        string
 }
 
 func newRootCmd() *cobra.Command {
@@ -79,12 +84,14 @@ func newRootCmd() *cobra.Command {
 	pf := root.PersistentFlags()
 	pf.StringVar(&g.addr, "addr", defaultAddr, "monitor API address of the broker, URL or host:port (env "+addrEnv+")")
 	pf.StringVar(&g.token, "token", "", "monitor API bearer token (default $"+tokenEnv+")")
+	pf.StringVar(&g.user, "user", "", "monitor API user of the broker's users file (default $"+userEnv+")")
+	pf.StringVar(&g.passwd, "password", "", "that user's password (default $"+passwordEnv+", which keeps it out of the process list)")
 	pf.DurationVar(&g.timeout, "timeout", defaultTimeout, "timeout of each request to the monitor API")
 	pf.BoolVar(&g.noColor, "no-color", false, "never colour the output (also: NO_COLOR set in the environment)")
 	pf.StringVarP(&g.output, "output", "o", outputTable, "output format: table or json")
 	dash.flags(root)
 
-	root.AddCommand(newServeCmd())
+	root.AddCommand(newServeCmd(), newUserCmd(g))
 	root.AddCommand(newQueueCmd(g))
 	root.AddCommand(newSendCmd(g), newSubscribeCmd(g), newBenchCmd(g))
 	root.AddCommand(newVersionCmd(g))

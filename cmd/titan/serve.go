@@ -30,6 +30,7 @@ type serveFlags struct {
 	fanoutMode     string
 	defaultPattern string
 	destMetrics    bool
+	usersFile      string
 }
 
 func newServeCmd() *cobra.Command {
@@ -43,7 +44,12 @@ file given by --config (Titan's titan-env.yml shape), TITAN_* environment variab
 
 Environment: TITAN_CONFIG, TITAN_HOST, TITAN_PORT, TITAN_MONITOR_HOST, TITAN_MONITOR_PORT,
 TITAN_MONITOR_TOKEN, TITAN_DATA_DIR, TITAN_STORE, TITAN_LOG_LEVEL, TITAN_LOG_FORMAT,
-TITAN_FANOUT_MODE, TITAN_DEFAULT_PATTERN, TITAN_DESTINATION_METRICS (true).`,
+TITAN_FANOUT_MODE, TITAN_DEFAULT_PATTERN, TITAN_DESTINATION_METRICS (true), TITAN_USERS_FILE.
+
+Security: without --users, clients on loopback connect anonymously with every permission
+and every other peer is refused ("access refused"). With --users FILE (edit it with
+'titan user add'), CONNECT needs a login and passcode (or a client certificate); SIGHUP
+re-reads the file without dropping connections.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) (err error) {
 			cfg, err := loadServeConfig(cmd, &f)
@@ -67,6 +73,12 @@ TITAN_FANOUT_MODE, TITAN_DEFAULT_PATTERN, TITAN_DESTINATION_METRICS (true).`,
 			if err := b.Start(); err != nil {
 				return err
 			}
+			defer reloadOnSIGHUP(b, log)()
+			if b.Auth().Open() {
+				log.Warn("no users file: clients on loopback connect anonymously with every permission, all others are refused; create users with `titan user add NAME --users FILE` and start with --users FILE")
+			} else {
+				log.Info("authentication on", "users_file", b.Auth().Path(), "users", b.Auth().Users())
+			}
 			banner.ready(b.Addrs(), b.MonitorAddr(), storeDesc(cfg))
 			<-ctx.Done()
 			banner.stopping()
@@ -79,7 +91,7 @@ TITAN_FANOUT_MODE, TITAN_DEFAULT_PATTERN, TITAN_DESTINATION_METRICS (true).`,
 	fl.StringVar(&f.configPath, "config", "", "YAML config file (titan-env.yml shape)")
 	fl.StringVar(&f.host, "host", "0.0.0.0", "STOMP listen host of the first server")
 	fl.IntVar(&f.port, "port", 61613, "STOMP listen port of the first server (0 picks a free port)")
-	fl.StringVar(&f.monitorHost, "monitor-host", "0.0.0.0", "monitor API listen host")
+	fl.StringVar(&f.monitorHost, "monitor-host", "127.0.0.1", "monitor API listen host (another needs --users or --monitor-token)")
 	fl.IntVar(&f.monitorPort, "monitor-port", 7777, "monitor API port (0 picks a free port)")
 	fl.StringVar(&f.monitorToken, "monitor-token", "", "bearer token required by the monitor API")
 	fl.StringVar(&f.dataDir, "data-dir", "./data", "store directory")
@@ -88,6 +100,7 @@ TITAN_FANOUT_MODE, TITAN_DEFAULT_PATTERN, TITAN_DESTINATION_METRICS (true).`,
 	fl.StringVar(&f.logFormat, "log-format", "text", "log format: text or json")
 	fl.StringVar(&f.fanoutMode, "fanout-mode", "", `"virtual" routes events through dispatcher queues`)
 	fl.StringVar(&f.defaultPattern, "default-pattern", "", "pattern for bare destinations: events, events-store or queues")
+	fl.StringVar(&f.usersFile, "users", "", "users file: users, password hashes, roles, permissions (titan.security.users-file); none: anonymous from loopback only")
 	fl.BoolVar(&f.destMetrics, "destination-metrics", false, "count SENDs and bytes per (group, destination) on /metrics (a custom router stage)")
 	return cmd
 }
@@ -146,6 +159,7 @@ func loadServeConfig(cmd *cobra.Command, f *serveFlags) (config.Config, error) {
 		return cfg, err
 	}
 	str("monitor-token", "TITAN_MONITOR_TOKEN", &cfg.Monitor.Token)
+	str("users", "TITAN_USERS_FILE", &cfg.Security.UsersFile)
 	str("data-dir", "TITAN_DATA_DIR", &cfg.Store.DataDir)
 	str("store", "TITAN_STORE", &cfg.Store.Type)
 	str("log-level", "TITAN_LOG_LEVEL", &cfg.Log.Level)

@@ -38,6 +38,10 @@ type Publication struct {
 	Headers     []frame.Header
 	Native      []frame.Header
 	Body        []byte
+	// Principal is the user the publication is made as (a monitor API user logged in with
+	// HTTP Basic), checked by the SEND route's authorization stage like a STOMP SEND of
+	// that user; "" publishes as trusted code (the embed API, the bearer token).
+	Principal string
 }
 
 // Published is an accepted Publication.
@@ -58,6 +62,13 @@ type Options struct {
 	// "Authorization: Bearer <token>" (or as the password of HTTP Basic credentials).
 	// Pure methods do not check it.
 	Token string
+	// Users, when set, authenticates requests with the broker's users (HTTP Basic) and
+	// authorizes them: browse to read, manage to change anything (see Users).
+	Users Users
+	// Hosts are the names, besides IP literals and loopback names, that the Host header may
+	// carry (the configured listen host and titan.monitor.allowed-hosts); any other Host is
+	// refused with 403 (DNS rebinding).
+	Hosts []string
 	// MaxBodyBytes bounds a published message body after base64 decoding, in bytes
 	// (default 16 MiB, the STOMP max-body-length default). A larger body is ErrTooLarge.
 	MaxBodyBytes int

@@ -13,6 +13,7 @@ import (
 	"github.com/titan-broker/titan/internal/dest"
 	"github.com/titan-broker/titan/internal/dispatch"
 	"github.com/titan-broker/titan/internal/frame"
+	"github.com/titan-broker/titan/internal/session"
 )
 
 func TestCreateQueueIsIdempotentAndKeepsLimits(t *testing.T) {
@@ -233,7 +234,7 @@ func TestSnapshotSummaryCountsGroupsHoldingQueues(t *testing.T) {
 	requireEqual(t, s.Counters.Published, uint64(1), "published")
 	requireEqual(t, s.Counters.EventsNoSubscriber, uint64(1), "no subscriber")
 	requireEqual(t, s.Counters.ConnectionsAccepted, uint64(1), "accepted")
-	requireEqual(t, len(s.Counters.ConnectionsClosed), 9, "close reasons")
+	requireEqual(t, len(s.Counters.ConnectionsClosed), len(session.AllCloseReasons()), "close reasons")
 	requireEqual(t, s.Queues[0].Group, "default", "sorted by group")
 
 	requireEqual(t, admin.SummaryText(1, 1), "1 queue in 1 group", "singular")

@@ -22,6 +22,10 @@ var (
 	// ErrUnauthorized is returned by the handler when a token is configured and the request
 	// does not carry it.
 	ErrUnauthorized = errors.New("admin: unauthorized")
+	// ErrForbidden is returned by the handler when the authenticated user lacks the
+	// permission a request needs (browse to read, manage to change), or when the Host
+	// header is not a name of the broker (DNS rebinding).
+	ErrForbidden = errors.New("admin: forbidden")
 	// ErrTooLarge is returned when a publish request or its body exceeds the limit.
 	ErrTooLarge = errors.New("admin: request too large")
 	// ErrNotFound is returned by the handler for an unknown path.
@@ -45,6 +49,7 @@ const (
 	CodeQueueFull          = "queue_full"
 	CodeNotStored          = "not_stored"
 	CodeUnauthorized       = "unauthorized"
+	CodeForbidden          = "forbidden"
 	CodeTooLarge           = "too_large"
 	CodeNotFound           = "not_found"
 	CodeMethodNotAllowed   = "method_not_allowed"
@@ -81,6 +86,8 @@ func (e *Error) Status() int {
 		return http.StatusForbidden
 	case CodeUnauthorized:
 		return http.StatusUnauthorized
+	case CodeForbidden:
+		return http.StatusForbidden
 	case CodeQueueNotFound, CodeNotFound:
 		return http.StatusNotFound
 	case CodeMethodNotAllowed:

@@ -1,7 +1,6 @@
 package admin
 
 import (
-	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"io"
@@ -31,6 +30,7 @@ func (a *Admin) Handler() http.Handler {
 	mux.Handle(PathQueuesResume, methods{http.MethodPost: a.serveResume})
 	mux.Handle(PathQueuesRingSize, methods{http.MethodPost: a.serveRingSize})
 	mux.Handle(PathPublish, methods{http.MethodPost: a.servePublish})
+	mux.Handle(PathUsersReload, methods{http.MethodPost: a.serveUsersReload})
 	mux.Handle(PathMetrics, methods{http.MethodGet: metrics.Handler(reg).ServeHTTP})
 	mux.Handle(PathConsole+"{$}", methods{http.MethodGet: serveConsole})
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
@@ -40,7 +40,7 @@ func (a *Admin) Handler() http.Handler {
 	// or delete queues through a user's browser, token or not. CLI and server-to-server
 	// calls send no Origin or Sec-Fetch-Site and pass.
 	var cop http.CrossOriginProtection
-	return a.authenticate(cop.Handler(mux))
+	return a.checkHost(a.authenticate(cop.Handler(mux)))
 }
 
 // methods dispatches by request method and answers 405 (JSON) for any other. HEAD is served
@@ -64,41 +64,6 @@ func (m methods) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Allow", strings.Join(allow, ", "))
 	writeError(w, newError(CodeMethodNotAllowed, r.Method+" is not allowed on "+r.URL.Path+" (allowed: "+strings.Join(allow, ", ")+")", ErrMethodNotAllowed))
-}
-
-// authenticate enforces Options.Token on every request.
-func (a *Admin) authenticate(next http.Handler) http.Handler {
-	if a.opts.Token == "" {
-		return next
-	}
-	token := []byte(a.opts.Token)
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		h := r.Header.Get("Authorization")
-		scheme, cred, _ := strings.Cut(h, " ")
-		ok := false
-		switch strings.ToLower(scheme) {
-		case "bearer":
-			ok = subtle.ConstantTimeCompare([]byte(strings.TrimSpace(cred)), token) == 1
-		case "basic":
-			if _, pw, has := r.BasicAuth(); has {
-				ok = subtle.ConstantTimeCompare([]byte(pw), token) == 1
-			}
-		}
-		if ok {
-			next.ServeHTTP(w, r)
-			return
-		}
-		msg := "unauthorized: send \"Authorization: Bearer <token>\" (titan --token or TITAN_MONITOR_TOKEN)"
-		if h != "" {
-			msg = "unauthorized: the token is not valid"
-		}
-		if r.URL.Path == PathConsole {
-			w.Header().Set("WWW-Authenticate", `Basic realm="titan", charset="UTF-8"`)
-		} else {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="titan"`)
-		}
-		writeError(w, newError(CodeUnauthorized, msg, ErrUnauthorized))
-	})
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
@@ -228,7 +193,7 @@ func (a *Admin) servePublish(w http.ResponseWriter, r *http.Request) {
 		a.respond(w, r, 0, nil, invalidParam("request body holds more than one JSON value"))
 		return
 	}
-	res, err := a.Publish(req)
+	res, err := a.publish(req, requestUser(r))
 	a.respond(w, r, http.StatusOK, res, err)
 }
 

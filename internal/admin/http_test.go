@@ -192,7 +192,11 @@ func TestConsoleIsSelfContained(t *testing.T) {
 
 // The handler works without a listener too (httptest), e.g. when a program mounts it.
 func TestHandlerWithHTTPTest(t *testing.T) {
-	_, a := start(t, func(c *config.Config) { f := false; c.Monitor.Enabled = &f })
+	_, a := start(t, func(c *config.Config) {
+		f := false
+		c.Monitor.Enabled = &f
+		c.Monitor.AllowedHosts = []string{"example.com"} // httptest's Host
+	})
 	h := a.Handler()
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, httptest.NewRequest("POST", admin.PathQueues+"?destination=/topic/prices&capacity=5", nil))
@@ -208,7 +212,11 @@ func TestHandlerWithHTTPTest(t *testing.T) {
 // A page on another site cannot change state through a user's browser (CSRF); reads and
 // non-browser clients are unaffected.
 func TestCrossSiteBrowserRequestsCannotChangeState(t *testing.T) {
-	_, a := start(t, func(c *config.Config) { f := false; c.Monitor.Enabled = &f })
+	_, a := start(t, func(c *config.Config) {
+		f := false
+		c.Monitor.Enabled = &f
+		c.Monitor.AllowedHosts = []string{"example.com"} // httptest's Host
+	})
 	h := a.Handler()
 	body := `{"destination":"/queue/x","body":"forged"}`
 	req := httptest.NewRequest("POST", admin.PathPublish, strings.NewReader(body))

@@ -72,7 +72,10 @@ type PublishResult struct {
 // an invalid expires or delay header; CodeTooLarge for a body over Options.MaxBodyBytes;
 // CodeQueueFull (dispatch.ErrQueueFull, dispatch.ErrQueuePaused); CodeRejected when a stage
 // of the route (a custom stage, an authorization stage) refused the message.
-func (a *Admin) Publish(req PublishRequest) (*PublishResult, error) {
+func (a *Admin) Publish(req PublishRequest) (*PublishResult, error) { return a.publish(req, "") }
+
+// publish is Publish made as principal ("" for trusted code; see Publication.Principal).
+func (a *Admin) publish(req PublishRequest, principal string) (*PublishResult, error) {
 	id, err := a.resolve(QueueRef{Destination: req.Destination, Group: req.Group}, true)
 	if err != nil {
 		return nil, err
@@ -85,7 +88,7 @@ func (a *Admin) Publish(req PublishRequest) (*PublishResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	res, err := a.src.Publish(Publication{Destination: req.Destination, Group: req.Group, Headers: hdrs, Native: native, Body: body})
+	res, err := a.src.Publish(Publication{Destination: req.Destination, Group: req.Group, Headers: hdrs, Native: native, Body: body, Principal: principal})
 	if err != nil {
 		return nil, a.publishError(id, err)
 	}

@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"net"
 	"net/http"
@@ -27,9 +28,16 @@ type adminServer struct {
 }
 
 func newAdminServer(b *Broker) (*adminServer, error) {
+	conf, err := listenerTLS("monitor", b.cfg.Monitor.TLS)
+	if err != nil {
+		return nil, err
+	}
 	ln, err := net.Listen("tcp", b.cfg.Monitor.Addr())
 	if err != nil {
 		return nil, err
+	}
+	if conf != nil {
+		ln = tls.NewListener(ln, conf) // HTTPS with the listeners' TLS settings
 	}
 	a := &adminServer{b: b, ln: ln}
 	a.srv = &http.Server{
@@ -57,13 +65,19 @@ func (a *adminServer) shutdown(ctx context.Context) { _ = a.srv.Shutdown(ctx) }
 // Each call returns a new, independent value; it is cheap. Stages in Options.SendStages that
 // are also prometheus.Collectors (such as metrics.DestinationStage) are served on /metrics.
 func (b *Broker) Admin() *admin.Admin {
-	var extra []prometheus.Collector
+	extra := []prometheus.Collector{newAuthCollector(b.sec)}
 	for _, s := range b.opts.SendStages {
 		if c, ok := s.(prometheus.Collector); ok {
 			extra = append(extra, c)
 		}
 	}
+	var users admin.Users
+	if !b.sec.auth.Open() {
+		users = adminUsers{b.sec.auth}
+	}
 	return admin.New(adminSource{b}, admin.Options{
+		Users:        users,
+		Hosts:        monitorHosts(b.cfg.Monitor),
 		Token:        b.cfg.Monitor.Token,
 		MaxBodyBytes: b.cfg.Servers[0].ProtocolOptions.MaxBodyLength,
 		Collectors:   extra,
@@ -88,6 +102,7 @@ func (s adminSource) DefaultPattern() dest.Pattern     { return s.b.router.Optio
 func (s adminSource) Publish(p admin.Publication) (*admin.Published, error) {
 	res, err := s.b.router.Publish(router.Publication{
 		Destination: p.Destination, Group: p.Group, Headers: p.Headers, Native: p.Native, Body: p.Body,
+		Principal: p.Principal,
 	})
 	if err != nil {
 		return nil, err

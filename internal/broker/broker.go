@@ -5,7 +5,6 @@ package broker
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -69,6 +68,7 @@ type Broker struct {
 	admin    *adminServer
 	store    store.Store
 	durable  *durable.Log
+	sec      *security // users and permissions (security.go)
 
 	startTime time.Time
 	stop      chan struct{} // closed when shutdown begins
@@ -124,7 +124,18 @@ func New(cfg config.Config, opts Options) (*Broker, error) {
 	}
 	p, ports := b.wire(fanout, resolver, clock.WithNow(opts.Timers, opts.Clock), b.log)
 	b.p = p
+	sec, err := newSecurity(b)
+	if err != nil {
+		_ = st.Close()
+		return nil, err
+	}
+	b.sec = sec
+	var authorize router.Stage
+	if b.sec.stage != nil {
+		authorize = b.sec.stage
+	}
 	b.router = router.New(ports, router.Options{
+		Authorize:              authorize,
 		DefaultPattern:         defPattern,
 		MaxSubscriptions:       first.MaxSubscriptionsByClient,
 		MaxFramesInTransaction: first.MaxFrameInTransaction,
@@ -231,26 +242,26 @@ func (b *Broker) Start() error {
 		return err
 	}
 	for _, sc := range b.cfg.Servers {
-		var tlsConf *tls.Config
-		if sc.TLS.Enabled {
-			cert, err := tls.LoadX509KeyPair(sc.TLS.CertFile, sc.TLS.KeyFile)
-			if err != nil {
-				return fail(fmt.Errorf("broker: server %s: tls: %w", sc.Name, err))
-			}
-			tlsConf = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+		tlsConf, err := serverTLS(sc)
+		if err != nil {
+			return fail(err)
 		}
 		var ln net.Listener
-		var err error
 		log := b.log.With("server", sc.Name)
 		if sc.Transport == "websocket" {
-			ln, err = transport.ListenWebSocket(sc.Addr(), sc.TransportOptions.Path, sc.TransportOptions.AllowedOrigins, tlsConf, log)
+			ln, err = transport.ListenWebSocket(sc.Addr(), sc.TransportOptions.Path, sc.TransportOptions.AllowedOrigins, wsHosts(sc), tlsConf, log)
 		} else {
 			ln, err = transport.ListenTCP(sc.Addr(), tlsConf)
 		}
 		if err != nil {
 			return fail(fmt.Errorf("broker: server %s: listen %s: %w", sc.Name, sc.Addr(), err))
 		}
-		servers = append(servers, &server{cfg: sc, ln: ln, sopts: sessionOptions(sc, log, b.goroutine)})
+		sopts := sessionOptions(sc, log, b.goroutine)
+		sopts.Authenticator = sessionAuth{b.sec.auth}
+		servers = append(servers, &server{cfg: sc, ln: ln, sopts: sopts})
+	}
+	if err := checkMonitorExposure(b.cfg, b.sec.auth.Open()); err != nil {
+		return fail(err)
 	}
 	if b.cfg.Monitor.IsEnabled() {
 		a, err := newAdminServer(b)
@@ -273,21 +284,9 @@ func (b *Broker) Start() error {
 	}
 	if b.admin != nil {
 		b.admin.start()
-		if b.cfg.Monitor.Token == "" && !isLoopback(b.cfg.Monitor.Host) {
-			b.log.Warn("the monitor API (queue delete, publish) is open to the network without a token; set titan.monitor.token or --monitor-host 127.0.0.1",
-				"addr", b.admin.ln.Addr().String())
-		}
 	}
 	b.goroutine("retention", b.retentionLoop)
 	return nil
-}
-
-func isLoopback(host string) bool {
-	if host == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
 }
 
 // RetentionInterval is how often events-store retention is enforced.

@@ -43,6 +43,16 @@ type Config struct {
 	Store Store `yaml:"store"`
 	// Log configures logging.
 	Log Log `yaml:"log"`
+	// Security selects users and permissions (DESIGN §8).
+	Security Security `yaml:"security"`
+}
+
+// Security is titan.security.
+type Security struct {
+	// UsersFile is the users file (users, bcrypt password hashes, roles, permissions,
+	// anonymous; see internal/auth.File). Empty runs open: anonymous with every permission
+	// from loopback peers only, every other peer refused. Re-read on SIGHUP.
+	UsersFile string `yaml:"users-file"`
 }
 
 // Server is one STOMP listener (titan.servers[]).
@@ -72,10 +82,15 @@ type TransportOptions struct {
 	// Path is the WebSocket upgrade path (default "/stomp").
 	Path string `yaml:"path"`
 	// AllowedOrigins lists the Origin host patterns (path.Match syntax, e.g.
-	// "app.example.com", "*.example.com") from which browsers may open WebSocket
-	// connections. Empty allows every origin, as STOMP brokers usually do; set it when the
-	// broker is reachable from browsers on untrusted pages.
+	// "app.example.com", "*.example.com"; "*" for any) from which browser pages on other
+	// sites may open WebSocket connections. Empty allows same-origin pages only (the Origin
+	// host equals the Host the page was served from); clients that send no Origin header
+	// are not browsers and are not affected.
 	AllowedOrigins []string `yaml:"allowed-origins"`
+	// AllowedHosts are DNS names browsers may use to reach a WebSocket server, besides its
+	// host, IP literals and loopback names: a browser request with another Host is refused
+	// (DNS rebinding). Clients that send no Origin header are not checked.
+	AllowedHosts []string `yaml:"allowed-hosts"`
 }
 
 // ProtocolOptions are STOMP settings (titan.servers[].protocol-options). Lengths are bytes,
@@ -127,19 +142,33 @@ type TLS struct {
 	Enabled  bool   `yaml:"enabled"`
 	CertFile string `yaml:"cert-file"`
 	KeyFile  string `yaml:"key-file"`
+	// ClientAuth is none (default), request (verify a client certificate when one is sent)
+	// or require (refuse the handshake without a verified one). A verified client
+	// certificate authenticates the connection: its subject CN or a SAN names the user.
+	ClientAuth string `yaml:"client-auth"`
+	// CAFile holds the PEM certificates client certificates must chain to (needed with
+	// client-auth request or require).
+	CAFile string `yaml:"ca-file"`
 }
 
 // Monitor configures the admin HTTP API (titan.monitor).
 type Monitor struct {
 	// Enabled turns the API on (default true).
 	Enabled *bool `yaml:"enabled"`
-	// Host is the listen address (default 0.0.0.0).
+	// Host is the listen address (default 127.0.0.1: loopback only; listening elsewhere
+	// needs a users file or a token).
 	Host string `yaml:"host"`
 	// Port is the listen port. In titan-env.yml a monitor section without `port:` gets
 	// DefaultMonitorPort (7777); an explicit `port: 0` picks a free port. Range 0-65535.
 	Port int `yaml:"port"`
 	// Token, when set, is required as "Authorization: Bearer <token>" on every call.
 	Token string `yaml:"token"`
+	// AllowedHosts are DNS names, besides the listen host, IP literals and loopback names,
+	// that requests may carry in their Host header; any other Host is refused (DNS
+	// rebinding protection).
+	AllowedHosts []string `yaml:"allowed-hosts"`
+	// TLS serves the API over HTTPS (same settings as a listener's tls).
+	TLS TLS `yaml:"tls"`
 }
 
 // FlowControl is titan.flow-control.
@@ -233,7 +262,7 @@ func (m *Monitor) UnmarshalYAML(unmarshal func(any) error) error {
 func Default() Config {
 	return Config{
 		Servers:     []Server{DefaultServer()},
-		Monitor:     Monitor{Host: "0.0.0.0", Port: DefaultMonitorPort},
+		Monitor:     Monitor{Host: "127.0.0.1", Port: DefaultMonitorPort},
 		FlowControl: FlowControl{Queue: QueueFlow{MaxPendingBytes: address.DefaultMaxPendingBytes}},
 		Store:       Store{Type: "pebble", DataDir: "./data"},
 		Log:         Log{Level: "info", Format: "text"},
@@ -322,7 +351,7 @@ func (c *Config) ApplyDefaults() {
 		c.Servers[i].applyDefaults()
 	}
 	if c.Monitor.Host == "" {
-		c.Monitor.Host = "0.0.0.0"
+		c.Monitor.Host = "127.0.0.1"
 	}
 	if c.FlowControl.Queue.MaxPendingBytes == 0 {
 		c.FlowControl.Queue.MaxPendingBytes = address.DefaultMaxPendingBytes
@@ -417,6 +446,18 @@ func (c *Config) Validate() error {
 		if s.TLS.Enabled && (s.TLS.CertFile == "" || s.TLS.KeyFile == "") {
 			add("%s: tls.enabled needs cert-file and key-file", where)
 		}
+		switch s.TLS.ClientAuth {
+		case "", "none":
+		case "request", "require":
+			if s.TLS.CAFile == "" {
+				add("%s: tls.client-auth %s needs ca-file (the CA that signs client certificates)", where, s.TLS.ClientAuth)
+			}
+		default:
+			add("%s: tls.client-auth %q is not one of none, request, require", where, s.TLS.ClientAuth)
+		}
+	}
+	if c.Monitor.TLS.Enabled && (c.Monitor.TLS.CertFile == "" || c.Monitor.TLS.KeyFile == "") {
+		add("titan.monitor: tls.enabled needs cert-file and key-file")
 	}
 	if c.Monitor.Port < 0 || c.Monitor.Port > 65535 {
 		add("titan.monitor: port %d out of range 0-65535", c.Monitor.Port)

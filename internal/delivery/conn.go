@@ -25,6 +25,10 @@ type Subscription struct {
 	// DurableName makes an events-store subscription's position survive reconnects and
 	// restarts (durable-name header); "" for none.
 	DurableName string
+	// Allow, when set, is asked per message on the events fan-out: a message whose concrete
+	// channel it refuses is skipped (not delivered, not counted as dropped). Authorization
+	// sets it on events subscriptions. Called concurrently from publishers; must be fast.
+	Allow func(channel string) bool
 
 	// Owner is the pattern the subscription belongs to; its Subscribe sets it before the
 	// subscription is shared.

@@ -112,6 +112,9 @@ func (p *Pattern) fanout(id dest.Identity, m *message.Message) int {
 	}
 	n := 0
 	sl.Match(id.Channel, func(sub *delivery.Subscription) {
+		if sub.Allow != nil && !sub.Allow(id.Channel) {
+			return
+		}
 		if !sub.HasCredit() || !sub.Conn.Deliver(sub, m, nil, 0, 1) {
 			sub.Dropped.Add(1)
 			p.d.EventsDropped.Add(1)

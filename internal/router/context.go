@@ -48,6 +48,9 @@ type contextExt struct {
 	native []frame.Header
 	// sub is the subscription the subscription stage built (SUBSCRIBE).
 	sub *delivery.Subscription
+	// allow, set by the authorization stage on a SUBSCRIBE, filters the subscription's
+	// deliveries by concrete channel (see SetAllow).
+	allow func(channel string) bool
 	// dropped is set by the publish stage of an in-process publication when a DROP
 	// address-full policy discarded the message.
 	dropped bool
@@ -60,6 +63,25 @@ func (c *Context) Subscription() *delivery.Subscription {
 		return nil
 	}
 	return c.ext.sub
+}
+
+// SetAllow records, on a SUBSCRIBE, a filter the subscription asks per delivered message:
+// a message whose concrete channel allow refuses is skipped (an authorization stage uses it
+// so that a wildcard subscription receives only the channels its user may consume). Set it
+// before the subscription stage runs (Options.Authorize runs right after the group stage).
+func (c *Context) SetAllow(allow func(channel string) bool) {
+	if c.ext == nil {
+		c.ext = &contextExt{}
+	}
+	c.ext.allow = allow
+}
+
+// Allow returns the delivery filter SetAllow recorded (nil for none).
+func (c *Context) Allow() func(channel string) bool {
+	if c.ext == nil {
+		return nil
+	}
+	return c.ext.allow
 }
 
 // Native returns the native headers of an in-process publication (nil for STOMP frames).

@@ -1,6 +1,7 @@
 package router
 
 import (
+	"errors"
 	"time"
 
 	"github.com/titan-broker/titan/internal/delivery"
@@ -116,4 +117,20 @@ type Persister interface {
 	Persist(id dest.Identity, m *message.Message) error
 	PersistAsync(id dest.Identity, m *message.Message) (wait func() error, err error)
 	Forget(id dest.Identity, m *message.Message)
+}
+
+// Refusal is implemented by Persister errors that say why a message was not stored: its
+// text becomes the ERROR frame's message header ("store unavailable: no space left on
+// device"). Any other Persister error reads "message not stored".
+type Refusal interface {
+	Refusal() string
+}
+
+// storeRefusal is the ERROR message header for a Persister error (see Refusal).
+func storeRefusal(err error) string {
+	var r Refusal
+	if errors.As(err, &r) {
+		return r.Refusal()
+	}
+	return "message not stored"
 }

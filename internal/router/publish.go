@@ -23,6 +23,11 @@ type Publication struct {
 	Native []frame.Header
 	// Body is the payload; the router keeps its own copy.
 	Body []byte
+	// Principal is the authenticated user the publication is made as (a monitor API user):
+	// an authorization stage checks it as it checks a STOMP SEND of that user. "" publishes
+	// as trusted in-process code (the embed API, the monitor's bearer token): the client
+	// then reports Trusted() true.
+	Principal string
 }
 
 // Published is the outcome of an accepted Publication.
@@ -50,7 +55,7 @@ func (r *Router) Publish(p Publication) (*Published, error) {
 		f.Headers = append(f.Headers, frame.Header{Key: frame.HdrGroup, Value: p.Group})
 	}
 	f.Headers = MapIngress(f.Headers, p.Headers) // machinery such as transaction or receipt never applies
-	cl := &nativeClient{}
+	cl := &nativeClient{principal: p.Principal}
 	conn := &Conn{Client: cl} // no pipeline: the store stage commits synchronously
 	c := Context{Conn: conn, Frame: f, ext: &contextExt{native: p.Native}}
 	r.Route(&c)
@@ -63,8 +68,15 @@ func (r *Router) Publish(p Publication) (*Published, error) {
 // nativeClient is the connection of an in-process publication: it records the final
 // stage's answer and takes no deliveries.
 type nativeClient struct {
-	err *frame.ProtocolError
+	err       *frame.ProtocolError
+	principal string
 }
+
+// Principal is the user the publication is made as ("" for trusted code).
+func (n *nativeClient) Principal() string { return n.principal }
+
+// Trusted reports whether the publication comes from trusted code (no principal).
+func (n *nativeClient) Trusted() bool { return n.principal == "" }
 
 // nativeSession is the session id of in-process publications (never a client's: those are
 // generated with another prefix).

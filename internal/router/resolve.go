@@ -39,34 +39,43 @@ func (r *Router) build() {
 		r.table[rt][pt] = append(append(append([]Stage(nil), prefix...), build, tx), eff...)
 	}
 	subscribe := func(pt dest.Pattern, stages ...Stage) { r.table[RouteSubscribe][pt] = stages }
+	// head starts a SEND or SUBSCRIBE route: its prefix stages (the group stage last), then
+	// the authorization stage, so that the identity is known and nothing has been built,
+	// buffered in a transaction, stored or subscribed yet when it decides (DESIGN §8).
+	head := func(prefix ...Stage) []Stage {
+		if o.Authorize != nil {
+			prefix = append(prefix, o.Authorize)
+		}
+		return prefix
+	}
 
 	if p.Events != nil {
-		send(RouteSendEvents, dest.PatternEvents, []Stage{group},
+		send(RouteSendEvents, dest.PatternEvents, head(group),
 			responseStage{requests: p.Requests}, publishStage{port: p.Events, store: o.Store})
-		subscribe(dest.PatternEvents, group, sub, attachStage{port: p.Events})
+		subscribe(dest.PatternEvents, append(head(group), sub, attachStage{port: p.Events})...)
 	}
 	if p.Queues != nil {
-		send(RouteSendQueue, dest.PatternQueues, []Stage{group},
+		send(RouteSendQueue, dest.PatternQueues, head(group),
 			responseStage{requests: p.Requests}, storeStage{store: o.Store}, publishStage{port: p.Queues, store: o.Store})
-		subscribe(dest.PatternQueues, group, sub, attachStage{port: p.Queues})
+		subscribe(dest.PatternQueues, append(head(group), sub, attachStage{port: p.Queues})...)
 	}
 	if p.EventsStore != nil {
 		// A log is always stored, persistent header or not.
-		send(RouteSendEventsStore, dest.PatternEventsStore, []Stage{group},
+		send(RouteSendEventsStore, dest.PatternEventsStore, head(group),
 			responseStage{requests: p.Requests}, storeStage{store: o.Store, always: true}, publishStage{port: p.EventsStore, store: o.Store})
-		subscribe(dest.PatternEventsStore, group, sub, logPositionStage{clock: o.Clock}, attachStage{port: p.EventsStore})
+		subscribe(dest.PatternEventsStore, append(head(group), sub, logPositionStage{clock: o.Clock}, attachStage{port: p.EventsStore})...)
 	}
 	if p.Requests != nil {
 		for _, pt := range []dest.Pattern{dest.PatternCommands, dest.PatternQueries} {
-			send(RouteSendRequest, pt, []Stage{group}, requestStage{router: r})
-			subscribe(pt, group, sub, attachStage{port: p.Requests})
+			send(RouteSendRequest, pt, head(group), requestStage{router: r})
+			subscribe(pt, append(head(group), sub, attachStage{port: p.Requests})...)
 		}
 		if p.TempQueues != nil {
 			temp := tempQueueStage{requests: p.Requests}
 			ownGroup := groupStage{scoped: true} // a temp-queue is scoped by its owner, not a group
-			send(RouteSendTempQueue, dest.PatternTempQueue, []Stage{temp, ownGroup},
+			send(RouteSendTempQueue, dest.PatternTempQueue, head(temp, ownGroup),
 				responseStage{requests: p.Requests, temp: true}, publishStage{port: p.TempQueues, store: o.Store})
-			subscribe(dest.PatternTempQueue, tempQueueStage{requests: p.Requests, subscribe: true}, ownGroup, sub, attachStage{port: p.TempQueues})
+			subscribe(dest.PatternTempQueue, append(head(tempQueueStage{requests: p.Requests, subscribe: true}, ownGroup), sub, attachStage{port: p.TempQueues})...)
 		}
 	}
 	r.table[RouteUnsubscribe][0] = []Stage{unsubscribeStage{deliveries: p.Deliveries}}

@@ -11,7 +11,6 @@ import (
 	"github.com/titan-broker/titan/internal/delivery"
 	"github.com/titan-broker/titan/internal/dest"
 	"github.com/titan-broker/titan/internal/frame"
-	"github.com/titan-broker/titan/internal/store"
 )
 
 // Route names a fixed chain of stages.
@@ -99,6 +98,11 @@ type Options struct {
 	// publication (reference 000: "custom handlers are inserted between those stages"). They
 	// run for every way in: STOMP SEND, Router.Publish (HTTP POST /publish, embed.Publish).
 	SendStages []Stage
+	// Authorize, when set, runs on every SEND and SUBSCRIBE route right after the group
+	// stage, so that Identity is known and nothing has been built, buffered in a transaction,
+	// stored or subscribed yet (DESIGN §8). It refuses by setting c.Err; for a wildcard
+	// SUBSCRIBE it may set c.Allow to filter deliveries per channel.
+	Authorize Stage
 }
 
 // chains is the route table: (route, destination pattern) → the fixed chain of stages.
@@ -276,7 +280,7 @@ func (r *Router) deferTail(c *Context, rest []Stage) {
 			}
 			return
 		case err != nil:
-			tail.fail(store.Describe(err), "the broker could not store the message; it was not accepted")
+			tail.fail(storeRefusal(err), "the broker could not store the message; it was not accepted")
 		default:
 			r.run(&tail, rest)
 		}

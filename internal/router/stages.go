@@ -12,7 +12,6 @@ import (
 	"github.com/titan-broker/titan/internal/dispatch"
 	"github.com/titan-broker/titan/internal/frame"
 	"github.com/titan-broker/titan/internal/message"
-	"github.com/titan-broker/titan/internal/store"
 )
 
 // groupStage resolves the group header (DESIGN §3): absent or empty is "default"; a name
@@ -110,13 +109,13 @@ func (s storeStage) Apply(c *Context) {
 	}
 	if c.Replay || !c.Conn.pipelined {
 		if err := s.store.Persist(c.Identity, c.Message); err != nil {
-			c.failWith(store.Describe(err), "the broker could not store the message; it was not accepted", fmt.Errorf("%w: %w", dispatch.ErrNotStored, err))
+			c.failWith(storeRefusal(err), "the broker could not store the message; it was not accepted", fmt.Errorf("%w: %w", dispatch.ErrNotStored, err))
 		}
 		return
 	}
 	wait, err := s.store.PersistAsync(c.Identity, c.Message)
 	if err != nil {
-		c.failWith(store.Describe(err), "the broker could not store the message; it was not accepted", fmt.Errorf("%w: %w", dispatch.ErrNotStored, err))
+		c.failWith(storeRefusal(err), "the broker could not store the message; it was not accepted", fmt.Errorf("%w: %w", dispatch.ErrNotStored, err))
 		return
 	}
 	c.durable = wait // the router finishes the route on the connection's pipeline
@@ -188,7 +187,7 @@ func (s subscriptionStage) Apply(c *Context) {
 	d.Channel = strings.Clone(d.Channel)
 	c.ext = &contextExt{sub: &delivery.Subscription{
 		ID: strings.Clone(id), Conn: c.Conn.Delivery, Group: strings.Clone(c.Identity.Group),
-		Dest: d, Ack: mode, Prefetch: prefetch,
+		Dest: d, Ack: mode, Prefetch: prefetch, Allow: c.Allow(),
 	}}
 }
 

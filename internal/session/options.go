@@ -46,6 +46,12 @@ type Options struct {
 	MaxOutboundBytes int64
 	// Logger receives connection events; nil discards them.
 	Logger *slog.Logger
+	// Authenticator, when set, authenticates every CONNECT (see Authenticator); nil accepts
+	// every connection without a principal.
+	Authenticator Authenticator
+	// AuthFailureDelay is the constant wait before a refused CONNECT gets its ERROR
+	// (default DefaultAuthFailureDelay; it slows password guessing down and hides timing).
+	AuthFailureDelay time.Duration
 	// Go starts a named goroutine tracked by the owner's WaitGroup; it returns false once the
 	// owner is shutting down. nil runs `go fn()`.
 	Go func(name string, fn func()) bool
@@ -65,5 +71,6 @@ func DefaultOptions() Options {
 		ConnectTimeout:   10 * time.Second,
 		WriteTimeout:     30 * time.Second,
 		MaxOutboundBytes: 16 << 20,
+		AuthFailureDelay: DefaultAuthFailureDelay,
 	}
 }

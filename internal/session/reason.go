@@ -14,12 +14,13 @@ const (
 	CloseReadError                           // socket read failed
 	CloseShutdown                            // broker shutting down
 	CloseAdmin                               // closed by an operator or by policy (FAIL)
+	CloseAccessRefused                       // authentication at CONNECT failed
 	numCloseReasons
 )
 
 var closeReasonNames = [numCloseReasons]string{
 	"client_eof", "client_disconnect", "protocol_error", "heartbeat_timeout",
-	"slow_consumer", "write_error", "read_error", "shutdown", "admin",
+	"slow_consumer", "write_error", "read_error", "shutdown", "admin", "access_refused",
 }
 
 // String returns a snake_case label suitable for logs and metrics.

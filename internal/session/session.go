@@ -68,6 +68,8 @@ type Session struct {
 
 	outBytes atomic.Int64 // bytes queued but not yet written (for snapshots)
 	created  time.Time
+
+	principal atomic.Pointer[string] // the authenticated user, set at CONNECT (see Principal)
 }
 
 // New wraps conn. Call Serve to run it.
@@ -271,6 +273,9 @@ func (s *Session) handshake() (Link, CloseReason) {
 				return nil, CloseProtocol
 			}
 		}
+	}
+	if !s.authenticate(f) {
+		return nil, CloseAccessRefused
 	}
 	link, perr := s.h.Connect(s, f)
 	if perr != nil {

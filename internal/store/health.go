@@ -75,6 +75,10 @@ func (e *UnavailableError) Error() string {
 	return ErrUnavailable.Error() + ": " + Reason(e.Cause)
 }
 
+// Refusal returns the text a client reads for a write this error refused (Describe): the
+// router's Refusal port, so the SEND's ERROR says "store unavailable: <reason>".
+func (e *UnavailableError) Refusal() string { return Describe(e) }
+
 // Unwrap returns ErrUnavailable and the cause, so errors.Is matches both.
 func (e *UnavailableError) Unwrap() []error { return []error{ErrUnavailable, e.Cause} }
 

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -30,18 +31,39 @@ type WSListener struct {
 	conns   chan net.Conn
 	done    chan struct{}
 	once    sync.Once
-	origins []string // allowed Origin patterns; empty: any
+	origins []string        // allowed cross-origin Origin patterns; empty: same-origin only
+	hosts   map[string]bool // Host names browsers may use besides IPs and loopback names
+}
+
+// hostAllowed reports whether a browser request's Host names this listener: an IP literal,
+// localhost (or *.localhost), or one of the allowed hosts.
+func (w *WSListener) hostAllowed(host string) bool {
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	host = strings.ToLower(strings.TrimSuffix(strings.Trim(host, "[]"), "."))
+	return net.ParseIP(host) != nil || host == "localhost" || strings.HasSuffix(host, ".localhost") || w.hosts[host]
 }
 
 // ListenWebSocket listens on addr and upgrades requests for path.
 //
-// allowedOrigins are Origin host patterns browsers may connect from (empty: any origin).
-func ListenWebSocket(addr, path string, allowedOrigins []string, tlsConf *tls.Config, log *slog.Logger) (*WSListener, error) {
+// allowedHosts are the names (besides IP literals and loopback names) a browser request's
+// Host header may carry: a page from a foreign name that resolves to this address (DNS
+// rebinding) is same-origin for the browser, so the Origin check alone cannot refuse it.
+// Requests without an Origin header (non-browser clients) are not checked.
+//
+// allowedOrigins are Origin host patterns (path.Match syntax, "*" for any) browsers may also
+// connect from; empty allows same-origin pages only (Origin host equal to the Host header).
+// Requests without an Origin header (non-browser clients) are always accepted.
+func ListenWebSocket(addr, path string, allowedOrigins, allowedHosts []string, tlsConf *tls.Config, log *slog.Logger) (*WSListener, error) {
 	ln, err := ListenTCP(addr, tlsConf)
 	if err != nil {
 		return nil, err
 	}
-	w := &WSListener{ln: ln, conns: make(chan net.Conn), done: make(chan struct{}), origins: allowedOrigins}
+	w := &WSListener{ln: ln, conns: make(chan net.Conn), done: make(chan struct{}), origins: allowedOrigins, hosts: map[string]bool{}}
+	for _, h := range allowedHosts {
+		w.hosts[strings.ToLower(h)] = true
+	}
 	mux := http.NewServeMux()
 	mux.HandleFunc(path, w.upgrade)
 	w.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelDebug)}
@@ -50,9 +72,13 @@ func ListenWebSocket(addr, path string, allowedOrigins []string, tlsConf *tls.Co
 }
 
 func (w *WSListener) upgrade(rw http.ResponseWriter, r *http.Request) {
+	// Same-origin only unless other origins are listed: a browser page from another site
+	// must not reach the broker through a user's browser (and their network position).
+	// Clients that send no Origin (not browsers) are not affected.
 	opts := &websocket.AcceptOptions{Subprotocols: Subprotocols, OriginPatterns: w.origins}
-	if len(w.origins) == 0 {
-		opts.InsecureSkipVerify = true // every origin, by configuration
+	if r.Header.Get("Origin") != "" && !w.hostAllowed(r.Host) {
+		http.Error(rw, "forbidden: Host "+r.Host+" is not a name of this broker (add it to transport-options.allowed-hosts)", http.StatusForbidden)
+		return
 	}
 	c, err := websocket.Accept(rw, r, opts)
 	if err != nil {
@@ -60,7 +86,7 @@ func (w *WSListener) upgrade(rw http.ResponseWriter, r *http.Request) {
 	}
 	c.SetReadLimit(-1) // the STOMP parser enforces frame limits
 	ctx, cancel := context.WithCancel(context.Background())
-	nc := &wsConn{ws: c, ctx: ctx, cancel: cancel, local: wsAddr(r.Host), remote: wsAddr(r.RemoteAddr)}
+	nc := &wsConn{ws: c, ctx: ctx, cancel: cancel, local: wsAddr(r.Host), remote: wsAddr(r.RemoteAddr), tls: r.TLS}
 	select {
 	case w.conns <- nc:
 		<-ctx.Done() // keep the handler (and its hijacked connection) alive until closed
@@ -88,6 +114,7 @@ type wsConn struct {
 	ctx           context.Context
 	cancel        context.CancelFunc
 	local, remote net.Addr
+	tls           *tls.ConnectionState // the TLS connection the WebSocket runs over (wss); nil for ws
 
 	rmu sync.Mutex // serialises Read; guards r
 	r   io.Reader  // the message being read
@@ -192,6 +219,15 @@ func (c *wsConn) Close() error {
 	err := c.ws.CloseNow()
 	c.cancel()
 	return err
+}
+
+// ConnectionState returns the state of the TLS connection under the WebSocket (zero for
+// ws://), so that the session sees a verified client certificate of a wss:// connection.
+func (c *wsConn) ConnectionState() tls.ConnectionState {
+	if c.tls == nil {
+		return tls.ConnectionState{}
+	}
+	return *c.tls
 }
 
 func (c *wsConn) LocalAddr() net.Addr  { return c.local }

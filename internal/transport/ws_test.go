@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"os"
 	"testing"
@@ -14,7 +15,7 @@ import (
 )
 
 func TestWebSocketStreamReadsTextAndBinaryAndWritesOneMessagePerBatch(t *testing.T) {
-	l, err := ListenWebSocket("127.0.0.1:0", "/stomp", nil, nil, slog.New(slog.DiscardHandler))
+	l, err := ListenWebSocket("127.0.0.1:0", "/stomp", nil, nil, nil, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,7 +74,7 @@ func TestWebSocketStreamReadsTextAndBinaryAndWritesOneMessagePerBatch(t *testing
 }
 
 func TestWebSocketAllowedOrigins(t *testing.T) {
-	l, err := ListenWebSocket("127.0.0.1:0", "/stomp", []string{"app.example.com"}, nil, slog.New(slog.DiscardHandler))
+	l, err := ListenWebSocket("127.0.0.1:0", "/stomp", []string{"app.example.com"}, nil, nil, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,4 +98,69 @@ func TestWebSocketAllowedOrigins(t *testing.T) {
 		t.Fatal(err)
 	}
 	sc.Close()
+}
+
+// With no allowed origins configured, only same-origin browser pages (Origin host equal to
+// the Host header) and clients without an Origin may connect.
+func TestWebSocketDefaultsToSameOrigin(t *testing.T) {
+	l, err := ListenWebSocket("127.0.0.1:0", "/stomp", nil, nil, nil, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	url := "ws://" + l.Addr().String() + "/stomp"
+	bad := http.Header{"Origin": []string{"http://evil.example"}}
+	if c, resp, err := websocket.Dial(ctx, url, &websocket.DialOptions{HTTPHeader: bad}); err == nil {
+		c.CloseNow()
+		t.Fatal("upgrade from a foreign origin accepted by default")
+	} else if resp == nil || resp.StatusCode != http.StatusForbidden {
+		t.Fatalf("foreign origin: %v (want 403)", err)
+	}
+	for _, h := range []http.Header{{"Origin": []string{"http://" + l.Addr().String()}}, nil} {
+		c, _, err := websocket.Dial(ctx, url, &websocket.DialOptions{HTTPHeader: h})
+		if err != nil {
+			t.Fatalf("origin %v refused: %v", h, err)
+		}
+		c.CloseNow()
+		sc, err := l.Accept()
+		if err != nil {
+			t.Fatal(err)
+		}
+		sc.Close()
+	}
+}
+
+// DNS rebinding: a page from a foreign name resolving to the broker is same-origin for the
+// browser (Origin host = Host), so the Host itself must be a name of the broker.
+func TestWebSocketRefusesForeignHostFromBrowsers(t *testing.T) {
+	l, err := ListenWebSocket("127.0.0.1:0", "/stomp", nil, []string{"broker.example"}, nil, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_, port, _ := net.SplitHostPort(l.Addr().String())
+	url := "ws://" + l.Addr().String() + "/stomp"
+	evil := "rebind.example:" + port
+	if c, resp, err := websocket.Dial(ctx, url, &websocket.DialOptions{Host: evil, HTTPHeader: http.Header{"Origin": {"http://" + evil}}}); err == nil {
+		c.CloseNow()
+		t.Fatal("a same-origin page on a foreign Host was upgraded")
+	} else if resp == nil || resp.StatusCode != http.StatusForbidden {
+		t.Fatalf("foreign Host: %v (want 403)", err)
+	}
+	for _, host := range []string{"broker.example:" + port, "localhost:" + port} {
+		c, _, err := websocket.Dial(ctx, url, &websocket.DialOptions{Host: host, HTTPHeader: http.Header{"Origin": {"http://" + host}}})
+		if err != nil {
+			t.Fatalf("Host %s refused: %v", host, err)
+		}
+		c.CloseNow()
+		sc, err := l.Accept()
+		if err != nil {
+			t.Fatal(err)
+		}
+		sc.Close()
+	}
 }

@@ -36,7 +36,7 @@ class Conn {
     this.client = new Client({
       webSocketFactory: () => new TCPWrapper(args.host, args.port),
       stompVersions: new Versions([this.version]),
-      connectHeaders: { host: 'localhost' },
+      connectHeaders: args.login === undefined ? { host: 'localhost' } : { host: 'localhost', login: args.login, passcode: args.passcode },
       reconnectDelay: 0,
       connectionTimeout: this.timeoutMs,
       heartbeatIncoming: hb,
@@ -769,6 +769,47 @@ Object.assign(scenarios, {
       out.errors = a.errors.map((e) => e.headers.message ?? '');
       out.response_ms = {};
       for (const [k, t] of Object.entries(sent)) if (arrived[k] !== undefined) out.response_ms[k] = arrived[k] - t;
+    }
+  },
+
+  // auth_connect: CONNECT with args.login/args.passcode; report CONNECTED, or the ERROR and
+  // the close that followed (stompjs's "should not connect with invalid credentials").
+  auth_connect: async (args, out) => {
+    const c = new Conn(args);
+    const start = Date.now();
+    try {
+      c.client.activate();
+      await c.waitFor(() => c.connected !== null || c.errors.length > 0 || c.closed, 'CONNECTED or ERROR');
+      if (c.connected === null) await c.waitFor(() => c.closed, 'the close after ERROR');
+    } finally {
+      out.elapsed_ms = Date.now() - start;
+      out.connected = c.connected !== null;
+      out.errors = c.errors.map((e) => e.headers.message);
+      out.disconnected = c.closed;
+    }
+    if (c.connected !== null) await c.disconnect();
+    else await c.client.deactivate();
+  },
+
+  // auth_ops: each op ({op: send|subscribe, dest}) on a new connection logged in as
+  // args.login: "ok" when its RECEIPT came, else the ERROR's message.
+  auth_ops: async (args, out) => {
+    out.results = [];
+    for (const op of args.ops) {
+      const c = await open(args);
+      const id = rid(op.op);
+      if (op.op === 'send') c.client.publish({ destination: op.dest, body: op.body || 'x', headers: { receipt: id } });
+      else c.client.subscribe(op.dest, (m) => { c.messages.push(m); c.notify(); }, { id: '1', ack: 'auto', receipt: id });
+      await c.waitFor(() => c.receipts.includes(id) || c.errors.length > 0, `RECEIPT or ERROR for ${id}`);
+      if (c.errors.length > 0) {
+        const e = c.errors[0];
+        out.results.push(`${e.headers.message} receipt-id=${e.headers['receipt-id'] || ''}`);
+        await c.waitFor(() => c.closed, 'the close after ERROR');
+        await c.client.deactivate();
+      } else {
+        out.results.push('ok');
+        await c.disconnect();
+      }
     }
   },
 });

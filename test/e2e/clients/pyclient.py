@@ -122,7 +122,7 @@ class Client:
         self.conn = cls([(args["host"], args["port"])], **kw)
         self.col = Collector()
         self.conn.set_listener("collector", self.col)
-        self.conn.connect(wait=True)
+        self.conn.connect(args.get("login"), args.get("passcode"), wait=True)
         self.col.wait(lambda c: c.connected is not None, self.timeout, "CONNECTED")
         self.subs = {}
 
@@ -431,6 +431,100 @@ def sc_pinger(args, out):
     if not errors:
         c.disconnect()
     out["done"] = True
+
+
+# ---------------------------------------------------------------- security scenarios
+
+
+def sc_auth_connect(args, out):
+    """CONNECT with the login and passcode given (none when absent) and report whether it
+    was CONNECTED, or the ERROR frames and the close that followed."""
+    timeout = args.get("timeout", 10)
+    conn = stomp.Connection12([(args["host"], args["port"])], reconnect_attempts_max=1, heartbeats=(0, 0))
+    col = Collector()
+    conn.set_listener("collector", col)
+    start = time.monotonic()
+    try:
+        conn.connect(args.get("login"), args.get("passcode"), wait=False)
+        col.wait(lambda c: c.connected is not None or c.errors or c.disconnected, timeout, "CONNECTED or ERROR")
+        if col.connected is None:
+            col.wait(lambda c: c.disconnected, timeout, "the close after ERROR")
+    finally:
+        out["elapsed_ms"] = int((time.monotonic() - start) * 1000)
+        out["connected"] = col.connected is not None
+        out["errors"] = [e["headers"].get("message") for e in col.errors]
+        out["error_bodies"] = [e["body"] for e in col.errors]
+        out["disconnected"] = col.disconnected
+    if col.connected is not None:
+        Client.counter += 1
+        rid = "disc-%d" % Client.counter
+        conn.disconnect(receipt=rid)
+        col.wait_receipt(rid, timeout)
+
+
+def sc_auth_ops(args, out):
+    """Each op in args["ops"] ({"op": "send"|"subscribe", "dest": ...}) on a new connection
+    logged in as args["login"]: "ok" when its RECEIPT came, else the ERROR's message."""
+    results = []
+    for op in args["ops"]:
+        c = Client(args)
+        rid = c.rid(op["op"])
+        if op["op"] == "send":
+            c.conn.send(op["dest"], op.get("body", "x"), headers={"receipt": rid})
+        else:
+            c.conn.subscribe(op["dest"], "1", ack="auto", headers={"receipt": rid})
+        c.col.wait(lambda col: rid in col.receipts or col.errors, c.timeout, "RECEIPT or ERROR for " + rid)
+        if c.col.errors:
+            e = c.col.errors[0]
+            results.append(e["headers"].get("message") + (" receipt-id=" + e["headers"].get("receipt-id", "")))
+            c.col.wait(lambda col: col.disconnected, c.timeout, "the close after ERROR")
+        else:
+            results.append("ok")
+            c.disconnect()
+    out["results"] = results
+
+
+def sc_auth_tls(args, out):
+    """CONNECT over TLS presenting the client certificate args["cert"]/args["key"] (trusting
+    args["ca"]), with no login header, then SEND to args["dest"] with a receipt: report
+    CONNECTED and "ok" or the ERROR messages."""
+    timeout = args.get("timeout", 10)
+    conn = stomp.Connection12([(args["host"], args["port"])], reconnect_attempts_max=1, heartbeats=(0, 0))
+    conn.set_ssl(for_hosts=[(args["host"], args["port"])], key_file=args["key"], cert_file=args["cert"], ca_certs=args["ca"])
+    col = Collector()
+    conn.set_listener("collector", col)
+    try:
+        conn.connect(wait=False)
+        col.wait(lambda c: c.connected is not None or c.errors or c.disconnected, timeout, "CONNECTED or ERROR")
+        if col.connected is not None:
+            conn.send(args["dest"], "over tls", headers={"receipt": "tls-1"})
+            col.wait(lambda c: "tls-1" in c.receipts or c.errors, timeout, "RECEIPT or ERROR")
+            out["send"] = "ok" if "tls-1" in col.receipts else col.errors[0]["headers"].get("message")
+    finally:
+        out["connected"] = col.connected is not None
+        out["errors"] = [e["headers"].get("message") for e in col.errors]
+    if col.connected is not None and not col.errors:
+        conn.disconnect(receipt="tls-disc")
+        col.wait_receipt("tls-disc", timeout)
+
+
+def sc_auth_wildcard(args, out):
+    """A subscriber (args["sub"] credentials) subscribes to args["filter"]; a producer
+    (args["pub"]) sends args["sends"] ([dest, body] pairs, with receipts) and then
+    args["marker"]; the subscriber's bodies are reported once the marker arrived."""
+    sub = Client(dict(args, **args["sub"]))
+    sub.subscribe(args["filter"])
+    pub = Client(dict(args, **args["pub"]))
+    for dest, body in args["sends"]:
+        pub.send(dest, body)
+    mdest, mbody = args["marker"]
+    pub.send(mdest, mbody)
+    try:
+        sub.col.wait(lambda c: mbody in c.bodies_unlocked(), sub.timeout, "the marker")
+    finally:
+        out["bodies"] = sub.bodies()
+    pub.disconnect()
+    sub.disconnect()
 
 
 # ---------------------------------------------------------------- durability scenarios

@@ -1,0 +1,89 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/titan-broker/titan/internal/auth"
+)
+
+// runIn runs the titan command line with stdin (not a terminal: the password is its first
+// line).
+func runIn(t *testing.T, stdin string, args ...string) result {
+	t.Helper()
+	var out, errb bytes.Buffer
+	root := newRootCmd()
+	root.SetArgs(args)
+	root.SetIn(strings.NewReader(stdin))
+	root.SetOut(&out)
+	root.SetErr(&errb)
+	code := 0
+	if err := root.Execute(); err != nil {
+		errb.WriteString("titan: " + err.Error() + "\n")
+		code = 1
+	}
+	return result{stdout: out.String(), stderr: errb.String(), code: code}
+}
+
+func login(t *testing.T, path, user, pass string) error {
+	t.Helper()
+	a, err := auth.New(auth.Options{Path: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = a.Authenticate(auth.Credentials{Login: user, Passcode: pass})
+	return err
+}
+
+func TestUserAddPasswdDeleteList(t *testing.T) {
+	t.Setenv(usersEnv, "")
+	path := filepath.Join(t.TempDir(), "users.yml")
+	r := runIn(t, "first-secret\n", "user", "add", "alice", "--roles", "admins,ops", "--users", path).requireOK(t)
+	requireContains(t, r.stdout, "added user alice in "+path)
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(data), "first-secret") || !strings.Contains(string(data), "$2a$") {
+		t.Fatalf("the users file must hold a bcrypt hash only:\n%s", data)
+	}
+	if err := login(t, path, "alice", "first-secret"); err != nil {
+		t.Fatalf("login with the added password: %v", err)
+	}
+	runIn(t, "x\n", "user", "add", "alice", "--users", path).requireFail(t, "titan: auth: user already exists: alice\n")
+
+	runIn(t, "second-secret\r\n", "user", "passwd", "alice", "--users", path).requireOK(t)
+	if login(t, path, "alice", "first-secret") == nil || login(t, path, "alice", "second-secret") != nil {
+		t.Fatal("passwd did not replace the password")
+	}
+
+	t.Setenv(usersEnv, path) // the environment names the file too
+	runIn(t, "", "user", "add", "app1", "--no-password", "--roles", "apps", "--certificate", "app1.example.com").requireOK(t)
+	r = runIn(t, "", "user", "list").requireOK(t)
+	requireContains(t, r.stdout, "USER", "alice", "admins,ops", "password", "app1", "apps", "certificate app1.example.com")
+
+	runIn(t, "", "user", "delete", "alice").requireOK(t)
+	if login(t, path, "alice", "second-secret") == nil {
+		t.Fatal("a deleted user still logs in")
+	}
+	runIn(t, "", "user", "delete", "alice").requireFail(t, "titan: no user alice in "+path+"\n")
+}
+
+func TestUserPasswordNeverFromArgv(t *testing.T) {
+	t.Setenv(usersEnv, "")
+	path := filepath.Join(t.TempDir(), "users.yml")
+	for _, sub := range []string{"add", "passwd"} {
+		r := runIn(t, "pw\n", "user", sub, "bob", "--password", "x", "--users", path)
+		if r.code == 0 || !strings.Contains(r.stderr, "never takes a password from the command line") {
+			t.Fatalf("user %s took --password: %+v", sub, r)
+		}
+	}
+	runIn(t, "\n", "user", "add", "bob", "--users", path).requireFail(t, "titan: empty password (type it at the prompt, or pipe it on stdin)\n")
+	runIn(t, "pw\n", "user", "add", "bob").requireFail(t, "titan: no users file: pass --users FILE (or set TITAN_USERS_FILE)\n")
+	if _, err := os.Stat(path); !os.IsNotExist(err) {
+		t.Fatalf("a failed add wrote the file: %v", err)
+	}
+}

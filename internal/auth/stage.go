@@ -1,0 +1,141 @@
+package auth
+
+import (
+	"log/slog"
+	"strings"
+	"sync/atomic"
+
+	"github.com/titan-broker/titan/internal/dest"
+	"github.com/titan-broker/titan/internal/frame"
+	"github.com/titan-broker/titan/internal/router"
+)
+
+// Principaled is implemented by router clients that carry an authenticated user (the
+// session stamps it at CONNECT; router.Publish's in-process client carries the monitor
+// user a POST /publish was made as).
+type Principaled interface {
+	Principal() string
+}
+
+// Trusted is implemented by router clients that may publish without a user: in-process
+// code (the embed API) and the monitor API's bearer token, which grants everything.
+type Trusted interface {
+	Trusted() bool
+}
+
+// Stage is the authorization router stage (router.Options.Authorize): it runs on every SEND
+// and SUBSCRIBE after the group stage and refuses, with "ERROR message:access refused" and
+// the connection closed (STOMP 1.2 requires the close after an ERROR), any frame its user may
+// not do. Because it runs before the message is built, buffered in a transaction, stored or
+// published, nothing is stored for a refused SEND. The checks:
+//
+//   - SEND to events, events-store, queues, commands and queries: send on the identity; a
+//     SEND to a queues destination that does not exist yet also needs create.
+//   - SEND to a temp-queue: free on the sender's own temp-queue; a reply to another
+//     connection's needs send on (group, temp-queue, channel).
+//   - SUBSCRIBE: consume on the identity (a responder's SUBSCRIBE to commands or queries
+//     included); a SUBSCRIBE to a queue that does not exist yet also needs create. A
+//     temp-queue SUBSCRIBE is left to the router (only its owning connection may).
+//   - A wildcard SUBSCRIBE (events) needs consume somewhere. Every events subscription's
+//     deliveries are then filtered by the user's consume permission on the message's
+//     concrete channel, so a reload that withdraws it stops deliveries too. Queues and
+//     events-store subscriptions keep receiving until they are re-made.
+//
+// Decisions come from Authority.Allowed (cached), so a permission withdrawn by a reload
+// applies to the next frame — and the next delivery — of existing connections. Safe for
+// concurrent use.
+type Stage struct {
+	a      *Authority
+	exists func(dest.Identity) bool
+	log    *slog.Logger
+
+	// Refused counts refused SEND and SUBSCRIBE frames.
+	Refused atomic.Uint64
+}
+
+// NewStage returns the authorization stage over a. exists reports whether a queue exists
+// already (nil: never ask, so create is never required).
+func NewStage(a *Authority, exists func(dest.Identity) bool, log *slog.Logger) *Stage {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Stage{a: a, exists: exists, log: log}
+}
+
+// Apply implements router.Stage.
+func (s *Stage) Apply(c *router.Context) {
+	if c.Err != nil {
+		return
+	}
+	if t, ok := c.Conn.Client.(Trusted); ok && t.Trusted() {
+		return
+	}
+	user := ""
+	if p, ok := c.Conn.Client.(Principaled); ok {
+		user = p.Principal()
+	}
+	id := c.Identity
+	switch c.Frame.Command {
+	case frame.CmdSend:
+		if id.Pattern == dest.PatternTempQueue {
+			if owner, _, _ := strings.Cut(id.Channel, "."); owner == c.Conn.Client.ID() {
+				return
+			}
+		}
+		s.require(c, user, id, Send)
+	case frame.CmdSubscribe:
+		if id.Pattern == dest.PatternTempQueue {
+			return
+		}
+		if c.Dest.Wildcard {
+			if !s.a.Has(user, Consume) {
+				s.refuse(c, user, id, Consume)
+				return
+			}
+		} else if !s.require(c, user, id, Consume) {
+			return
+		}
+		if id.Pattern == dest.PatternEvents && !s.a.Open() {
+			// Every events delivery is checked (a cached decision): a wildcard subscription
+			// receives only permitted channels, and a reload that withdraws consume stops
+			// deliveries to subscriptions that already exist.
+			a, group := s.a, strings.Clone(id.Group)
+			c.SetAllow(func(channel string) bool { return a.Allowed(user, group, dest.PatternEvents, channel)&Consume != 0 })
+		}
+	}
+}
+
+// require refuses c unless user has need on id, plus create for a queue that does not exist;
+// it reports whether c may proceed.
+func (s *Stage) require(c *router.Context, user string, id dest.Identity, need Permission) bool {
+	p := s.a.Allowed(user, id.Group, id.Pattern, id.Channel)
+	if p&need == 0 {
+		s.refuse(c, user, id, need)
+		return false
+	}
+	if id.Pattern == dest.PatternQueues && p&Create == 0 && s.exists != nil && !s.exists(id) {
+		s.refuse(c, user, id, Create)
+		return false
+	}
+	return true
+}
+
+func (s *Stage) refuse(c *router.Context, user string, id dest.Identity, missing Permission) {
+	s.Refused.Add(1)
+	s.log.Info("access refused", "user", user, "command", c.Frame.Command.String(),
+		"group", id.Group, "destination", id.Destination(), "missing", missing.String())
+	c.Err = &frame.ProtocolError{Reason: "access refused", ReceiptID: c.Receipt, Fatal: true,
+		Detail: "user " + user + " may not " + verb(missing) + " " + id.Destination()}
+}
+
+func verb(p Permission) string {
+	switch p {
+	case Send:
+		return "send to"
+	case Consume:
+		return "consume from"
+	case Create:
+		return "create"
+	}
+	return p.String()
+}

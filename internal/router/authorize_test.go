@@ -1,0 +1,63 @@
+package router
+
+import (
+	"testing"
+
+	"github.com/titan-broker/titan/internal/dest"
+	"github.com/titan-broker/titan/internal/frame"
+	"github.com/titan-broker/titan/internal/message"
+)
+
+// refuseStage refuses every frame whose destination's channel is "secret", recording what
+// it saw.
+type refuseStage struct{ seen *[]string }
+
+func (s refuseStage) Apply(c *Context) {
+	*s.seen = append(*s.seen, c.Frame.Command.String()+" "+c.Identity.Channel)
+	if c.Message != nil {
+		panic("Authorize ran after the message was built")
+	}
+	if c.Identity.Channel == "secret" {
+		c.Err = &frame.ProtocolError{Reason: "access refused", ReceiptID: c.Receipt, Fatal: true}
+	}
+}
+
+// countingStore counts what reached the durable-acceptance port.
+type countingStore struct{ persisted int }
+
+func (s *countingStore) Persist(dest.Identity, *message.Message) error { s.persisted++; return nil }
+func (s *countingStore) PersistAsync(dest.Identity, *message.Message) (func() error, error) {
+	s.persisted++
+	return func() error { return nil }, nil
+}
+func (s *countingStore) Forget(dest.Identity, *message.Message) {}
+
+// The Authorize slot runs after the group stage of SEND and SUBSCRIBE routes and before the
+// message is built, buffered by a transaction or stored: a refused SEND stores nothing, in
+// a transaction or not.
+func TestAuthorizeRunsBeforeMessageTransactionAndStore(t *testing.T) {
+	var seen []string
+	st := &countingStore{}
+	r, e, c, cl := newTest(Options{Authorize: refuseStage{&seen}, Store: st})
+	r.Handle(c, fr(frame.CmdSend, "ok", "destination", "/queue/open", "receipt", "r1"))
+	r.Handle(c, fr(frame.CmdBegin, "", "transaction", "t1"))
+	r.Handle(c, fr(frame.CmdSend, "no", "destination", "/queue/secret", "transaction", "t1", "receipt", "r2"))
+	if len(cl.errs) != 1 || cl.errs[0].Reason != "access refused" || cl.errs[0].ReceiptID != "r2" {
+		t.Fatalf("errs %+v", cl.errs)
+	}
+	r.Handle(c, fr(frame.CmdSend, "no", "destination", "/queue/secret", "receipt", "r3"))
+	r.Handle(c, fr(frame.CmdSubscribe, "", "destination", "/queue/secret", "id", "1"))
+	r.Close(c)
+	if st.persisted != 1 || len(e.published) != 1 || e.published[0].Channel != "open" {
+		t.Fatalf("persisted %d, published %v: a refused SEND reached the store or the engine", st.persisted, e.published)
+	}
+	want := []string{"SEND open", "SEND secret", "SEND secret", "SUBSCRIBE secret"}
+	if len(seen) != len(want) {
+		t.Fatalf("Authorize saw %v, want %v", seen, want)
+	}
+	for i := range want {
+		if seen[i] != want[i] {
+			t.Fatalf("Authorize saw %v, want %v", seen, want)
+		}
+	}
+}

@@ -1,0 +1,101 @@
+package session
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"net"
+	"strings"
+	"time"
+
+	"github.com/titan-broker/titan/internal/frame"
+)
+
+// Credentials are what a connection presents at CONNECT (STOMP 1.2, "CONNECT or STOMP
+// Frame": login and passcode headers) plus what its transport verified.
+type Credentials struct {
+	// Login and Passcode are the CONNECT headers ("" when absent).
+	Login, Passcode string
+	// Remote is the peer address.
+	Remote net.Addr
+	// Certificates is the verified client certificate chain, leaf first, stamped by the
+	// transport (TLS with client-auth); nil when the connection has none.
+	Certificates []*x509.Certificate
+}
+
+// Authenticator is the port the session calls at CONNECT, before the Handler's Connect.
+// Authenticate returns the principal (the user name) or an error; any error refuses the
+// connection with "ERROR message:access refused" (no hint which part was wrong) after
+// Options.AuthFailureDelay, then closes it. It is called from the read goroutine of each
+// connection and must be safe for concurrent use. It must log and count failures itself
+// (the session logs none: it never sees why).
+type Authenticator interface {
+	Authenticate(c Credentials) (principal string, err error)
+}
+
+// DefaultAuthFailureDelay is Options.AuthFailureDelay's default.
+const DefaultAuthFailureDelay = 500 * time.Millisecond
+
+// ReasonAccessRefused is the message header of the ERROR a refused CONNECT gets, and of a
+// refused SEND or SUBSCRIBE.
+const ReasonAccessRefused = "access refused"
+
+// stateConn is implemented by connections that carry a TLS state: *tls.Conn, and transport
+// connections that stamp the state of the TLS connection they run over (WebSocket).
+type stateConn interface {
+	ConnectionState() tls.ConnectionState
+}
+
+// peerCertificates returns the verified client chain of the connection, leaf first.
+func (s *Session) peerCertificates() []*x509.Certificate {
+	sc, ok := s.conn.(stateConn)
+	if !ok {
+		return nil
+	}
+	if tc, ok := s.conn.(*tls.Conn); ok {
+		_ = tc.Handshake() // done by the first Read already; a no-op then
+	}
+	st := sc.ConnectionState()
+	if len(st.VerifiedChains) == 0 || len(st.VerifiedChains[0]) == 0 {
+		return nil
+	}
+	return st.VerifiedChains[0]
+}
+
+// authenticate runs the Authenticator over the CONNECT frame. On success it records the
+// principal; on failure it waits AuthFailureDelay, sends the ERROR and closes.
+func (s *Session) authenticate(f *frame.Frame) bool {
+	a := s.opts.Authenticator
+	if a == nil {
+		return true
+	}
+	user, err := a.Authenticate(Credentials{
+		Login: f.Value(frame.HdrLogin), Passcode: f.Value(frame.HdrPasscode),
+		Remote: s.conn.RemoteAddr(), Certificates: s.peerCertificates(),
+	})
+	if err == nil {
+		user = strings.Clone(user) // an Authenticator may return a slice of the read buffer
+		s.principal.Store(&user)
+		return true
+	}
+	if d := s.opts.AuthFailureDelay; d > 0 {
+		t := time.NewTimer(d)
+		select {
+		case <-t.C:
+		case <-s.done:
+		}
+		t.Stop()
+	}
+	s.Fail(&frame.ProtocolError{Reason: ReasonAccessRefused, ReceiptID: f.Value(frame.HdrReceipt)})
+	s.CloseAfterFlush(CloseAccessRefused)
+	s.waitDone()
+	return false
+}
+
+// Principal returns the authenticated user of the connection ("" before CONNECT or when no
+// Authenticator is configured). Safe for concurrent use.
+func (s *Session) Principal() string {
+	if p := s.principal.Load(); p != nil {
+		return *p
+	}
+	return ""
+}
