@@ -420,7 +420,7 @@ func (b *Broker) Shutdown(ctx context.Context) error {
 		b.admin.shutdown(ctx)
 	}
 	for _, s := range sessions {
-		s.Fail(&frame.ProtocolError{Reason: "server shutting down", Fatal: true})
+		s.Shutdown() // ERROR "server shutting down", closed as a shutdown (not a protocol error)
 	}
 	done := make(chan struct{})
 	go func() { b.wg.Wait(); close(done) }()
