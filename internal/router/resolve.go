@@ -143,7 +143,7 @@ func (r *Router) destination(c *Context, parse func(string, dest.Pattern) (dest.
 	d, err := parse(raw, r.opts.DefaultPattern)
 	if err != nil {
 		r.log.Debug("invalid destination", "destination", raw, "err", err)
-		c.fail("invalid destination", "")
+		c.fail("invalid destination", destinationRule)
 		return dest.Destination{}, false
 	}
 	c.Dest = d
@@ -175,3 +175,10 @@ func (r *Router) replyTo(c *Context, raw string) (dest.Identity, bool) {
 	id.Channel = strings.Clone(id.Channel)
 	return id, true
 }
+
+// destinationRule is the body of every "invalid destination" ERROR: the grammar's rule,
+// never the client's input (DESIGN §2: destination errors are sanitized; the detail goes to
+// the log only).
+const destinationRule = "a destination is /<prefix>/<channel> (topic, events, queue, queues, events-store, " +
+	"store, command, commands, query, queries, temp-queue) or a bare /<channel>: at most 512 bytes, " +
+	"no empty segment, wildcards (* and >) only in a SUBSCRIBE to events"

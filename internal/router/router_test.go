@@ -138,7 +138,9 @@ func TestBareDestinationFollowsDefaultPattern(t *testing.T) {
 func TestDestinationErrorsAreSanitized(t *testing.T) {
 	r, _, c, cl := newTest(Options{})
 	r.Handle(c, fr(frame.CmdSend, "x", "destination", "/queue//secret-internal", "receipt", "r1"))
-	if len(cl.errs) != 1 || cl.errs[0].Reason != "invalid destination" || cl.errs[0].Detail != "" {
+	// The body states the grammar's rule and never echoes the destination (DESIGN §2).
+	if len(cl.errs) != 1 || cl.errs[0].Reason != "invalid destination" || cl.errs[0].Detail != destinationRule ||
+		strings.Contains(cl.errs[0].Detail, "secret-internal") {
 		t.Fatalf("errors %+v", cl.errs)
 	}
 	if cl.errs[0].ReceiptID != "r1" || !cl.errs[0].Fatal {

@@ -76,7 +76,7 @@ func (s requestStage) Apply(c *Context) {
 			c.failWith("server shutting down", "the request was not accepted", err)
 			return
 		}
-		c.fail("duplicate correlation-id", "a request with correlation-id "+corr+" is already pending")
+		c.fail("duplicate correlation-id", "a request with correlation-id "+frame.Echo(corr)+" is already pending")
 		return
 	}
 	c.ReceiptHeaders = append(c.ReceiptHeaders, frame.Header{Key: frame.HdrCorrelationID, Value: corr})

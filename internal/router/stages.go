@@ -147,7 +147,7 @@ func (s publishStage) Apply(c *Context) {
 	case errors.Is(err, dispatch.ErrQueuePaused):
 		c.failWith("queue paused", "an operator paused the destination; retry after it is resumed", err)
 	default:
-		c.failWith("publish failed", "", err)
+		c.failWith("publish failed", "the message could not be published; it was not accepted", err)
 	}
 }
 
@@ -220,7 +220,7 @@ func (s attachStage) Apply(c *Context) {
 	switch err := s.port.Subscribe(sub); {
 	case err == nil:
 	case errors.Is(err, delivery.ErrDuplicateSubscription):
-		c.fail("duplicate subscription id", "subscription "+sub.ID+" is already active")
+		c.fail("duplicate subscription id", "subscription "+frame.Echo(sub.ID)+" is already active")
 	default:
 		c.fail("subscribe failed", "the subscription could not be started")
 	}
@@ -240,7 +240,7 @@ func (s unsubscribeStage) Apply(c *Context) {
 		id = c.Frame.Value(frame.HdrDestination)
 	}
 	if err := s.deliveries.Unsubscribe(c.Conn.Delivery, id); err != nil {
-		c.fail("unknown subscription", "no active subscription "+id)
+		c.fail("unknown subscription", "no active subscription "+frame.Echo(id))
 	}
 }
 
@@ -273,7 +273,7 @@ func (s ackStage) Apply(c *Context) {
 
 func (s ackStage) apply(c *Context, key, sub string) {
 	if err := s.deliveries.Ack(c.Conn.Delivery, key, sub, s.nack); err != nil {
-		c.fail("unknown ack id", "no unacknowledged message "+key)
+		c.fail("unknown ack id", "no unacknowledged message "+frame.Echo(key))
 	}
 }
 

@@ -40,7 +40,7 @@ func (s txBufferStage) Apply(c *Context) {
 	}
 	t := c.Conn.txs[name]
 	if t == nil {
-		c.fail("unknown transaction", "no open transaction "+name)
+		c.fail("unknown transaction", "no open transaction "+frame.Echo(name))
 		return
 	}
 	if len(t.ops) >= s.max {
@@ -92,7 +92,7 @@ func (s beginStage) Apply(c *Context) {
 		c.Conn.txs = make(map[string]*transaction)
 	}
 	if _, dup := c.Conn.txs[name]; dup {
-		c.fail("transaction already active", "transaction "+name+" is already open")
+		c.fail("transaction already active", "transaction "+frame.Echo(name)+" is already open")
 		return
 	}
 	if len(c.Conn.txs) >= s.max {
@@ -112,7 +112,7 @@ func (s commitStage) Apply(c *Context) {
 	}
 	t := c.Conn.txs[name]
 	if t == nil {
-		c.fail("unknown transaction", "no open transaction "+name)
+		c.fail("unknown transaction", "no open transaction "+frame.Echo(name))
 		return
 	}
 	delete(c.Conn.txs, name)
@@ -141,7 +141,7 @@ func (abortStage) Apply(c *Context) {
 		return
 	}
 	if _, ok := c.Conn.txs[name]; !ok {
-		c.fail("unknown transaction", "no open transaction "+name)
+		c.fail("unknown transaction", "no open transaction "+frame.Echo(name))
 		return
 	}
 	delete(c.Conn.txs, name)
