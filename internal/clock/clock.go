@@ -3,7 +3,10 @@
 // (production uses Real). It has no state of its own.
 package clock
 
-import "time"
+import (
+	"sync"
+	"time"
+)
 
 // Timer is an armed one-shot timer.
 type Timer interface {
@@ -53,4 +56,36 @@ func NowFunc(c Clock) func() time.Time {
 		return c.now
 	}
 	return c.Now
+}
+
+// Callbacks tracks the running callbacks of the timers one component arms, so that its
+// Close can refuse new ones and wait for running ones: the component that starts a timer
+// stops it, and nothing a timer fires outlives the component's Close. The zero value is
+// ready; safe for concurrent use.
+type Callbacks struct {
+	mu     sync.Mutex // guards closed and orders Add against Close's Wait
+	closed bool
+	wg     sync.WaitGroup
+}
+
+// Enter reports whether a callback may run (false after Close); on true, Leave must follow.
+func (c *Callbacks) Enter() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return false
+	}
+	c.wg.Add(1)
+	return true
+}
+
+// Leave ends a callback that Enter admitted.
+func (c *Callbacks) Leave() { c.wg.Done() }
+
+// Close refuses later callbacks and waits for running ones. Idempotent.
+func (c *Callbacks) Close() {
+	c.mu.Lock()
+	c.closed = true
+	c.mu.Unlock()
+	c.wg.Wait()
 }

@@ -154,7 +154,7 @@ func (p *Pattern) Detach(sub *delivery.Subscription, _ []delivery.Unacked) {
 	ls := p.readers[sub]
 	if ls != nil {
 		delete(p.readers, sub)
-		removeFromList(p.logs, ls.id, ls)
+		delivery.RemoveFromList(p.logs, ls.id, ls)
 	}
 	p.mu.Unlock()
 	if ls != nil {
@@ -205,19 +205,4 @@ func (p *Pattern) Stats() Stats {
 		}
 	}
 	return st
-}
-
-func removeFromList[K comparable, V comparable](m map[K][]V, k K, v V) {
-	l := m[k]
-	for i, x := range l {
-		if x == v {
-			l = append(l[:i:i], l[i+1:]...)
-			break
-		}
-	}
-	if len(l) == 0 {
-		delete(m, k)
-		return
-	}
-	m[k] = l
 }

@@ -67,36 +67,7 @@ type Pattern struct {
 	waiting map[dest.Identity][]*delivery.Subscription // consumers by identity, also for identities without a queue yet
 	closed  bool                                       // Close ran: new queues start stopped
 
-	timers callbacks // running timer callbacks, waited for by Close
-}
-
-// callbacks tracks timer callbacks so that Close can refuse new ones and wait for running
-// ones: the component that starts a timer stops it, and nothing it fires outlives Close.
-type callbacks struct {
-	mu     sync.Mutex
-	closed bool
-	wg     sync.WaitGroup
-}
-
-// enter reports whether a callback may run (false after close); on true, leave must follow.
-func (c *callbacks) enter() bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.closed {
-		return false
-	}
-	c.wg.Add(1)
-	return true
-}
-
-func (c *callbacks) leave() { c.wg.Done() }
-
-// close refuses later callbacks and waits for running ones.
-func (c *callbacks) close() {
-	c.mu.Lock()
-	c.closed = true
-	c.mu.Unlock()
-	c.wg.Wait()
+	timers clock.Callbacks // running timer callbacks, waited for by Close
 }
 
 // New returns the queues pattern over d and registers its factory for queues (operator
@@ -190,7 +161,7 @@ func (p *Pattern) Subscribe(sub *delivery.Subscription) error {
 func (p *Pattern) Detach(sub *delivery.Subscription, unacked []delivery.Unacked) {
 	id := sub.Identity()
 	p.mu.Lock()
-	removeFromList(p.waiting, id, sub)
+	delivery.RemoveFromList(p.waiting, id, sub)
 	p.mu.Unlock()
 	var queues []*Queue
 	var seqs [][]uint64
@@ -241,7 +212,7 @@ func (p *Pattern) Close() {
 	p.mu.Lock()
 	p.closed = true
 	p.mu.Unlock()
-	p.timers.close()
+	p.timers.Close()
 	for _, q := range p.d.Queues() {
 		if pq, ok := q.(*Queue); ok {
 			pq.stop()
@@ -306,22 +277,4 @@ func (p *Pattern) deadLetter(q *Queue, qm *queue.Message) {
 		return
 	}
 	p.d.DeadLettered.Add(1)
-}
-
-// removeFromList removes v from the list m[k] (without reusing the list's array, which
-// readers may hold), deleting the key when the list empties. The caller holds the lock
-// guarding m.
-func removeFromList[K comparable, V comparable](m map[K][]V, k K, v V) {
-	l := m[k]
-	for i, x := range l {
-		if x == v {
-			l = append(l[:i:i], l[i+1:]...)
-			break
-		}
-	}
-	if len(l) == 0 {
-		delete(m, k)
-		return
-	}
-	m[k] = l
 }

@@ -191,10 +191,10 @@ func (p *Queue) armTimerLocked(now time.Time) {
 // timerFired is the scheduling timer's callback: a Kick, unless the pattern closed. The
 // pattern's Close waits for a callback already running.
 func (p *Queue) timerFired() {
-	if !p.p.timers.enter() {
+	if !p.p.timers.Enter() {
 		return
 	}
-	defer p.p.timers.leave()
+	defer p.p.timers.Leave()
 	p.Kick()
 }
 

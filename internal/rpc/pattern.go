@@ -24,7 +24,6 @@ package rpc
 
 import (
 	"log/slog"
-	"sync"
 
 	"github.com/titan-broker/titan/internal/clock"
 	"github.com/titan-broker/titan/internal/delivery"
@@ -63,34 +62,7 @@ type Pattern struct {
 	opts   Options
 	log    *slog.Logger
 	rpc    *rpcState
-	timers callbacks // running timeout callbacks, waited for by Close
-}
-
-// callbacks tracks timer callbacks so that Close can refuse new ones and wait for running
-// ones: nothing a timeout does (an executed:false answer) outlives Close.
-type callbacks struct {
-	mu     sync.Mutex
-	closed bool
-	wg     sync.WaitGroup
-}
-
-func (c *callbacks) enter() bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.closed {
-		return false
-	}
-	c.wg.Add(1)
-	return true
-}
-
-func (c *callbacks) leave() { c.wg.Done() }
-
-func (c *callbacks) close() {
-	c.mu.Lock()
-	c.closed = true
-	c.mu.Unlock()
-	c.wg.Wait()
+	timers clock.Callbacks // running timeout callbacks, waited for by Close
 }
 
 // New returns the request/response pattern.
@@ -126,7 +98,7 @@ func (p *Pattern) Detach(sub *delivery.Subscription, _ []delivery.Unacked) {
 	id := sub.Identity()
 	r := p.rpc
 	r.mu.Lock()
-	if removeFromList(r.responders, id, sub) {
+	if delivery.RemoveFromList(r.responders, id, sub) {
 		delete(r.rr, id)
 	}
 	r.mu.Unlock()
@@ -177,7 +149,7 @@ func (t tempPublisher) Publish(id dest.Identity, m *message.Message, cancel <-ch
 // Requests fail with dispatch.ErrCanceled. After Close returns no timeout fires.
 // Idempotent.
 func (p *Pattern) Close() {
-	p.timers.close()
+	p.timers.Close()
 	r := p.rpc
 	r.mu.Lock()
 	r.closed = true
@@ -196,23 +168,4 @@ func tempOwner(channel string) string {
 		}
 	}
 	return channel
-}
-
-// removeFromList removes v from the list m[k] (without reusing the list's array, which
-// readers may hold), deleting the key when the list empties; it reports whether it did.
-// The caller holds the lock guarding m.
-func removeFromList[K comparable, V comparable](m map[K][]V, k K, v V) (emptied bool) {
-	l := m[k]
-	for i, x := range l {
-		if x == v {
-			l = append(l[:i:i], l[i+1:]...)
-			break
-		}
-	}
-	if len(l) == 0 {
-		delete(m, k)
-		return true
-	}
-	m[k] = l
-	return false
 }

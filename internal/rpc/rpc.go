@@ -176,10 +176,10 @@ func (p *Pattern) Request(id dest.Identity, m *message.Message, replyTo dest.Ide
 }
 
 func (p *Pattern) expire(pr *pendingRequest) {
-	if !p.timers.enter() {
+	if !p.timers.Enter() {
 		return // closed
 	}
-	defer p.timers.leave()
+	defer p.timers.Leave()
 	r := p.rpc
 	r.mu.Lock()
 	if r.closed || r.pending[pr.key] != pr {
