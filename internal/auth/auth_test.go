@@ -59,6 +59,7 @@ const testPerms = `permissions:
   - {pattern: queues, channel: "orders.secret", consume: [admins]}
   - {group: billing, channel: "#", consume: [billing]}
   - {pattern: events, channel: "prices.*", consume: [apps, workers]}
+  - {pattern: events-store, channel: "audit.*", send: [apps, workers], create: [apps]}
 anonymous: guest
 `
 

@@ -30,7 +30,7 @@ type Trusted interface {
 // published, nothing is stored for a refused SEND. The checks:
 //
 //   - SEND to events, events-store, queues, commands and queries: send on the identity; a
-//     SEND to a queues destination that does not exist yet also needs create.
+//     SEND to a queue or an events-store log that does not exist yet also needs create.
 //   - SEND to a temp-queue: free on the sender's own temp-queue; a reply to another
 //     connection's needs send on (group, temp-queue, channel).
 //   - SUBSCRIBE: consume on the identity (a responder's SUBSCRIBE to commands or queries
@@ -53,7 +53,14 @@ type Stage struct {
 	Refused atomic.Uint64
 }
 
-// NewStage returns the authorization stage over a. exists reports whether a queue exists
+// creates reports whether a frame of command cmd to a destination of pattern pt that does
+// not exist yet creates it: a SEND or SUBSCRIBE makes a queue, a SEND makes an events-store
+// log. Events, commands and queries keep nothing.
+func creates(cmd frame.Command, pt dest.Pattern) bool {
+	return pt == dest.PatternQueues || (pt == dest.PatternEventsStore && cmd == frame.CmdSend)
+}
+
+// NewStage returns the authorization stage over a. exists reports whether a queue or log exists
 // already (nil: never ask, so create is never required).
 func NewStage(a *Authority, exists func(dest.Identity) bool, log *slog.Logger) *Stage {
 	if log == nil {
@@ -113,7 +120,7 @@ func (s *Stage) require(c *router.Context, user string, id dest.Identity, need P
 		s.refuse(c, user, id, need)
 		return false
 	}
-	if id.Pattern == dest.PatternQueues && p&Create == 0 && s.exists != nil && !s.exists(id) {
+	if creates(c.Frame.Command, id.Pattern) && p&Create == 0 && s.exists != nil && !s.exists(id) {
 		s.refuse(c, user, id, Create)
 		return false
 	}

@@ -37,7 +37,7 @@ func stageContext(user string, cmd frame.Command, raw, group string) *router.Con
 
 func TestStageDecisions(t *testing.T) {
 	a := newTestAuthority(t)
-	existing := map[string]bool{"orders.old": true}
+	existing := map[string]bool{"orders.old": true, "audit.old": true}
 	s := NewStage(a, func(id dest.Identity) bool { return existing[id.Channel] }, nil)
 	cases := []struct {
 		user string
@@ -58,6 +58,9 @@ func TestStageDecisions(t *testing.T) {
 		{"app", frame.CmdSend, "/command/orders/cancel", false},         // no send on commands
 		{"worker", frame.CmdSubscribe, "/command/orders/cancel", false}, // responder without consume
 		{"admin", frame.CmdSubscribe, "/events-store/audit", true},      // replay needs consume
+		{"app", frame.CmdSend, "/events-store/audit.new", true},         // send + create makes a log
+		{"worker", frame.CmdSend, "/events-store/audit.new", false},     // send without create: no new log
+		{"worker", frame.CmdSend, "/events-store/audit.old", true},      // ... but appends to an existing one
 		{"app", frame.CmdSubscribe, "/events-store/audit", false},
 	}
 	for _, c := range cases {

@@ -32,6 +32,10 @@ func newSecurity(b *Broker) (*security, error) {
 	s := &security{auth: a}
 	if !a.Open() {
 		s.stage = auth.NewStage(a, func(id dest.Identity) bool {
+			if id.Pattern == dest.PatternEventsStore { // a log exists once it holds a record
+				_, last, err := b.durable.Bounds(id)
+				return err != nil || last > 0 // on a store error, let the SEND fail there
+			}
 			_, ok := b.p.dispatcher.Lookup(id)
 			return ok
 		}, b.log.With("component", "auth"))
