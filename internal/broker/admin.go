@@ -121,3 +121,20 @@ func (s adminSource) ConnectionsClosed(r session.CloseReason) uint64 {
 }
 
 var _ admin.Source = adminSource{}
+
+// restorePaused pauses again, after recovery and before any listener, every queue an
+// operator left paused (durable.Log.SaveQueuePaused): a queue that traffic had created comes
+// back with the settings traffic would give it, and paused.
+func (b *Broker) restorePaused() {
+	ids, err := b.durable.PausedQueues()
+	if err != nil {
+		b.log.Error("paused queues unreadable; they restart running", "err", err)
+	}
+	for _, id := range ids {
+		q, _, err := b.p.dispatcher.GetOrPut(id, b.p.dispatcher.Settings(id))
+		if err != nil {
+			continue
+		}
+		q.SetPaused(true)
+	}
+}

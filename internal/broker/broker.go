@@ -234,6 +234,7 @@ func (b *Broker) Start() error {
 	if n > 0 || b.durable.Corrupt.Load() > 0 {
 		b.log.Info("recovered stored messages", "messages", n, "unreadable_skipped", b.durable.Corrupt.Load())
 	}
+	b.restorePaused()
 	var servers []*server
 	fail := func(err error) error {
 		for _, s := range servers {

@@ -16,6 +16,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -82,8 +83,11 @@ func (l *Log) Store() store.Store { return l.st }
 // StreamName returns the store stream of a durable identity.
 func StreamName(id dest.Identity) string {
 	kind := "queue"
-	if id.Pattern == dest.PatternEventsStore {
+	switch id.Pattern {
+	case dest.PatternEventsStore:
 		kind = "events"
+	case dest.PatternEvents: // no messages are stored; the name keys operator queue state
+		kind = "topic"
 	}
 	form := "p"
 	if id.Bare {
@@ -104,6 +108,8 @@ func ParseStream(name string) (dest.Identity, bool) {
 		id.Pattern = dest.PatternQueues
 	case "events":
 		id.Pattern = dest.PatternEventsStore
+	case "topic":
+		id.Pattern = dest.PatternEvents
 	default:
 		return dest.Identity{}, false
 	}
@@ -367,6 +373,7 @@ func (l *Log) SaveQueueSettings(id dest.Identity, s *address.Settings) {
 	}
 	if s == nil {
 		delete(all, l.stream(id))
+		l.savePausedLocked(id, false) // a deleted queue comes back running
 	} else {
 		all[l.stream(id)] = *s
 	}
@@ -386,6 +393,81 @@ func (l *Log) queueSettingsLocked() (map[string]address.Settings, error) {
 		return map[string]address.Settings{}, fmt.Errorf("durable: queue settings: %w", err)
 	}
 	return all, nil
+}
+
+// pausedKey is the meta key holding the stream names of paused queues (a JSON array).
+const pausedKey = "queue-paused"
+
+// SaveQueuePaused records, durably, that the queue id is paused (or no longer is), so a
+// restart brings it back paused: operator-made state survives restarts like the queue's
+// settings. It implements dispatch.PauseStore. Failures are logged, not returned (the queue's
+// state in memory has already changed).
+func (l *Log) SaveQueuePaused(id dest.Identity, paused bool) {
+	l.settingsMu.Lock()
+	defer l.settingsMu.Unlock()
+	l.savePausedLocked(id, paused)
+}
+
+func (l *Log) savePausedLocked(id dest.Identity, paused bool) {
+	set, err := l.pausedLocked()
+	if err != nil {
+		l.log.Error("reading paused queues", "err", err)
+		return
+	}
+	name := l.stream(id)
+	if set[name] == paused {
+		return
+	}
+	if paused {
+		set[name] = true
+	} else {
+		delete(set, name)
+	}
+	names := make([]string, 0, len(set))
+	for n := range set {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	data, _ := json.Marshal(names)
+	if err := l.st.SetMeta(pausedKey, data); err != nil {
+		l.log.Error("saving paused queues", "err", err)
+	}
+}
+
+func (l *Log) pausedLocked() (map[string]bool, error) {
+	set := map[string]bool{}
+	v, ok, err := l.st.Meta(pausedKey)
+	if err != nil || !ok {
+		return set, err
+	}
+	var names []string
+	if err := json.Unmarshal(v, &names); err != nil {
+		return set, fmt.Errorf("durable: paused queues: %w", err)
+	}
+	for _, n := range names {
+		set[n] = true
+	}
+	return set, nil
+}
+
+// PausedQueues returns the identities of the queues saved as paused (SaveQueuePaused), in
+// stream-name order.
+func (l *Log) PausedQueues() ([]dest.Identity, error) {
+	l.settingsMu.Lock()
+	defer l.settingsMu.Unlock()
+	set, err := l.pausedLocked()
+	names := make([]string, 0, len(set))
+	for n := range set {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	out := make([]dest.Identity, 0, len(names))
+	for _, n := range names {
+		if id, ok := ParseStream(n); ok {
+			out = append(out, id)
+		}
+	}
+	return out, err
 }
 
 // QueueSettings returns the saved settings of operator-created queues by identity.
