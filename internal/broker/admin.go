@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net"
 	"net/http"
+	"os"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -81,6 +82,7 @@ func (b *Broker) Admin() *admin.Admin {
 		Token:        b.cfg.Monitor.Token,
 		MaxBodyBytes: b.cfg.Servers[0].ProtocolOptions.MaxBodyLength,
 		Collectors:   extra,
+		Node:         nodeName(),
 		Logger:       b.log.With("component", "admin"),
 	})
 }
@@ -137,4 +139,14 @@ func (b *Broker) restorePaused() {
 		}
 		q.SetPaused(true)
 	}
+}
+
+// nodeName names this broker in the operator routes' answers: the host name (until the
+// cluster issue gives nodes names of their own).
+func nodeName() string {
+	h, err := os.Hostname()
+	if err != nil || h == "" {
+		return "titan"
+	}
+	return h
 }

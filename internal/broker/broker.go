@@ -65,6 +65,7 @@ type Broker struct {
 	started  bool
 	servers  []*server
 	sessions map[*session.Session]struct{}
+	conns    sync.Map // *session.Session → *delivery.Conn once CONNECTED (operator views)
 	admin    *adminServer
 	store    store.Store
 	durable  *durable.Log
@@ -322,6 +323,7 @@ func (b *Broker) serveConn(s *server, c net.Conn) {
 	b.sessions[sess] = struct{}{}
 	b.mu.Unlock()
 	sess.Serve()
+	b.conns.Delete(sess)
 	b.mu.Lock()
 	delete(b.sessions, sess)
 	b.mu.Unlock()
@@ -336,6 +338,7 @@ type handler struct{ b *Broker }
 func (h handler) Connect(s *session.Session, _ *frame.Frame) (session.Link, *frame.ProtocolError) {
 	rc := h.b.router.Open(s)
 	s.OnDrain(rc.Delivery.Resume)
+	h.b.conns.Store(s, rc.Delivery)
 	return link{r: h.b.router, c: rc}, nil
 }
 
