@@ -21,6 +21,7 @@ import (
 	"github.com/titan-broker/titan/internal/durable"
 	"github.com/titan-broker/titan/internal/eventlog"
 	"github.com/titan-broker/titan/internal/frame"
+	"github.com/titan-broker/titan/internal/metrics"
 	"github.com/titan-broker/titan/internal/router"
 	"github.com/titan-broker/titan/internal/rpc"
 	"github.com/titan-broker/titan/internal/session"
@@ -65,7 +66,9 @@ type Broker struct {
 	started  bool
 	servers  []*server
 	sessions map[*session.Session]struct{}
-	conns    sync.Map // *session.Session → *delivery.Conn once CONNECTED (operator views)
+	inst     *metrics.Instruments // latency histograms, served on /metrics
+	traffic  session.Traffic      // bytes read from and written to clients
+	conns    sync.Map             // *session.Session → *delivery.Conn once CONNECTED (operator views)
 	admin    *adminServer
 	store    store.Store
 	durable  *durable.Log
@@ -107,6 +110,8 @@ func New(cfg config.Config, opts Options) (*Broker, error) {
 	}
 	b.store = st
 	b.durable = durable.New(st, b.log.With("component", "durable"))
+	b.inst = metrics.NewInstruments()
+	b.durable.CommitLatency = b.inst.StoreCommit
 	fanout := false
 	defPattern := dest.PatternEvents
 	first := cfg.Servers[0].ProtocolOptions
@@ -125,6 +130,7 @@ func New(cfg config.Config, opts Options) (*Broker, error) {
 	}
 	p, ports := b.wire(fanout, resolver, clock.WithNow(opts.Timers, opts.Clock), b.log)
 	b.p = p
+	p.deliveries.Latency = b.inst.Deliver
 	sec, err := newSecurity(b)
 	if err != nil {
 		_ = st.Close()
@@ -146,6 +152,7 @@ func New(cfg config.Config, opts Options) (*Broker, error) {
 		SendStages:             opts.SendStages,
 		Store:                  b.durable,
 		Go:                     b.goroutine,
+		ReceiptLatency:         b.inst.Receipt,
 	})
 	return b, nil
 }
@@ -260,6 +267,7 @@ func (b *Broker) Start() error {
 		}
 		sopts := sessionOptions(sc, log, b.goroutine)
 		sopts.Authenticator = sessionAuth{b.sec.auth}
+		sopts.Traffic = &b.traffic
 		servers = append(servers, &server{cfg: sc, ln: ln, sopts: sopts})
 	}
 	if err := checkMonitorExposure(b.cfg, b.sec.auth.Open()); err != nil {

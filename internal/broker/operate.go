@@ -9,6 +9,7 @@ import (
 	"github.com/titan-broker/titan/internal/dispatch"
 	"github.com/titan-broker/titan/internal/durable"
 	"github.com/titan-broker/titan/internal/message"
+	"github.com/titan-broker/titan/internal/metrics"
 	"github.com/titan-broker/titan/internal/pointqueue"
 	"github.com/titan-broker/titan/internal/session"
 )
@@ -141,4 +142,26 @@ func (s adminSource) MoveQueueHead(id dest.Identity, fn func(admin.StoredMessage
 		return false, err
 	}
 	return q.MoveHead(func(m *message.Message) error { return fn(stored(m)) })
+}
+
+// logStats feeds metrics.LogCollector: every events-store log with its live subscriptions'
+// lags. A store failure exports no log series for that scrape.
+func (s adminSource) logStats() []metrics.LogStat {
+	logs, err := s.EventLogs()
+	if err != nil {
+		return nil
+	}
+	out := make([]metrics.LogStat, 0, len(logs))
+	for _, l := range logs {
+		ls := metrics.LogStat{Group: l.Group, Destination: l.Destination, Messages: l.Messages, Bytes: l.Bytes, LastSequence: l.LastSequence}
+		for _, sub := range l.Subscriptions {
+			lag := uint64(0)
+			if l.LastSequence > sub.Position {
+				lag = l.LastSequence - sub.Position
+			}
+			ls.Lags = append(ls.Lags, lag)
+		}
+		out = append(out, ls)
+	}
+	return out
 }

@@ -46,6 +46,10 @@ type Log struct {
 	DeferredDeletes atomic.Uint64
 	DroppedDeletes  atomic.Uint64
 
+	// CommitLatency, when set before use, observes the seconds each durable acceptance
+	// (Persist, PersistAsync's wait) took, append to fsync'd group commit.
+	CommitLatency interface{ Observe(float64) }
+
 	settingsMu sync.Mutex // serialises read-modify-write of the queue-settings meta key
 	names      sync.Map   // Identity → stream name, so the hot path does not rebuild it
 
@@ -120,6 +124,9 @@ func ParseStream(name string) (dest.Identity, bool) {
 // sets m.Sequence. It must run before m is shared. Errors: the store's.
 func (l *Log) Persist(id dest.Identity, m *message.Message) error {
 	var buf [512]byte
+	if l.CommitLatency != nil {
+		defer observeSince(l.CommitLatency, time.Now())
+	}
 	seq, err := l.st.Append(l.stream(id), message.Encode(buf[:0], m))
 	if err != nil {
 		return fmt.Errorf("durable: persist %s: %w", id, err)
@@ -496,6 +503,10 @@ func (l *Log) PersistAsync(id dest.Identity, m *message.Message) (wait func() er
 		return func() error { return nil }, nil
 	}
 	var buf [512]byte
+	var start time.Time
+	if l.CommitLatency != nil {
+		start = time.Now()
+	}
 	seq, w, err := aa.AppendAsync(l.stream(id), message.Encode(buf[:0], m))
 	if err != nil {
 		return nil, fmt.Errorf("durable: persist %s: %w", id, err)
@@ -503,9 +514,16 @@ func (l *Log) PersistAsync(id dest.Identity, m *message.Message) (wait func() er
 	m.Sequence = seq
 	l.Appended.Add(1)
 	return func() error {
+		if !start.IsZero() {
+			defer observeSince(l.CommitLatency, start)
+		}
 		if err := w(); err != nil {
 			return fmt.Errorf("durable: persist %s: %w", id, err)
 		}
 		return nil
 	}, nil
+}
+
+func observeSince(o interface{ Observe(float64) }, start time.Time) {
+	o.Observe(time.Since(start).Seconds())
 }

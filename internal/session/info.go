@@ -1,6 +1,9 @@
 package session
 
-import "time"
+import (
+	"sync/atomic"
+	"time"
+)
 
 // HeartBeat returns the negotiated heart-beat timing once CONNECTED was sent: send is the
 // interval at which Titan writes heart-beats (0: none), recv how long Titan waits for data
@@ -14,4 +17,11 @@ func (s *Session) HeartBeat() (send, recv time.Duration, ok bool) {
 	default:
 		return 0, 0, false
 	}
+}
+
+// Traffic counts bytes on the wire, summed over connections: In read from clients, Out
+// written to them (frames, heart-beats; after TLS/WebSocket framing is removed). Safe for
+// concurrent use.
+type Traffic struct {
+	In, Out atomic.Uint64
 }
