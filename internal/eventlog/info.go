@@ -1,6 +1,7 @@
 package eventlog
 
 import (
+	"math"
 	"sort"
 
 	"github.com/titan-broker/titan/internal/dest"
@@ -37,8 +38,11 @@ func (p *Pattern) Readers() []ReaderInfo {
 			Identity: ls.id, Subscription: ls.sub.ID, DurableName: ls.sub.DurableName,
 			Delivered: ls.lastDelivered, Position: ls.lastDelivered, Pending: len(ls.pending),
 		}
-		if ls.key != "" {
+		if ls.key != "" && ls.saved != math.MaxUint64 { // saved is from-1: wraps when from is 0
 			ri.Position = ls.saved
+		}
+		if ls.key != "" && ls.saved == math.MaxUint64 {
+			ri.Position = 0
 		}
 		ls.mu.Unlock()
 		if w, ok := ls.sub.Conn.Writer().(interface{ ID() string }); ok {
