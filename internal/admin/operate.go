@@ -451,7 +451,8 @@ const (
 	headerDLQPrefix              = "dlq-"
 )
 
-// Redrive moves up to limit dead-lettered messages (limit <= 0: all that are ready) from a
+// Redrive moves up to limit dead-lettered messages (limit <= 0: as many as it holds when the
+// call starts, so it ends even when copies come back to it) from a
 // dead-letter queue back to the queue each came from (its dlq-original-destination header,
 // else the DLQ name without "DLQ."), head first, through the SEND route (stored and limited
 // as any SEND, made as principal; "" as trusted code). ref names the dead-letter queue
@@ -468,8 +469,15 @@ func (a *Admin) Redrive(ref QueueRef, limit int, principal string) (*RedriveResu
 	if !strings.HasPrefix(id.Channel, "DLQ.") {
 		id.Channel = "DLQ." + id.Channel
 	}
+	q, ok := a.src.Dispatcher().Lookup(id)
+	if !ok {
+		return nil, notFound(id, dispatch.ErrNoQueue)
+	}
+	if held := q.Stats().Messages; limit <= 0 || limit > held {
+		limit = held // what it holds now: a message that comes back (or arrives) is not moved twice
+	}
 	res := &RedriveResult{Node: a.node(), Group: id.Group, From: id.Destination(), To: map[string]int{}}
-	for limit <= 0 || res.Moved < limit {
+	for res.Moved < limit {
 		moved, err := a.src.MoveQueueHead(id, func(m StoredMessage) error {
 			to := ""
 			hdrs := make([]frame.Header, 0, len(m.Headers)+1)
