@@ -27,7 +27,8 @@ import (
 // The web console in a real headless Chromium (Debian's chromium, driven by chromedp) against
 // a real titan with a monitor token (issue 14): the page loads through the monitor's
 // authentication, the rates graph draws while traffic flows, and pause, resume, purge,
-// browse, re-drive and close-connection clicked on the page change the broker's state.
+// browse, re-drive, close-connection, create, ring size, publish and delete done on the page
+// change the broker's state.
 // With TITAN_CONSOLE_SCREENSHOTS=DIR it also writes console-idle.png and console-bench.png
 // (the README's screenshots) there.
 
@@ -232,6 +233,30 @@ func TestConsoleInHeadlessChromium(t *testing.T) {
 		}
 	}, "the closed client notices")
 	waitText("conns-title", "Connections (1)")
+
+	// Create with a ring size, publish a test message, and delete, from the page's forms.
+	fill := func(id, value string) {
+		t.Helper()
+		cdpEval[bool](t, ctx, `(function(){document.getElementById(`+strconv.Quote(id)+`).value=`+strconv.Quote(value)+`;return true})()`)
+	}
+	submit := func(id string) {
+		t.Helper()
+		cdpEval[bool](t, ctx, `(function(){document.getElementById(`+strconv.Quote(id)+`).click();return true})()`)
+	}
+	fill("create-dest", "/queue/made")
+	fill("create-ring", "4")
+	submit("create-submit")
+	eventuallyAuthQueue(t, b, "/queue/made", "created with ring size 4", func(q queueStat, ok bool) bool { return ok && q.RingSize == 4 })
+	fill("create-ring", "7")
+	submit("ring-submit")
+	eventuallyAuthQueue(t, b, "/queue/made", "ring size 7", func(q queueStat, ok bool) bool { return ok && q.RingSize == 7 })
+	fill("publish-dest", "/queue/made")
+	fill("publish-body", "from the console")
+	submit("publish-submit")
+	eventuallyAuthQueue(t, b, "/queue/made", "a published test message", func(q queueStat, ok bool) bool { return ok && q.Size == 1 })
+	click("delete", "/queue/made")
+	click("delete", "/queue/made")
+	eventuallyAuthQueue(t, b, "/queue/made", "deleted", func(_ queueStat, ok bool) bool { return !ok })
 
 	// Under titan bench, for the README.
 	stop.Store(true)
