@@ -14,7 +14,7 @@ import (
 func newQueueCmd(g *globalOptions) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "queue",
-		Short: "Manage dispatcher queues (list, create, delete, pause, resume, set)",
+		Short: "Manage dispatcher queues (list, create, delete, pause, resume, set, purge, browse, redrive)",
 		Long: `Manage the dispatcher queues of a running broker over its monitor API (--addr).
 
 A queue is named by its destination, written as in a SEND (/orders, /queue/jobs,
@@ -30,6 +30,9 @@ two groups is two queues.`,
 		newQueuePauseCmd(g),
 		newQueueResumeCmd(g),
 		newQueueSetCmd(g),
+		newQueuePurgeCmd(g),
+		newQueueBrowseCmd(g),
+		newQueueRedriveCmd(g),
 	)
 	return cmd
 }

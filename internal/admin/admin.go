@@ -18,6 +18,7 @@ import (
 type Source interface {
 	metrics.Source
 	Publisher
+	Operator
 	// DefaultPattern is the pattern bare destinations resolve to, as for a SEND.
 	DefaultPattern() dest.Pattern
 }
@@ -75,6 +76,9 @@ type Options struct {
 	// Collectors are extra Prometheus collectors served on /metrics beside the broker's
 	// own (for example a metrics.DestinationStage).
 	Collectors []prometheus.Collector
+	// Node names this broker in every answer of the operator routes (the "node" field, for
+	// the cluster-aware shape); "" leaves it empty.
+	Node string
 	// Logger receives request failures (5xx); nil discards them.
 	Logger *slog.Logger
 }

@@ -6,8 +6,14 @@ import (
 )
 
 // consoleHTML is the web console: one self-contained page (inline CSS and JS, no external
-// assets) that polls PathSnapshot every second and renders the server, connections and
-// queues. It builds the DOM with textContent only, so destination names cannot inject markup.
+// assets, no build step) that polls PathSnapshot, PathConnections and PathLogs every second
+// and renders live rates (published, delivered, acknowledged per second, drawn on a
+// <canvas> over up to the last five minutes, and per destination), destinations with their
+// state and actions (create, pause, resume, purge, delete, ring size, browse, re-drive),
+// events-store logs, log subscriptions with position and lag, connections (close), and a
+// form to publish a test message. It sends the credentials the browser holds (the Basic
+// challenge of "/") or those typed in its login form. It builds the DOM with textContent
+// only, so destination names cannot inject markup.
 //
 //go:embed console.html
 var consoleHTML []byte

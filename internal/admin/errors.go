@@ -55,6 +55,8 @@ const (
 	CodeMethodNotAllowed   = "method_not_allowed"
 	CodeInternal           = "internal"
 	CodeRejected           = "rejected"
+	// CodeConnectionNotFound: no open connection has the session id given.
+	CodeConnectionNotFound = "connection_not_found"
 )
 
 // Error is the error every Admin method returns: a stable Code, a one-line Message for
@@ -88,7 +90,7 @@ func (e *Error) Status() int {
 		return http.StatusUnauthorized
 	case CodeForbidden:
 		return http.StatusForbidden
-	case CodeQueueNotFound, CodeNotFound:
+	case CodeQueueNotFound, CodeNotFound, CodeConnectionNotFound:
 		return http.StatusNotFound
 	case CodeMethodNotAllowed:
 		return http.StatusMethodNotAllowed

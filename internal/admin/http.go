@@ -29,6 +29,12 @@ func (a *Admin) Handler() http.Handler {
 	mux.Handle(PathQueuesPause, methods{http.MethodPost: a.servePause})
 	mux.Handle(PathQueuesResume, methods{http.MethodPost: a.serveResume})
 	mux.Handle(PathQueuesRingSize, methods{http.MethodPost: a.serveRingSize})
+	mux.Handle(PathConnections, methods{http.MethodGet: a.serveConnections, http.MethodDelete: a.serveCloseConnection})
+	mux.Handle(PathSubscriptions, methods{http.MethodGet: a.serveSubscriptions})
+	mux.Handle(PathLogs, methods{http.MethodGet: a.serveLogs})
+	mux.Handle(PathQueuesPurge, methods{http.MethodPost: a.servePurge})
+	mux.Handle(PathQueuesMessages, methods{http.MethodGet: a.serveBrowse})
+	mux.Handle(PathQueuesRedrive, methods{http.MethodPost: a.serveRedrive})
 	mux.Handle(PathPublish, methods{http.MethodPost: a.servePublish})
 	mux.Handle(PathUsersReload, methods{http.MethodPost: a.serveUsersReload})
 	mux.Handle(PathMetrics, methods{http.MethodGet: metrics.Handler(reg).ServeHTTP})
@@ -241,4 +247,57 @@ func optBool(q getter, name string) (bool, error) {
 		return false, invalidParam(name + " must be true or false, got " + strconv.Quote(v))
 	}
 	return b, nil
+}
+
+func (a *Admin) serveConnections(w http.ResponseWriter, r *http.Request) {
+	l, err := a.Connections()
+	a.respond(w, r, http.StatusOK, l, err)
+}
+
+func (a *Admin) serveCloseConnection(w http.ResponseWriter, r *http.Request) {
+	res, err := a.CloseConnection(r.URL.Query().Get(ParamID))
+	a.respond(w, r, http.StatusOK, res, err)
+}
+
+func (a *Admin) serveSubscriptions(w http.ResponseWriter, r *http.Request) {
+	l, err := a.Subscriptions(ref(r))
+	a.respond(w, r, http.StatusOK, l, err)
+}
+
+func (a *Admin) serveLogs(w http.ResponseWriter, r *http.Request) {
+	l, err := a.Logs(ref(r))
+	a.respond(w, r, http.StatusOK, l, err)
+}
+
+func (a *Admin) servePurge(w http.ResponseWriter, r *http.Request) {
+	res, err := a.Purge(ref(r))
+	a.respond(w, r, http.StatusOK, res, err)
+}
+
+func (a *Admin) serveBrowse(w http.ResponseWriter, r *http.Request) {
+	limit, err := optInt(r.URL.Query(), ParamLimit)
+	if err != nil {
+		a.respond(w, r, 0, nil, err)
+		return
+	}
+	n := 0
+	if limit != nil {
+		n = *limit
+	}
+	res, err := a.Browse(ref(r), n)
+	a.respond(w, r, http.StatusOK, res, err)
+}
+
+func (a *Admin) serveRedrive(w http.ResponseWriter, r *http.Request) {
+	limit, err := optInt(r.URL.Query(), ParamLimit)
+	if err != nil {
+		a.respond(w, r, 0, nil, err)
+		return
+	}
+	n := 0
+	if limit != nil {
+		n = *limit
+	}
+	res, err := a.Redrive(ref(r), n, requestUser(r))
+	a.respond(w, r, http.StatusOK, res, err)
 }

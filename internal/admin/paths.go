@@ -18,6 +18,19 @@ const (
 	PathQueuesResume = "/titan/monitor/queues/resume"
 	// PathQueuesRingSize answers POST (destination, group, size) with the queue's QueueInfo.
 	PathQueuesRingSize = "/titan/monitor/queues/ring-size"
+	// PathConnections answers GET with a ConnectionList and DELETE (id) with a
+	// CloseConnectionResult.
+	PathConnections = "/titan/monitor/connections"
+	// PathSubscriptions answers GET (filters: destination, group) with a SubscriptionList.
+	PathSubscriptions = "/titan/monitor/subscriptions"
+	// PathLogs answers GET (filters: destination, group) with an EventLogList.
+	PathLogs = "/titan/monitor/logs"
+	// PathQueuesPurge answers POST (destination, group) with a PurgeResult.
+	PathQueuesPurge = "/titan/monitor/queues/purge"
+	// PathQueuesMessages answers GET (destination, group, limit) with a BrowseResult.
+	PathQueuesMessages = "/titan/monitor/queues/messages"
+	// PathQueuesRedrive answers POST (destination, group, limit) with a RedriveResult.
+	PathQueuesRedrive = "/titan/monitor/queues/redrive"
 	// PathPublish answers POST with a PublishResult; the body is a JSON PublishRequest.
 	PathPublish = "/publish"
 	// PathMetrics serves Prometheus metrics (text format).
@@ -36,4 +49,6 @@ const (
 	ParamRingSize        = "ringSize"
 	ParamSize            = "size"
 	ParamForce           = "force"
+	ParamID              = "id"
+	ParamLimit           = "limit"
 )

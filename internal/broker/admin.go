@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net"
 	"net/http"
+	"os"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -14,6 +15,7 @@ import (
 	"github.com/titan-broker/titan/internal/dest"
 	"github.com/titan-broker/titan/internal/dispatch"
 	"github.com/titan-broker/titan/internal/eventlog"
+	"github.com/titan-broker/titan/internal/metrics"
 	"github.com/titan-broker/titan/internal/router"
 	"github.com/titan-broker/titan/internal/rpc"
 	"github.com/titan-broker/titan/internal/session"
@@ -65,7 +67,9 @@ func (a *adminServer) shutdown(ctx context.Context) { _ = a.srv.Shutdown(ctx) }
 // Each call returns a new, independent value; it is cheap. Stages in Options.SendStages that
 // are also prometheus.Collectors (such as metrics.DestinationStage) are served on /metrics.
 func (b *Broker) Admin() *admin.Admin {
-	extra := []prometheus.Collector{newAuthCollector(b.sec)}
+	extra := []prometheus.Collector{newAuthCollector(b.sec), metrics.NewLogCollector(adminSource{b}.logStats)}
+	extra = append(extra, b.inst.Collectors()...)
+	extra = append(extra, metrics.TrafficCollectors(b.traffic.In.Load, b.traffic.Out.Load)...)
 	for _, s := range b.opts.SendStages {
 		if c, ok := s.(prometheus.Collector); ok {
 			extra = append(extra, c)
@@ -81,6 +85,7 @@ func (b *Broker) Admin() *admin.Admin {
 		Token:        b.cfg.Monitor.Token,
 		MaxBodyBytes: b.cfg.Servers[0].ProtocolOptions.MaxBodyLength,
 		Collectors:   extra,
+		Node:         nodeName(),
 		Logger:       b.log.With("component", "admin"),
 	})
 }
@@ -121,3 +126,30 @@ func (s adminSource) ConnectionsClosed(r session.CloseReason) uint64 {
 }
 
 var _ admin.Source = adminSource{}
+
+// restorePaused pauses again, after recovery and before any listener, every queue an
+// operator left paused (durable.Log.SaveQueuePaused): a queue that traffic had created comes
+// back with the settings traffic would give it, and paused.
+func (b *Broker) restorePaused() {
+	ids, err := b.durable.PausedQueues()
+	if err != nil {
+		b.log.Error("paused queues unreadable; they restart running", "err", err)
+	}
+	for _, id := range ids {
+		q, _, err := b.p.dispatcher.GetOrPut(id, b.p.dispatcher.Settings(id))
+		if err != nil {
+			continue
+		}
+		q.SetPaused(true)
+	}
+}
+
+// nodeName names this broker in the operator routes' answers: the host name (until the
+// cluster issue gives nodes names of their own).
+func nodeName() string {
+	h, err := os.Hostname()
+	if err != nil || h == "" {
+		return "titan"
+	}
+	return h
+}

@@ -21,6 +21,7 @@ import (
 	"github.com/titan-broker/titan/internal/durable"
 	"github.com/titan-broker/titan/internal/eventlog"
 	"github.com/titan-broker/titan/internal/frame"
+	"github.com/titan-broker/titan/internal/metrics"
 	"github.com/titan-broker/titan/internal/router"
 	"github.com/titan-broker/titan/internal/rpc"
 	"github.com/titan-broker/titan/internal/session"
@@ -65,6 +66,9 @@ type Broker struct {
 	started  bool
 	servers  []*server
 	sessions map[*session.Session]struct{}
+	inst     *metrics.Instruments // latency histograms, served on /metrics
+	traffic  session.Traffic      // bytes read from and written to clients
+	conns    sync.Map             // *session.Session → *delivery.Conn once CONNECTED (operator views)
 	admin    *adminServer
 	store    store.Store
 	durable  *durable.Log
@@ -106,6 +110,8 @@ func New(cfg config.Config, opts Options) (*Broker, error) {
 	}
 	b.store = st
 	b.durable = durable.New(st, b.log.With("component", "durable"))
+	b.inst = metrics.NewInstruments()
+	b.durable.CommitLatency = b.inst.StoreCommit
 	fanout := false
 	defPattern := dest.PatternEvents
 	first := cfg.Servers[0].ProtocolOptions
@@ -124,6 +130,7 @@ func New(cfg config.Config, opts Options) (*Broker, error) {
 	}
 	p, ports := b.wire(fanout, resolver, clock.WithNow(opts.Timers, opts.Clock), b.log)
 	b.p = p
+	p.deliveries.Latency = b.inst.Deliver
 	sec, err := newSecurity(b)
 	if err != nil {
 		_ = st.Close()
@@ -145,6 +152,7 @@ func New(cfg config.Config, opts Options) (*Broker, error) {
 		SendStages:             opts.SendStages,
 		Store:                  b.durable,
 		Go:                     b.goroutine,
+		ReceiptLatency:         b.inst.Receipt,
 	})
 	return b, nil
 }
@@ -234,6 +242,7 @@ func (b *Broker) Start() error {
 	if n > 0 || b.durable.Corrupt.Load() > 0 {
 		b.log.Info("recovered stored messages", "messages", n, "unreadable_skipped", b.durable.Corrupt.Load())
 	}
+	b.restorePaused()
 	var servers []*server
 	fail := func(err error) error {
 		for _, s := range servers {
@@ -258,6 +267,7 @@ func (b *Broker) Start() error {
 		}
 		sopts := sessionOptions(sc, log, b.goroutine)
 		sopts.Authenticator = sessionAuth{b.sec.auth}
+		sopts.Traffic = &b.traffic
 		servers = append(servers, &server{cfg: sc, ln: ln, sopts: sopts})
 	}
 	if err := checkMonitorExposure(b.cfg, b.sec.auth.Open()); err != nil {
@@ -321,6 +331,7 @@ func (b *Broker) serveConn(s *server, c net.Conn) {
 	b.sessions[sess] = struct{}{}
 	b.mu.Unlock()
 	sess.Serve()
+	b.conns.Delete(sess)
 	b.mu.Lock()
 	delete(b.sessions, sess)
 	b.mu.Unlock()
@@ -335,6 +346,7 @@ type handler struct{ b *Broker }
 func (h handler) Connect(s *session.Session, _ *frame.Frame) (session.Link, *frame.ProtocolError) {
 	rc := h.b.router.Open(s)
 	s.OnDrain(rc.Delivery.Resume)
+	h.b.conns.Store(s, rc.Delivery)
 	return link{r: h.b.router, c: rc}, nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/titan-broker/titan/internal/dest"
 	"github.com/titan-broker/titan/internal/frame"
@@ -108,6 +109,7 @@ type Conn struct {
 	closed  bool                     // guarded by mu
 
 	egressDropped *atomic.Uint64 // counter of headers left out on egress; may be nil
+	latency       Observer       // publish-to-deliver seconds; may be nil
 }
 
 // NewConn returns the delivery state for a connection writing through w. egressDropped,
@@ -290,6 +292,9 @@ func (c *Conn) deliver(sub *Subscription, m *message.Message, src Source, seq ui
 		c.mu.Unlock()
 		return false
 	}
+	if c.latency != nil && m.TimestampMs > 0 {
+		c.latency.Observe(max(0, float64(time.Now().UnixMilli()-m.TimestampMs)/1e3))
+	}
 	if dl != nil {
 		c.pending[dl.key] = dl
 		sub.pending = append(sub.pending, dl)
@@ -304,10 +309,21 @@ func (c *Conn) deliver(sub *Subscription, m *message.Message, src Source, seq ui
 // may be set to count headers left out on egress.
 type Registry struct {
 	EgressDropped *atomic.Uint64
+	// Latency, when set, observes each MESSAGE's publish-to-deliver time in seconds: from
+	// the broker's acceptance (message timestamp, ms resolution) to its hand-off to the
+	// connection's writer.
+	Latency Observer
 }
 
+// Observer takes one observation (prometheus.Histogram implements it).
+type Observer interface{ Observe(float64) }
+
 // NewConn returns the delivery state of a connection writing through w.
-func (r *Registry) NewConn(w Writer) *Conn { return NewConn(w, r.EgressDropped) }
+func (r *Registry) NewConn(w Writer) *Conn {
+	c := NewConn(w, r.EgressDropped)
+	c.latency = r.Latency
+	return c
+}
 
 // Unsubscribe is c.Unsubscribe(id).
 func (r *Registry) Unsubscribe(c *Conn, id string) error { return c.Unsubscribe(id) }

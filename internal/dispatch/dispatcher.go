@@ -50,6 +50,13 @@ type SettingsStore interface {
 	SaveQueueSettings(id dest.Identity, s *address.Settings)
 }
 
+// PauseStore is implemented by a SettingsStore (durable.Log) that also keeps which queues
+// are paused across restarts; it is told, without Dispatcher locks held, when an operator
+// pauses or resumes a queue of a pattern whose operator state persists.
+type PauseStore interface {
+	SaveQueuePaused(id dest.Identity, paused bool)
+}
+
 // Counters are the broker-wide message counters the patterns keep (exported as metrics).
 type Counters struct {
 	// Published counts messages handed to a pattern for publication.
@@ -203,6 +210,9 @@ func (d *Dispatcher) SetPaused(id dest.Identity, paused bool) error {
 		return ErrNoQueue
 	}
 	q.SetPaused(paused)
+	if ps, ok := d.opts.Store.(PauseStore); ok && d.persisted[id.Pattern] {
+		ps.SaveQueuePaused(id, paused)
+	}
 	return nil
 }
 

@@ -16,6 +16,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -44,6 +45,10 @@ type Log struct {
 	// are delivered again after a restart, never lost).
 	DeferredDeletes atomic.Uint64
 	DroppedDeletes  atomic.Uint64
+
+	// CommitLatency, when set before use, observes the seconds each durable acceptance
+	// (Persist, PersistAsync's wait) took, append to fsync'd group commit.
+	CommitLatency interface{ Observe(float64) }
 
 	settingsMu sync.Mutex // serialises read-modify-write of the queue-settings meta key
 	names      sync.Map   // Identity → stream name, so the hot path does not rebuild it
@@ -82,8 +87,11 @@ func (l *Log) Store() store.Store { return l.st }
 // StreamName returns the store stream of a durable identity.
 func StreamName(id dest.Identity) string {
 	kind := "queue"
-	if id.Pattern == dest.PatternEventsStore {
+	switch id.Pattern {
+	case dest.PatternEventsStore:
 		kind = "events"
+	case dest.PatternEvents: // no messages are stored; the name keys operator queue state
+		kind = "topic"
 	}
 	form := "p"
 	if id.Bare {
@@ -104,6 +112,8 @@ func ParseStream(name string) (dest.Identity, bool) {
 		id.Pattern = dest.PatternQueues
 	case "events":
 		id.Pattern = dest.PatternEventsStore
+	case "topic":
+		id.Pattern = dest.PatternEvents
 	default:
 		return dest.Identity{}, false
 	}
@@ -114,6 +124,9 @@ func ParseStream(name string) (dest.Identity, bool) {
 // sets m.Sequence. It must run before m is shared. Errors: the store's.
 func (l *Log) Persist(id dest.Identity, m *message.Message) error {
 	var buf [512]byte
+	if l.CommitLatency != nil {
+		defer observeSince(l.CommitLatency, time.Now())
+	}
 	seq, err := l.st.Append(l.stream(id), message.Encode(buf[:0], m))
 	if err != nil {
 		return fmt.Errorf("durable: persist %s: %w", id, err)
@@ -367,6 +380,7 @@ func (l *Log) SaveQueueSettings(id dest.Identity, s *address.Settings) {
 	}
 	if s == nil {
 		delete(all, l.stream(id))
+		l.savePausedLocked(id, false) // a deleted queue comes back running
 	} else {
 		all[l.stream(id)] = *s
 	}
@@ -386,6 +400,81 @@ func (l *Log) queueSettingsLocked() (map[string]address.Settings, error) {
 		return map[string]address.Settings{}, fmt.Errorf("durable: queue settings: %w", err)
 	}
 	return all, nil
+}
+
+// pausedKey is the meta key holding the stream names of paused queues (a JSON array).
+const pausedKey = "queue-paused"
+
+// SaveQueuePaused records, durably, that the queue id is paused (or no longer is), so a
+// restart brings it back paused: operator-made state survives restarts like the queue's
+// settings. It implements dispatch.PauseStore. Failures are logged, not returned (the queue's
+// state in memory has already changed).
+func (l *Log) SaveQueuePaused(id dest.Identity, paused bool) {
+	l.settingsMu.Lock()
+	defer l.settingsMu.Unlock()
+	l.savePausedLocked(id, paused)
+}
+
+func (l *Log) savePausedLocked(id dest.Identity, paused bool) {
+	set, err := l.pausedLocked()
+	if err != nil {
+		l.log.Error("reading paused queues", "err", err)
+		return
+	}
+	name := l.stream(id)
+	if set[name] == paused {
+		return
+	}
+	if paused {
+		set[name] = true
+	} else {
+		delete(set, name)
+	}
+	names := make([]string, 0, len(set))
+	for n := range set {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	data, _ := json.Marshal(names)
+	if err := l.st.SetMeta(pausedKey, data); err != nil {
+		l.log.Error("saving paused queues", "err", err)
+	}
+}
+
+func (l *Log) pausedLocked() (map[string]bool, error) {
+	set := map[string]bool{}
+	v, ok, err := l.st.Meta(pausedKey)
+	if err != nil || !ok {
+		return set, err
+	}
+	var names []string
+	if err := json.Unmarshal(v, &names); err != nil {
+		return set, fmt.Errorf("durable: paused queues: %w", err)
+	}
+	for _, n := range names {
+		set[n] = true
+	}
+	return set, nil
+}
+
+// PausedQueues returns the identities of the queues saved as paused (SaveQueuePaused), in
+// stream-name order.
+func (l *Log) PausedQueues() ([]dest.Identity, error) {
+	l.settingsMu.Lock()
+	defer l.settingsMu.Unlock()
+	set, err := l.pausedLocked()
+	names := make([]string, 0, len(set))
+	for n := range set {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	out := make([]dest.Identity, 0, len(names))
+	for _, n := range names {
+		if id, ok := ParseStream(n); ok {
+			out = append(out, id)
+		}
+	}
+	return out, err
 }
 
 // QueueSettings returns the saved settings of operator-created queues by identity.
@@ -414,6 +503,10 @@ func (l *Log) PersistAsync(id dest.Identity, m *message.Message) (wait func() er
 		return func() error { return nil }, nil
 	}
 	var buf [512]byte
+	var start time.Time
+	if l.CommitLatency != nil {
+		start = time.Now()
+	}
 	seq, w, err := aa.AppendAsync(l.stream(id), message.Encode(buf[:0], m))
 	if err != nil {
 		return nil, fmt.Errorf("durable: persist %s: %w", id, err)
@@ -421,9 +514,16 @@ func (l *Log) PersistAsync(id dest.Identity, m *message.Message) (wait func() er
 	m.Sequence = seq
 	l.Appended.Add(1)
 	return func() error {
+		if !start.IsZero() {
+			defer observeSince(l.CommitLatency, start)
+		}
 		if err := w(); err != nil {
 			return fmt.Errorf("durable: persist %s: %w", id, err)
 		}
 		return nil
 	}, nil
+}
+
+func observeSince(o interface{ Observe(float64) }, start time.Time) {
+	o.Observe(time.Since(start).Seconds())
 }

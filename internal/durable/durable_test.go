@@ -64,3 +64,32 @@ func TestRetentionTrimsByCountBytesAndAge(t *testing.T) {
 		t.Fatalf("last %d", last)
 	}
 }
+
+// Operator state (settings of a created queue, pause) is kept per identity, events queues
+// included, and a deleted queue forgets both (issue 14: it survives restarts).
+func TestOperatorQueueStateRoundTrips(t *testing.T) {
+	st := memstore.New()
+	l := New(st, nil)
+	topic := dest.Identity{Group: "default", Pattern: dest.PatternEvents, Channel: "orders", Bare: true}
+	jobs := dest.Identity{Group: "market", Pattern: dest.PatternQueues, Channel: "jobs"}
+	s := address.Settings{Capacity: 7, MaxPendingBytes: 1024}
+	l.SaveQueueSettings(topic, &s)
+	l.SaveQueuePaused(topic, true)
+	l.SaveQueuePaused(jobs, true)
+	l.SaveQueuePaused(jobs, true) // idempotent
+
+	l2 := New(st, nil) // as after a restart
+	saved, err := l2.QueueSettings()
+	if err != nil || len(saved) != 1 || saved[topic].Capacity != 7 || saved[topic].MaxPendingBytes != 1024 {
+		t.Fatalf("settings after restart: %v %v", saved, err)
+	}
+	paused, err := l2.PausedQueues()
+	if err != nil || len(paused) != 2 || paused[0] != jobs || paused[1] != topic {
+		t.Fatalf("paused after restart: %v %v", paused, err)
+	}
+	l2.SaveQueuePaused(jobs, false)
+	l2.SaveQueueSettings(topic, nil) // deleted: forgets its pause too
+	if paused, _ := l2.PausedQueues(); len(paused) != 0 {
+		t.Fatalf("paused after resume and delete: %v", paused)
+	}
+}

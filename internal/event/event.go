@@ -53,7 +53,7 @@ type Pattern struct {
 // dest.PatternEvents.
 func New(d *dispatch.Dispatcher, o Options) *Pattern {
 	p := &Pattern{d: d, opts: o, subs: make(map[string]*sublist.Sublist[*delivery.Subscription])}
-	d.Register(dest.PatternEvents, p, false)
+	d.Register(dest.PatternEvents, p, true) // operator-made queues and their state survive restarts
 	return p
 }
 

@@ -5,11 +5,13 @@ import (
 	"github.com/titan-broker/titan/internal/dest"
 	"github.com/titan-broker/titan/internal/frame"
 	"github.com/titan-broker/titan/internal/message"
+	"time"
 )
 
 // Context is the bag a frame travels the stages in. Stages read what earlier stages recorded
 // and record their own outcome; none returns an error.
 type Context struct {
+	received time.Time // when a frame asking for a receipt was routed (ReceiptLatency)
 	// Conn is the connection the frame came from (stamped by the transport).
 	Conn *Conn
 	// Frame is the frame being routed; valid only while it is routed (clone what you keep).

@@ -61,6 +61,9 @@ func (f StageFunc) Apply(c *Context) { f(c) }
 
 // Options configure a Router. Zero values take the documented defaults.
 type Options struct {
+	// ReceiptLatency, when set, observes for every frame that asked for a receipt the seconds
+	// from routing it to writing its RECEIPT (or ERROR), durable acceptance included.
+	ReceiptLatency interface{ Observe(float64) }
 	// DefaultPattern routes bare destinations (events, events-store or queues; default events).
 	DefaultPattern dest.Pattern
 	// MaxSubscriptions bounds subscriptions per connection (default 1000;
@@ -171,6 +174,9 @@ func New(ports Ports, o Options) *Router {
 	}
 	r.build()
 	r.final = finalStage{}
+	if o.ReceiptLatency != nil {
+		r.final = receiptTimer{o.ReceiptLatency}
+	}
 	return r
 }
 
@@ -219,6 +225,9 @@ func (r *Router) Handle(c *Conn, f *frame.Frame) {
 // logged and turned into an ERROR for this connection only.
 func (r *Router) Route(c *Context) {
 	c.Receipt, _ = c.Frame.Get(frame.HdrReceipt)
+	if c.Receipt != "" && r.opts.ReceiptLatency != nil && c.received.IsZero() {
+		c.received = time.Now()
+	}
 	c.Route = r.Resolve(c)
 	if p := c.Conn.pipe; p != nil && c.Route != RouteSendQueue && c.Route != RouteSendEventsStore && !c.Replay && p.pending() {
 		p.drain() // nothing overtakes a deferred SEND of this connection

@@ -10,6 +10,9 @@ import (
 // Options configure every session of one listener. The zero value is not useful; start from
 // DefaultOptions. Options are read-only once a session starts.
 type Options struct {
+	// Traffic, when set, counts the bytes read from and written to every connection
+	// using these options (broker-wide totals for metrics).
+	Traffic *Traffic
 	// Limits bound what the parser accepts (see frame.Limits).
 	Limits frame.Limits
 	// Versions are the protocol versions offered, in any order (default 1.0, 1.1, 1.2).

@@ -125,7 +125,11 @@ func (d deadlineReader) Read(p []byte) (int, error) {
 	if t := d.s.readTimeout; t > 0 {
 		_ = d.s.conn.SetReadDeadline(time.Now().Add(t))
 	}
-	return d.s.conn.Read(p)
+	n, err := d.s.conn.Read(p)
+	if t := d.s.opts.Traffic; t != nil && n > 0 {
+		t.In.Add(uint64(n))
+	}
+	return n, err
 }
 
 // Serve runs the connection until it closes. It starts the write goroutine and runs the read
@@ -618,6 +622,9 @@ func (s *Session) writeLoop() {
 			} else {
 				nb := net.Buffers(bufs)
 				_, err = nb.WriteTo(s.conn) // writev
+			}
+			if t := s.opts.Traffic; t != nil && err == nil {
+				t.Out.Add(uint64(n))
 			}
 			s.mu.Lock()
 			s.queuedBytes -= n
