@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
+	"github.com/titan-broker/titan/internal/store"
 	"net"
 	"net/http"
 	"time"
@@ -113,6 +114,8 @@ func (s adminSource) Publish(p admin.Publication) (*admin.Published, error) {
 }
 func (s adminSource) Sessions() []*session.Session { return s.b.Sessions() }
 func (s adminSource) ConnectionsAccepted() uint64  { return s.b.Connections.Load() }
+func (s adminSource) StoreHealth() store.Health    { return s.b.StoreHealth() }
+
 func (s adminSource) ConnectionsClosed(r session.CloseReason) uint64 {
 	if int(r) < len(s.b.Closed) {
 		return s.b.Closed[r].Load()

@@ -135,19 +135,25 @@ func New(cfg config.Config, opts Options) (*Broker, error) {
 		authorize = b.sec.stage
 	}
 	b.router = router.New(ports, router.Options{
-		Authorize:              authorize,
-		DefaultPattern:         defPattern,
-		MaxSubscriptions:       first.MaxSubscriptionsByClient,
-		MaxFramesInTransaction: first.MaxFrameInTransaction,
-		DefaultPrefetch:        first.DefaultPrefetch,
-		Clock:                  opts.Clock,
-		Logger:                 b.log.With("component", "router"),
-		SendStages:             opts.SendStages,
-		Store:                  b.durable,
-		Go:                     b.goroutine,
+		Authorize:                    authorize,
+		DefaultPattern:               defPattern,
+		MaxSubscriptions:             first.MaxSubscriptionsByClient,
+		MaxFramesInTransaction:       first.MaxFrameInTransaction,
+		MaxDestinationsPerConnection: first.MaxDestinationsByClient,
+		MaxTempQueuesPerConnection:   first.MaxTempQueuesByClient,
+		DefaultPrefetch:              first.DefaultPrefetch,
+		Clock:                        opts.Clock,
+		Logger:                       b.log.With("component", "router"),
+		SendStages:                   opts.SendStages,
+		Store:                        b.durable,
+		Go:                           b.goroutine,
 	})
 	return b, nil
 }
+
+// StoreHealth returns the store's condition (store.Store.Health): OK, degraded or down,
+// with the cause and counters. It never blocks on I/O.
+func (b *Broker) StoreHealth() store.Health { return b.store.Health() }
 
 // Dispatcher returns the dispatcher: every dispatcher queue and the message counters (for
 // the admin API and embedding).
@@ -230,6 +236,16 @@ func (b *Broker) Start() error {
 	n, err := b.durable.RecoverQueues(b.p.queues.Restore)
 	if err != nil {
 		return fmt.Errorf("broker: recovery: %w", err)
+	}
+	logs, err := b.durable.Logs()
+	if err != nil {
+		return fmt.Errorf("broker: recovery: %w", err)
+	}
+	for _, id := range logs {
+		b.p.dispatcher.KnownLog(id)
+	}
+	if idle := b.cfg.Limits.DestinationIdleTimeout; idle > 0 {
+		b.goroutine("reclaim", func() { b.reclaimLoop(config.Ms(idle)) })
 	}
 	if n > 0 || b.durable.Corrupt.Load() > 0 {
 		b.log.Info("recovered stored messages", "messages", n, "unreadable_skipped", b.durable.Corrupt.Load())
@@ -472,3 +488,21 @@ func (b *Broker) Sessions() []*session.Session {
 
 // StartTime returns when Start ran.
 func (b *Broker) StartTime() time.Time { return b.startTime }
+
+// reclaimLoop removes idle, empty, traffic-created destinations (dispatch.Dispatcher.Reclaim)
+// every idle/4 (at most every 10 ms) until shutdown.
+func (b *Broker) reclaimLoop(idle time.Duration) {
+	every := max(idle/4, 10*time.Millisecond)
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-b.stop:
+			return
+		case <-t.C:
+			if n := b.p.dispatcher.Reclaim(idle); n > 0 {
+				b.log.Debug("reclaimed idle destinations", "destinations", n)
+			}
+		}
+	}
+}

@@ -45,6 +45,24 @@ type Config struct {
 	Log Log `yaml:"log"`
 	// Security selects users and permissions (DESIGN §8).
 	Security Security `yaml:"security"`
+	// Limits bound what clients can make the broker hold.
+	Limits Limits `yaml:"limits"`
+}
+
+// Limits is titan.limits: broker-wide resource bounds. Per-connection bounds are
+// protocol-options (max-destinations-by-client, max-temp-queues-by-client,
+// max-subscriptions-by-client).
+type Limits struct {
+	// MaxDestinations bounds the destinations traffic can create: queues, temp-queues,
+	// fanout-mode events queues and events-store logs together (default 100000; -1
+	// unlimited). A SEND that would create one more gets ERROR `destination limit
+	// reached`. Operator-created queues and queues restored at start-up count but are
+	// never refused.
+	MaxDestinations int `yaml:"max-destinations"`
+	// DestinationIdleTimeout is how long (ms) a traffic-created queue must stay empty,
+	// without consumers and without a SEND before it is removed, with its store stream
+	// (default 300000; -1 never). Operator-created queues and events-store logs are kept.
+	DestinationIdleTimeout int `yaml:"destination-idle-timeout"`
 }
 
 // Security is titan.security.
@@ -125,6 +143,12 @@ type ProtocolOptions struct {
 	ConnectionTTL int `yaml:"connection-ttl"`
 	// MaxSubscriptionsByClient bounds subscriptions per connection (default 1000).
 	MaxSubscriptionsByClient int `yaml:"max-subscriptions-by-client"`
+	// MaxDestinationsByClient bounds the queues and events-store logs one connection's
+	// SENDs create (default 1000; -1 unlimited). Over it: ERROR `destination limit reached`.
+	MaxDestinationsByClient int `yaml:"max-destinations-by-client"`
+	// MaxTempQueuesByClient bounds the temp-queues of its own one connection creates
+	// (default 100; -1 unlimited). Over it: ERROR `temp-queue limit reached`.
+	MaxTempQueuesByClient int `yaml:"max-temp-queues-by-client"`
 	// MaxOutboundBytes bounds bytes queued to one connection (default 16777216).
 	MaxOutboundBytes int64 `yaml:"max-outbound-bytes"`
 	// DefaultPrefetch bounds unacknowledged messages per subscription without a
@@ -331,6 +355,12 @@ func (s *Server) applyDefaults() {
 	if p.MaxSubscriptionsByClient == 0 {
 		p.MaxSubscriptionsByClient = 1000
 	}
+	if p.MaxDestinationsByClient == 0 {
+		p.MaxDestinationsByClient = 1000
+	}
+	if p.MaxTempQueuesByClient == 0 {
+		p.MaxTempQueuesByClient = 100
+	}
 	if p.MaxOutboundBytes == 0 {
 		p.MaxOutboundBytes = 16 << 20
 	}
@@ -355,6 +385,12 @@ func (c *Config) ApplyDefaults() {
 	}
 	if c.FlowControl.Queue.MaxPendingBytes == 0 {
 		c.FlowControl.Queue.MaxPendingBytes = address.DefaultMaxPendingBytes
+	}
+	if c.Limits.MaxDestinations == 0 {
+		c.Limits.MaxDestinations = 100000
+	}
+	if c.Limits.DestinationIdleTimeout == 0 {
+		c.Limits.DestinationIdleTimeout = 300000
 	}
 	if c.Store.Type == "" {
 		c.Store.Type = "pebble"

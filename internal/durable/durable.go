@@ -213,9 +213,20 @@ func (l *Log) RecoverQueues(fn func(id dest.Identity, m *message.Message)) (reco
 	if err != nil {
 		return 0, err
 	}
+	dropper, _ := l.st.(store.Dropper)
 	for _, s := range streams {
 		id, ok := ParseStream(s.Name)
-		if !ok || id.Pattern != dest.PatternQueues || s.Count == 0 {
+		if !ok || id.Pattern != dest.PatternQueues {
+			continue
+		}
+		if s.Count == 0 {
+			// An empty queue's stream holds nothing to recover: drop it so that the next
+			// start does not load it (start-up stays proportional to stored messages).
+			if dropper != nil {
+				if err := dropper.Drop(s.Name); err != nil && !errors.Is(err, store.ErrNotEmpty) {
+					l.log.Warn("dropping empty queue stream", "stream", s.Name, "err", err)
+				}
+			}
 			continue
 		}
 		err := l.st.Scan(s.Name, 0, func(seq uint64, data []byte) bool {
@@ -235,6 +246,38 @@ func (l *Log) RecoverQueues(fn func(id dest.Identity, m *message.Message)) (reco
 		}
 	}
 	return recovered, nil
+}
+
+// ForgetDestination drops what the store holds for a reclaimed queue: its stream, when
+// empty and the store can drop streams (store.Dropper), and the cached stream name. It
+// implements dispatch.Forgetter. Events-store logs are never dropped here.
+func (l *Log) ForgetDestination(id dest.Identity) {
+	l.names.Delete(id)
+	if id.Pattern != dest.PatternQueues {
+		return
+	}
+	d, ok := l.st.(store.Dropper)
+	if !ok {
+		return
+	}
+	if err := d.Drop(StreamName(id)); err != nil && !errors.Is(err, store.ErrNotEmpty) {
+		l.log.Warn("dropping reclaimed queue stream", "stream", StreamName(id), "err", err)
+	}
+}
+
+// Logs returns the identities of the events-store logs in the store.
+func (l *Log) Logs() ([]dest.Identity, error) {
+	streams, err := l.st.Streams()
+	if err != nil {
+		return nil, err
+	}
+	var out []dest.Identity
+	for _, s := range streams {
+		if id, ok := ParseStream(s.Name); ok && id.Pattern == dest.PatternEventsStore {
+			out = append(out, id)
+		}
+	}
+	return out, nil
 }
 
 // Scan implements eventlog.LogStore over id's stream.

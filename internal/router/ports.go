@@ -84,6 +84,17 @@ type Deliveries interface {
 	CloseConn(c *delivery.Conn)
 }
 
+// Destinations is the port that creates destinations (implemented by
+// dispatch.Dispatcher): a queue, a temp-queue or an events-store log exists before anything
+// is stored for it, so a refused creation leaves nothing behind. Safe for concurrent use.
+type Destinations interface {
+	// Exists reports whether id's destination exists.
+	Exists(id dest.Identity) bool
+	// Ensure makes id's destination exist; created reports a creation. Errors:
+	// dispatch.ErrDestinationLimit (the broker-wide bound; nothing created).
+	Ensure(id dest.Identity) (created bool, err error)
+}
+
 // Ports are the adapters a Router routes to. A nil pattern port makes the resolver refuse
 // that pattern ("unsupported destination pattern").
 type Ports struct {
@@ -101,6 +112,9 @@ type Ports struct {
 	// TempQueues is the temp-queue pattern (/temp-queue/): publish refuses the queues of
 	// closed connections; subscribe consumes like a queue.
 	TempQueues Pattern
+	// Destinations creates queues, temp-queues and events-store logs under the broker's
+	// and the connection's limits (the destination stage); nil applies no limit.
+	Destinations Destinations
 }
 
 // Clock is the time source (injectable for tests).

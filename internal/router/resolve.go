@@ -54,15 +54,23 @@ func (r *Router) build() {
 			responseStage{requests: p.Requests}, publishStage{port: p.Events, store: o.Store})
 		subscribe(dest.PatternEvents, append(head(group), sub, attachStage{port: p.Events})...)
 	}
+	// limit creates the SEND's destination before the store stage (nothing is stored for
+	// a destination that could not be created), under the broker's and connection's bounds.
+	limit := func(temp bool) []Stage {
+		if p.Destinations == nil {
+			return nil
+		}
+		return []Stage{destinationStage{port: p.Destinations, opts: o, temp: temp}}
+	}
 	if p.Queues != nil {
-		send(RouteSendQueue, dest.PatternQueues, head(group),
-			responseStage{requests: p.Requests}, storeStage{store: o.Store}, publishStage{port: p.Queues, store: o.Store})
+		send(RouteSendQueue, dest.PatternQueues, head(group), append(limit(false),
+			responseStage{requests: p.Requests}, storeStage{store: o.Store}, publishStage{port: p.Queues, store: o.Store})...)
 		subscribe(dest.PatternQueues, append(head(group), sub, attachStage{port: p.Queues})...)
 	}
 	if p.EventsStore != nil {
 		// A log is always stored, persistent header or not.
-		send(RouteSendEventsStore, dest.PatternEventsStore, head(group),
-			responseStage{requests: p.Requests}, storeStage{store: o.Store, always: true}, publishStage{port: p.EventsStore, store: o.Store})
+		send(RouteSendEventsStore, dest.PatternEventsStore, head(group), append(limit(false),
+			responseStage{requests: p.Requests}, storeStage{store: o.Store, always: true}, publishStage{port: p.EventsStore, store: o.Store})...)
 		subscribe(dest.PatternEventsStore, append(head(group), sub, logPositionStage{clock: o.Clock}, attachStage{port: p.EventsStore})...)
 	}
 	if p.Requests != nil {
@@ -73,8 +81,8 @@ func (r *Router) build() {
 		if p.TempQueues != nil {
 			temp := tempQueueStage{requests: p.Requests}
 			ownGroup := groupStage{scoped: true} // a temp-queue is scoped by its owner, not a group
-			send(RouteSendTempQueue, dest.PatternTempQueue, head(temp, ownGroup),
-				responseStage{requests: p.Requests, temp: true}, publishStage{port: p.TempQueues, store: o.Store})
+			send(RouteSendTempQueue, dest.PatternTempQueue, head(temp, ownGroup), append(limit(true),
+				responseStage{requests: p.Requests, temp: true}, publishStage{port: p.TempQueues, store: o.Store})...)
 			subscribe(dest.PatternTempQueue, append(head(tempQueueStage{requests: p.Requests, subscribe: true}, ownGroup), sub, attachStage{port: p.TempQueues})...)
 		}
 	}

@@ -73,6 +73,12 @@ type Options struct {
 	MaxTransactionBytes int
 	// MaxTransactions bounds open transactions per connection (default 100).
 	MaxTransactions int
+	// MaxDestinationsPerConnection bounds the queues and events-store logs one
+	// connection's SENDs create (default 1000; -1 unlimited; max-destinations-by-client).
+	MaxDestinationsPerConnection int
+	// MaxTempQueuesPerConnection bounds the temp-queues of its own one connection's SENDs
+	// create (default 100; -1 unlimited; max-temp-queues-by-client).
+	MaxTempQueuesPerConnection int
 	// DefaultPrefetch is the unacknowledged-message limit of a subscription without a
 	// prefetch-count header (default delivery.DefaultPrefetch).
 	DefaultPrefetch int
@@ -144,6 +150,12 @@ func New(ports Ports, o Options) *Router {
 	if o.MaxTransactions <= 0 {
 		o.MaxTransactions = 100
 	}
+	if o.MaxDestinationsPerConnection == 0 {
+		o.MaxDestinationsPerConnection = 1000
+	}
+	if o.MaxTempQueuesPerConnection == 0 {
+		o.MaxTempQueuesPerConnection = 100
+	}
 	if o.DefaultPrefetch <= 0 {
 		o.DefaultPrefetch = delivery.DefaultPrefetch
 	}
@@ -183,8 +195,10 @@ type Conn struct {
 	Client    Client
 	Delivery  *delivery.Conn
 	txs       map[string]*transaction
-	pipe      *pipeline // persistent SENDs awaiting their fsync; created on first use
-	pipelined bool      // persistent SENDs may be pipelined (a store and a pipeline exist)
+	pipe      *pipeline    // persistent SENDs awaiting their fsync; created on first use
+	pipelined bool         // persistent SENDs may be pipelined (a store and a pipeline exist)
+	created   atomic.Int64 // destinations this connection's SENDs created (destination stage)
+	tempMade  atomic.Int64 // its own temp-queues its SENDs created
 }
 
 // Open returns the router state for a newly connected client.

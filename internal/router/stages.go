@@ -90,6 +90,53 @@ func cloneIdentity(id dest.Identity) dest.Identity {
 	return id
 }
 
+// destinationStage creates the SEND's destination (queue, temp-queue, events-store log)
+// before anything is stored for it, under the broker-wide bound (the Destinations port:
+// dispatch.Options.MaxDestinations) and the connection's (MaxDestinationsPerConnection, or
+// MaxTempQueuesPerConnection for its own temp-queues). A refusal is an ERROR naming the
+// limit ("destination limit reached", "temp-queue limit reached") and nothing is created:
+// no queue, no stream, no metadata. An existing destination costs one map lookup.
+type destinationStage struct {
+	port Destinations
+	opts *Options
+	temp bool
+}
+
+func (s destinationStage) Apply(c *Context) {
+	if s.port.Exists(c.Identity) {
+		return
+	}
+	counter, max, name := &c.Conn.created, s.opts.MaxDestinationsPerConnection, "destination"
+	if s.temp {
+		first, _, _ := strings.Cut(c.Identity.Channel, ".")
+		if first != c.Conn.Client.ID() {
+			counter = nil // a reply to another connection's temp-queue: the broker-wide bound only
+		} else {
+			counter, max, name = &c.Conn.tempMade, s.opts.MaxTempQueuesPerConnection, "temp-queue"
+		}
+	}
+	if counter != nil && max > 0 && counter.Load() >= int64(max) {
+		if r, ok := s.port.(interface{ CountRefusal() }); ok {
+			r.CountRefusal()
+		}
+		c.failWith(name+" limit reached", "this connection may create at most "+strconv.Itoa(max)+" "+name+"s (max-"+name+"s-by-client)",
+			fmt.Errorf("%w: per connection", dispatch.ErrDestinationLimit))
+		return
+	}
+	created, err := s.port.Ensure(c.Identity)
+	if err != nil {
+		if errors.Is(err, dispatch.ErrDestinationLimit) {
+			c.failWith("destination limit reached", "the broker holds its maximum number of destinations (max-destinations); send to an existing one", err)
+			return
+		}
+		c.failWith("publish failed", "", err)
+		return
+	}
+	if created && counter != nil {
+		counter.Add(1)
+	}
+}
+
 // storeStage is durable acceptance (DESIGN §5): a persistent message of a durable pattern is
 // committed to the store, fsync'd, before it is published, so the RECEIPT the final stage
 // writes means the message survives a crash. A SEND with persistent:false skips it, unless
@@ -140,6 +187,8 @@ func (s publishStage) Apply(c *Context) {
 		s.store.Forget(c.Identity, c.Message)
 	}
 	switch {
+	case errors.Is(err, dispatch.ErrDestinationLimit):
+		c.failWith("destination limit reached", "the broker holds its maximum number of destinations (max-destinations); send to an existing one", err)
 	case errors.Is(err, dispatch.ErrQueueFull):
 		c.failWith("queue full", "the destination is full; retry later", err)
 	case errors.Is(err, dispatch.ErrCanceled):
