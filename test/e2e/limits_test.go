@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -160,5 +161,89 @@ func TestIdleDestinationsReclaimed(t *testing.T) {
 	requireQueue(t, b, "/queue/kept", "") // holds a message
 	if got := metricSum(scrapeMetrics(t, b), "titan_destinations_reclaimed_total"); got < 1 {
 		t.Errorf("titan_destinations_reclaimed_total = %v, want >= 1", got)
+	}
+}
+
+// limitsPebbleConfig is a Pebble-backed titan-env.yml without destination limits, so one
+// connection can use many names.
+func limitsPebbleConfig(dataDir string) string {
+	return fmt.Sprintf(`titan:
+  servers:
+    - {name: stomp, host: 127.0.0.1, port: 0, protocol-options: {max-destinations-by-client: -1, max-subscriptions-by-client: 100000}}
+  monitor: {host: 127.0.0.1, port: 0}
+  store: {type: pebble, data-dir: %q}
+  limits: {max-destinations: -1, destination-idle-timeout: -1}
+  log: {level: info}
+`, dataDir)
+}
+
+// useNames sends one persistent message to each of n queues on p, consumes them all
+// (ack:auto) and waits until no queue holds a message: n names used, nothing stored.
+func useNames(t *testing.T, p *titanProc, n int) {
+	t.Helper()
+	b := p.broker()
+	c := dialRaw(t, b)
+	c.connect()
+	var sb strings.Builder
+	for i := range n {
+		fmt.Fprintf(&sb, "SEND\ndestination:/queue/name-%d\npersistent:true\n\nx\x00", i)
+		if sb.Len() > 1<<16 {
+			requireNoError(t, c.write(sb.String()))
+			sb.Reset()
+		}
+	}
+	sb.WriteString("SEND\ndestination:/queue/name-0\npersistent:true\nreceipt:sent\n\nx\x00")
+	requireNoError(t, c.write(sb.String()))
+	f, err := c.readFrame(60 * time.Second)
+	requireNoError(t, err)
+	requireEqual(t, "RECEIPT", f.command, "the last SEND's answer")
+	sb.Reset()
+	for i := range n {
+		fmt.Fprintf(&sb, "SUBSCRIBE\ndestination:/queue/name-%d\nid:%d\nack:auto\n\n\x00", i, i)
+	}
+	requireNoError(t, c.write(sb.String()))
+	for got := 0; got < n+1; got++ {
+		f, err := c.readFrame(60 * time.Second)
+		requireNoError(t, err, "after %d MESSAGEs", got)
+		requireEqual(t, "MESSAGE", f.command)
+	}
+	eventually(t, 30*time.Second, 100*time.Millisecond, func() bool {
+		return metricSum(scrapeMetrics(t, b), "titan_queue_messages") == 0
+	}, "every message consumed")
+	_ = c.conn.Close()
+}
+
+// TestRestartTimeIndependentOfNamesUsed: a broker that used 20,000 queue names and stores
+// nothing restarts about as fast as one that used 10. The first restart drops the empty
+// streams it finds (one cheap pass), the next ones do not see them at all. Loose on purpose:
+// the bounds are factors over the 10-name restart, no absolute timings.
+func TestRestartTimeIndependentOfNamesUsed(t *testing.T) {
+	restart := func(n *titanNode) time.Duration {
+		start := time.Now()
+		n.start()
+		d := time.Since(start)
+		n.stop()
+		return d
+	}
+	best := func(n *titanNode) time.Duration {
+		return min(restart(n), restart(n), restart(n))
+	}
+	few := newTitanNode(t, limitsPebbleConfig(filepath.Join(t.TempDir(), "data")))
+	useNames(t, few.start(), 10)
+	few.stop()
+	tFew := best(few)
+
+	manyDir := filepath.Join(t.TempDir(), "data")
+	many := newTitanNode(t, limitsPebbleConfig(manyDir))
+	useNames(t, many.start(), 20000)
+	many.stop()
+	tFirst := restart(many)
+	tMany := best(many)
+	t.Logf("restart: 10 names %v; 20000 names: first %v, then %v", tFew, tFirst, tMany)
+	if tFirst > 5*tFew+2*time.Second {
+		t.Errorf("the first restart after using 20000 names took %v, against %v after 10", tFirst, tFew)
+	}
+	if tMany > 3*tFew+500*time.Millisecond {
+		t.Errorf("restarts after using 20000 names take %v, against %v after 10", tMany, tFew)
 	}
 }

@@ -1,7 +1,6 @@
 package pebblestore
 
 import (
-	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -304,6 +303,12 @@ func (s *Store) loadStreams() (map[string]*stream, error) {
 		st := newStream(name)
 		st.last, st.count, st.bytes = state.last, state.count, state.bytes
 		st.durable.Store(state.last)
+		// Only streams holding records are sought: a seek per empty stream (each walking its
+		// tombstones) made Open proportional to every name ever used, not to what is stored.
+		if st.count == 0 {
+			streams[name] = st
+			continue
+		}
 		if err := checkLastRecord(rit, st); err != nil {
 			return nil, errors.Join(err, it.Close())
 		}
@@ -312,12 +317,14 @@ func (s *Store) loadStreams() (map[string]*stream, error) {
 	return streams, wrapErr("open", it.Close())
 }
 
-// checkLastRecord seeks, with it (an iterator over every record key), the stream's highest
-// record key and checks it against the persisted high-water mark and count.
+// checkLastRecord seeks, with it (one iterator reused for every stream), the stream's
+// highest record key and checks it against the persisted high-water mark and count. The
+// iterator is bounded to the stream (SetBounds): an unbounded backward seek would walk
+// through the tombstones of every stream before it.
 func checkLastRecord(it *pebble.Iterator, st *stream) error {
+	it.SetBounds(recordKey(st.recPrefix, 0), recordKey(st.recPrefix, ^uint64(0)))
 	var lastSeq uint64
-	found := it.SeekLT(recordKey(st.recPrefix, ^uint64(0))) && bytes.HasPrefix(it.Key(), st.recPrefix) &&
-		len(it.Key()) == len(st.recPrefix)+8
+	found := it.Last()
 	if found {
 		lastSeq = seqOf(it.Key())
 	}
