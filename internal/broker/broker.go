@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/titan-broker/titan/internal/dedup"
 	"log/slog"
 	"net"
 	"runtime/pprof"
@@ -68,7 +69,8 @@ type Broker struct {
 	admin    *adminServer
 	store    store.Store
 	durable  *durable.Log
-	sec      *security // users and permissions (security.go)
+	dedup    *dedup.Cache // duplicate detection (the router's duplicate stage)
+	sec      *security    // users and permissions (security.go)
 
 	startTime time.Time
 	stop      chan struct{} // closed when shutdown begins
@@ -134,7 +136,13 @@ func New(cfg config.Config, opts Options) (*Broker, error) {
 	if b.sec.stage != nil {
 		authorize = b.sec.stage
 	}
+	b.dedup = dedup.New(dedup.Options{
+		Window:  config.Ms(cfg.DuplicateDetection.Window),
+		Cap:     cfg.DuplicateDetection.CacheSize,
+		Journal: b.durable,
+	})
 	b.router = router.New(ports, router.Options{
+		Duplicates:                   b.dedup,
 		Authorize:                    authorize,
 		DefaultPattern:               defPattern,
 		MaxSubscriptions:             first.MaxSubscriptionsByClient,
@@ -232,6 +240,9 @@ func (b *Broker) Start() error {
 	}
 	for id, s := range saved {
 		_, _, _ = b.p.dispatcher.GetOrPut(id, s) // not Create: re-saving what was just read is pointless
+	}
+	if err := b.dedup.Load(); err != nil {
+		return fmt.Errorf("broker: recovery: duplicate ids: %w", err)
 	}
 	n, err := b.durable.RecoverQueues(b.p.queues.Restore)
 	if err != nil {

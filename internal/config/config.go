@@ -47,6 +47,20 @@ type Config struct {
 	Security Security `yaml:"security"`
 	// Limits bound what clients can make the broker hold.
 	Limits Limits `yaml:"limits"`
+	// DuplicateDetection configures the duplicate id cache (SEND header _AMQ_DUPL_ID).
+	DuplicateDetection DuplicateDetection `yaml:"duplicate-detection"`
+}
+
+// DuplicateDetection is titan.duplicate-detection. A SEND whose _AMQ_DUPL_ID header (Artemis's
+// duplicate id) repeats an id seen on the same destination within the window is answered
+// (RECEIPT) but not stored or delivered again. Ids of persistent messages are journaled in
+// the store and survive a restart for the window.
+type DuplicateDetection struct {
+	// Window is how long an id is remembered, in ms (default 600000: 10 minutes).
+	Window int `yaml:"window"`
+	// CacheSize bounds the ids remembered over all destinations (default 100000; the
+	// oldest is forgotten first).
+	CacheSize int `yaml:"cache-size"`
 }
 
 // Limits is titan.limits: broker-wide resource bounds. Per-connection bounds are
@@ -385,6 +399,12 @@ func (c *Config) ApplyDefaults() {
 	}
 	if c.FlowControl.Queue.MaxPendingBytes == 0 {
 		c.FlowControl.Queue.MaxPendingBytes = address.DefaultMaxPendingBytes
+	}
+	if c.DuplicateDetection.Window == 0 {
+		c.DuplicateDetection.Window = 600000
+	}
+	if c.DuplicateDetection.CacheSize == 0 {
+		c.DuplicateDetection.CacheSize = 100000
 	}
 	if c.Limits.MaxDestinations == 0 {
 		c.Limits.MaxDestinations = 100000

@@ -470,3 +470,41 @@ func (l *Log) PersistAsync(id dest.Identity, m *message.Message) (wait func() er
 		return nil
 	}, nil
 }
+
+// duplicateIDStream holds the duplicate ids claimed by SENDs (dedup.Journal): records of an
+// 8-byte big-endian Unix-millisecond time followed by the cache key. It is not a queue or
+// log stream (ParseStream refuses it), so recovery and retention skip it.
+const duplicateIDStream = "dedup/ids"
+
+// RecordDuplicateID appends a claimed duplicate id, fsync'd (group-committed), and returns
+// its sequence. It implements dedup.Journal.
+func (l *Log) RecordDuplicateID(key string, at time.Time) (uint64, error) {
+	rec := binary.BigEndian.AppendUint64(make([]byte, 0, 8+len(key)), uint64(at.UnixMilli()))
+	seq, err := l.st.Append(duplicateIDStream, append(rec, key...))
+	if err != nil {
+		return 0, fmt.Errorf("durable: duplicate id: %w", err)
+	}
+	return seq, nil
+}
+
+// ForgetDuplicateID deletes a duplicate id whose SEND was not accepted.
+func (l *Log) ForgetDuplicateID(seq uint64) {
+	if err := l.st.Delete(duplicateIDStream, seq); err != nil {
+		l.deleteFailed(duplicateIDStream, []uint64{seq}, err)
+	}
+}
+
+// LoadDuplicateIDs calls fn for every stored duplicate id, oldest first.
+func (l *Log) LoadDuplicateIDs(fn func(seq uint64, key string, at time.Time)) error {
+	return l.st.Scan(duplicateIDStream, 0, func(seq uint64, data []byte) bool {
+		if len(data) >= 8 {
+			fn(seq, string(data[8:]), time.UnixMilli(int64(binary.BigEndian.Uint64(data))))
+		}
+		return true
+	})
+}
+
+// TrimDuplicateIDs deletes the duplicate ids before seq (outside the window).
+func (l *Log) TrimDuplicateIDs(before uint64) error {
+	return l.st.Trim(duplicateIDStream, before)
+}

@@ -41,6 +41,9 @@ type Source interface {
 	ConnectionsClosed(r session.CloseReason) uint64
 	// StoreHealth is the store's condition (store.Store.Health); it never blocks on I/O.
 	StoreHealth() store.Health
+	// DuplicateIDs returns how many duplicate ids are remembered and how many SENDs were
+	// recognised as duplicates since start.
+	DuplicateIDs() (remembered int, duplicates uint64)
 }
 
 // Metric names. Queue metrics carry the labels group, destination and pattern.
@@ -63,6 +66,8 @@ const (
 	NameDestinationsMax     = "titan_destinations_max"
 	NameDestinationRefused  = "titan_destination_limit_refusals_total"
 	NameDestinationsReclaim = "titan_destinations_reclaimed_total"
+	NameDuplicateIDs        = "titan_duplicate_ids"
+	NameDuplicates          = "titan_duplicates_total"
 	NameStoreState          = "titan_store_state"
 	NameStoreStateChanges   = "titan_store_state_changes_total"
 	NameStoreRecoveries     = "titan_store_recoveries_total"
@@ -112,6 +117,7 @@ type Collector struct {
 	queues, groups                               *prometheus.Desc
 	dests, destsMax, destRefused, destReclaimed  *prometheus.Desc
 	storeState, storeChanges, storeRecoveries    *prometheus.Desc
+	dupIDs, duplicates                           *prometheus.Desc
 	qMessages, qBytes, qCapacity, qMaxBytes      *prometheus.Desc
 	qRing, qDelivering, qScheduled, qConsumers   *prometheus.Desc
 	qPaused, qEnqueued, qDispatched, qAcked      *prometheus.Desc
@@ -138,6 +144,8 @@ type Collector struct {
 //     limit), titan_destination_limit_refusals_total (creations refused by the broker-wide
 //     or a per-connection limit), titan_destinations_reclaimed_total (idle destinations
 //     removed).
+//   - titan_duplicate_ids (duplicate ids remembered now), titan_duplicates_total (SENDs
+//     answered without being stored or delivered because their duplicate id repeated one).
 //   - titan_store_state{state="ok"|"degraded"|"down"} (1 for the current state, 0 for the
 //     others), titan_store_state_changes_total, titan_store_recoveries_total.
 //   - per queue {group, destination, pattern}: gauges titan_queue_messages,
@@ -185,6 +193,8 @@ func NewCollector(src Source) *Collector {
 		destsMax:        d(NameDestinationsMax, "The max-destinations limit (0: none)."),
 		destRefused:     d(NameDestinationRefused, "Destination creations refused by the broker-wide or a per-connection limit."),
 		destReclaimed:   d(NameDestinationsReclaim, "Idle, empty, traffic-created destinations removed."),
+		dupIDs:          d(NameDuplicateIDs, "Duplicate ids remembered now (bounded by duplicate-detection cache-size)."),
+		duplicates:      d(NameDuplicates, "SENDs recognised as duplicates: answered, not stored or delivered again."),
 		storeState:      d(NameStoreState, "1 for the store's current state, 0 for the others.", "state"),
 		storeChanges:    d(NameStoreStateChanges, "Store state changes since start."),
 		storeRecoveries: d(NameStoreRecoveries, "Store returns to ok from down since start."),
@@ -225,7 +235,7 @@ func (c *Collector) descs() []*prometheus.Desc {
 		c.buildInfo, c.startTime, c.connections, c.accepted, c.closed, c.queuedBytes,
 		c.routed, c.routeErrors, c.published, c.noSub, c.evDropped, c.dead, c.expired,
 		c.queues, c.groups, c.dests, c.destsMax, c.destRefused, c.destReclaimed,
-		c.storeState, c.storeChanges, c.storeRecoveries, c.qMessages, c.qBytes, c.qCapacity, c.qMaxBytes, c.qRing,
+		c.storeState, c.storeChanges, c.storeRecoveries, c.dupIDs, c.duplicates, c.qMessages, c.qBytes, c.qCapacity, c.qMaxBytes, c.qRing,
 		c.qDelivering, c.qScheduled, c.qConsumers, c.qPaused, c.qEnqueued, c.qDispatched,
 		c.qAcked, c.qDropped, c.qRingRemoved, c.qExpired, c.qDeadLettr,
 		c.egressDropped, c.logDelivered, c.outboxPollers, c.outboxMaxInterval, c.outboxSheds,
@@ -295,6 +305,9 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		}
 		gauge(c.storeState, v, st.String())
 	}
+	remembered, dups := src.DuplicateIDs()
+	gauge(c.dupIDs, float64(remembered))
+	counter(c.duplicates, dups)
 	counter(c.storeChanges, sh.Changes)
 	counter(c.storeRecoveries, sh.Recoveries)
 	ob := src.Outbox()

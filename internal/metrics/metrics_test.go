@@ -133,6 +133,7 @@ func (f fakeSource) Router() *router.Router                         { return f.r
 func (f fakeSource) Sessions() []*session.Session                   { return nil }
 func (f fakeSource) ConnectionsAccepted() uint64                    { return 7 }
 func (f fakeSource) ConnectionsClosed(r session.CloseReason) uint64 { return uint64(r) }
+func (f fakeSource) DuplicateIDs() (int, uint64)                    { return 0, 0 }
 func (f fakeSource) StoreHealth() store.Health {
 	return store.Health{State: store.StateDown, Changes: 3, Recoveries: 1}
 }

@@ -95,6 +95,14 @@ type Destinations interface {
 	Ensure(id dest.Identity) (created bool, err error)
 }
 
+// Duplicates is duplicate detection (implemented by dedup.Cache): Claim reports whether a
+// SEND's duplicate id repeats one seen on the same destination within the window; when it
+// does not, the id is remembered (durably when durable is set, before Claim returns) and
+// undo forgets it for a SEND that was then not accepted. Safe for concurrent use.
+type Duplicates interface {
+	Claim(id dest.Identity, dupID string, durable bool) (dup bool, undo func(), err error)
+}
+
 // Ports are the adapters a Router routes to. A nil pattern port makes the resolver refuse
 // that pattern ("unsupported destination pattern").
 type Ports struct {

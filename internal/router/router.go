@@ -104,6 +104,13 @@ type Options struct {
 	// publication (reference 000: "custom handlers are inserted between those stages"). They
 	// run for every way in: STOMP SEND, Router.Publish (HTTP POST /publish, embed.Publish).
 	SendStages []Stage
+	// Duplicates, when set, is duplicate detection: the duplicate stage runs on every SEND
+	// route that publishes (events, queues, events-store, temp-queues) before anything is
+	// created or stored, for every way in (STOMP, Router.Publish).
+	Duplicates Duplicates
+	// DuplicateHeader is the SEND header carrying the duplicate id (default
+	// "_AMQ_DUPL_ID", Artemis's name).
+	DuplicateHeader string
 	// Authorize, when set, runs on every SEND and SUBSCRIBE route right after the group
 	// stage, so that Identity is known and nothing has been built, buffered in a transaction,
 	// stored or subscribed yet (DESIGN §8). It refuses by setting c.Err; for a wildcard
@@ -167,6 +174,9 @@ func New(ports Ports, o Options) *Router {
 	}
 	if o.MaxRequestTimeout < o.RequestTimeout {
 		o.MaxRequestTimeout = max(5*time.Minute, o.RequestTimeout)
+	}
+	if o.DuplicateHeader == "" {
+		o.DuplicateHeader = "_AMQ_DUPL_ID"
 	}
 	if o.MessageIDPrefix == "" {
 		o.MessageIDPrefix = "titan"
@@ -291,6 +301,9 @@ func (r *Router) deferTail(c *Context, rest []Stage) {
 			// An earlier SEND failed and closed the connection: this one was never answered.
 			if err == nil {
 				r.opts.Store.Forget(tail.Identity, tail.Message)
+			}
+			if tail.undo != nil {
+				tail.undo() // not accepted: a retry must not be taken for a duplicate
 			}
 			return
 		case err != nil:

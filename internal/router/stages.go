@@ -90,6 +90,39 @@ func cloneIdentity(id dest.Identity) dest.Identity {
 	return id
 }
 
+// duplicateStage is duplicate detection (DESIGN: Durability): a SEND whose duplicate id
+// header (Options.DuplicateHeader) repeats an id seen on the same destination within the
+// window is not stored, created or delivered; it halts with success, so its RECEIPT is
+// still written and a producer retrying after a lost RECEIPT cannot create a duplicate. A
+// new id is remembered before the store stage (journaled with the message's durability)
+// and forgotten again if the SEND then fails.
+type duplicateStage struct {
+	port   Duplicates
+	header string
+	store  Persister
+	always bool // the route stores every message (events-store)
+}
+
+func (s duplicateStage) Apply(c *Context) {
+	dupID, ok := c.Message.Header(s.header)
+	if !ok || dupID == "" {
+		return
+	}
+	durable := s.store != nil && (s.always || c.Message.Persistent)
+	dup, undo, err := s.port.Claim(c.Identity, dupID, durable)
+	switch {
+	case err != nil:
+		c.failWith(storeRefusal(err), "the broker could not record the duplicate id; the message was not accepted", fmt.Errorf("%w: %w", dispatch.ErrNotStored, err))
+	case dup:
+		if p := c.Conn.pipe; p != nil {
+			p.drain() // its RECEIPT must not overtake earlier deferred SENDs'
+		}
+		c.Halt = true // answered (RECEIPT) without being stored or delivered again
+	default:
+		c.undo = undo
+	}
+}
+
 // destinationStage creates the SEND's destination (queue, temp-queue, events-store log)
 // before anything is stored for it, under the broker-wide bound (the Destinations port:
 // dispatch.Options.MaxDestinations) and the connection's (MaxDestinationsPerConnection, or
@@ -333,6 +366,10 @@ type finalStage struct{}
 func (finalStage) Apply(c *Context) {
 	cl := c.Conn.Client
 	if c.Err != nil {
+		if c.undo != nil {
+			c.undo() // not accepted: a retry must not be taken for a duplicate
+			c.undo = nil
+		}
 		if c.Err.ReceiptID == "" {
 			c.Err.ReceiptID = c.Receipt
 		}

@@ -127,6 +127,9 @@ func (s commitStage) Apply(c *Context) {
 			r.run(&rc, r.effects[op.route][op.identity.Pattern])
 		}
 		if rc.Err != nil {
+			if rc.undo != nil {
+				rc.undo()
+			}
 			c.Err = rc.Err
 			return
 		}
