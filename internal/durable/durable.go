@@ -248,6 +248,21 @@ func (l *Log) RecoverQueues(fn func(id dest.Identity, m *message.Message)) (reco
 	return recovered, nil
 }
 
+// Sync makes every delete done so far durable (acknowledged messages stay acknowledged
+// after a crash): the router calls it before the RECEIPT of an ACK or NACK that asked for
+// one. A store without unsynced deletes (no store.Syncer) needs nothing. Errors: the
+// store's (store.ErrUnavailable when it is down).
+func (l *Log) Sync() error {
+	sy, ok := l.st.(store.Syncer)
+	if !ok {
+		return nil
+	}
+	if err := sy.Sync(); err != nil {
+		return fmt.Errorf("durable: sync: %w", err)
+	}
+	return nil
+}
+
 // ForgetDestination drops what the store holds for a reclaimed queue: its stream, when
 // empty and the store can drop streams (store.Dropper), and the cached stream name. It
 // implements dispatch.Forgetter. Events-store logs are never dropped here.

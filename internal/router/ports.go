@@ -141,6 +141,15 @@ type Persister interface {
 	Forget(id dest.Identity, m *message.Message)
 }
 
+// Syncer is implemented by a Persister whose acknowledgements (store deletes) are synced
+// lazily: Sync returns once every acknowledgement so far is durable. The ACK and NACK
+// stages call it before writing a RECEIPT (and COMMIT, for a transaction holding ACKs), so a
+// RECEIPT for an acknowledgement means it survives a crash; acknowledgements without a
+// receipt stay lazily synced.
+type Syncer interface {
+	Sync() error
+}
+
 // Refusal is implemented by Persister errors that say why a message was not stored: its
 // text becomes the ERROR frame's message header ("store unavailable: no space left on
 // device"). Any other Persister error reads "message not stored".

@@ -98,8 +98,8 @@ func (r *Router) build() {
 		}
 	}
 	r.table[RouteUnsubscribe][0] = []Stage{unsubscribeStage{deliveries: p.Deliveries}}
-	r.table[RouteAck][0] = []Stage{tx, ackStage{deliveries: p.Deliveries}}
-	r.table[RouteNack][0] = []Stage{tx, ackStage{deliveries: p.Deliveries, nack: true}}
+	r.table[RouteAck][0] = []Stage{tx, ackStage{deliveries: p.Deliveries, store: o.Store}}
+	r.table[RouteNack][0] = []Stage{tx, ackStage{deliveries: p.Deliveries, nack: true, store: o.Store}}
 	r.table[RouteBegin][0] = []Stage{beginStage{max: o.MaxTransactions}}
 	r.table[RouteCommit][0] = []Stage{commitStage{router: r}}
 	r.table[RouteAbort][0] = []Stage{abortStage{}}

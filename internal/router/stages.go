@@ -331,6 +331,7 @@ func (s unsubscribeStage) Apply(c *Context) {
 type ackStage struct {
 	deliveries Deliveries
 	nack       bool
+	store      Persister // when it is a Syncer, an ACK with a receipt waits for durability
 }
 
 func (s ackStage) Apply(c *Context) {
@@ -356,6 +357,22 @@ func (s ackStage) Apply(c *Context) {
 func (s ackStage) apply(c *Context, key, sub string) {
 	if err := s.deliveries.Ack(c.Conn.Delivery, key, sub, s.nack); err != nil {
 		c.fail("unknown ack id", "no unacknowledged message "+key)
+		return
+	}
+	if c.Receipt != "" && !c.Replay {
+		syncAcks(c, s.store)
+	}
+}
+
+// syncAcks makes the acknowledgements done so far durable before c's RECEIPT (see Syncer);
+// a failure is an ERROR instead of the RECEIPT.
+func syncAcks(c *Context, store Persister) {
+	sy, ok := store.(Syncer)
+	if !ok {
+		return
+	}
+	if err := sy.Sync(); err != nil {
+		c.failWith(storeRefusal(err), "the broker could not make the acknowledgement durable", fmt.Errorf("%w: %w", dispatch.ErrNotStored, err))
 	}
 }
 

@@ -125,3 +125,12 @@ type Dropper interface {
 	// like Delete.
 	Drop(stream string) error
 }
+
+// Syncer is implemented by stores whose Delete and Trim are durable only at the next sync:
+// Sync makes every Delete and Trim that returned before it durable (group-committed with
+// concurrent Appends). An ACK that asks for a receipt is answered only after Sync.
+type Syncer interface {
+	// Sync returns once everything committed before it is fsync'd. Errors: ErrClosed, or
+	// an error wrapping ErrUnavailable when the store is down.
+	Sync() error
+}

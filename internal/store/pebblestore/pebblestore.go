@@ -700,6 +700,27 @@ func (s *Store) Streams() ([]store.StreamInfo, error) {
 	return out, nil
 }
 
+// Sync implements store.Syncer: an empty synced WAL record, which Pebble's commit pipeline
+// group-commits with concurrent Appends, makes every earlier unsynced Delete and Trim
+// durable.
+//
+// Errors: store.ErrClosed, or a sticky write error (the store goes down).
+func (s *Store) Sync() error {
+	if err := s.enter(true); err != nil {
+		return err
+	}
+	defer s.exit()
+	s.claimSync()
+	err := s.db.LogData(nil, pebble.Sync)
+	if err == nil {
+		err = s.wal.faultErr()
+	}
+	if err != nil {
+		return s.fail(wrapErr("sync", err))
+	}
+	return nil
+}
+
 // Drop implements store.Dropper: it deletes an empty stream's state (unsynced, like
 // Delete) and forgets the stream, so Open no longer loads it; its next Append starts at
 // sequence 1.
