@@ -255,9 +255,6 @@ func (b *Broker) Start() error {
 	for _, id := range logs {
 		b.p.dispatcher.KnownLog(id)
 	}
-	if idle := b.cfg.Limits.DestinationIdleTimeout; idle > 0 {
-		b.goroutine("reclaim", func() { b.reclaimLoop(config.Ms(idle)) })
-	}
 	if n > 0 || b.durable.Corrupt.Load() > 0 {
 		b.log.Info("recovered stored messages", "messages", n, "unreadable_skipped", b.durable.Corrupt.Load())
 	}
@@ -313,6 +310,9 @@ func (b *Broker) Start() error {
 		b.admin.start()
 	}
 	b.goroutine("retention", b.retentionLoop)
+	if idle := b.cfg.Limits.DestinationIdleTimeout; idle > 0 {
+		b.goroutine("reclaim", func() { b.reclaimLoop(config.Ms(idle)) })
+	}
 	return nil
 }
 
