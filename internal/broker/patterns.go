@@ -52,7 +52,7 @@ func (b *Broker) wire(fanout bool, settings dispatch.SettingsSource, clk clock.C
 	if maxDest < 0 {
 		maxDest = 0
 	}
-	d := dispatch.New(dispatch.Options{Settings: settings, Store: b.durable, Clock: clk, MaxDestinations: maxDest, Forget: b.durable})
+	d := dispatch.New(dispatch.Options{Settings: settings, Store: b.durable, Clock: clk, MaxDestinations: maxDest, MaxGroups: max(b.cfg.Limits.MaxGroups, 0), Forget: b.durable})
 	d.RegisterLog(dest.PatternEventsStore)
 	p := &patterns{dispatcher: d, deliveries: &delivery.Registry{EgressDropped: &d.EgressHeadersDropped}}
 	sp := spawner{b}

@@ -73,6 +73,10 @@ type Limits struct {
 	// reached`. Operator-created queues and queues restored at start-up count but are
 	// never refused.
 	MaxDestinations int `yaml:"max-destinations"`
+	// MaxGroups bounds the groups holding destinations (default 10000; -1 unlimited). A
+	// SEND that would create the first destination of one more group gets ERROR `group
+	// limit reached`.
+	MaxGroups int `yaml:"max-groups"`
 	// DestinationIdleTimeout is how long (ms) a traffic-created queue must stay empty,
 	// without consumers and without a SEND before it is removed, with its store stream
 	// (default 300000; -1 never). Operator-created queues and events-store logs are kept.
@@ -408,6 +412,9 @@ func (c *Config) ApplyDefaults() {
 	}
 	if c.Limits.MaxDestinations == 0 {
 		c.Limits.MaxDestinations = 100000
+	}
+	if c.Limits.MaxGroups == 0 {
+		c.Limits.MaxGroups = 10000
 	}
 	if c.Limits.DestinationIdleTimeout == 0 {
 		c.Limits.DestinationIdleTimeout = 300000

@@ -70,6 +70,8 @@ type Counters struct {
 	// DestinationRefusals counts destination creations refused by MaxDestinations (or a
 	// router's per-connection limit, which counts here too).
 	DestinationRefusals atomic.Uint64
+	// GroupRefusals counts destination creations refused by MaxGroups.
+	GroupRefusals atomic.Uint64
 	// Reclaimed counts idle, empty, traffic-created destinations removed by Reclaim.
 	Reclaimed atomic.Uint64
 }
@@ -86,6 +88,10 @@ type Options struct {
 	// events-store logs (0: unlimited). Operator-created queues and queues restored at
 	// start-up always succeed but count.
 	MaxDestinations int
+	// MaxGroups bounds the groups holding destinations that traffic can create: a SEND
+	// that would create the first destination of one more group is refused with
+	// ErrGroupLimit (0: unlimited).
+	MaxGroups int
 	// Forget, when set, is told (without Dispatcher locks held) when Reclaim removes an
 	// idle destination, so its store stream and metadata go too.
 	Forget Forgetter
@@ -112,6 +118,7 @@ type Dispatcher struct {
 	logs    map[dest.Identity]*logEntry // names of patterns registered with RegisterLog
 	manual  map[dest.Identity]bool      // operator-created or restored: never reclaimed
 	idle    map[dest.Identity]idleMark  // Reclaim's marks: guarded by reclaimMu
+	groups  map[string]int              // destinations (queues and logs) per group
 	trie    map[trieRoot]*trieNode
 	stop    chan struct{} // closed by Close: ends every wait for room
 	stopped sync.Once
@@ -142,7 +149,7 @@ func New(o Options) *Dispatcher {
 		o.Clock = clock.Real
 	}
 	return &Dispatcher{opts: o, queues: make(map[dest.Identity]Queue), logs: make(map[dest.Identity]*logEntry),
-		manual: make(map[dest.Identity]bool), idle: make(map[dest.Identity]idleMark),
+		manual: make(map[dest.Identity]bool), idle: make(map[dest.Identity]idleMark), groups: make(map[string]int),
 		trie: make(map[trieRoot]*trieNode), stop: make(chan struct{})}
 }
 
@@ -218,12 +225,14 @@ func (d *Dispatcher) getOrPut(id dest.Identity, s address.Settings, limited, man
 	if q, ok = d.queues[id]; ok {
 		return q, false, nil
 	}
-	if limited && d.fullLocked() {
-		d.DestinationRefusals.Add(1)
-		return nil, false, ErrDestinationLimit
+	if limited {
+		if err := d.admitLocked(id); err != nil {
+			return nil, false, err
+		}
 	}
 	q = f.NewQueue(id, s)
 	d.queues[id] = q
+	d.groups[id.Group]++
 	if manual {
 		d.manual[id] = true
 	}
@@ -231,9 +240,19 @@ func (d *Dispatcher) getOrPut(id dest.Identity, s address.Settings, limited, man
 	return q, true, nil
 }
 
-// fullLocked reports whether MaxDestinations destinations exist. d.mu must be held.
-func (d *Dispatcher) fullLocked() bool {
-	return d.opts.MaxDestinations > 0 && len(d.queues)+len(d.logs) >= d.opts.MaxDestinations
+// admitLocked refuses one more destination for id: ErrDestinationLimit when
+// MaxDestinations exist, ErrGroupLimit when id's group is new and MaxGroups groups hold
+// destinations. It counts the refusal. d.mu must be held.
+func (d *Dispatcher) admitLocked(id dest.Identity) error {
+	if d.opts.MaxDestinations > 0 && len(d.queues)+len(d.logs) >= d.opts.MaxDestinations {
+		d.DestinationRefusals.Add(1)
+		return ErrDestinationLimit
+	}
+	if d.opts.MaxGroups > 0 && d.groups[id.Group] == 0 && len(d.groups) >= d.opts.MaxGroups {
+		d.GroupRefusals.Add(1)
+		return ErrGroupLimit
+	}
+	return nil
 }
 
 // Exists reports whether id's destination exists: its queue, or its log for a pattern
@@ -280,13 +299,13 @@ func (d *Dispatcher) Ensure(id dest.Identity) (created bool, err error) {
 		e.last.Store(now)
 		return false, nil
 	}
-	if d.fullLocked() {
-		d.DestinationRefusals.Add(1)
-		return false, ErrDestinationLimit
+	if err := d.admitLocked(id); err != nil {
+		return false, err
 	}
 	e = &logEntry{}
 	e.last.Store(now)
 	d.logs[id] = e
+	d.groups[id.Group]++
 	return true, nil
 }
 
@@ -303,7 +322,15 @@ func (d *Dispatcher) KnownLog(id dest.Identity) {
 		e := &logEntry{}
 		e.last.Store(d.opts.Clock.Now().UnixMilli())
 		d.logs[id] = e
+		d.groups[id.Group]++
 	}
+}
+
+// GroupCount returns how many groups hold at least one destination (queue or log).
+func (d *Dispatcher) GroupCount() int {
+	d.mu.RLock()
+	defer d.mu.RUnlock()
+	return len(d.groups)
 }
 
 // Destinations returns how many destinations exist: dispatcher queues plus known logs.
@@ -443,6 +470,9 @@ func (d *Dispatcher) Delete(id dest.Identity, force bool) error {
 		return ErrNoQueue // deleted meanwhile
 	}
 	delete(d.queues, id)
+	if d.groups[id.Group]--; d.groups[id.Group] <= 0 {
+		delete(d.groups, id.Group)
+	}
 	manual := d.manual[id]
 	delete(d.manual, id)
 	d.trieRemoveLocked(q)

@@ -66,6 +66,8 @@ const (
 	NameDestinationsMax     = "titan_destinations_max"
 	NameDestinationRefused  = "titan_destination_limit_refusals_total"
 	NameDestinationsReclaim = "titan_destinations_reclaimed_total"
+	NameGroups              = "titan_groups"
+	NameGroupRefused        = "titan_group_limit_refusals_total"
 	NameDuplicateIDs        = "titan_duplicate_ids"
 	NameDuplicates          = "titan_duplicates_total"
 	NameStoreState          = "titan_store_state"
@@ -118,6 +120,7 @@ type Collector struct {
 	dests, destsMax, destRefused, destReclaimed  *prometheus.Desc
 	storeState, storeChanges, storeRecoveries    *prometheus.Desc
 	dupIDs, duplicates                           *prometheus.Desc
+	groupsAll, groupRefused                      *prometheus.Desc
 	qMessages, qBytes, qCapacity, qMaxBytes      *prometheus.Desc
 	qRing, qDelivering, qScheduled, qConsumers   *prometheus.Desc
 	qPaused, qEnqueued, qDispatched, qAcked      *prometheus.Desc
@@ -144,6 +147,8 @@ type Collector struct {
 //     limit), titan_destination_limit_refusals_total (creations refused by the broker-wide
 //     or a per-connection limit), titan_destinations_reclaimed_total (idle destinations
 //     removed).
+//   - titan_groups (groups holding a queue or an events-store log),
+//     titan_group_limit_refusals_total (creations refused by max-groups).
 //   - titan_duplicate_ids (duplicate ids remembered now), titan_duplicates_total (SENDs
 //     answered without being stored or delivered because their duplicate id repeated one).
 //   - titan_store_state{state="ok"|"degraded"|"down"} (1 for the current state, 0 for the
@@ -193,6 +198,8 @@ func NewCollector(src Source) *Collector {
 		destsMax:        d(NameDestinationsMax, "The max-destinations limit (0: none)."),
 		destRefused:     d(NameDestinationRefused, "Destination creations refused by the broker-wide or a per-connection limit."),
 		destReclaimed:   d(NameDestinationsReclaim, "Idle, empty, traffic-created destinations removed."),
+		groupsAll:       d(NameGroups, "Groups holding at least one destination (queue or events-store log)."),
+		groupRefused:    d(NameGroupRefused, "Destination creations refused by max-groups."),
 		dupIDs:          d(NameDuplicateIDs, "Duplicate ids remembered now (bounded by duplicate-detection cache-size)."),
 		duplicates:      d(NameDuplicates, "SENDs recognised as duplicates: answered, not stored or delivered again."),
 		storeState:      d(NameStoreState, "1 for the store's current state, 0 for the others.", "state"),
@@ -235,7 +242,7 @@ func (c *Collector) descs() []*prometheus.Desc {
 		c.buildInfo, c.startTime, c.connections, c.accepted, c.closed, c.queuedBytes,
 		c.routed, c.routeErrors, c.published, c.noSub, c.evDropped, c.dead, c.expired,
 		c.queues, c.groups, c.dests, c.destsMax, c.destRefused, c.destReclaimed,
-		c.storeState, c.storeChanges, c.storeRecoveries, c.dupIDs, c.duplicates, c.qMessages, c.qBytes, c.qCapacity, c.qMaxBytes, c.qRing,
+		c.storeState, c.storeChanges, c.storeRecoveries, c.dupIDs, c.duplicates, c.groupsAll, c.groupRefused, c.qMessages, c.qBytes, c.qCapacity, c.qMaxBytes, c.qRing,
 		c.qDelivering, c.qScheduled, c.qConsumers, c.qPaused, c.qEnqueued, c.qDispatched,
 		c.qAcked, c.qDropped, c.qRingRemoved, c.qExpired, c.qDeadLettr,
 		c.egressDropped, c.logDelivered, c.outboxPollers, c.outboxMaxInterval, c.outboxSheds,
@@ -305,6 +312,8 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		}
 		gauge(c.storeState, v, st.String())
 	}
+	gauge(c.groupsAll, float64(e.GroupCount()))
+	counter(c.groupRefused, e.GroupRefusals.Load())
 	remembered, dups := src.DuplicateIDs()
 	gauge(c.dupIDs, float64(remembered))
 	counter(c.duplicates, dups)

@@ -162,6 +162,10 @@ func (s destinationStage) Apply(c *Context) {
 			c.failWith("destination limit reached", "the broker holds its maximum number of destinations (max-destinations); send to an existing one", err)
 			return
 		}
+		if errors.Is(err, dispatch.ErrGroupLimit) {
+			c.failWith("group limit reached", "the broker holds destinations in its maximum number of groups (max-groups); use an existing group", err)
+			return
+		}
 		c.failWith("publish failed", "", err)
 		return
 	}
@@ -222,6 +226,8 @@ func (s publishStage) Apply(c *Context) {
 	switch {
 	case errors.Is(err, dispatch.ErrDestinationLimit):
 		c.failWith("destination limit reached", "the broker holds its maximum number of destinations (max-destinations); send to an existing one", err)
+	case errors.Is(err, dispatch.ErrGroupLimit):
+		c.failWith("group limit reached", "the broker holds destinations in its maximum number of groups (max-groups); use an existing group", err)
 	case errors.Is(err, dispatch.ErrQueueFull):
 		c.failWith("queue full", "the destination is full; retry later", err)
 	case errors.Is(err, dispatch.ErrCanceled):

@@ -247,3 +247,35 @@ func TestRestartTimeIndependentOfNamesUsed(t *testing.T) {
 		t.Errorf("restarts after using 20000 names take %v, against %v after 10", tMany, tFew)
 	}
 }
+
+// TestGroupLimit: a SEND that would create the first destination of one group more than
+// max-groups gets ERROR group limit reached and creates nothing; existing groups keep
+// working, and the group count stays flat under a flood of new groups.
+func TestGroupLimit(t *testing.T) {
+	b := startBroker(t, yamlConfigWith("", "  limits: {max-groups: 3, destination-idle-timeout: -1}\n"))
+	send := func(group, destination string) *rawFrame {
+		c := dialRaw(t, b)
+		c.connect()
+		requireNoError(t, c.write(fmt.Sprintf("SEND\ndestination:%s\ngroup:%s\nreceipt:r\n\nx\x00", destination, group)))
+		f, err := c.readFrame(10 * time.Second)
+		requireNoError(t, err)
+		_ = c.conn.Close()
+		return f
+	}
+	for _, g := range []string{"default", "g1", "g2"} {
+		requireReceipt(t, send(g, "/queue/a"), "SEND in group "+g)
+	}
+	requireErrorMessage(t, send("g3", "/queue/a"), "group limit reached", "a 4th group")
+	requireReceipt(t, send("g1", "/queue/b"), "a new destination in an existing group")
+	for i := range 300 {
+		requireErrorMessage(t, send(fmt.Sprintf("flood-%d", i), "/queue/a"), "group limit reached", "flood")
+	}
+	m := scrapeMetrics(t, b)
+	requireEqual(t, 3.0, metricSum(m, "titan_groups"), "titan_groups")
+	if got := metricSum(m, "titan_group_limit_refusals_total"); got < 301 {
+		t.Errorf("titan_group_limit_refusals_total = %v, want >= 301", got)
+	}
+	if _, ok := monitorQueue(t, b, "/queue/a", "g3"); ok {
+		t.Error("the refused group's queue exists")
+	}
+}
