@@ -88,3 +88,36 @@ func TestDuplicateIDOverPublish(t *testing.T) {
 	got := drainBodies(t, c, "/queue/pub", time.Second)
 	requireEqual(t, "once", strings.Join(got, "|"), "bodies delivered")
 }
+
+// TestTitanSendSetsDuplicateID: titan send puts a fresh _AMQ_DUPL_ID on every message (so
+// its own retry is safe), and repeating an id given with -H is delivered once.
+func TestTitanSendSetsDuplicateID(t *testing.T) {
+	b := startBroker(t, yamlConfig(""))
+	env := []string{"TITAN_STOMP=" + b.stompAddr}
+	for _, body := range []string{"a", "b"} {
+		if r := runTitan(t, env, "send", "/queue/cli-dup", body); r.code != 0 {
+			t.Fatalf("%s", r)
+		}
+	}
+	for range 2 {
+		if r := runTitan(t, env, "send", "-H", "_AMQ_DUPL_ID:mine", "/queue/cli-dup", "c"); r.code != 0 {
+			t.Fatalf("%s", r)
+		}
+	}
+	c := dialRaw(t, b)
+	c.connect()
+	requireNoError(t, c.write("SUBSCRIBE\ndestination:/queue/cli-dup\nid:d\nack:auto\n\n\x00"))
+	var bodies []string
+	for {
+		f, err := c.readFrame(time.Second)
+		if err != nil {
+			break
+		}
+		bodies = append(bodies, string(f.body))
+		id, _ := f.get("_AMQ_DUPL_ID")
+		if string(f.body) != "c" && !strings.HasPrefix(id, "titan-send-") {
+			t.Errorf("message %q carries _AMQ_DUPL_ID %q, want a titan-send- id", f.body, id)
+		}
+	}
+	requireEqual(t, "a|b|c", strings.Join(bodies, "|"), "bodies delivered")
+}
