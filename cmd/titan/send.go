@@ -2,10 +2,13 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
 	"os"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -28,6 +31,7 @@ func newSendCmd(g *globalOptions) *cobra.Command {
 	var so stompOptions
 	var group, file string
 	var headers []string
+	var retries int
 	cmd := &cobra.Command{
 		Use:   "send DESTINATION [BODY]",
 		Short: "Send one message over STOMP and wait for its RECEIPT",
@@ -61,18 +65,30 @@ func newSendCmd(g *globalOptions) *cobra.Command {
 				}
 			}
 			so.resolve(cmd.ErrOrStderr())
-			ctx, cancel := context.WithTimeout(cmdContext(cmd), g.timeout)
-			defer cancel()
-			c, err := so.dial(ctx, g)
-			if err != nil {
-				return err
-			}
-			defer c.Close()
-			opts := make([]client.SendOption, 0, len(hs))
+			opts := make([]client.SendOption, 0, len(hs)+1)
+			dupID := ""
 			for _, h := range hs {
 				opts = append(opts, client.WithHeader(h[0], h[1]))
+				if h[0] == duplicateIDHeader {
+					dupID = h[1]
+				}
 			}
-			r, err := c.Send(ctx, group, args[0], body, opts...)
+			if dupID == "" {
+				// Every attempt carries the same duplicate id, so a retry after a lost RECEIPT
+				// or a timeout cannot store the message twice (the broker answers a repeat
+				// with a RECEIPT and drops it).
+				dupID = newDuplicateID()
+				opts = append(opts, client.WithHeader(duplicateIDHeader, dupID))
+			}
+			var r *client.Receipt
+			for attempt := 0; ; attempt++ {
+				r, err = sendOnce(cmdContext(cmd), g, &so, group, args[0], body, opts)
+				if err == nil || attempt >= retries || !retryable(err) || cmdContext(cmd).Err() != nil {
+					break
+				}
+				fmt.Fprintf(cmd.ErrOrStderr(), "titan send: %v; retrying (%d of %d) with the same %s %s\n", err, attempt+1, retries, duplicateIDHeader, dupID)
+				time.Sleep(time.Duration(attempt+1) * 200 * time.Millisecond)
+			}
 			if err != nil {
 				return explainSendError(err, len(body))
 			}
@@ -95,7 +111,40 @@ func newSendCmd(g *globalOptions) *cobra.Command {
 	cmd.Flags().StringVar(&group, "group", "", "destination group (default \"default\")")
 	cmd.Flags().StringArrayVarP(&headers, "header", "H", nil, "extra header name:value (repeatable)")
 	cmd.Flags().StringVarP(&file, "file", "f", "", "read the body from a file (- for standard input)")
+	cmd.Flags().IntVar(&retries, "retries", 2, "resend this many times after a lost connection or a timeout (safe: every attempt carries the same "+duplicateIDHeader+")")
 	return cmd
+}
+
+// duplicateIDHeader is the broker's duplicate-detection header (Artemis's duplicate id).
+const duplicateIDHeader = "_AMQ_DUPL_ID"
+
+// newDuplicateID returns a random duplicate id (128 bits, hex).
+func newDuplicateID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return "titan-send-" + hex.EncodeToString(b[:])
+}
+
+// sendOnce dials, sends and waits for the RECEIPT within the --timeout.
+func sendOnce(parent context.Context, g *globalOptions, so *stompOptions, group, destination string, body []byte, opts []client.SendOption) (*client.Receipt, error) {
+	ctx, cancel := context.WithTimeout(parent, g.timeout)
+	defer cancel()
+	c, err := so.dial(ctx, g)
+	if err != nil {
+		return nil, err
+	}
+	defer c.Close()
+	return c.Send(ctx, group, destination, body, opts...)
+}
+
+// retryable reports whether a send may have failed in transit (the broker may or may not
+// have the message): a lost connection or a timeout. A refusal (an ERROR frame) is final.
+func retryable(err error) bool {
+	var se *client.ServerError
+	if errors.As(err, &se) {
+		return false
+	}
+	return errors.Is(err, client.ErrConnectionLost) || errors.Is(err, context.DeadlineExceeded)
 }
 
 // cmdContext is the command's context, or Background when it was run without one.

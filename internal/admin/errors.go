@@ -48,13 +48,17 @@ const (
 	CodeQueueNotEmpty      = "queue_not_empty"
 	CodeQueueFull          = "queue_full"
 	CodeNotStored          = "not_stored"
-	CodeUnauthorized       = "unauthorized"
-	CodeForbidden          = "forbidden"
-	CodeTooLarge           = "too_large"
-	CodeNotFound           = "not_found"
-	CodeMethodNotAllowed   = "method_not_allowed"
-	CodeInternal           = "internal"
-	CodeRejected           = "rejected"
+	// CodeStoreUnavailable: the store is down (store.ErrUnavailable); the message says why.
+	CodeStoreUnavailable = "store_unavailable"
+	// CodeDestinationLimit: the publication would create a destination over max-destinations.
+	CodeDestinationLimit = "destination_limit"
+	CodeUnauthorized     = "unauthorized"
+	CodeForbidden        = "forbidden"
+	CodeTooLarge         = "too_large"
+	CodeNotFound         = "not_found"
+	CodeMethodNotAllowed = "method_not_allowed"
+	CodeInternal         = "internal"
+	CodeRejected         = "rejected"
 	// CodeConnectionNotFound: no open connection has the session id given.
 	CodeConnectionNotFound = "connection_not_found"
 )
@@ -98,7 +102,7 @@ func (e *Error) Status() int {
 		return http.StatusConflict
 	case CodeTooLarge:
 		return http.StatusRequestEntityTooLarge
-	case CodeQueueFull, CodeNotStored:
+	case CodeQueueFull, CodeNotStored, CodeStoreUnavailable, CodeDestinationLimit:
 		return http.StatusServiceUnavailable
 	}
 	return http.StatusInternalServerError

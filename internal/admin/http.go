@@ -92,7 +92,7 @@ func writeError(w http.ResponseWriter, e *Error) {
 func (a *Admin) respond(w http.ResponseWriter, r *http.Request, status int, v any, err error) {
 	if err != nil {
 		e := asError(err)
-		if e.Status() >= 500 && e.Code != CodeQueueFull && e.Code != CodeNotStored {
+		if e.Status() >= 500 && e.Code != CodeQueueFull && e.Code != CodeNotStored && e.Code != CodeStoreUnavailable && e.Code != CodeDestinationLimit {
 			a.log.Error("admin request failed", "method", r.Method, "path", r.URL.Path, "err", e.Err)
 		}
 		writeError(w, e)
@@ -108,7 +108,11 @@ func ref(r *http.Request) QueueRef {
 
 func (a *Admin) serveHealth(w http.ResponseWriter, r *http.Request) {
 	h, err := a.Health()
-	a.respond(w, r, http.StatusOK, h, err)
+	status := http.StatusOK
+	if h != nil && h.Status == "DOWN" {
+		status = http.StatusServiceUnavailable
+	}
+	a.respond(w, r, status, h, err)
 }
 
 func (a *Admin) serveSnapshot(w http.ResponseWriter, r *http.Request) {

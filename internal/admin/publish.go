@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"github.com/titan-broker/titan/internal/store"
 	"sort"
 	"strconv"
 	"strings"
@@ -102,6 +103,10 @@ func (a *Admin) publish(req PublishRequest, principal string) (*PublishResult, e
 func (a *Admin) publishError(id dest.Identity, err error) *Error {
 	var pe *frame.ProtocolError
 	switch {
+	case errors.Is(err, store.ErrUnavailable):
+		return newError(CodeStoreUnavailable, store.Describe(err)+"; the message was not accepted, retry later", err)
+	case errors.Is(err, dispatch.ErrDestinationLimit):
+		return newError(CodeDestinationLimit, "destination limit reached: publishing to "+describe(id)+" would create a destination over the broker's limit", err)
 	case errors.Is(err, dispatch.ErrQueueFull):
 		return newError(CodeQueueFull, "queue "+describe(id)+" is full; retry later", err)
 	case errors.Is(err, dispatch.ErrQueuePaused):

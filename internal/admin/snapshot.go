@@ -1,6 +1,7 @@
 package admin
 
 import (
+	"github.com/titan-broker/titan/internal/store"
 	"runtime"
 	"runtime/metrics"
 	"sort"
@@ -9,17 +10,44 @@ import (
 	"github.com/titan-broker/titan/internal/session"
 )
 
-// Health is the answer of GET /titan/monitor/health.
+// Health is the answer of GET /titan/monitor/health (HTTP 503 when Status is DOWN).
 type Health struct {
-	// Status is "UP" while the API answers.
+	// Status is "UP", "DEGRADED" (the store's background work fails; writes still commit)
+	// or "DOWN" (the store refuses writes: durable SENDs are refused with the reason).
 	Status string `json:"status"`
 	// Version is the broker version.
 	Version string `json:"version"`
+	// Store is the store's condition.
+	Store StoreHealth `json:"store"`
 }
 
-// Health reports that the broker is up. It never fails.
+// StoreHealth is the store part of Health (from store.Health).
+type StoreHealth struct {
+	// Status is "ok", "degraded" or "down".
+	Status string `json:"status"`
+	// Cause is the short reason ("no space left on device"); empty when ok.
+	Cause string `json:"cause,omitempty"`
+	// Since is when the store entered Status.
+	Since time.Time `json:"since"`
+	// Changes counts state changes since start; Recoveries the returns to ok from down.
+	Changes    uint64 `json:"changes"`
+	Recoveries uint64 `json:"recoveries"`
+}
+
+// Health reports the broker's and its store's condition. It never fails.
 func (a *Admin) Health() (*Health, error) {
-	return &Health{Status: "UP", Version: a.src.Version()}, nil
+	sh := a.src.StoreHealth()
+	h := &Health{Status: "UP", Version: a.src.Version(), Store: StoreHealth{
+		Status: sh.State.String(), Cause: store.Reason(sh.Cause), Since: sh.Since,
+		Changes: sh.Changes, Recoveries: sh.Recoveries,
+	}}
+	switch sh.State {
+	case store.StateDegraded:
+		h.Status = "DEGRADED"
+	case store.StateDown:
+		h.Status = "DOWN"
+	}
+	return h, nil
 }
 
 // ServerInfo identifies the broker and how long it has run.

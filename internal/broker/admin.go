@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
+	"github.com/titan-broker/titan/internal/store"
 	"net"
 	"net/http"
 	"os"
@@ -118,6 +119,11 @@ func (s adminSource) Publish(p admin.Publication) (*admin.Published, error) {
 }
 func (s adminSource) Sessions() []*session.Session { return s.b.Sessions() }
 func (s adminSource) ConnectionsAccepted() uint64  { return s.b.Connections.Load() }
+func (s adminSource) StoreHealth() store.Health    { return s.b.StoreHealth() }
+
+// DuplicateIDs implements metrics.Source.
+func (s adminSource) DuplicateIDs() (int, uint64) { return s.b.dedup.Len(), s.b.dedup.DuplicatesSeen() }
+
 func (s adminSource) ConnectionsClosed(r session.CloseReason) uint64 {
 	if int(r) < len(s.b.Closed) {
 		return s.b.Closed[r].Load()

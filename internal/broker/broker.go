@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/titan-broker/titan/internal/dedup"
 	"log/slog"
 	"net"
 	"runtime/pprof"
@@ -72,7 +73,8 @@ type Broker struct {
 	admin    *adminServer
 	store    store.Store
 	durable  *durable.Log
-	sec      *security // users and permissions (security.go)
+	dedup    *dedup.Cache // duplicate detection (the router's duplicate stage)
+	sec      *security    // users and permissions (security.go)
 
 	startTime time.Time
 	stop      chan struct{} // closed when shutdown begins
@@ -141,21 +143,33 @@ func New(cfg config.Config, opts Options) (*Broker, error) {
 	if b.sec.stage != nil {
 		authorize = b.sec.stage
 	}
+	b.dedup = dedup.New(dedup.Options{
+		Window:  config.Ms(cfg.DuplicateDetection.Window),
+		Cap:     cfg.DuplicateDetection.CacheSize,
+		Journal: b.durable,
+	})
 	b.router = router.New(ports, router.Options{
-		Authorize:              authorize,
-		DefaultPattern:         defPattern,
-		MaxSubscriptions:       first.MaxSubscriptionsByClient,
-		MaxFramesInTransaction: first.MaxFrameInTransaction,
-		DefaultPrefetch:        first.DefaultPrefetch,
-		Clock:                  opts.Clock,
-		Logger:                 b.log.With("component", "router"),
-		SendStages:             opts.SendStages,
-		Store:                  b.durable,
-		Go:                     b.goroutine,
-		ReceiptLatency:         b.inst.Receipt,
+		Duplicates:                   b.dedup,
+		Authorize:                    authorize,
+		DefaultPattern:               defPattern,
+		MaxSubscriptions:             first.MaxSubscriptionsByClient,
+		MaxFramesInTransaction:       first.MaxFrameInTransaction,
+		MaxDestinationsPerConnection: first.MaxDestinationsByClient,
+		MaxTempQueuesPerConnection:   first.MaxTempQueuesByClient,
+		DefaultPrefetch:              first.DefaultPrefetch,
+		Clock:                        opts.Clock,
+		Logger:                       b.log.With("component", "router"),
+		SendStages:                   opts.SendStages,
+		Store:                        b.durable,
+		Go:                           b.goroutine,
+		ReceiptLatency:               b.inst.Receipt,
 	})
 	return b, nil
 }
+
+// StoreHealth returns the store's condition (store.Store.Health): OK, degraded or down,
+// with the cause and counters. It never blocks on I/O.
+func (b *Broker) StoreHealth() store.Health { return b.store.Health() }
 
 // Dispatcher returns the dispatcher: every dispatcher queue and the message counters (for
 // the admin API and embedding).
@@ -235,9 +249,19 @@ func (b *Broker) Start() error {
 	for id, s := range saved {
 		_, _, _ = b.p.dispatcher.GetOrPut(id, s) // not Create: re-saving what was just read is pointless
 	}
+	if err := b.dedup.Load(); err != nil {
+		return fmt.Errorf("broker: recovery: duplicate ids: %w", err)
+	}
 	n, err := b.durable.RecoverQueues(b.p.queues.Restore)
 	if err != nil {
 		return fmt.Errorf("broker: recovery: %w", err)
+	}
+	logs, err := b.durable.Logs()
+	if err != nil {
+		return fmt.Errorf("broker: recovery: %w", err)
+	}
+	for _, id := range logs {
+		b.p.dispatcher.KnownLog(id)
 	}
 	if n > 0 || b.durable.Corrupt.Load() > 0 {
 		b.log.Info("recovered stored messages", "messages", n, "unreadable_skipped", b.durable.Corrupt.Load())
@@ -296,6 +320,9 @@ func (b *Broker) Start() error {
 		b.admin.start()
 	}
 	b.goroutine("retention", b.retentionLoop)
+	if idle := b.cfg.Limits.DestinationIdleTimeout; idle > 0 {
+		b.goroutine("reclaim", func() { b.reclaimLoop(config.Ms(idle)) })
+	}
 	return nil
 }
 
@@ -484,3 +511,21 @@ func (b *Broker) Sessions() []*session.Session {
 
 // StartTime returns when Start ran.
 func (b *Broker) StartTime() time.Time { return b.startTime }
+
+// reclaimLoop removes idle, empty, traffic-created destinations (dispatch.Dispatcher.Reclaim)
+// every idle/4 (at most every 10 ms) until shutdown.
+func (b *Broker) reclaimLoop(idle time.Duration) {
+	every := max(idle/4, 10*time.Millisecond)
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-b.stop:
+			return
+		case <-t.C:
+			if n := b.p.dispatcher.Reclaim(idle); n > 0 {
+				b.log.Debug("reclaimed idle destinations", "destinations", n)
+			}
+		}
+	}
+}

@@ -48,7 +48,12 @@ func (p replies) Publish(id dest.Identity, m *message.Message, cancel <-chan str
 }
 
 func (b *Broker) wire(fanout bool, settings dispatch.SettingsSource, clk clock.Clock, log *slog.Logger) (*patterns, router.Ports) {
-	d := dispatch.New(dispatch.Options{Settings: settings, Store: b.durable, Clock: clk})
+	maxDest := b.cfg.Limits.MaxDestinations
+	if maxDest < 0 {
+		maxDest = 0
+	}
+	d := dispatch.New(dispatch.Options{Settings: settings, Store: b.durable, Clock: clk, MaxDestinations: maxDest, MaxGroups: max(b.cfg.Limits.MaxGroups, 0), Forget: b.durable})
+	d.RegisterLog(dest.PatternEventsStore)
 	p := &patterns{dispatcher: d, deliveries: &delivery.Registry{EgressDropped: &d.EgressHeadersDropped}}
 	sp := spawner{b}
 	p.events = event.New(d, event.Options{FanoutMode: fanout, Spawner: sp})
@@ -56,12 +61,13 @@ func (b *Broker) wire(fanout bool, settings dispatch.SettingsSource, clk clock.C
 	p.log = eventlog.New(d, eventlog.Options{Store: b.durable, Spawner: sp, Logger: log.With("component", "events-store")})
 	p.requests = rpc.New(rpc.Options{Replies: replies{&b.router}, TempQueues: p.queues, Clock: clk, Logger: log.With("component", "rpc")})
 	return p, router.Ports{
-		Deliveries:  p.deliveries,
-		Events:      p.events,
-		Queues:      p.queues,
-		EventsStore: p.log,
-		Requests:    p.requests,
-		TempQueues:  tempQueues{Publisher: p.requests.Temp(), Subscriber: p.queues},
+		Deliveries:   p.deliveries,
+		Events:       p.events,
+		Queues:       p.queues,
+		EventsStore:  p.log,
+		Requests:     p.requests,
+		TempQueues:   tempQueues{Publisher: p.requests.Temp(), Subscriber: p.queues},
+		Destinations: d,
 	}
 }
 

@@ -45,6 +45,42 @@ type Config struct {
 	Log Log `yaml:"log"`
 	// Security selects users and permissions (DESIGN §8).
 	Security Security `yaml:"security"`
+	// Limits bound what clients can make the broker hold.
+	Limits Limits `yaml:"limits"`
+	// DuplicateDetection configures the duplicate id cache (SEND header _AMQ_DUPL_ID).
+	DuplicateDetection DuplicateDetection `yaml:"duplicate-detection"`
+}
+
+// DuplicateDetection is titan.duplicate-detection. A SEND whose _AMQ_DUPL_ID header (Artemis's
+// duplicate id) repeats an id seen on the same destination within the window is answered
+// (RECEIPT) but not stored or delivered again. Ids of persistent messages are journaled in
+// the store and survive a restart for the window.
+type DuplicateDetection struct {
+	// Window is how long an id is remembered, in ms (default 600000: 10 minutes).
+	Window int `yaml:"window"`
+	// CacheSize bounds the ids remembered over all destinations (default 100000; the
+	// oldest is forgotten first).
+	CacheSize int `yaml:"cache-size"`
+}
+
+// Limits is titan.limits: broker-wide resource bounds. Per-connection bounds are
+// protocol-options (max-destinations-by-client, max-temp-queues-by-client,
+// max-subscriptions-by-client).
+type Limits struct {
+	// MaxDestinations bounds the destinations traffic can create: queues, temp-queues,
+	// fanout-mode events queues and events-store logs together (default 100000; -1
+	// unlimited). A SEND that would create one more gets ERROR `destination limit
+	// reached`. Operator-created queues and queues restored at start-up count but are
+	// never refused.
+	MaxDestinations int `yaml:"max-destinations"`
+	// MaxGroups bounds the groups holding destinations (default 10000; -1 unlimited). A
+	// SEND that would create the first destination of one more group gets ERROR `group
+	// limit reached`.
+	MaxGroups int `yaml:"max-groups"`
+	// DestinationIdleTimeout is how long (ms) a traffic-created queue must stay empty,
+	// without consumers and without a SEND before it is removed, with its store stream
+	// (default 300000; -1 never). Operator-created queues and events-store logs are kept.
+	DestinationIdleTimeout int `yaml:"destination-idle-timeout"`
 }
 
 // Security is titan.security.
@@ -125,6 +161,12 @@ type ProtocolOptions struct {
 	ConnectionTTL int `yaml:"connection-ttl"`
 	// MaxSubscriptionsByClient bounds subscriptions per connection (default 1000).
 	MaxSubscriptionsByClient int `yaml:"max-subscriptions-by-client"`
+	// MaxDestinationsByClient bounds the queues and events-store logs one connection's
+	// SENDs create (default 1000; -1 unlimited). Over it: ERROR `destination limit reached`.
+	MaxDestinationsByClient int `yaml:"max-destinations-by-client"`
+	// MaxTempQueuesByClient bounds the temp-queues of its own one connection creates
+	// (default 100; -1 unlimited). Over it: ERROR `temp-queue limit reached`.
+	MaxTempQueuesByClient int `yaml:"max-temp-queues-by-client"`
 	// MaxOutboundBytes bounds bytes queued to one connection (default 16777216).
 	MaxOutboundBytes int64 `yaml:"max-outbound-bytes"`
 	// DefaultPrefetch bounds unacknowledged messages per subscription without a
@@ -331,6 +373,12 @@ func (s *Server) applyDefaults() {
 	if p.MaxSubscriptionsByClient == 0 {
 		p.MaxSubscriptionsByClient = 1000
 	}
+	if p.MaxDestinationsByClient == 0 {
+		p.MaxDestinationsByClient = 1000
+	}
+	if p.MaxTempQueuesByClient == 0 {
+		p.MaxTempQueuesByClient = 100
+	}
 	if p.MaxOutboundBytes == 0 {
 		p.MaxOutboundBytes = 16 << 20
 	}
@@ -355,6 +403,21 @@ func (c *Config) ApplyDefaults() {
 	}
 	if c.FlowControl.Queue.MaxPendingBytes == 0 {
 		c.FlowControl.Queue.MaxPendingBytes = address.DefaultMaxPendingBytes
+	}
+	if c.DuplicateDetection.Window == 0 {
+		c.DuplicateDetection.Window = 600000
+	}
+	if c.DuplicateDetection.CacheSize == 0 {
+		c.DuplicateDetection.CacheSize = 100000
+	}
+	if c.Limits.MaxDestinations == 0 {
+		c.Limits.MaxDestinations = 100000
+	}
+	if c.Limits.MaxGroups == 0 {
+		c.Limits.MaxGroups = 10000
+	}
+	if c.Limits.DestinationIdleTimeout == 0 {
+		c.Limits.DestinationIdleTimeout = 300000
 	}
 	if c.Store.Type == "" {
 		c.Store.Type = "pebble"

@@ -74,6 +74,13 @@ type Counters struct {
 	EgressHeadersDropped atomic.Uint64
 	// Expired counts queue messages removed by their expires header.
 	Expired atomic.Uint64
+	// DestinationRefusals counts destination creations refused by MaxDestinations (or a
+	// router's per-connection limit, which counts here too).
+	DestinationRefusals atomic.Uint64
+	// GroupRefusals counts destination creations refused by MaxGroups.
+	GroupRefusals atomic.Uint64
+	// Reclaimed counts idle, empty, traffic-created destinations removed by Reclaim.
+	Reclaimed atomic.Uint64
 }
 
 // Options configure a Dispatcher.
@@ -84,6 +91,23 @@ type Options struct {
 	Store SettingsStore
 	// Clock is the time source (default clock.Real).
 	Clock clock.Clock
+	// MaxDestinations bounds the destinations traffic can create: dispatcher queues plus
+	// events-store logs (0: unlimited). Operator-created queues and queues restored at
+	// start-up always succeed but count.
+	MaxDestinations int
+	// MaxGroups bounds the groups holding destinations that traffic can create: a SEND
+	// that would create the first destination of one more group is refused with
+	// ErrGroupLimit (0: unlimited).
+	MaxGroups int
+	// Forget, when set, is told (without Dispatcher locks held) when Reclaim removes an
+	// idle destination, so its store stream and metadata go too.
+	Forget Forgetter
+}
+
+// Forgetter drops what the store holds for a destination Reclaim removed (implemented by
+// durable.Log: its empty stream and cached name).
+type Forgetter interface {
+	ForgetDestination(id dest.Identity)
 }
 
 // Dispatcher maps each exact identity to its one queue (reference 000's Dispatcher:
@@ -98,9 +122,25 @@ type Dispatcher struct {
 
 	mu      sync.RWMutex // guards queues and trie; never held while taking a queue's or Conn's lock (except in Factory.NewQueue)
 	queues  map[dest.Identity]Queue
+	logs    map[dest.Identity]*logEntry // names of patterns registered with RegisterLog
+	manual  map[dest.Identity]bool      // operator-created or restored: never reclaimed
+	idle    map[dest.Identity]idleMark  // Reclaim's marks: guarded by reclaimMu
+	groups  map[string]int              // destinations (queues and logs) per group
 	trie    map[trieRoot]*trieNode
 	stop    chan struct{} // closed by Close: ends every wait for room
 	stopped sync.Once
+
+	logPatterns [dest.MaxPattern + 1]bool
+	reclaimMu   sync.Mutex
+}
+
+// logEntry is an events-store log the dispatcher knows by name (it holds no queue).
+type logEntry struct{ last atomic.Int64 } // unix ms of the last Ensure
+
+// idleMark is what Reclaim saw of a queue when it first found it idle.
+type idleMark struct {
+	enqueued uint64
+	since    time.Time
 }
 
 type defaultSettings struct{}
@@ -115,7 +155,9 @@ func New(o Options) *Dispatcher {
 	if o.Clock == nil {
 		o.Clock = clock.Real
 	}
-	return &Dispatcher{opts: o, queues: make(map[dest.Identity]Queue), trie: make(map[trieRoot]*trieNode), stop: make(chan struct{})}
+	return &Dispatcher{opts: o, queues: make(map[dest.Identity]Queue), logs: make(map[dest.Identity]*logEntry),
+		manual: make(map[dest.Identity]bool), idle: make(map[dest.Identity]idleMark), groups: make(map[string]int),
+		trie: make(map[trieRoot]*trieNode), stop: make(chan struct{})}
 }
 
 // Register makes f the factory of p's queues. persist says whether operator-created queues
@@ -138,8 +180,14 @@ func (d *Dispatcher) Now() time.Time { return d.opts.Clock.Now() }
 // Settings returns the effective settings a traffic-created queue for id would get.
 func (d *Dispatcher) Settings(id dest.Identity) address.Settings { return d.opts.Settings.Settings(id) }
 
+// RegisterLog makes p a pattern whose destinations are logs the dispatcher knows by name
+// only (events-store): they count toward MaxDestinations (Ensure) but hold no queue. Call
+// before use.
+func (d *Dispatcher) RegisterLog(p dest.Pattern) { d.logPatterns[p] = true }
+
 // Get returns the queue for id, creating it with the settings a traffic-created queue gets
-// (Settings) when absent; the settings are only computed then. Errors as GetOrPut.
+// (Settings) when absent; the settings are only computed then. A creation is refused with
+// ErrDestinationLimit when MaxDestinations destinations exist. Errors as GetOrPut.
 func (d *Dispatcher) Get(id dest.Identity) (Queue, error) {
 	d.mu.RLock()
 	q, ok := d.queues[id]
@@ -147,15 +195,28 @@ func (d *Dispatcher) Get(id dest.Identity) (Queue, error) {
 	if ok {
 		return q, nil
 	}
-	q, _, err := d.GetOrPut(id, d.Settings(id))
+	q, _, err := d.getOrPut(id, d.Settings(id), true, false)
 	return q, err
 }
 
 // GetOrPut atomically returns the queue for id, creating it with s by its pattern's factory
 // when absent (the reference's Dispatcher.getOrPut). created reports whether it was
-// created. An existing queue's settings are never replaced. Errors: ErrNoQueue when the
-// pattern has no dispatcher queues.
+// created. An existing queue's settings are never replaced. It is the operator's and
+// recovery's way in: it is not bounded by MaxDestinations and its queues are never
+// reclaimed. Errors: ErrNoQueue when the pattern has no dispatcher queues.
 func (d *Dispatcher) GetOrPut(id dest.Identity, s address.Settings) (q Queue, created bool, err error) {
+	return d.getOrPut(id, s, false, true)
+}
+
+// Restore returns the queue for id, creating it with its traffic settings when absent, for
+// a message recovered at start-up: unbounded by MaxDestinations (the message was accepted
+// before the restart), and reclaimable like any traffic-created queue once idle.
+func (d *Dispatcher) Restore(id dest.Identity) (Queue, error) {
+	q, _, err := d.getOrPut(id, d.Settings(id), false, false)
+	return q, err
+}
+
+func (d *Dispatcher) getOrPut(id dest.Identity, s address.Settings, limited, manual bool) (q Queue, created bool, err error) {
 	d.mu.RLock()
 	q, ok := d.queues[id]
 	d.mu.RUnlock()
@@ -171,10 +232,174 @@ func (d *Dispatcher) GetOrPut(id dest.Identity, s address.Settings) (q Queue, cr
 	if q, ok = d.queues[id]; ok {
 		return q, false, nil
 	}
+	if limited {
+		if err := d.admitLocked(id); err != nil {
+			return nil, false, err
+		}
+	}
 	q = f.NewQueue(id, s)
 	d.queues[id] = q
+	d.groups[id.Group]++
+	if manual {
+		d.manual[id] = true
+	}
 	d.trieInsertLocked(q)
 	return q, true, nil
+}
+
+// admitLocked refuses one more destination for id: ErrDestinationLimit when
+// MaxDestinations exist, ErrGroupLimit when id's group is new and MaxGroups groups hold
+// destinations. It counts the refusal. d.mu must be held.
+func (d *Dispatcher) admitLocked(id dest.Identity) error {
+	if d.opts.MaxDestinations > 0 && len(d.queues)+len(d.logs) >= d.opts.MaxDestinations {
+		d.DestinationRefusals.Add(1)
+		return ErrDestinationLimit
+	}
+	if d.opts.MaxGroups > 0 && d.groups[id.Group] == 0 && len(d.groups) >= d.opts.MaxGroups {
+		d.GroupRefusals.Add(1)
+		return ErrGroupLimit
+	}
+	return nil
+}
+
+// Exists reports whether id's destination exists: its queue, or its log for a pattern
+// registered with RegisterLog.
+func (d *Dispatcher) Exists(id dest.Identity) bool {
+	d.mu.RLock()
+	defer d.mu.RUnlock()
+	if _, ok := d.queues[id]; ok {
+		return true
+	}
+	_, ok := d.logs[id]
+	return ok
+}
+
+// Ensure makes id's destination exist, creating it as traffic would (Get) when absent:
+// its queue, or for a RegisterLog pattern its log's name. created reports a creation.
+// A log's last use is refreshed, for Reclaim. Errors: ErrDestinationLimit (nothing was
+// created), ErrNoQueue for a pattern with neither queues nor logs.
+func (d *Dispatcher) Ensure(id dest.Identity) (created bool, err error) {
+	if !id.Pattern.Valid() || !d.logPatterns[id.Pattern] {
+		if d.factory(id.Pattern) == nil {
+			return false, ErrNoQueue
+		}
+		d.mu.RLock()
+		_, ok := d.queues[id]
+		d.mu.RUnlock()
+		if ok {
+			return false, nil
+		}
+		_, created, err = d.getOrPut(id, d.Settings(id), true, false)
+		return created, err
+	}
+	now := d.opts.Clock.Now().UnixMilli()
+	d.mu.RLock()
+	e, ok := d.logs[id]
+	d.mu.RUnlock()
+	if ok {
+		e.last.Store(now)
+		return false, nil
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if e, ok = d.logs[id]; ok {
+		e.last.Store(now)
+		return false, nil
+	}
+	if err := d.admitLocked(id); err != nil {
+		return false, err
+	}
+	e = &logEntry{}
+	e.last.Store(now)
+	d.logs[id] = e
+	d.groups[id.Group]++
+	return true, nil
+}
+
+// CountRefusal counts a destination creation refused by a per-connection limit (the
+// router's destination stage) in DestinationRefusals.
+func (d *Dispatcher) CountRefusal() { d.DestinationRefusals.Add(1) }
+
+// KnownLog records an existing log (found in the store at start-up): it counts toward
+// MaxDestinations without being bounded by it.
+func (d *Dispatcher) KnownLog(id dest.Identity) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if _, ok := d.logs[id]; !ok {
+		e := &logEntry{}
+		e.last.Store(d.opts.Clock.Now().UnixMilli())
+		d.logs[id] = e
+		d.groups[id.Group]++
+	}
+}
+
+// GroupCount returns how many groups hold at least one destination (queue or log).
+func (d *Dispatcher) GroupCount() int {
+	d.mu.RLock()
+	defer d.mu.RUnlock()
+	return len(d.groups)
+}
+
+// Destinations returns how many destinations exist: dispatcher queues plus known logs.
+func (d *Dispatcher) Destinations() int {
+	d.mu.RLock()
+	defer d.mu.RUnlock()
+	return len(d.queues) + len(d.logs)
+}
+
+// MaxDestinations returns the configured bound (0: unlimited).
+func (d *Dispatcher) MaxDestinations() int { return d.opts.MaxDestinations }
+
+// Reclaim removes the traffic-created queues that have been empty, without consumers and
+// without enqueues for at least idle (the first call that sees a queue idle marks it; a
+// later call past idle removes it), and forgets them in the store (Options.Forget).
+// Operator-created and restored queues are kept. Events-store logs are not reclaimed: a
+// log's sequences are durable subscribers' positions. It returns how many it removed.
+// Callers run it periodically (the broker, every idle/4).
+func (d *Dispatcher) Reclaim(idle time.Duration) int {
+	d.reclaimMu.Lock()
+	defer d.reclaimMu.Unlock()
+	now := d.opts.Clock.Now()
+	d.mu.RLock()
+	cand := make([]Queue, 0, len(d.queues))
+	for id, q := range d.queues {
+		if !d.manual[id] {
+			cand = append(cand, q)
+		}
+	}
+	d.mu.RUnlock()
+	seen := make(map[dest.Identity]bool, len(cand))
+	removed := 0
+	for _, q := range cand {
+		id := q.Identity()
+		st := q.Stats() // takes the queue's lock: without d.mu
+		if st.Messages > 0 || st.Consumers > 0 {
+			continue
+		}
+		seen[id] = true
+		m, ok := d.idle[id]
+		if !ok || m.enqueued != st.Enqueued {
+			d.idle[id] = idleMark{enqueued: st.Enqueued, since: now}
+			continue
+		}
+		if now.Sub(m.since) < idle {
+			continue
+		}
+		if err := d.Delete(id, false); err == nil {
+			removed++
+			d.Reclaimed.Add(1)
+			delete(seen, id)
+			if d.opts.Forget != nil {
+				d.opts.Forget.ForgetDestination(id)
+			}
+		}
+	}
+	for id := range d.idle {
+		if !seen[id] {
+			delete(d.idle, id)
+		}
+	}
+	return removed
 }
 
 func (d *Dispatcher) factory(p dest.Pattern) Factory {
@@ -226,6 +451,11 @@ func (d *Dispatcher) SetRingSize(id dest.Identity, n int) error {
 	if err != nil {
 		return err
 	}
+	d.mu.Lock()
+	if d.queues[id] == q {
+		d.manual[id] = true // its settings are stored now: an operator's queue
+	}
+	d.mu.Unlock()
 	if d.opts.Store != nil {
 		d.opts.Store.SaveQueueSettings(id, &s)
 	}
@@ -250,9 +480,14 @@ func (d *Dispatcher) Delete(id dest.Identity, force bool) error {
 		return ErrNoQueue // deleted meanwhile
 	}
 	delete(d.queues, id)
+	if d.groups[id.Group]--; d.groups[id.Group] <= 0 {
+		delete(d.groups, id.Group)
+	}
+	manual := d.manual[id]
+	delete(d.manual, id)
 	d.trieRemoveLocked(q)
 	d.mu.Unlock()
-	if d.opts.Store != nil {
+	if d.opts.Store != nil && manual { // only operator queues have stored settings
 		d.opts.Store.SaveQueueSettings(id, nil)
 	}
 	q.Purge()

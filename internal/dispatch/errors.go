@@ -20,6 +20,13 @@ var (
 	ErrQueueNotEmpty = errors.New("dispatch: queue not empty")
 	// ErrNoQueue is returned when no queue exists for an identity (or it has no ring).
 	ErrNoQueue = errors.New("dispatch: no such queue")
+	// ErrDestinationLimit is returned when a SEND would create a destination (a
+	// dispatcher queue or an events-store log) while the broker already holds
+	// Options.MaxDestinations of them. Nothing is created.
+	ErrDestinationLimit = errors.New("dispatch: destination limit reached")
+	// ErrGroupLimit is returned when a SEND would create the first destination of a group
+	// while Options.MaxGroups groups hold destinations. Nothing is created.
+	ErrGroupLimit = errors.New("dispatch: group limit reached")
 	// ErrNotStored is returned when a message of a durable pattern was not (or could not
 	// be) committed to the store, or the pattern needs a store and none is configured.
 	ErrNotStored = errors.New("dispatch: message not stored")

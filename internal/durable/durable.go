@@ -226,9 +226,20 @@ func (l *Log) RecoverQueues(fn func(id dest.Identity, m *message.Message)) (reco
 	if err != nil {
 		return 0, err
 	}
+	dropper, _ := l.st.(store.Dropper)
 	for _, s := range streams {
 		id, ok := ParseStream(s.Name)
-		if !ok || id.Pattern != dest.PatternQueues || s.Count == 0 {
+		if !ok || id.Pattern != dest.PatternQueues {
+			continue
+		}
+		if s.Count == 0 {
+			// An empty queue's stream holds nothing to recover: drop it so that the next
+			// start does not load it (start-up stays proportional to stored messages).
+			if dropper != nil {
+				if err := dropper.Drop(s.Name); err != nil && !errors.Is(err, store.ErrNotEmpty) {
+					l.log.Warn("dropping empty queue stream", "stream", s.Name, "err", err)
+				}
+			}
 			continue
 		}
 		err := l.st.Scan(s.Name, 0, func(seq uint64, data []byte) bool {
@@ -248,6 +259,53 @@ func (l *Log) RecoverQueues(fn func(id dest.Identity, m *message.Message)) (reco
 		}
 	}
 	return recovered, nil
+}
+
+// Sync makes every delete done so far durable (acknowledged messages stay acknowledged
+// after a crash): the router calls it before the RECEIPT of an ACK or NACK that asked for
+// one. A store without unsynced deletes (no store.Syncer) needs nothing. Errors: the
+// store's (store.ErrUnavailable when it is down).
+func (l *Log) Sync() error {
+	sy, ok := l.st.(store.Syncer)
+	if !ok {
+		return nil
+	}
+	if err := sy.Sync(); err != nil {
+		return fmt.Errorf("durable: sync: %w", err)
+	}
+	return nil
+}
+
+// ForgetDestination drops what the store holds for a reclaimed queue: its stream, when
+// empty and the store can drop streams (store.Dropper), and the cached stream name. It
+// implements dispatch.Forgetter. Events-store logs are never dropped here.
+func (l *Log) ForgetDestination(id dest.Identity) {
+	l.names.Delete(id)
+	if id.Pattern != dest.PatternQueues {
+		return
+	}
+	d, ok := l.st.(store.Dropper)
+	if !ok {
+		return
+	}
+	if err := d.Drop(StreamName(id)); err != nil && !errors.Is(err, store.ErrNotEmpty) {
+		l.log.Warn("dropping reclaimed queue stream", "stream", StreamName(id), "err", err)
+	}
+}
+
+// Logs returns the identities of the events-store logs in the store.
+func (l *Log) Logs() ([]dest.Identity, error) {
+	streams, err := l.st.Streams()
+	if err != nil {
+		return nil, err
+	}
+	var out []dest.Identity
+	for _, s := range streams {
+		if id, ok := ParseStream(s.Name); ok && id.Pattern == dest.PatternEventsStore {
+			out = append(out, id)
+		}
+	}
+	return out, nil
 }
 
 // Scan implements eventlog.LogStore over id's stream.
@@ -526,4 +584,42 @@ func (l *Log) PersistAsync(id dest.Identity, m *message.Message) (wait func() er
 
 func observeSince(o interface{ Observe(float64) }, start time.Time) {
 	o.Observe(time.Since(start).Seconds())
+}
+
+// duplicateIDStream holds the duplicate ids claimed by SENDs (dedup.Journal): records of an
+// 8-byte big-endian Unix-millisecond time followed by the cache key. It is not a queue or
+// log stream (ParseStream refuses it), so recovery and retention skip it.
+const duplicateIDStream = "dedup/ids"
+
+// RecordDuplicateID appends a claimed duplicate id, fsync'd (group-committed), and returns
+// its sequence. It implements dedup.Journal.
+func (l *Log) RecordDuplicateID(key string, at time.Time) (uint64, error) {
+	rec := binary.BigEndian.AppendUint64(make([]byte, 0, 8+len(key)), uint64(at.UnixMilli()))
+	seq, err := l.st.Append(duplicateIDStream, append(rec, key...))
+	if err != nil {
+		return 0, fmt.Errorf("durable: duplicate id: %w", err)
+	}
+	return seq, nil
+}
+
+// ForgetDuplicateID deletes a duplicate id whose SEND was not accepted.
+func (l *Log) ForgetDuplicateID(seq uint64) {
+	if err := l.st.Delete(duplicateIDStream, seq); err != nil {
+		l.deleteFailed(duplicateIDStream, []uint64{seq}, err)
+	}
+}
+
+// LoadDuplicateIDs calls fn for every stored duplicate id, oldest first.
+func (l *Log) LoadDuplicateIDs(fn func(seq uint64, key string, at time.Time)) error {
+	return l.st.Scan(duplicateIDStream, 0, func(seq uint64, data []byte) bool {
+		if len(data) >= 8 {
+			fn(seq, string(data[8:]), time.UnixMilli(int64(binary.BigEndian.Uint64(data))))
+		}
+		return true
+	})
+}
+
+// TrimDuplicateIDs deletes the duplicate ids before seq (outside the window).
+func (l *Log) TrimDuplicateIDs(before uint64) error {
+	return l.st.Trim(duplicateIDStream, before)
 }

@@ -1,6 +1,7 @@
 package metrics
 
 import (
+	"github.com/titan-broker/titan/internal/store"
 	"net/http"
 	"time"
 
@@ -38,6 +39,11 @@ type Source interface {
 	ConnectionsAccepted() uint64
 	// ConnectionsClosed counts closed connections that ended for reason r.
 	ConnectionsClosed(r session.CloseReason) uint64
+	// StoreHealth is the store's condition (store.Store.Health); it never blocks on I/O.
+	StoreHealth() store.Health
+	// DuplicateIDs returns how many duplicate ids are remembered and how many SENDs were
+	// recognised as duplicates since start.
+	DuplicateIDs() (remembered int, duplicates uint64)
 }
 
 // Metric names. Queue metrics carry the labels group, destination and pattern.
@@ -56,6 +62,17 @@ const (
 	NameDeadLettered        = "titan_messages_dead_lettered_total"
 	NameExpired             = "titan_messages_expired_total"
 	NameQueues              = "titan_queues"
+	NameDestinations        = "titan_destinations"
+	NameDestinationsMax     = "titan_destinations_max"
+	NameDestinationRefused  = "titan_destination_limit_refusals_total"
+	NameDestinationsReclaim = "titan_destinations_reclaimed_total"
+	NameGroups              = "titan_groups"
+	NameGroupRefused        = "titan_group_limit_refusals_total"
+	NameDuplicateIDs        = "titan_duplicate_ids"
+	NameDuplicates          = "titan_duplicates_total"
+	NameStoreState          = "titan_store_state"
+	NameStoreStateChanges   = "titan_store_state_changes_total"
+	NameStoreRecoveries     = "titan_store_recoveries_total"
 	NameQueueGroups         = "titan_queue_groups"
 	NameQueueMessages       = "titan_queue_messages"
 	NameQueuePendingBytes   = "titan_queue_pending_bytes"
@@ -100,6 +117,10 @@ type Collector struct {
 	routed, routeErrors                          *prometheus.Desc
 	published, noSub, evDropped, dead, expired   *prometheus.Desc
 	queues, groups                               *prometheus.Desc
+	dests, destsMax, destRefused, destReclaimed  *prometheus.Desc
+	storeState, storeChanges, storeRecoveries    *prometheus.Desc
+	dupIDs, duplicates                           *prometheus.Desc
+	groupsAll, groupRefused                      *prometheus.Desc
 	qMessages, qBytes, qCapacity, qMaxBytes      *prometheus.Desc
 	qRing, qDelivering, qScheduled, qConsumers   *prometheus.Desc
 	qPaused, qEnqueued, qDispatched, qAcked      *prometheus.Desc
@@ -122,6 +143,16 @@ type Collector struct {
 //     titan_events_dropped_total, titan_messages_dead_lettered_total,
 //     titan_messages_expired_total.
 //   - titan_queues, titan_queue_groups (groups holding at least one queue).
+//   - titan_destinations (queues plus events-store logs), titan_destinations_max (0: no
+//     limit), titan_destination_limit_refusals_total (creations refused by the broker-wide
+//     or a per-connection limit), titan_destinations_reclaimed_total (idle destinations
+//     removed).
+//   - titan_groups (groups holding a queue or an events-store log),
+//     titan_group_limit_refusals_total (creations refused by max-groups).
+//   - titan_duplicate_ids (duplicate ids remembered now), titan_duplicates_total (SENDs
+//     answered without being stored or delivered because their duplicate id repeated one).
+//   - titan_store_state{state="ok"|"degraded"|"down"} (1 for the current state, 0 for the
+//     others), titan_store_state_changes_total, titan_store_recoveries_total.
 //   - per queue {group, destination, pattern}: gauges titan_queue_messages,
 //     titan_queue_pending_bytes, titan_queue_capacity_messages (0: no count limit),
 //     titan_queue_max_pending_bytes (0: no byte limit), titan_queue_ring_size (<= 0: not a
@@ -147,38 +178,49 @@ func NewCollector(src Source) *Collector {
 		return prometheus.NewDesc(name, help, queueLabels, nil)
 	}
 	return &Collector{
-		src:          src,
-		buildInfo:    d(NameBuildInfo, "Titan build information; always 1.", "version"),
-		startTime:    d(NameStartTime, "When the broker started, in Unix seconds."),
-		connections:  d(NameConnections, "Client connections open now."),
-		accepted:     d(NameConnectionsAccepted, "Client connections accepted since start."),
-		closed:       d(NameConnectionsClosed, "Client connections closed, by close reason.", "reason"),
-		queuedBytes:  d(NameQueuedBytes, "Bytes queued to connection writers and not yet written, over all connections."),
-		routed:       d(NameRouterFrames, "Frames routed, by route.", "route"),
-		routeErrors:  d(NameRouterErrors, "Frames that ended in an ERROR, by route.", "route"),
-		published:    d(NamePublished, "Messages handed to the dispatch engine."),
-		noSub:        d(NameEventsNoSubscriber, "Events messages that matched no subscription (direct mode)."),
-		evDropped:    d(NameEventsDropped, "Events deliveries dropped for a full subscription or connection."),
-		dead:         d(NameDeadLettered, "Messages moved to a dead-letter queue."),
-		expired:      d(NameExpired, "Messages that expired before delivery."),
-		queues:       d(NameQueues, "Dispatcher queues that exist now."),
-		groups:       d(NameQueueGroups, "Destination groups holding at least one queue."),
-		qMessages:    q(NameQueueMessages, "Messages held by the queue (ready, delivering and scheduled)."),
-		qBytes:       q(NameQueuePendingBytes, "Bytes held by the queue."),
-		qCapacity:    q(NameQueueCapacity, "The queue's message-count limit (0: none)."),
-		qMaxBytes:    q(NameQueueMaxPending, "The queue's max-pending-bytes limit (0: none)."),
-		qRing:        q(NameQueueRingSize, "The queue's ring size (<= 0: not a ring queue)."),
-		qDelivering:  q(NameQueueDelivering, "Messages delivered and awaiting acknowledgement."),
-		qScheduled:   q(NameQueueScheduled, "Messages scheduled for later delivery."),
-		qConsumers:   q(NameQueueConsumers, "Consumers attached to the queue."),
-		qPaused:      q(NameQueuePaused, "1 when the queue is paused."),
-		qEnqueued:    q(NameQueueEnqueued, "Messages enqueued."),
-		qDispatched:  q(NameQueueDispatched, "Messages dispatched to consumers."),
-		qAcked:       q(NameQueueAcked, "Messages acknowledged."),
-		qDropped:     q(NameQueueDropped, "Messages dropped (DROP policy, or events drained with no subscriber)."),
-		qRingRemoved: q(NameQueueRingRemoved, "Messages removed from the head of a ring queue."),
-		qExpired:     q(NameQueueExpired, "Messages that expired in the queue."),
-		qDeadLettr:   q(NameQueueDeadLettered, "Messages dead-lettered from the queue."),
+		src:             src,
+		buildInfo:       d(NameBuildInfo, "Titan build information; always 1.", "version"),
+		startTime:       d(NameStartTime, "When the broker started, in Unix seconds."),
+		connections:     d(NameConnections, "Client connections open now."),
+		accepted:        d(NameConnectionsAccepted, "Client connections accepted since start."),
+		closed:          d(NameConnectionsClosed, "Client connections closed, by close reason.", "reason"),
+		queuedBytes:     d(NameQueuedBytes, "Bytes queued to connection writers and not yet written, over all connections."),
+		routed:          d(NameRouterFrames, "Frames routed, by route.", "route"),
+		routeErrors:     d(NameRouterErrors, "Frames that ended in an ERROR, by route.", "route"),
+		published:       d(NamePublished, "Messages handed to the dispatch engine."),
+		noSub:           d(NameEventsNoSubscriber, "Events messages that matched no subscription (direct mode)."),
+		evDropped:       d(NameEventsDropped, "Events deliveries dropped for a full subscription or connection."),
+		dead:            d(NameDeadLettered, "Messages moved to a dead-letter queue."),
+		expired:         d(NameExpired, "Messages that expired before delivery."),
+		queues:          d(NameQueues, "Dispatcher queues that exist now."),
+		groups:          d(NameQueueGroups, "Destination groups holding at least one queue."),
+		dests:           d(NameDestinations, "Destinations that exist now: dispatcher queues plus events-store logs."),
+		destsMax:        d(NameDestinationsMax, "The max-destinations limit (0: none)."),
+		destRefused:     d(NameDestinationRefused, "Destination creations refused by the broker-wide or a per-connection limit."),
+		destReclaimed:   d(NameDestinationsReclaim, "Idle, empty, traffic-created destinations removed."),
+		groupsAll:       d(NameGroups, "Groups holding at least one destination (queue or events-store log)."),
+		groupRefused:    d(NameGroupRefused, "Destination creations refused by max-groups."),
+		dupIDs:          d(NameDuplicateIDs, "Duplicate ids remembered now (bounded by duplicate-detection cache-size)."),
+		duplicates:      d(NameDuplicates, "SENDs recognised as duplicates: answered, not stored or delivered again."),
+		storeState:      d(NameStoreState, "1 for the store's current state, 0 for the others.", "state"),
+		storeChanges:    d(NameStoreStateChanges, "Store state changes since start."),
+		storeRecoveries: d(NameStoreRecoveries, "Store returns to ok from down since start."),
+		qMessages:       q(NameQueueMessages, "Messages held by the queue (ready, delivering and scheduled)."),
+		qBytes:          q(NameQueuePendingBytes, "Bytes held by the queue."),
+		qCapacity:       q(NameQueueCapacity, "The queue's message-count limit (0: none)."),
+		qMaxBytes:       q(NameQueueMaxPending, "The queue's max-pending-bytes limit (0: none)."),
+		qRing:           q(NameQueueRingSize, "The queue's ring size (<= 0: not a ring queue)."),
+		qDelivering:     q(NameQueueDelivering, "Messages delivered and awaiting acknowledgement."),
+		qScheduled:      q(NameQueueScheduled, "Messages scheduled for later delivery."),
+		qConsumers:      q(NameQueueConsumers, "Consumers attached to the queue."),
+		qPaused:         q(NameQueuePaused, "1 when the queue is paused."),
+		qEnqueued:       q(NameQueueEnqueued, "Messages enqueued."),
+		qDispatched:     q(NameQueueDispatched, "Messages dispatched to consumers."),
+		qAcked:          q(NameQueueAcked, "Messages acknowledged."),
+		qDropped:        q(NameQueueDropped, "Messages dropped (DROP policy, or events drained with no subscriber)."),
+		qRingRemoved:    q(NameQueueRingRemoved, "Messages removed from the head of a ring queue."),
+		qExpired:        q(NameQueueExpired, "Messages that expired in the queue."),
+		qDeadLettr:      q(NameQueueDeadLettered, "Messages dead-lettered from the queue."),
 
 		egressDropped:     d(NameEgressDropped, "Headers left out of MESSAGE frames because the connection's STOMP version cannot represent them."),
 		logDelivered:      d(NameLogDelivered, "Events-store messages delivered by outbox pollers."),
@@ -199,7 +241,8 @@ func (c *Collector) descs() []*prometheus.Desc {
 	return []*prometheus.Desc{
 		c.buildInfo, c.startTime, c.connections, c.accepted, c.closed, c.queuedBytes,
 		c.routed, c.routeErrors, c.published, c.noSub, c.evDropped, c.dead, c.expired,
-		c.queues, c.groups, c.qMessages, c.qBytes, c.qCapacity, c.qMaxBytes, c.qRing,
+		c.queues, c.groups, c.dests, c.destsMax, c.destRefused, c.destReclaimed,
+		c.storeState, c.storeChanges, c.storeRecoveries, c.dupIDs, c.duplicates, c.groupsAll, c.groupRefused, c.qMessages, c.qBytes, c.qCapacity, c.qMaxBytes, c.qRing,
 		c.qDelivering, c.qScheduled, c.qConsumers, c.qPaused, c.qEnqueued, c.qDispatched,
 		c.qAcked, c.qDropped, c.qRingRemoved, c.qExpired, c.qDeadLettr,
 		c.egressDropped, c.logDelivered, c.outboxPollers, c.outboxMaxInterval, c.outboxSheds,
@@ -257,6 +300,25 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	counter(c.expired, e.Expired.Load())
 	counter(c.egressDropped, e.EgressHeadersDropped.Load())
 	counter(c.logDelivered, e.LogDelivered.Load())
+	gauge(c.dests, float64(e.Destinations()))
+	gauge(c.destsMax, float64(e.MaxDestinations()))
+	counter(c.destRefused, e.DestinationRefusals.Load())
+	counter(c.destReclaimed, e.Reclaimed.Load())
+	sh := src.StoreHealth()
+	for _, st := range []store.State{store.StateOK, store.StateDegraded, store.StateDown} {
+		v := 0.0
+		if sh.State == st {
+			v = 1
+		}
+		gauge(c.storeState, v, st.String())
+	}
+	gauge(c.groupsAll, float64(e.GroupCount()))
+	counter(c.groupRefused, e.GroupRefusals.Load())
+	remembered, dups := src.DuplicateIDs()
+	gauge(c.dupIDs, float64(remembered))
+	counter(c.duplicates, dups)
+	counter(c.storeChanges, sh.Changes)
+	counter(c.storeRecoveries, sh.Recoveries)
 	ob := src.Outbox()
 	gauge(c.outboxPollers, float64(ob.Pollers))
 	gauge(c.outboxMaxInterval, ob.MaxInterval.Seconds())

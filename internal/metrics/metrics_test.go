@@ -2,6 +2,7 @@ package metrics_test
 
 import (
 	"bytes"
+	"github.com/titan-broker/titan/internal/store"
 	"io"
 	"net/http"
 	"strings"
@@ -94,6 +95,9 @@ func TestScrapeExportsQueuesConnectionsAndRoutes(t *testing.T) {
 		`titan_messages_published_total 4`,
 		`titan_events_no_subscriber_total 2`,
 		`titan_queues 2`,
+		`titan_destinations 2`,
+		`titan_store_state{state="ok"} 1`,
+		`titan_store_state{state="down"} 0`,
 		`titan_queue_groups 2`,
 		`titan_queue_messages{destination="/queue/jobs",group="default",pattern="queues"} 1`,
 		`titan_queue_delivering_messages{destination="/queue/jobs",group="default",pattern="queues"} 1`,
@@ -129,6 +133,10 @@ func (f fakeSource) Router() *router.Router                         { return f.r
 func (f fakeSource) Sessions() []*session.Session                   { return nil }
 func (f fakeSource) ConnectionsAccepted() uint64                    { return 7 }
 func (f fakeSource) ConnectionsClosed(r session.CloseReason) uint64 { return uint64(r) }
+func (f fakeSource) DuplicateIDs() (int, uint64)                    { return 0, 0 }
+func (f fakeSource) StoreHealth() store.Health {
+	return store.Health{State: store.StateDown, Changes: 3, Recoveries: 1}
+}
 
 func TestCollectorOverBareEngine(t *testing.T) {
 	e := dispatch.New(dispatch.Options{})
@@ -161,6 +169,10 @@ func TestCollectorOverBareEngine(t *testing.T) {
 		`titan_queue_capacity_messages{destination="/queue/a",group="default",pattern="queues"} 3`,
 		`titan_queue_capacity_messages{destination="/queue/b",group="default",pattern="queues"} 3`,
 		`titan_connections_accepted_total 7`,
+		`titan_store_state{state="down"} 1`,
+		`titan_store_state{state="ok"} 0`,
+		`titan_store_state_changes_total 3`,
+		`titan_store_recoveries_total 1`,
 		`titan_connections_closed_total{reason="shutdown"} 7`,
 		`titan_start_time_seconds 1.7e+09`,
 		`titan_build_info{version="test"} 1`,

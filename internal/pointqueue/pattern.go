@@ -128,7 +128,7 @@ func (p *Pattern) Publish(id dest.Identity, m *message.Message, cancel <-chan st
 // its next delivery carries redelivered:true (DESIGN §5). Scheduled messages keep their due
 // time.
 func (p *Pattern) Restore(id dest.Identity, m *message.Message) {
-	q, _, err := p.d.GetOrPut(id, p.d.Settings(id))
+	q, err := p.d.Restore(id)
 	if err != nil {
 		return
 	}

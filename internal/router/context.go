@@ -41,6 +41,9 @@ type Context struct {
 	Halt bool
 	// Replay is set while COMMIT replays a transaction's frames.
 	Replay bool
+	// undo, set by the duplicate stage, forgets the SEND's duplicate id when the SEND ends
+	// in an error (the final stage, COMMIT and the pipeline call it).
+	undo func()
 }
 
 // contextExt is the part of a Context only some routes use.

@@ -84,6 +84,25 @@ type Deliveries interface {
 	CloseConn(c *delivery.Conn)
 }
 
+// Destinations is the port that creates destinations (implemented by
+// dispatch.Dispatcher): a queue, a temp-queue or an events-store log exists before anything
+// is stored for it, so a refused creation leaves nothing behind. Safe for concurrent use.
+type Destinations interface {
+	// Exists reports whether id's destination exists.
+	Exists(id dest.Identity) bool
+	// Ensure makes id's destination exist; created reports a creation. Errors:
+	// dispatch.ErrDestinationLimit (the broker-wide bound; nothing created).
+	Ensure(id dest.Identity) (created bool, err error)
+}
+
+// Duplicates is duplicate detection (implemented by dedup.Cache): Claim reports whether a
+// SEND's duplicate id repeats one seen on the same destination within the window; when it
+// does not, the id is remembered (durably when durable is set, before Claim returns) and
+// undo forgets it for a SEND that was then not accepted. Safe for concurrent use.
+type Duplicates interface {
+	Claim(id dest.Identity, dupID string, durable bool) (dup bool, undo func(), err error)
+}
+
 // Ports are the adapters a Router routes to. A nil pattern port makes the resolver refuse
 // that pattern ("unsupported destination pattern").
 type Ports struct {
@@ -101,6 +120,9 @@ type Ports struct {
 	// TempQueues is the temp-queue pattern (/temp-queue/): publish refuses the queues of
 	// closed connections; subscribe consumes like a queue.
 	TempQueues Pattern
+	// Destinations creates queues, temp-queues and events-store logs under the broker's
+	// and the connection's limits (the destination stage); nil applies no limit.
+	Destinations Destinations
 }
 
 // Clock is the time source (injectable for tests).
@@ -117,6 +139,15 @@ type Persister interface {
 	Persist(id dest.Identity, m *message.Message) error
 	PersistAsync(id dest.Identity, m *message.Message) (wait func() error, err error)
 	Forget(id dest.Identity, m *message.Message)
+}
+
+// Syncer is implemented by a Persister whose acknowledgements (store deletes) are synced
+// lazily: Sync returns once every acknowledgement so far is durable. The ACK and NACK
+// stages call it before writing a RECEIPT (and COMMIT, for a transaction holding ACKs), so a
+// RECEIPT for an acknowledgement means it survives a crash; acknowledgements without a
+// receipt stay lazily synced.
+type Syncer interface {
+	Sync() error
 }
 
 // Refusal is implemented by Persister errors that say why a message was not stored: its

@@ -49,20 +49,39 @@ func (r *Router) build() {
 		return prefix
 	}
 
+	dedupOnly := func() []Stage { // events create nothing a limit bounds (direct mode)
+		if o.Duplicates == nil {
+			return nil
+		}
+		return []Stage{duplicateStage{port: o.Duplicates, header: o.DuplicateHeader}}
+	}
 	if p.Events != nil {
-		send(RouteSendEvents, dest.PatternEvents, head(group),
-			responseStage{requests: p.Requests}, publishStage{port: p.Events, store: o.Store})
+		send(RouteSendEvents, dest.PatternEvents, head(group), append(dedupOnly(),
+			responseStage{requests: p.Requests}, publishStage{port: p.Events, store: o.Store})...)
 		subscribe(dest.PatternEvents, append(head(group), sub, attachStage{port: p.Events})...)
 	}
+	// limit creates the SEND's destination before the store stage (nothing is stored for
+	// a destination that could not be created), under the broker's and connection's bounds.
+	// Duplicate detection comes first: a repeated SEND creates and stores nothing.
+	limit := func(temp bool, always bool) []Stage {
+		var st []Stage
+		if o.Duplicates != nil {
+			st = append(st, duplicateStage{port: o.Duplicates, header: o.DuplicateHeader, store: o.Store, always: always})
+		}
+		if p.Destinations != nil {
+			st = append(st, destinationStage{port: p.Destinations, opts: o, temp: temp})
+		}
+		return st
+	}
 	if p.Queues != nil {
-		send(RouteSendQueue, dest.PatternQueues, head(group),
-			responseStage{requests: p.Requests}, storeStage{store: o.Store}, publishStage{port: p.Queues, store: o.Store})
+		send(RouteSendQueue, dest.PatternQueues, head(group), append(limit(false, false),
+			responseStage{requests: p.Requests}, storeStage{store: o.Store}, publishStage{port: p.Queues, store: o.Store})...)
 		subscribe(dest.PatternQueues, append(head(group), sub, attachStage{port: p.Queues})...)
 	}
 	if p.EventsStore != nil {
 		// A log is always stored, persistent header or not.
-		send(RouteSendEventsStore, dest.PatternEventsStore, head(group),
-			responseStage{requests: p.Requests}, storeStage{store: o.Store, always: true}, publishStage{port: p.EventsStore, store: o.Store})
+		send(RouteSendEventsStore, dest.PatternEventsStore, head(group), append(limit(false, true),
+			responseStage{requests: p.Requests}, storeStage{store: o.Store, always: true}, publishStage{port: p.EventsStore, store: o.Store})...)
 		subscribe(dest.PatternEventsStore, append(head(group), sub, logPositionStage{clock: o.Clock}, attachStage{port: p.EventsStore})...)
 	}
 	if p.Requests != nil {
@@ -73,14 +92,14 @@ func (r *Router) build() {
 		if p.TempQueues != nil {
 			temp := tempQueueStage{requests: p.Requests}
 			ownGroup := groupStage{scoped: true} // a temp-queue is scoped by its owner, not a group
-			send(RouteSendTempQueue, dest.PatternTempQueue, head(temp, ownGroup),
-				responseStage{requests: p.Requests, temp: true}, publishStage{port: p.TempQueues, store: o.Store})
+			send(RouteSendTempQueue, dest.PatternTempQueue, head(temp, ownGroup), append(limit(true, false),
+				responseStage{requests: p.Requests, temp: true}, publishStage{port: p.TempQueues, store: o.Store})...)
 			subscribe(dest.PatternTempQueue, append(head(tempQueueStage{requests: p.Requests, subscribe: true}, ownGroup), sub, attachStage{port: p.TempQueues})...)
 		}
 	}
 	r.table[RouteUnsubscribe][0] = []Stage{unsubscribeStage{deliveries: p.Deliveries}}
-	r.table[RouteAck][0] = []Stage{tx, ackStage{deliveries: p.Deliveries}}
-	r.table[RouteNack][0] = []Stage{tx, ackStage{deliveries: p.Deliveries, nack: true}}
+	r.table[RouteAck][0] = []Stage{tx, ackStage{deliveries: p.Deliveries, store: o.Store}}
+	r.table[RouteNack][0] = []Stage{tx, ackStage{deliveries: p.Deliveries, nack: true, store: o.Store}}
 	r.table[RouteBegin][0] = []Stage{beginStage{max: o.MaxTransactions}}
 	r.table[RouteCommit][0] = []Stage{commitStage{router: r}}
 	r.table[RouteAbort][0] = []Stage{abortStage{}}

@@ -76,6 +76,12 @@ type Options struct {
 	MaxTransactionBytes int
 	// MaxTransactions bounds open transactions per connection (default 100).
 	MaxTransactions int
+	// MaxDestinationsPerConnection bounds the queues and events-store logs one
+	// connection's SENDs create (default 1000; -1 unlimited; max-destinations-by-client).
+	MaxDestinationsPerConnection int
+	// MaxTempQueuesPerConnection bounds the temp-queues of its own one connection's SENDs
+	// create (default 100; -1 unlimited; max-temp-queues-by-client).
+	MaxTempQueuesPerConnection int
 	// DefaultPrefetch is the unacknowledged-message limit of a subscription without a
 	// prefetch-count header (default delivery.DefaultPrefetch).
 	DefaultPrefetch int
@@ -101,6 +107,13 @@ type Options struct {
 	// publication (reference 000: "custom handlers are inserted between those stages"). They
 	// run for every way in: STOMP SEND, Router.Publish (HTTP POST /publish, embed.Publish).
 	SendStages []Stage
+	// Duplicates, when set, is duplicate detection: the duplicate stage runs on every SEND
+	// route that publishes (events, queues, events-store, temp-queues) before anything is
+	// created or stored, for every way in (STOMP, Router.Publish).
+	Duplicates Duplicates
+	// DuplicateHeader is the SEND header carrying the duplicate id (default
+	// "_AMQ_DUPL_ID", Artemis's name).
+	DuplicateHeader string
 	// Authorize, when set, runs on every SEND and SUBSCRIBE route right after the group
 	// stage, so that Identity is known and nothing has been built, buffered in a transaction,
 	// stored or subscribed yet (DESIGN §8). It refuses by setting c.Err; for a wildcard
@@ -147,6 +160,12 @@ func New(ports Ports, o Options) *Router {
 	if o.MaxTransactions <= 0 {
 		o.MaxTransactions = 100
 	}
+	if o.MaxDestinationsPerConnection == 0 {
+		o.MaxDestinationsPerConnection = 1000
+	}
+	if o.MaxTempQueuesPerConnection == 0 {
+		o.MaxTempQueuesPerConnection = 100
+	}
 	if o.DefaultPrefetch <= 0 {
 		o.DefaultPrefetch = delivery.DefaultPrefetch
 	}
@@ -158,6 +177,9 @@ func New(ports Ports, o Options) *Router {
 	}
 	if o.MaxRequestTimeout < o.RequestTimeout {
 		o.MaxRequestTimeout = max(5*time.Minute, o.RequestTimeout)
+	}
+	if o.DuplicateHeader == "" {
+		o.DuplicateHeader = "_AMQ_DUPL_ID"
 	}
 	if o.MessageIDPrefix == "" {
 		o.MessageIDPrefix = "titan"
@@ -189,8 +211,10 @@ type Conn struct {
 	Client    Client
 	Delivery  *delivery.Conn
 	txs       map[string]*transaction
-	pipe      *pipeline // persistent SENDs awaiting their fsync; created on first use
-	pipelined bool      // persistent SENDs may be pipelined (a store and a pipeline exist)
+	pipe      *pipeline    // persistent SENDs awaiting their fsync; created on first use
+	pipelined bool         // persistent SENDs may be pipelined (a store and a pipeline exist)
+	created   atomic.Int64 // destinations this connection's SENDs created (destination stage)
+	tempMade  atomic.Int64 // its own temp-queues its SENDs created
 }
 
 // Open returns the router state for a newly connected client.
@@ -286,6 +310,9 @@ func (r *Router) deferTail(c *Context, rest []Stage) {
 			// An earlier SEND failed and closed the connection: this one was never answered.
 			if err == nil {
 				r.opts.Store.Forget(tail.Identity, tail.Message)
+			}
+			if tail.undo != nil {
+				tail.undo() // not accepted: a retry must not be taken for a duplicate
 			}
 			return
 		case err != nil:

@@ -90,6 +90,90 @@ func cloneIdentity(id dest.Identity) dest.Identity {
 	return id
 }
 
+// duplicateStage is duplicate detection (DESIGN: Durability): a SEND whose duplicate id
+// header (Options.DuplicateHeader) repeats an id seen on the same destination within the
+// window is not stored, created or delivered; it halts with success, so its RECEIPT is
+// still written and a producer retrying after a lost RECEIPT cannot create a duplicate. A
+// new id is remembered before the store stage (journaled with the message's durability)
+// and forgotten again if the SEND then fails.
+type duplicateStage struct {
+	port   Duplicates
+	header string
+	store  Persister
+	always bool // the route stores every message (events-store)
+}
+
+func (s duplicateStage) Apply(c *Context) {
+	dupID, ok := c.Message.Header(s.header)
+	if !ok || dupID == "" {
+		return
+	}
+	durable := s.store != nil && (s.always || c.Message.Persistent)
+	dup, undo, err := s.port.Claim(c.Identity, dupID, durable)
+	switch {
+	case err != nil:
+		c.failWith(storeRefusal(err), "the broker could not record the duplicate id; the message was not accepted", fmt.Errorf("%w: %w", dispatch.ErrNotStored, err))
+	case dup:
+		if p := c.Conn.pipe; p != nil {
+			p.drain() // its RECEIPT must not overtake earlier deferred SENDs'
+		}
+		c.Halt = true // answered (RECEIPT) without being stored or delivered again
+	default:
+		c.undo = undo
+	}
+}
+
+// destinationStage creates the SEND's destination (queue, temp-queue, events-store log)
+// before anything is stored for it, under the broker-wide bound (the Destinations port:
+// dispatch.Options.MaxDestinations) and the connection's (MaxDestinationsPerConnection, or
+// MaxTempQueuesPerConnection for its own temp-queues). A refusal is an ERROR naming the
+// limit ("destination limit reached", "temp-queue limit reached") and nothing is created:
+// no queue, no stream, no metadata. An existing destination costs one map lookup.
+type destinationStage struct {
+	port Destinations
+	opts *Options
+	temp bool
+}
+
+func (s destinationStage) Apply(c *Context) {
+	if s.port.Exists(c.Identity) {
+		return
+	}
+	counter, max, name := &c.Conn.created, s.opts.MaxDestinationsPerConnection, "destination"
+	if s.temp {
+		first, _, _ := strings.Cut(c.Identity.Channel, ".")
+		if first != c.Conn.Client.ID() {
+			counter = nil // a reply to another connection's temp-queue: the broker-wide bound only
+		} else {
+			counter, max, name = &c.Conn.tempMade, s.opts.MaxTempQueuesPerConnection, "temp-queue"
+		}
+	}
+	if counter != nil && max > 0 && counter.Load() >= int64(max) {
+		if r, ok := s.port.(interface{ CountRefusal() }); ok {
+			r.CountRefusal()
+		}
+		c.failWith(name+" limit reached", "this connection may create at most "+strconv.Itoa(max)+" "+name+"s (max-"+name+"s-by-client)",
+			fmt.Errorf("%w: per connection", dispatch.ErrDestinationLimit))
+		return
+	}
+	created, err := s.port.Ensure(c.Identity)
+	if err != nil {
+		if errors.Is(err, dispatch.ErrDestinationLimit) {
+			c.failWith("destination limit reached", "the broker holds its maximum number of destinations (max-destinations); send to an existing one", err)
+			return
+		}
+		if errors.Is(err, dispatch.ErrGroupLimit) {
+			c.failWith("group limit reached", "the broker holds destinations in its maximum number of groups (max-groups); use an existing group", err)
+			return
+		}
+		c.failWith("publish failed", "", err)
+		return
+	}
+	if created && counter != nil {
+		counter.Add(1)
+	}
+}
+
 // storeStage is durable acceptance (DESIGN §5): a persistent message of a durable pattern is
 // committed to the store, fsync'd, before it is published, so the RECEIPT the final stage
 // writes means the message survives a crash. A SEND with persistent:false skips it, unless
@@ -140,6 +224,10 @@ func (s publishStage) Apply(c *Context) {
 		s.store.Forget(c.Identity, c.Message)
 	}
 	switch {
+	case errors.Is(err, dispatch.ErrDestinationLimit):
+		c.failWith("destination limit reached", "the broker holds its maximum number of destinations (max-destinations); send to an existing one", err)
+	case errors.Is(err, dispatch.ErrGroupLimit):
+		c.failWith("group limit reached", "the broker holds destinations in its maximum number of groups (max-groups); use an existing group", err)
 	case errors.Is(err, dispatch.ErrQueueFull):
 		c.failWith("queue full", "the destination is full; retry later", err)
 	case errors.Is(err, dispatch.ErrCanceled):
@@ -249,6 +337,7 @@ func (s unsubscribeStage) Apply(c *Context) {
 type ackStage struct {
 	deliveries Deliveries
 	nack       bool
+	store      Persister // when it is a Syncer, an ACK with a receipt waits for durability
 }
 
 func (s ackStage) Apply(c *Context) {
@@ -274,6 +363,22 @@ func (s ackStage) Apply(c *Context) {
 func (s ackStage) apply(c *Context, key, sub string) {
 	if err := s.deliveries.Ack(c.Conn.Delivery, key, sub, s.nack); err != nil {
 		c.fail("unknown ack id", "no unacknowledged message "+frame.Echo(key))
+		return
+	}
+	if c.Receipt != "" && !c.Replay {
+		syncAcks(c, s.store)
+	}
+}
+
+// syncAcks makes the acknowledgements done so far durable before c's RECEIPT (see Syncer);
+// a failure is an ERROR instead of the RECEIPT.
+func syncAcks(c *Context, store Persister) {
+	sy, ok := store.(Syncer)
+	if !ok {
+		return
+	}
+	if err := sy.Sync(); err != nil {
+		c.failWith(storeRefusal(err), "the broker could not make the acknowledgement durable", fmt.Errorf("%w: %w", dispatch.ErrNotStored, err))
 	}
 }
 
@@ -284,6 +389,10 @@ type finalStage struct{}
 func (finalStage) Apply(c *Context) {
 	cl := c.Conn.Client
 	if c.Err != nil {
+		if c.undo != nil {
+			c.undo() // not accepted: a retry must not be taken for a duplicate
+			c.undo = nil
+		}
 		if c.Err.ReceiptID == "" {
 			c.Err.ReceiptID = c.Receipt
 		}

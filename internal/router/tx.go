@@ -117,16 +117,26 @@ func (s commitStage) Apply(c *Context) {
 	}
 	delete(c.Conn.txs, name)
 	r := s.router
+	acks := false
+	defer func() {
+		if acks && c.Err == nil && c.Receipt != "" {
+			syncAcks(c, r.opts.Store) // the COMMIT's RECEIPT covers its acknowledgements
+		}
+	}()
 	for _, op := range t.ops {
 		rc := Context{Conn: c.Conn, Frame: c.Frame, Route: op.route, Identity: op.identity, Message: op.msg, Receipt: c.Receipt, Replay: true}
 		switch op.route {
 		case RouteAck, RouteNack:
+			acks = true
 			ackStage{deliveries: r.ports.Deliveries, nack: op.route == RouteNack}.apply(&rc, op.key, op.sub)
 		default: // every SEND route: the message was built and validated at SEND time
 			rc.Dest.Pattern = op.identity.Pattern
 			r.run(&rc, r.effects[op.route][op.identity.Pattern])
 		}
 		if rc.Err != nil {
+			if rc.undo != nil {
+				rc.undo()
+			}
 			c.Err = rc.Err
 			return
 		}

@@ -22,6 +22,8 @@ var (
 	// ErrInvalidName is returned when a stream name or meta key is empty or longer than
 	// MaxNameBytes.
 	ErrInvalidName = errors.New("store: invalid stream name or meta key")
+	// ErrNotEmpty is returned by Dropper.Drop for a stream that still holds records.
+	ErrNotEmpty = errors.New("store: stream not empty")
 	// ErrNoRecords is returned when Append is called without records.
 	ErrNoRecords = errors.New("store: append without records")
 )

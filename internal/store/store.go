@@ -114,3 +114,23 @@ type AsyncAppender interface {
 	// sequence order.
 	AppendAsync(stream string, records ...[]byte) (firstSeq uint64, wait func() error, err error)
 }
+
+// Dropper is implemented by stores that can forget an empty stream entirely, state
+// included, so that a name no longer used costs nothing at Open (durable.Log drops the
+// streams of reclaimed and empty queues). It is the one exception to "sequences are never
+// reused": a dropped stream's next Append starts again at 1.
+type Dropper interface {
+	// Drop removes stream if it holds no records; a stream that holds records is left
+	// alone (ErrNotEmpty), and an unknown stream is not an error. Durable at the next sync,
+	// like Delete.
+	Drop(stream string) error
+}
+
+// Syncer is implemented by stores whose Delete and Trim are durable only at the next sync:
+// Sync makes every Delete and Trim that returned before it durable (group-committed with
+// concurrent Appends). An ACK that asks for a receipt is answered only after Sync.
+type Syncer interface {
+	// Sync returns once everything committed before it is fsync'd. Errors: ErrClosed, or
+	// an error wrapping ErrUnavailable when the store is down.
+	Sync() error
+}

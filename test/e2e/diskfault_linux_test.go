@@ -3,7 +3,10 @@
 package e2e
 
 import (
+	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -146,6 +149,31 @@ func requireOneLogLine(t *testing.T, p *titanProc, s string) {
 	t.Logf("titan: %s", lines[0])
 }
 
+// healthAnswer is GET /titan/monitor/health.
+type healthAnswer struct {
+	Status string `json:"status"`
+	Store  struct {
+		Status     string `json:"status"`
+		Cause      string `json:"cause"`
+		Changes    uint64 `json:"changes"`
+		Recoveries uint64 `json:"recoveries"`
+	} `json:"store"`
+}
+
+// requireHealth reads the health endpoint and requires its HTTP status and status field.
+func requireHealth(t *testing.T, b *broker, code int, status string) healthAnswer {
+	t.Helper()
+	resp, err := httpClient.Get(monitorURL(b) + "/titan/monitor/health")
+	requireNoError(t, err)
+	defer resp.Body.Close()
+	data, _ := io.ReadAll(resp.Body)
+	var h healthAnswer
+	requireNoError(t, json.Unmarshal(data, &h), "health answer %s", data)
+	requireEqual(t, code, resp.StatusCode, "health HTTP status (%s)", data)
+	requireEqual(t, status, h.Status, "health status (%s)", data)
+	return h
+}
+
 func TestDiskFullRefusesThenRecoversWithoutRestart(t *testing.T) {
 	mnt := mountTmpfsE2E(t, 96<<20)
 	ballast := filepath.Join(mnt, "ballast")
@@ -162,11 +190,33 @@ func TestDiskFullRefusesThenRecoversWithoutRestart(t *testing.T) {
 		t.Fatalf("titan exited on a full disk: %v", p.waitErr)
 	}
 	requireOneLogLine(t, p, "store down")
+	b := p.broker()
+	h := requireHealth(t, b, http.StatusServiceUnavailable, "DOWN")
+	requireEqual(t, "down", h.Store.Status, "health store.status")
+	requireEqual(t, "no space left on device", h.Store.Cause, "health store.cause")
+	m := scrapeMetrics(t, b)
+	requireEqual(t, 1.0, metricSum(m, `titan_store_state{state="down"}`), "titan_store_state{state=down}")
+	if metricSum(m, "titan_store_state_changes_total") < 1 {
+		t.Error("titan_store_state_changes_total is 0 while the store is down")
+	}
+	code, body := postPublish(t, b, map[string]any{"destination": dest, "body": "x", "headers": map[string]string{"persistent": "true"}})
+	requireEqual(t, http.StatusServiceUnavailable, code, "POST /publish while the store is down: %s", body)
+	if !strings.Contains(string(body), "store_unavailable") || !strings.Contains(string(body), "no space left on device") {
+		t.Errorf("POST /publish answer %s does not say store_unavailable: no space left on device", body)
+	}
 
 	requireNoError(t, os.Remove(ballast))
 	took := recoveredSend(t, p, dest, len(acked)+1000)
 	t.Logf("persistent SENDs receipted again %v after space was freed", took.Round(time.Millisecond))
 	requireOneLogLine(t, p, "store recovered")
+	h = requireHealth(t, b, http.StatusOK, "UP")
+	requireEqual(t, "ok", h.Store.Status, "health store.status after recovery")
+	if h.Store.Recoveries < 1 {
+		t.Errorf("health store.recoveries = %d after recovery, want >= 1", h.Store.Recoveries)
+	}
+	if metricSum(scrapeMetrics(t, b), "titan_store_recoveries_total") < 1 {
+		t.Error("titan_store_recoveries_total is 0 after recovery")
+	}
 	receiveAll(t, p, dest, append(acked, len(acked)+1000))
 	node.stop()
 }
