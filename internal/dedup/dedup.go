@@ -50,10 +50,11 @@ type Options struct {
 }
 
 type entry struct {
-	key   string
-	at    time.Time
-	token uint64
-	live  bool
+	key     string
+	at      time.Time
+	token   uint64 // the journal's token once journaled (0 before)
+	live    bool   // still the remembered entry for key
+	settled bool   // its SEND was accepted (a repeat is a duplicate, not in flight)
 }
 
 // Cache is the duplicate id cache.
@@ -104,38 +105,76 @@ func (c *Cache) Load() error {
 		if at.Before(cutoff) {
 			return
 		}
-		c.addLocked(&entry{key: key, at: at, token: token, live: true})
+		c.addLocked(&entry{key: key, at: at, token: token, live: true, settled: true})
 	})
 }
 
-// Claim checks dupID on id: dup reports a repeat seen within the window (the SEND must be
-// answered without being stored or delivered). Otherwise the id is remembered (journaled
-// when durable is set, before Claim returns) and undo forgets it again, for a SEND that was
-// then not accepted. Errors: the journal's (nothing is remembered then).
-func (c *Cache) Claim(id dest.Identity, dupID string, durable bool) (dup bool, undo func(), err error) {
+// ErrInFlight is returned by Claim for a repeat of an id whose first SEND has not been
+// answered yet: the repeat must be refused (an ERROR, so the producer retries later), never
+// answered as a duplicate, because the first SEND may still fail. Its Refusal text becomes
+// the ERROR's message header.
+var ErrInFlight error = inFlightError{}
+
+type inFlightError struct{}
+
+func (inFlightError) Error() string {
+	return "dedup: a SEND with the same duplicate id is still being stored; retry once it is answered"
+}
+
+// Refusal is the ERROR message header for a repeat in flight (router.Refusal).
+func (inFlightError) Refusal() string { return "duplicate id in flight" }
+
+// Claim checks dupID on id. dup reports a repeat of an id whose SEND was accepted within the
+// window: the SEND must be answered (RECEIPT) without being stored or delivered again. A
+// repeat of an id whose first SEND is still unanswered returns ErrInFlight. Otherwise the id
+// is claimed, and settle (called exactly once, when the SEND is answered) either forgets it
+// (accepted false: the SEND was refused, so a retry is no duplicate) or keeps it for the
+// window (accepted true) — journaled when durable is set, after the message itself was
+// committed, so that a crash between the two can at worst deliver a retry twice, never
+// answer a retry whose message was lost.
+func (c *Cache) Claim(id dest.Identity, dupID string, durable bool) (dup bool, settle func(accepted bool), err error) {
 	key := Key(id, dupID)
 	now := c.opts.Now()
 	c.mu.Lock()
 	c.expireLocked(now)
-	if _, ok := c.ids[key]; ok {
+	if old, ok := c.ids[key]; ok {
+		if !old.settled {
+			c.mu.Unlock()
+			return false, nil, ErrInFlight
+		}
 		c.Duplicates++
 		c.mu.Unlock()
 		return true, nil, nil
 	}
 	e := &entry{key: key, at: now, live: true}
-	c.addLocked(e) // claimed before the journal write: a concurrent retry is a duplicate too
+	c.addLocked(e) // claimed at once: a concurrent repeat sees it in flight
 	c.mu.Unlock()
-	if durable && c.opts.Journal != nil {
-		tok, err := c.opts.Journal.RecordDuplicateID(key, now)
-		if err != nil {
-			c.remove(e)
-			return false, nil, err
-		}
+	return false, func(accepted bool) { c.settle(e, accepted, durable) }, nil
+}
+
+// settle ends e's claim (see Claim).
+func (c *Cache) settle(e *entry, accepted, durable bool) {
+	if !accepted {
+		c.remove(e)
+		return
+	}
+	c.mu.Lock()
+	e.settled = true
+	c.mu.Unlock()
+	if !durable || c.opts.Journal == nil {
+		return
+	}
+	// A journal failure keeps the id in memory only: a retry after a restart could then be
+	// delivered twice, which at-least-once allows.
+	if tok, err := c.opts.Journal.RecordDuplicateID(e.key, e.at); err == nil {
 		c.mu.Lock()
+		live := e.live
 		e.token = tok
 		c.mu.Unlock()
+		if !live { // expired or evicted meanwhile
+			c.opts.Journal.ForgetDuplicateID(tok)
+		}
 	}
-	return false, func() { c.remove(e) }, nil
 }
 
 // remove forgets e (an undone claim).

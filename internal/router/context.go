@@ -41,9 +41,9 @@ type Context struct {
 	Halt bool
 	// Replay is set while COMMIT replays a transaction's frames.
 	Replay bool
-	// undo, set by the duplicate stage, forgets the SEND's duplicate id when the SEND ends
-	// in an error (the final stage, COMMIT and the pipeline call it).
-	undo func()
+	// settle, set by the duplicate stage, ends the claim of the SEND's duplicate id once the
+	// SEND is answered: kept when accepted, forgotten when refused (see settleDuplicate).
+	settle func(accepted bool)
 }
 
 // contextExt is the part of a Context only some routes use.
@@ -105,5 +105,14 @@ func (c *Context) fail(reason, detail string) { c.failWith(reason, detail, nil) 
 func (c *Context) failWith(reason, detail string, err error) {
 	if c.Err == nil {
 		c.Err = &frame.ProtocolError{Reason: reason, Detail: detail, ReceiptID: c.Receipt, Fatal: true, Err: err}
+	}
+}
+
+// settleDuplicate ends c's duplicate-id claim, if any, once c is answered: accepted when
+// c ended without error.
+func (c *Context) settleDuplicate() {
+	if c.settle != nil {
+		c.settle(c.Err == nil)
+		c.settle = nil
 	}
 }

@@ -96,11 +96,13 @@ type Destinations interface {
 }
 
 // Duplicates is duplicate detection (implemented by dedup.Cache): Claim reports whether a
-// SEND's duplicate id repeats one seen on the same destination within the window; when it
-// does not, the id is remembered (durably when durable is set, before Claim returns) and
-// undo forgets it for a SEND that was then not accepted. Safe for concurrent use.
+// SEND's duplicate id repeats one whose SEND was accepted on the same destination within
+// the window; when it does not, the id is claimed and settle (called exactly once, when the
+// SEND is answered) keeps it (accepted, journaled when durable) or forgets it (refused). A
+// repeat whose first SEND is unanswered is an error (its Refusal names it): the repeat is
+// refused, because the first SEND may still fail. Safe for concurrent use.
 type Duplicates interface {
-	Claim(id dest.Identity, dupID string, durable bool) (dup bool, undo func(), err error)
+	Claim(id dest.Identity, dupID string, durable bool) (dup bool, settle func(accepted bool), err error)
 }
 
 // Ports are the adapters a Router routes to. A nil pattern port makes the resolver refuse

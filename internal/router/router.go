@@ -311,8 +311,8 @@ func (r *Router) deferTail(c *Context, rest []Stage) {
 			if err == nil {
 				r.opts.Store.Forget(tail.Identity, tail.Message)
 			}
-			if tail.undo != nil {
-				tail.undo() // not accepted: a retry must not be taken for a duplicate
+			if tail.settle != nil {
+				tail.settle(false) // not accepted: a retry must not be taken for a duplicate
 			}
 			return
 		case err != nil:

@@ -109,17 +109,17 @@ func (s duplicateStage) Apply(c *Context) {
 		return
 	}
 	durable := s.store != nil && (s.always || c.Message.Persistent)
-	dup, undo, err := s.port.Claim(c.Identity, dupID, durable)
+	dup, settle, err := s.port.Claim(c.Identity, dupID, durable)
 	switch {
 	case err != nil:
-		c.failWith(storeRefusal(err), "the broker could not record the duplicate id; the message was not accepted", fmt.Errorf("%w: %w", dispatch.ErrNotStored, err))
+		c.failWith(storeRefusal(err), "the message was not accepted: "+err.Error(), err)
 	case dup:
 		if p := c.Conn.pipe; p != nil {
 			p.drain() // its RECEIPT must not overtake earlier deferred SENDs'
 		}
 		c.Halt = true // answered (RECEIPT) without being stored or delivered again
 	default:
-		c.undo = undo
+		c.settle = settle
 	}
 }
 
@@ -388,11 +388,8 @@ type finalStage struct{}
 
 func (finalStage) Apply(c *Context) {
 	cl := c.Conn.Client
+	c.settleDuplicate() // answered now: a refused SEND's retry must not be taken for a duplicate
 	if c.Err != nil {
-		if c.undo != nil {
-			c.undo() // not accepted: a retry must not be taken for a duplicate
-			c.undo = nil
-		}
 		if c.Err.ReceiptID == "" {
 			c.Err.ReceiptID = c.Receipt
 		}

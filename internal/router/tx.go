@@ -133,10 +133,8 @@ func (s commitStage) Apply(c *Context) {
 			rc.Dest.Pattern = op.identity.Pattern
 			r.run(&rc, r.effects[op.route][op.identity.Pattern])
 		}
+		rc.settleDuplicate() // each replayed SEND is answered by the COMMIT
 		if rc.Err != nil {
-			if rc.undo != nil {
-				rc.undo()
-			}
 			c.Err = rc.Err
 			return
 		}
