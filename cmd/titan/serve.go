@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/signal"
 	"strconv"
+	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -17,20 +18,25 @@ import (
 )
 
 type serveFlags struct {
-	configPath     string
-	host           string
-	port           int
-	monitorHost    string
-	monitorPort    int
-	monitorToken   string
-	dataDir        string
-	store          string
-	logLevel       string
-	logFormat      string
-	fanoutMode     string
-	defaultPattern string
-	destMetrics    bool
-	usersFile      string
+	configPath      string
+	host            string
+	port            int
+	monitorHost     string
+	monitorPort     int
+	monitorToken    string
+	dataDir         string
+	store           string
+	logLevel        string
+	logFormat       string
+	fanoutMode      string
+	defaultPattern  string
+	destMetrics     bool
+	usersFile       string
+	clusterName     string
+	clusterListen   string
+	clusterRoutes   string
+	clusterNode     string
+	clusterReplicas int
 }
 
 func newServeCmd() *cobra.Command {
@@ -101,11 +107,21 @@ re-reads the file without dropping connections.`,
 	fl.StringVar(&f.fanoutMode, "fanout-mode", "", `"virtual" routes events through dispatcher queues`)
 	fl.StringVar(&f.defaultPattern, "default-pattern", "", "pattern for bare destinations: events, events-store or queues")
 	fl.StringVar(&f.usersFile, "users", "", "users file: users, password hashes, roles, permissions (titan.security.users-file); none: anonymous from loopback only")
+	fl.StringVar(&f.clusterName, "cluster-name", "", "cluster mode: the NATS cluster name, the same on every node (titan.cluster.name)")
+	fl.StringVar(&f.clusterListen, "cluster-listen", "", "cluster mode: route listen HOST:PORT (default 0.0.0.0:6222)")
+	fl.StringVar(&f.clusterRoutes, "cluster-routes", "", "cluster mode: seed routes nats://HOST:PORT,... (the same list on every node)")
+	fl.IntVar(&f.clusterReplicas, "cluster-replicas", 0, "cluster mode: JetStream replicas per stream (default 3)")
+	fl.StringVar(&f.clusterNode, "cluster-node", "", "cluster mode: this node's unique, stable name")
 	fl.BoolVar(&f.destMetrics, "destination-metrics", false, "count SENDs and bytes per (group, destination) on /metrics (a custom router stage)")
 	return cmd
 }
 
 func storeDesc(c config.Config) string {
+	if cl := c.Cluster; cl.NatsURL != "" {
+		return "jetstream " + cl.NatsURL
+	} else if cl.Name != "" {
+		return "jetstream cluster " + cl.Name + " " + cl.StoreDir
+	}
 	if c.Store.Type == "memory" {
 		return "memory"
 	}
@@ -164,6 +180,17 @@ func loadServeConfig(cmd *cobra.Command, f *serveFlags) (config.Config, error) {
 	str("store", "TITAN_STORE", &cfg.Store.Type)
 	str("log-level", "TITAN_LOG_LEVEL", &cfg.Log.Level)
 	str("log-format", "TITAN_LOG_FORMAT", &cfg.Log.Format)
+	str("cluster-name", "TITAN_CLUSTER_NAME", &cfg.Cluster.Name)
+	str("cluster-listen", "TITAN_CLUSTER_LISTEN", &cfg.Cluster.Listen)
+	str("cluster-node", "TITAN_CLUSTER_NODE", &cfg.Cluster.NodeName)
+	routes := ""
+	str("cluster-routes", "TITAN_CLUSTER_ROUTES", &routes)
+	if routes != "" {
+		cfg.Cluster.Routes = strings.Split(routes, ",")
+	}
+	if err := num("cluster-replicas", "TITAN_CLUSTER_REPLICAS", &cfg.Cluster.Replicas); err != nil {
+		return cfg, err
+	}
 	for i := range cfg.Servers {
 		str("fanout-mode", "TITAN_FANOUT_MODE", &cfg.Servers[i].ProtocolOptions.FanoutMode)
 		str("default-pattern", "TITAN_DEFAULT_PATTERN", &cfg.Servers[i].ProtocolOptions.DefaultPattern)
