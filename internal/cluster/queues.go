@@ -44,6 +44,10 @@ const (
 	autoCredit = 32
 	// maxBatch bounds one pull request.
 	maxBatch = 256
+	// attemptTimeout bounds one JetStream API request before it is retried.
+	attemptTimeout = 3 * time.Second
+	// publishAttemptTimeout bounds one publish attempt before it is retried.
+	publishAttemptTimeout = 5 * time.Second
 )
 
 // ErrDelayUnsupported refuses a SEND with a delay header in cluster mode (not built yet).
@@ -67,6 +71,7 @@ type Queues struct {
 	settings Settings
 	log      *slog.Logger
 
+	createMu  sync.Mutex // serializes stream creation
 	mu        sync.Mutex
 	streams   map[string]bool // groups whose stream exists
 	consumers map[dest.Identity]*queueConsumer
@@ -114,20 +119,38 @@ func (q *Queues) ensureStream(ctx context.Context, group string) error {
 	if ok {
 		return nil
 	}
+	q.createMu.Lock() // one creation per node at a time; the others then find it made
+	defer q.createMu.Unlock()
+	q.mu.Lock()
+	ok = q.streams[group]
+	q.mu.Unlock()
+	if ok {
+		return nil
+	}
 	cfg := jetstream.StreamConfig{
 		Name: streamName(group), Subjects: queueSubjects(group),
 		Retention: jetstream.WorkQueuePolicy, Storage: jetstream.FileStorage, Replicas: q.replicas,
 		Duplicates: DuplicateWindow, AllowMsgTTL: true, MaxConsumers: -1,
 	}
+	// Concurrent creations of one stream from several nodes can leave all but the first
+	// request unanswered: every attempt is bounded, and each first looks the stream up.
 	for {
-		_, err := q.js.CreateOrUpdateStream(ctx, cfg)
+		actx, cancel := context.WithTimeout(ctx, attemptTimeout)
+		_, err := q.js.Stream(actx, cfg.Name)
+		if errors.Is(err, jetstream.ErrStreamNotFound) {
+			_, err = q.js.CreateStream(actx, cfg)
+			if errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
+				err = nil
+			}
+		}
+		cancel()
 		if err == nil {
 			break
 		}
 		if !retryable(err) || ctx.Err() != nil {
 			return fmt.Errorf("cluster: creating stream %s: %w", cfg.Name, err)
 		}
-		time.Sleep(250 * time.Millisecond)
+		time.Sleep(100 * time.Millisecond)
 	}
 	q.mu.Lock()
 	q.streams[group] = true
@@ -142,7 +165,11 @@ func (q *Queues) publishMsg(ctx context.Context, group string, msg *nats.Msg) (*
 		return nil, err
 	}
 	for {
-		ack, err := q.js.PublishMsg(ctx, msg)
+		// Each attempt is bounded: a publish whose stream leader died after receiving it
+		// gets no answer; the retry (same Nats-Msg-Id) is stored once.
+		actx, cancel := context.WithTimeout(ctx, publishAttemptTimeout)
+		ack, err := q.js.PublishMsg(actx, msg)
+		cancel()
 		if err == nil {
 			return ack, nil
 		}
@@ -186,6 +213,7 @@ func (q *Queues) Publish(id dest.Identity, m *message.Message, cancel <-chan str
 		}()
 	}
 	if _, err := q.publishMsg(ctx, id.Group, msg); err != nil {
+		q.log.Warn("queue publish failed", "queue", id.String(), "err", err)
 		return false, fmt.Errorf("cluster: message not stored: %w", err)
 	}
 	q.Published.Add(1)
@@ -255,15 +283,23 @@ func (q *Queues) newConsumer(ctx context.Context, id dest.Identity) (*queueConsu
 	}
 	var cons jetstream.Consumer
 	for {
+		actx, cancel := context.WithTimeout(ctx, attemptTimeout)
 		var err error
-		cons, err = q.js.CreateOrUpdateConsumer(ctx, streamName(id.Group), cfg)
+		cons, err = q.js.Consumer(actx, streamName(id.Group), cfg.Durable)
+		if errors.Is(err, jetstream.ErrConsumerNotFound) {
+			cons, err = q.js.CreateConsumer(actx, streamName(id.Group), cfg)
+			if errors.Is(err, jetstream.ErrConsumerExists) {
+				cons, err = q.js.Consumer(actx, streamName(id.Group), cfg.Durable)
+			}
+		}
+		cancel()
 		if err == nil {
 			break
 		}
 		if !retryable(err) || ctx.Err() != nil {
 			return nil, fmt.Errorf("cluster: creating consumer for %s: %w", id, err)
 		}
-		time.Sleep(250 * time.Millisecond)
+		time.Sleep(100 * time.Millisecond)
 	}
 	return &queueConsumer{q: q, id: id, cons: cons, kick: make(chan struct{}, 1), done: make(chan struct{}),
 		inflight: make(map[uint64]*inflight), out: make(map[*delivery.Subscription]int)}, nil

@@ -1,0 +1,383 @@
+package e2e
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// Cluster mode (issue 15): three `titan serve` processes on loopback, each with its own
+// ports and data directory, each other as seeds, form one broker on NATS JetStream.
+
+// freePort returns a loopback TCP port that was free a moment ago.
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	requireNoError(t, err)
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// clusterNode is one titan process of a test cluster, restartable on its data directory.
+type clusterNode struct {
+	name      string
+	dir       string
+	cfgPath   string
+	stompPort int
+
+	mu     sync.Mutex
+	cmd    *exec.Cmd
+	stderr *syncBuffer
+	exited chan struct{}
+	ready  chan struct{}
+	logs   []*syncBuffer
+}
+
+// launch starts the node's process; waitReady waits for its ready line.
+func (n *clusterNode) launch(t *testing.T) {
+	t.Helper()
+	cmd := exec.Command(titanBin, "serve", "--config", n.cfgPath)
+	cmd.Dir = n.dir
+	stderr := &syncBuffer{}
+	cmd.Stderr = stderr
+	stdout, err := cmd.StdoutPipe()
+	requireNoError(t, err)
+	requireNoError(t, cmd.Start(), "starting titan "+n.name)
+	exited, ready := make(chan struct{}), make(chan struct{})
+	n.mu.Lock()
+	n.cmd, n.stderr, n.exited, n.ready = cmd, stderr, exited, ready
+	n.logs = append(n.logs, stderr)
+	n.mu.Unlock()
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		once := false
+		for sc.Scan() {
+			if !once && strings.Contains(sc.Text(), " ready: ") {
+				once = true
+				close(ready)
+			}
+		}
+		_ = cmd.Wait()
+		close(exited)
+	}()
+}
+
+func (n *clusterNode) waitReady(t *testing.T) {
+	t.Helper()
+	select {
+	case <-n.ready:
+	case <-n.exited:
+		t.Fatalf("titan %s exited before it was ready:\n%s", n.name, n.stderr.String())
+	case <-time.After(90 * time.Second):
+		t.Fatalf("titan %s not ready within 90s:\n%s", n.name, n.stderr.String())
+	}
+}
+
+// kill9 SIGKILLs the node's process and waits until it is gone.
+func (n *clusterNode) kill9(t *testing.T) {
+	t.Helper()
+	requireNoError(t, n.cmd.Process.Signal(syscall.SIGKILL))
+	<-n.exited
+}
+
+// startCluster starts three nodes with addressSettings (YAML list items, may be empty) and
+// returns them once every one printed its ready line.
+func startCluster(t *testing.T, addressSettings string) []*clusterNode {
+	t.Helper()
+	routePorts := []int{freePort(t), freePort(t), freePort(t)}
+	var routes []string
+	for _, p := range routePorts {
+		routes = append(routes, fmt.Sprintf("nats://127.0.0.1:%d", p))
+	}
+	root := t.TempDir()
+	nodes := make([]*clusterNode, 3)
+	for i := range nodes {
+		dir := filepath.Join(root, fmt.Sprintf("n%d", i))
+		requireNoError(t, os.MkdirAll(dir, 0o755))
+		n := &clusterNode{name: fmt.Sprintf("n%d", i), dir: dir, cfgPath: filepath.Join(dir, "titan.yml"), stompPort: freePort(t)}
+		as := ""
+		if addressSettings != "" {
+			as = "  address-settings:\n" + addressSettings
+		}
+		yaml := fmt.Sprintf(`titan:
+  servers:
+    - {name: stomp, host: 127.0.0.1, port: %d}
+  monitor: {host: 127.0.0.1, port: 0}
+  store: {type: pebble, data-dir: %q}
+  log: {level: debug}
+%s  cluster:
+    name: titan-e2e
+    node-name: %s
+    listen: 127.0.0.1:%d
+    routes: [%s]
+`, n.stompPort, filepath.Join(dir, "data"), as, n.name, routePorts[i], strings.Join(routes, ", "))
+		requireNoError(t, os.WriteFile(n.cfgPath, []byte(yaml), 0o644))
+		nodes[i] = n
+	}
+	t.Cleanup(func() {
+		for _, n := range nodes {
+			n.mu.Lock()
+			cmd, exited := n.cmd, n.exited
+			n.mu.Unlock()
+			if cmd == nil {
+				continue
+			}
+			select {
+			case <-exited:
+			default:
+				_ = cmd.Process.Signal(syscall.SIGTERM)
+				select {
+				case <-exited:
+				case <-time.After(15 * time.Second):
+					_ = cmd.Process.Kill()
+					<-exited
+				}
+			}
+			if t.Failed() {
+				for i, l := range n.logs {
+					t.Logf("titan %s run %d stderr (tail):\n%s", n.name, i+1, lastLines(l.String(), 60))
+				}
+			}
+		}
+	})
+	for _, n := range nodes {
+		n.launch(t)
+	}
+	for _, n := range nodes {
+		n.waitReady(t)
+	}
+	return nodes
+}
+
+// runCluster runs a python3-stomp scenario against the cluster's STOMP ports (producer on
+// the first, consumers on the others).
+func runCluster(t *testing.T, nodes []*clusterNode, scenario string, args map[string]any, out any) {
+	t.Helper()
+	ports := []int{nodes[0].stompPort, nodes[1].stompPort, nodes[2].stompPort}
+	full := map[string]any{"ports": ports}
+	for k, v := range args {
+		full[k] = v
+	}
+	pythonClient.run(t, &broker{stompPort: ports[0]}, scenario, full, out)
+}
+
+// One three-node cluster runs every pattern test that cluster mode supports, each with a
+// producer on one node and consumers on the others (python3-stomp).
+func TestClusterPatternsAcrossThreeNodes(t *testing.T) {
+	pythonClient.require(t)
+	nodes := startCluster(t, `    - {match: "dlq-x", max-deliveries: 3}
+`)
+
+	t.Run("wildcard fan-out", func(t *testing.T) {
+		var out struct {
+			Received [][]string `json:"received"`
+			Error    string     `json:"error"`
+		}
+		runCluster(t, nodes, "cluster_fanout", map[string]any{"prefix": "cf", "count": 20}, &out)
+		requireEqual(t, "", out.Error, "scenario error")
+		want := numbered("ev", 20)
+		evs := func(l []string) []string {
+			return slices.DeleteFunc(slices.Clone(l), func(s string) bool { return !strings.HasPrefix(s, "ev-") })
+		}
+		// FIFO per destination from one producer: each subscriber sees the events in order.
+		if got := evs(out.Received[0]); !slices.Equal(want, got) {
+			t.Errorf("node 1 (*.x) received %q, want %q in order", got, want)
+		}
+		if got := evs(out.Received[1]); !slices.Equal(want, got) {
+			t.Errorf("node 2 (>) received %q, want %q in order", got, want)
+		}
+		if slices.Contains(out.Received[0], "only-gt") {
+			t.Errorf("node 1's filter cf.*.x received a message for cf.a.y")
+		}
+	})
+
+	t.Run("queue round-robin with acks and NACK redelivery", func(t *testing.T) {
+		var out struct {
+			Acked      [][]string     `json:"acked"`
+			Nacked     string         `json:"nacked"`
+			Redelivery map[string]any `json:"redelivery"`
+			Error      string         `json:"error"`
+		}
+		const n = 20
+		runCluster(t, nodes, "cluster_queue", map[string]any{"dest": "/queue/cq", "count": n}, &out)
+		requireEqual(t, "", out.Error, "scenario error")
+		all := append(slices.Clone(out.Acked[0]), out.Acked[1]...)
+		if want := sorted(numbered("q", n)); !slices.Equal(want, sorted(all)) {
+			t.Fatalf("acknowledged over both consumers = %q, want each of %q exactly once", sorted(all), want)
+		}
+		for i, got := range out.Acked {
+			if len(got) == 0 {
+				t.Errorf("consumer on node %d acknowledged none of the %d messages: not distributed", i+1, n)
+			}
+		}
+		if out.Redelivery == nil {
+			t.Fatalf("the NACKed message %q was never redelivered", out.Nacked)
+		}
+		if out.Redelivery["redelivered"] != "true" || out.Redelivery["delivery-count"] != "2" {
+			t.Errorf("redelivery of %q = %v, want redelivered:true, delivery-count:2", out.Nacked, out.Redelivery)
+		}
+	})
+
+	t.Run("dead-letter after max deliveries", func(t *testing.T) {
+		var out struct {
+			Deliveries []string          `json:"deliveries"`
+			DeadLetter map[string]string `json:"dead_letter"`
+			Error      string            `json:"error"`
+		}
+		runCluster(t, nodes, "cluster_dlq", map[string]any{"dest": "/queue/dlq-x", "dlq": "/queue/DLQ.dlq-x"}, &out)
+		requireEqual(t, "", out.Error, "scenario error")
+		if want := []string{"1", "2", "3"}; !slices.Equal(want, out.Deliveries) {
+			t.Errorf("delivery counts seen before dead-lettering = %q, want %q (max-deliveries 3)", out.Deliveries, want)
+		}
+		dl := out.DeadLetter
+		if dl["dlq-reason"] != "max-deliveries" || dl["dlq-delivery-count"] != "3" || dl["dlq-original-destination"] != "/queue/dlq-x" {
+			t.Errorf("dead letter headers = %v", dl)
+		}
+	})
+
+	t.Run("group isolation", func(t *testing.T) {
+		var out struct {
+			G1    []string `json:"g1"`
+			G2    []string `json:"g2"`
+			Error string   `json:"error"`
+		}
+		runCluster(t, nodes, "cluster_groups", map[string]any{"topic": "/topic/iso", "queue": "/queue/iso"}, &out)
+		requireEqual(t, "", out.Error, "scenario error")
+		if want := []string{"ev-g1", "q-g1"}; !slices.Equal(want, sorted(out.G1)) {
+			t.Errorf("group g1 received %q, want %q", out.G1, want)
+		}
+		if want := []string{"ev-g2-marker", "q-g2-marker"}; !slices.Equal(want, sorted(out.G2)) {
+			t.Errorf("group g2 received %q, want only its markers %q", out.G2, want)
+		}
+	})
+}
+
+// kill -9 of one node while producers on another wait for a RECEIPT per SEND: once the
+// node is restarted, a consumer on the third node drains the queue and every receipted
+// message is there (0 lost); duplicates are counted and reported.
+func TestClusterKillNineLosesNoReceiptedMessage(t *testing.T) {
+	pythonClient.require(t)
+	nodes := startCluster(t, "")
+	const dest = "/queue/crash"
+	type produced struct {
+		acked []string
+		at    []time.Time // when each RECEIPT line arrived
+		res   map[string]any
+	}
+	results := make([]produced, 2)
+	var mu sync.Mutex // guards results
+	var wg sync.WaitGroup
+	started := make(chan struct{}, 2)
+	for i := range results {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			args, _ := json.Marshal(map[string]any{"host": "127.0.0.1", "port": nodes[1].stompPort, "dest": dest,
+				"prefix": "p" + strconv.Itoa(i), "window": 8, "max": 400, "timeout": 40})
+			cmd := exec.Command(systemPython, filepath.Join("clients", "pyclient.py"), "crash_produce", string(args))
+			stdout, err := cmd.StdoutPipe()
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			if err := cmd.Start(); err != nil {
+				t.Error(err)
+				return
+			}
+			sc := bufio.NewScanner(stdout)
+			for sc.Scan() {
+				var line map[string]any
+				if json.Unmarshal(sc.Bytes(), &line) != nil {
+					continue
+				}
+				mu.Lock()
+				switch {
+				case line["ready"] != nil:
+					started <- struct{}{}
+				case line["acked"] != nil:
+					results[i].acked = append(results[i].acked, line["acked"].(string))
+					results[i].at = append(results[i].at, time.Now())
+				default:
+					results[i].res = line
+				}
+				mu.Unlock()
+			}
+			_ = cmd.Wait()
+		}()
+	}
+	<-started
+	<-started
+	// Let the producers get going, then kill -9 node 0 (a stream replica, possibly its
+	// leader) and bring it back.
+	eventually(t, 60*time.Second, 20*time.Millisecond, func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(results[0].acked)+len(results[1].acked) > 0
+	}, "first RECEIPT")
+	killedAt := time.Now()
+	nodes[0].kill9(t)
+	nodes[0].launch(t)
+	nodes[0].waitReady(t)
+	t.Logf("node 0 killed and back after %v", time.Since(killedAt).Round(time.Millisecond))
+	wg.Wait()
+	for _, n := range nodes {
+		for _, l := range n.logs {
+			for _, line := range strings.Split(l.String(), "\n") {
+				if strings.Contains(line, "queue publish failed") {
+					t.Logf("%s: %s", n.name, line)
+				}
+			}
+		}
+	}
+	var acked []string
+	for i, r := range results {
+		var gap time.Duration
+		for j := 1; j < len(r.at); j++ {
+			gap = max(gap, r.at[j].Sub(r.at[j-1]))
+		}
+		t.Logf("producer %d: %d receipted, longest pause between RECEIPTs %v, result %v", i, len(r.acked), gap.Round(time.Millisecond), r.res)
+		if r.res["error"] != nil || r.res["disconnected"] != false {
+			t.Errorf("producer %d did not ride through the node's crash: %v", i, r.res)
+		}
+		acked = append(acked, r.acked...)
+	}
+	var drained struct {
+		Deliveries [][]any `json:"deliveries"`
+		Error      string  `json:"error"`
+	}
+	pythonClient.run(t, &broker{stompPort: nodes[2].stompPort}, "drain", map[string]any{"dest": dest, "fence": "FENCE", "drain_timeout": 60}, &drained)
+	requireEqual(t, "", drained.Error, "drain error")
+	got := map[string]int{}
+	for _, d := range drained.Deliveries {
+		got[d[0].(string)]++
+	}
+	lost, dups := 0, 0
+	for _, b := range acked {
+		if got[b] == 0 {
+			lost++
+		}
+	}
+	for b, c := range got {
+		if c > 1 && b != "FENCE" {
+			dups += c - 1
+		}
+	}
+	t.Logf("receipted %d, delivered %d distinct, lost %d, duplicates %d", len(acked), len(got)-1, lost, dups)
+	if len(acked) < 100 {
+		t.Errorf("only %d messages receipted: the producers hardly ran", len(acked))
+	}
+	if lost > 0 {
+		t.Errorf("%d receipted messages lost", lost)
+	}
+}
