@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -15,6 +16,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 )
 
 // Cluster mode (issue 15): three `titan serve` processes on loopback, each with its own
@@ -35,6 +39,7 @@ type clusterNode struct {
 	dir       string
 	cfgPath   string
 	stompPort int
+	natsPort  int // the embedded nats-server's client port on 127.0.0.1
 
 	mu     sync.Mutex
 	cmd    *exec.Cmd
@@ -105,7 +110,7 @@ func startCluster(t *testing.T, addressSettings string) []*clusterNode {
 	for i := range nodes {
 		dir := filepath.Join(root, fmt.Sprintf("n%d", i))
 		requireNoError(t, os.MkdirAll(dir, 0o755))
-		n := &clusterNode{name: fmt.Sprintf("n%d", i), dir: dir, cfgPath: filepath.Join(dir, "titan.yml"), stompPort: freePort(t)}
+		n := &clusterNode{name: fmt.Sprintf("n%d", i), dir: dir, cfgPath: filepath.Join(dir, "titan.yml"), stompPort: freePort(t), natsPort: freePort(t)}
 		as := ""
 		if addressSettings != "" {
 			as = "  address-settings:\n" + addressSettings
@@ -120,8 +125,9 @@ func startCluster(t *testing.T, addressSettings string) []*clusterNode {
     name: titan-e2e
     node-name: %s
     listen: 127.0.0.1:%d
+    client-port: %d
     routes: [%s]
-`, n.stompPort, filepath.Join(dir, "data"), as, n.name, routePorts[i], strings.Join(routes, ", "))
+`, n.stompPort, filepath.Join(dir, "data"), as, n.name, routePorts[i], n.natsPort, strings.Join(routes, ", "))
 		requireNoError(t, os.WriteFile(n.cfgPath, []byte(yaml), 0o644))
 		nodes[i] = n
 	}
@@ -158,6 +164,42 @@ func startCluster(t *testing.T, addressSettings string) []*clusterNode {
 		n.waitReady(t)
 	}
 	return nodes
+}
+
+// streamLeader returns the index of the node leading stream (asked over NATS, from any
+// node that answers).
+func streamLeader(t *testing.T, nodes []*clusterNode, stream string) int {
+	t.Helper()
+	var name string
+	eventually(t, 30*time.Second, 100*time.Millisecond, func() bool {
+		for _, n := range nodes {
+			nc, err := nats.Connect(fmt.Sprintf("nats://127.0.0.1:%d", n.natsPort), nats.Timeout(time.Second))
+			if err != nil {
+				continue
+			}
+			js, err := jetstream.New(nc)
+			if err == nil {
+				ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+				var s jetstream.Stream
+				if s, err = js.Stream(ctx, stream); err == nil && s.CachedInfo().Cluster != nil {
+					name = s.CachedInfo().Cluster.Leader
+				}
+				cancel()
+			}
+			nc.Close()
+			if name != "" {
+				return true
+			}
+		}
+		return false
+	}, "a leader for "+stream)
+	for i, n := range nodes {
+		if n.name == name {
+			return i
+		}
+	}
+	t.Fatalf("stream leader %q is none of the nodes", name)
+	return -1
 }
 
 // runCluster runs a python3-stomp scenario against the cluster's STOMP ports (producer on
@@ -270,6 +312,16 @@ func TestClusterKillNineLosesNoReceiptedMessage(t *testing.T) {
 	pythonClient.require(t)
 	nodes := startCluster(t, "")
 	const dest = "/queue/crash"
+	// The stream exists once a message was sent; its leader is the node to kill. Producers
+	// go to the next node, the consumer to the one after.
+	var warm struct {
+		Error string `json:"error"`
+	}
+	pythonClient.run(t, &broker{stompPort: nodes[0].stompPort}, "send_bodies", map[string]any{"dest": dest, "bodies": []string{"warm-up"}}, &warm)
+	requireEqual(t, "", warm.Error, "warm-up send")
+	leader := streamLeader(t, nodes, "TITAN_default_Q")
+	victim, prodNode, consNode := nodes[leader], nodes[(leader+1)%3], nodes[(leader+2)%3]
+	t.Logf("stream TITAN_default_Q is led by %s: killing it; producers on %s, consumer on %s", victim.name, prodNode.name, consNode.name)
 	type produced struct {
 		acked []string
 		at    []time.Time // when each RECEIPT line arrived
@@ -283,7 +335,7 @@ func TestClusterKillNineLosesNoReceiptedMessage(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			args, _ := json.Marshal(map[string]any{"host": "127.0.0.1", "port": nodes[1].stompPort, "dest": dest,
+			args, _ := json.Marshal(map[string]any{"host": "127.0.0.1", "port": prodNode.stompPort, "dest": dest,
 				"prefix": "p" + strconv.Itoa(i), "window": 8, "max": 400, "timeout": 40})
 			cmd := exec.Command(systemPython, filepath.Join("clients", "pyclient.py"), "crash_produce", string(args))
 			stdout, err := cmd.StdoutPipe()
@@ -318,18 +370,18 @@ func TestClusterKillNineLosesNoReceiptedMessage(t *testing.T) {
 	}
 	<-started
 	<-started
-	// Let the producers get going, then kill -9 node 0 (a stream replica, possibly its
-	// leader) and bring it back.
+	// Let the producers get going, then kill -9 the stream's leader and bring it back.
 	eventually(t, 60*time.Second, 20*time.Millisecond, func() bool {
 		mu.Lock()
 		defer mu.Unlock()
 		return len(results[0].acked)+len(results[1].acked) > 0
 	}, "first RECEIPT")
 	killedAt := time.Now()
-	nodes[0].kill9(t)
-	nodes[0].launch(t)
-	nodes[0].waitReady(t)
-	t.Logf("node 0 killed and back after %v", time.Since(killedAt).Round(time.Millisecond))
+	victim.kill9(t)
+	victim.launch(t)
+	victim.waitReady(t)
+	t.Logf("%s killed and back after %v; stream leader now %s", victim.name, time.Since(killedAt).Round(time.Millisecond),
+		nodes[streamLeader(t, nodes, "TITAN_default_Q")].name)
 	wg.Wait()
 	for _, n := range nodes {
 		for _, l := range n.logs {
@@ -356,11 +408,13 @@ func TestClusterKillNineLosesNoReceiptedMessage(t *testing.T) {
 		Deliveries [][]any `json:"deliveries"`
 		Error      string  `json:"error"`
 	}
-	pythonClient.run(t, &broker{stompPort: nodes[2].stompPort}, "drain", map[string]any{"dest": dest, "fence": "FENCE", "drain_timeout": 60}, &drained)
+	pythonClient.run(t, &broker{stompPort: consNode.stompPort}, "drain", map[string]any{"dest": dest, "fence": "FENCE", "drain_timeout": 60}, &drained)
 	requireEqual(t, "", drained.Error, "drain error")
 	got := map[string]int{}
 	for _, d := range drained.Deliveries {
-		got[d[0].(string)]++
+		if b := d[0].(string); b != "warm-up" {
+			got[b]++
+		}
 	}
 	lost, dups := 0, 0
 	for _, b := range acked {
