@@ -87,7 +87,8 @@ func Start(ctx context.Context, cfg config.Cluster, maxPayload int, log *slog.Lo
 
 func (n *Node) externalOptions() []nats.Option {
 	c := n.cfg
-	opts := []nats.Option{nats.Name("titan"), nats.MaxReconnects(-1), nats.ReconnectWait(250 * time.Millisecond)}
+	// RetryOnFailedConnect: a node started before NATS waits for it (bounded by ReadyTimeout).
+	opts := []nats.Option{nats.Name("titan"), nats.MaxReconnects(-1), nats.ReconnectWait(250 * time.Millisecond), nats.RetryOnFailedConnect(true)}
 	if c.Credentials != "" {
 		opts = append(opts, nats.UserCredentials(c.Credentials))
 	}

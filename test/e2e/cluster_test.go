@@ -105,6 +105,20 @@ func startCluster(t *testing.T, addressSettings string) []*clusterNode {
 	for _, p := range routePorts {
 		routes = append(routes, fmt.Sprintf("nats://127.0.0.1:%d", p))
 	}
+	return startNodes(t, addressSettings, func(i int, n *clusterNode) string {
+		return fmt.Sprintf(`    name: titan-e2e
+    node-name: %s
+    listen: 127.0.0.1:%d
+    client-port: %d
+    routes: [%s]
+`, n.name, routePorts[i], n.natsPort, strings.Join(routes, ", "))
+	})
+}
+
+// startNodes starts three titan nodes whose titan.cluster section is clusterYAML(i, node)
+// (indented four spaces) and returns them once every one printed its ready line.
+func startNodes(t *testing.T, addressSettings string, clusterYAML func(i int, n *clusterNode) string) []*clusterNode {
+	t.Helper()
 	root := t.TempDir()
 	nodes := make([]*clusterNode, 3)
 	for i := range nodes {
@@ -122,12 +136,7 @@ func startCluster(t *testing.T, addressSettings string) []*clusterNode {
   store: {type: pebble, data-dir: %q}
   log: {level: debug}
 %s  cluster:
-    name: titan-e2e
-    node-name: %s
-    listen: 127.0.0.1:%d
-    client-port: %d
-    routes: [%s]
-`, n.stompPort, filepath.Join(dir, "data"), as, n.name, routePorts[i], n.natsPort, strings.Join(routes, ", "))
+%s`, n.stompPort, filepath.Join(dir, "data"), as, clusterYAML(i, n))
 		requireNoError(t, os.WriteFile(n.cfgPath, []byte(yaml), 0o644))
 		nodes[i] = n
 	}
@@ -433,5 +442,78 @@ func TestClusterKillNineLosesNoReceiptedMessage(t *testing.T) {
 	}
 	if lost > 0 {
 		t.Errorf("%d receipted messages lost", lost)
+	}
+}
+
+// Cluster mode against an external NATS cluster: three nats-server processes (built from
+// the module) form a JetStream cluster; three titan nodes connect to it with
+// titan.cluster.nats-url, one server each, and serve fan-out and queues across nodes.
+func TestClusterOnExternalNATS(t *testing.T) {
+	pythonClient.require(t)
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "nats-server")
+	build := exec.Command("go", "build", "-o", bin, "github.com/nats-io/nats-server/v2")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("building nats-server: %v\n%s", err, out)
+	}
+	clientPorts := []int{freePort(t), freePort(t), freePort(t)}
+	routePorts := []int{freePort(t), freePort(t), freePort(t)}
+	var routes []string
+	for _, p := range routePorts {
+		routes = append(routes, fmt.Sprintf("nats://127.0.0.1:%d", p))
+	}
+	var servers []*exec.Cmd
+	for i := range 3 {
+		conf := filepath.Join(dir, fmt.Sprintf("nats%d.conf", i))
+		requireNoError(t, os.WriteFile(conf, []byte(fmt.Sprintf(`server_name: ext%d
+listen: 127.0.0.1:%d
+jetstream { store_dir: %q, sync_interval: always }
+cluster { name: ext, listen: 127.0.0.1:%d, routes: [%s] }
+`, i, clientPorts[i], filepath.Join(dir, fmt.Sprintf("js%d", i)), routePorts[i], strings.Join(routes, ", "))), 0o644))
+		cmd := exec.Command(bin, "-c", conf)
+		logs := &syncBuffer{}
+		cmd.Stderr, cmd.Stdout = logs, logs
+		requireNoError(t, cmd.Start(), "starting nats-server")
+		servers = append(servers, cmd)
+		t.Cleanup(func() {
+			_ = cmd.Process.Signal(syscall.SIGTERM)
+			done := make(chan struct{})
+			go func() { _ = cmd.Wait(); close(done) }()
+			select {
+			case <-done:
+			case <-time.After(10 * time.Second):
+				_ = cmd.Process.Kill()
+				<-done
+			}
+			if t.Failed() {
+				t.Logf("nats-server %d:\n%s", i, lastLines(logs.String(), 30))
+			}
+		})
+	}
+	nodes := startNodes(t, "", func(i int, n *clusterNode) string {
+		return fmt.Sprintf("    nats-url: nats://127.0.0.1:%d\n", clientPorts[i])
+	})
+	var fan struct {
+		Received [][]string `json:"received"`
+		Error    string     `json:"error"`
+	}
+	runCluster(t, nodes, "cluster_fanout", map[string]any{"prefix": "xf", "count": 10}, &fan)
+	requireEqual(t, "", fan.Error, "fan-out scenario error")
+	for i, got := range fan.Received {
+		got = slices.DeleteFunc(slices.Clone(got), func(s string) bool { return !strings.HasPrefix(s, "ev-") })
+		if want := numbered("ev", 10); !slices.Equal(want, got) {
+			t.Errorf("subscriber on node %d received %q, want %q", i+1, got, want)
+		}
+	}
+	var q struct {
+		Acked  [][]string `json:"acked"`
+		Nacked string     `json:"nacked"`
+		Error  string     `json:"error"`
+	}
+	runCluster(t, nodes, "cluster_queue", map[string]any{"dest": "/queue/xq", "count": 10}, &q)
+	requireEqual(t, "", q.Error, "queue scenario error")
+	all := append(slices.Clone(q.Acked[0]), q.Acked[1]...)
+	if want := sorted(numbered("q", 10)); !slices.Equal(want, sorted(all)) {
+		t.Errorf("acknowledged = %q, want each of %q exactly once", sorted(all), want)
 	}
 }
