@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -49,9 +50,6 @@ const (
 	// publishAttemptTimeout bounds one publish attempt before it is retried.
 	publishAttemptTimeout = 5 * time.Second
 )
-
-// ErrDelayUnsupported refuses a SEND with a delay header in cluster mode (not built yet).
-var ErrDelayUnsupported = errors.New("cluster: the delay header is not supported in cluster mode yet")
 
 // Queues is the queues pattern in cluster mode. Storage is one WorkQueue stream per group
 // (TITAN_<group>_Q, replicated Replicas times); each (group, queue) has one durable pull
@@ -130,7 +128,7 @@ func (q *Queues) ensureStream(ctx context.Context, group string) error {
 	cfg := jetstream.StreamConfig{
 		Name: streamName(group), Subjects: queueSubjects(group),
 		Retention: jetstream.WorkQueuePolicy, Storage: jetstream.FileStorage, Replicas: q.replicas,
-		Duplicates: DuplicateWindow, AllowMsgTTL: true, MaxConsumers: -1,
+		Duplicates: DuplicateWindow, AllowMsgTTL: true, AllowMsgSchedules: true, MaxConsumers: -1,
 	}
 	// Concurrent creations of one stream from several nodes can leave all but the first
 	// request unanswered: every attempt is bounded, and each first looks the stream up.
@@ -187,18 +185,30 @@ func (q *Queues) publishMsg(ctx context.Context, group string, msg *nats.Msg) (*
 // Publish stores m on id's queue and returns once JetStream acknowledged it (a quorum of
 // replicas stored it; with sync always, fsync'd). An already-expired message is dropped
 // (dropped true). cancel (the producer's connection closed) abandons the wait. Errors:
-// ErrDelayUnsupported, the publish's after PublishTimeout.
+// the publish's after PublishTimeout.
 func (q *Queues) Publish(id dest.Identity, m *message.Message, cancel <-chan struct{}) (dropped bool, err error) {
-	if m.DeliverAtMs > 0 {
-		return false, ErrDelayUnsupported
-	}
 	msg := &nats.Msg{Subject: Subject(id), Data: message.Encode(nil, m), Header: nats.Header{}}
 	msg.Header.Set(jetstream.MsgIDHeader, m.ID)
-	if m.ExpiresMs > 0 {
-		left := m.ExpiresMs - time.Now().UnixMilli()
-		if left <= 0 {
-			return true, nil
+	if m.ExpiresMs > 0 && m.ExpiresMs <= time.Now().UnixMilli() {
+		return true, nil
+	}
+	if m.DeliverAtMs > 0 {
+		// A scheduled message: a holder on t.<group>.qs.<message-id> that JetStream's
+		// scheduler appends to the queue's subject when due. The schedule has whole-second
+		// resolution, so the due time is rounded up (never early). Expiry is checked at
+		// delivery (the holder carries no TTL).
+		at := time.UnixMilli(m.DeliverAtMs)
+		if at.Nanosecond() != 0 {
+			at = at.Truncate(time.Second).Add(time.Second)
 		}
+		var b strings.Builder
+		b.WriteString("t." + id.Group + "." + kindSchedule + ".")
+		appendToken(&b, m.ID)
+		msg.Subject = b.String()
+		msg.Header.Set(jetstream.ScheduleHeader, "@at "+at.UTC().Format(time.RFC3339))
+		msg.Header.Set(jetstream.ScheduleTargetHeader, Subject(id))
+	} else if m.ExpiresMs > 0 {
+		left := m.ExpiresMs - time.Now().UnixMilli()
 		msg.Header.Set("Nats-TTL", strconv.FormatInt((left+999)/1000, 10)+"s")
 	}
 	ctx, stop := context.WithTimeout(context.Background(), PublishTimeout)
@@ -520,6 +530,12 @@ func (c *queueConsumer) deliverHeld() {
 			c.mu.Unlock()
 			c.q.log.Warn("undecodable queue message terminated", "queue", c.id.String(), "stream_seq", meta.Sequence.Stream)
 			_ = jm.Term()
+			continue
+		}
+		if m.ExpiresMs > 0 && m.ExpiresMs <= time.Now().UnixMilli() {
+			c.held = c.held[1:]
+			c.mu.Unlock()
+			_ = jm.Term() // expired: removed, never delivered
 			continue
 		}
 		count := int(meta.NumDelivered)

@@ -13,6 +13,9 @@ const (
 	kindEventsBare = "evb"
 	kindQueue      = "q"
 	kindQueueBare  = "qb"
+	// kindSchedule holds scheduled (delay) queue messages until JetStream's scheduler
+	// appends them to their queue's subject.
+	kindSchedule = "qs"
 )
 
 // kindOf returns the subject kind of a pattern's identity.
@@ -72,5 +75,5 @@ func streamName(group string) string { return "TITAN_" + group + "_Q" }
 
 // queueSubjects are the subjects of a group's queue stream.
 func queueSubjects(group string) []string {
-	return []string{"t." + group + "." + kindQueue + ".>", "t." + group + "." + kindQueueBare + ".>"}
+	return []string{"t." + group + "." + kindQueue + ".>", "t." + group + "." + kindQueueBare + ".>", "t." + group + "." + kindSchedule + ".>"}
 }

@@ -297,6 +297,24 @@ func TestClusterPatternsAcrossThreeNodes(t *testing.T) {
 		}
 	})
 
+	t.Run("delay", func(t *testing.T) {
+		var out struct {
+			Order   []string `json:"order"`
+			LaterMs int      `json:"later_ms"`
+			NowMs   int      `json:"now_ms"`
+			Error   string   `json:"error"`
+		}
+		runCluster(t, nodes, "cluster_delay", map[string]any{"dest": "/queue/cdelay", "delay": 1500}, &out)
+		requireEqual(t, "", out.Error, "scenario error")
+		if !slices.Equal([]string{"now", "later"}, out.Order) {
+			t.Errorf("order = %q, want the undelayed message first", out.Order)
+		}
+		if out.LaterMs < 1500 || out.LaterMs > 4000 {
+			t.Errorf("delayed message arrived after %d ms, want 1500-4000 (whole-second schedule, rounded up)", out.LaterMs)
+		}
+		t.Logf("delay 1500 ms: delivered after %d ms (undelayed after %d ms)", out.LaterMs, out.NowMs)
+	})
+
 	t.Run("group isolation", func(t *testing.T) {
 		var out struct {
 			G1    []string `json:"g1"`

@@ -1477,6 +1477,29 @@ def sc_cluster_groups(args, out):
     out["g2"] = real(c.bodies())
 
 
+def sc_cluster_delay(args, out):
+    """Scheduled queue message across nodes: node 1 subscribes to dest; node 0 sends one
+    message with a delay header (ms) and one without. Reports when each arrived, in ms after
+    the delayed SEND was written."""
+    dest, delay = args["dest"], args["delay"]
+    b = node(args, 1)
+    b.subscribe(dest)
+    a = node(args, 0)
+    arrived = {}
+
+    class Clock(stomp.ConnectionListener):
+        def on_message(self, frame):
+            arrived[text(frame.body)] = time.monotonic()
+    b.conn.set_listener("clock", Clock())
+    t0 = time.monotonic()
+    a.send(dest, "later", headers={"delay": str(delay)})
+    a.send(dest, "now")
+    b.col.wait(lambda col: {"now", "later"} <= set(col.bodies_unlocked()), b.timeout, "both messages")
+    out["order"] = b.bodies()
+    out["later_ms"] = int((arrived["later"] - t0) * 1000)
+    out["now_ms"] = int((arrived["now"] - t0) * 1000)
+
+
 SCENARIOS = {name[3:]: fn for name, fn in globals().items() if name.startswith("sc_")}
 
 
