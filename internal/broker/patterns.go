@@ -31,21 +31,23 @@ type patterns struct {
 	cluster *clusterPatterns
 }
 
-// clusterPatterns are the cluster-mode adapters. Events-store, commands/queries and
-// temp-queues have no cluster adapter yet: their ports stay nil, so the router refuses
+// clusterPatterns are the cluster-mode adapters. Commands/queries and temp-queues have no
+// cluster adapter yet: their ports stay nil, so the router refuses
 // them ("unsupported destination pattern") rather than serving them node-locally.
 type clusterPatterns struct {
 	node   *cluster.Node
 	events *cluster.Events
 	queues *cluster.Queues
+	store  *cluster.EventsStore
 }
 
 // wireCluster puts the cluster adapters behind the router's ports.
 func (p *patterns) wireCluster(n *cluster.Node, settings cluster.Settings, log *slog.Logger, ports *router.Ports) {
-	c := &clusterPatterns{node: n, events: cluster.NewEvents(n), queues: cluster.NewQueues(n, settings, log.With("component", "cluster-queues"))}
+	c := &clusterPatterns{node: n, events: cluster.NewEvents(n), queues: cluster.NewQueues(n, settings, log.With("component", "cluster-queues")),
+		store: cluster.NewEventsStore(n, log.With("component", "cluster-events-store"))}
 	p.cluster = c
-	ports.Events, ports.Queues = c.events, c.queues
-	ports.EventsStore, ports.Requests, ports.TempQueues = nil, nil, nil
+	ports.Events, ports.Queues, ports.EventsStore = c.events, c.queues, c.store
+	ports.Requests, ports.TempQueues = nil, nil
 }
 
 // spawner adapts the broker's tracked goroutines to the patterns' Spawner ports.
@@ -96,6 +98,7 @@ func (p *patterns) close() {
 	p.log.Close()
 	if c := p.cluster; c != nil {
 		c.queues.Close()
+		c.store.Close()
 		c.node.Close()
 	}
 }

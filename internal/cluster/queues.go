@@ -69,9 +69,8 @@ type Queues struct {
 	settings Settings
 	log      *slog.Logger
 
-	createMu  sync.Mutex // serializes stream creation
+	streams   *streams
 	mu        sync.Mutex
-	streams   map[string]bool // groups whose stream exists
 	consumers map[dest.Identity]*queueConsumer
 	closed    bool
 
@@ -86,7 +85,7 @@ func NewQueues(n *Node, settings Settings, log *slog.Logger) *Queues {
 		log = slog.New(slog.DiscardHandler)
 	}
 	return &Queues{js: n.js, replicas: n.cfg.Replicas, settings: settings, log: log,
-		streams: make(map[string]bool), consumers: make(map[dest.Identity]*queueConsumer)}
+		streams: &streams{js: n.js}, consumers: make(map[dest.Identity]*queueConsumer)}
 }
 
 func (q *Queues) settingsOf(id dest.Identity) address.Settings {
@@ -111,32 +110,44 @@ func isAPIUnavailable(err error) bool {
 
 // ensureStream creates (or confirms) group's queue stream.
 func (q *Queues) ensureStream(ctx context.Context, group string) error {
-	q.mu.Lock()
-	ok := q.streams[group]
-	q.mu.Unlock()
-	if ok {
-		return nil
-	}
-	q.createMu.Lock() // one creation per node at a time; the others then find it made
-	defer q.createMu.Unlock()
-	q.mu.Lock()
-	ok = q.streams[group]
-	q.mu.Unlock()
-	if ok {
-		return nil
-	}
-	cfg := jetstream.StreamConfig{
+	return q.streams.ensure(ctx, jetstream.StreamConfig{
 		Name: streamName(group), Subjects: queueSubjects(group),
 		Retention: jetstream.WorkQueuePolicy, Storage: jetstream.FileStorage, Replicas: q.replicas,
 		Duplicates: DuplicateWindow, AllowMsgTTL: true, AllowMsgSchedules: true, MaxConsumers: -1,
+	})
+}
+
+// streams creates streams once per node.
+type streams struct {
+	js       jetstream.JetStream
+	createMu sync.Mutex // serializes creation; the others then find it made
+	mu       sync.Mutex
+	made     map[string]bool
+}
+
+// ensure creates the stream cfg unless this node saw it made. Concurrent creations of one
+// stream from several nodes can leave all but the first request unanswered: every attempt
+// is bounded, and each first looks the stream up.
+func (s *streams) ensure(ctx context.Context, cfg jetstream.StreamConfig) error {
+	s.mu.Lock()
+	ok := s.made[cfg.Name]
+	s.mu.Unlock()
+	if ok {
+		return nil
 	}
-	// Concurrent creations of one stream from several nodes can leave all but the first
-	// request unanswered: every attempt is bounded, and each first looks the stream up.
+	s.createMu.Lock()
+	defer s.createMu.Unlock()
+	s.mu.Lock()
+	ok = s.made[cfg.Name]
+	s.mu.Unlock()
+	if ok {
+		return nil
+	}
 	for {
 		actx, cancel := context.WithTimeout(ctx, attemptTimeout)
-		_, err := q.js.Stream(actx, cfg.Name)
+		_, err := s.js.Stream(actx, cfg.Name)
 		if errors.Is(err, jetstream.ErrStreamNotFound) {
-			_, err = q.js.CreateStream(actx, cfg)
+			_, err = s.js.CreateStream(actx, cfg)
 			if errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
 				err = nil
 			}
@@ -150,9 +161,12 @@ func (q *Queues) ensureStream(ctx context.Context, group string) error {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	q.mu.Lock()
-	q.streams[group] = true
-	q.mu.Unlock()
+	s.mu.Lock()
+	if s.made == nil {
+		s.made = make(map[string]bool)
+	}
+	s.made[cfg.Name] = true
+	s.mu.Unlock()
 	return nil
 }
 
@@ -162,11 +176,16 @@ func (q *Queues) publishMsg(ctx context.Context, group string, msg *nats.Msg) (*
 	if err := q.ensureStream(ctx, group); err != nil {
 		return nil, err
 	}
+	return publishRetrying(ctx, q.js, msg)
+}
+
+// publishRetrying publishes msg, retrying through leader changes until ctx ends.
+func publishRetrying(ctx context.Context, js jetstream.JetStream, msg *nats.Msg) (*jetstream.PubAck, error) {
 	for {
 		// Each attempt is bounded: a publish whose stream leader died after receiving it
 		// gets no answer; the retry (same Nats-Msg-Id) is stored once.
 		actx, cancel := context.WithTimeout(ctx, publishAttemptTimeout)
-		ack, err := q.js.PublishMsg(actx, msg)
+		ack, err := js.PublishMsg(actx, msg)
 		cancel()
 		if err == nil {
 			return ack, nil

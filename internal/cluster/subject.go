@@ -16,11 +16,18 @@ const (
 	// kindSchedule holds scheduled (delay) queue messages until JetStream's scheduler
 	// appends them to their queue's subject.
 	kindSchedule = "qs"
+	// kindStore and kindStoreBare are events-store logs.
+	kindStore     = "es"
+	kindStoreBare = "esb"
 )
 
 // kindOf returns the subject kind of a pattern's identity.
 func kindOf(p dest.Pattern, bare bool) string {
 	switch {
+	case p == dest.PatternEventsStore && bare:
+		return kindStoreBare
+	case p == dest.PatternEventsStore:
+		return kindStore
 	case p == dest.PatternQueues && bare:
 		return kindQueueBare
 	case p == dest.PatternQueues:
@@ -76,4 +83,12 @@ func streamName(group string) string { return "TITAN_" + group + "_Q" }
 // queueSubjects are the subjects of a group's queue stream.
 func queueSubjects(group string) []string {
 	return []string{"t." + group + "." + kindQueue + ".>", "t." + group + "." + kindQueueBare + ".>", "t." + group + "." + kindSchedule + ".>"}
+}
+
+// storeStreamName is the Limits stream of a group's events-store logs.
+func storeStreamName(group string) string { return "TITAN_" + group + "_ES" }
+
+// storeSubjects are the subjects of a group's events-store stream.
+func storeSubjects(group string) []string {
+	return []string{"t." + group + "." + kindStore + ".>", "t." + group + "." + kindStoreBare + ".>"}
 }
