@@ -215,12 +215,18 @@ func streamLeader(t *testing.T, nodes []*clusterNode, stream string) int {
 // the first, consumers on the others).
 func runCluster(t *testing.T, nodes []*clusterNode, scenario string, args map[string]any, out any) {
 	t.Helper()
+	runClusterWith(t, pythonClient, nodes, scenario, args, out)
+}
+
+// runClusterWith is runCluster with client c (python3-stomp or stompjs).
+func runClusterWith(t *testing.T, c stompClient, nodes []*clusterNode, scenario string, args map[string]any, out any) {
+	t.Helper()
 	ports := []int{nodes[0].stompPort, nodes[1].stompPort, nodes[2].stompPort}
 	full := map[string]any{"ports": ports}
 	for k, v := range args {
 		full[k] = v
 	}
-	pythonClient.run(t, &broker{stompPort: ports[0]}, scenario, full, out)
+	c.run(t, &broker{stompPort: ports[0]}, scenario, full, out)
 }
 
 // One three-node cluster runs every pattern test that cluster mode supports, each with a
@@ -352,6 +358,37 @@ func TestClusterPatternsAcrossThreeNodes(t *testing.T) {
 		// come back when its node NAKs them at detach, which may be after newer ones.)
 		if want := sorted(append([]string{"e3", "e4", "e5"}, out.New...)); !slices.Equal(want, sorted(out.DurableResumed)) {
 			t.Errorf("same durable-name resumed on node 2 read %q, want each of %q once", out.DurableResumed, want)
+		}
+	})
+
+	t.Run("stompjs fan-out and queue", func(t *testing.T) {
+		stompjsClient.require(t)
+		var fan struct {
+			Received [][]string `json:"received"`
+			Error    string     `json:"error"`
+		}
+		runClusterWith(t, stompjsClient, nodes, "cluster_fanout", map[string]any{"prefix": "jf", "count": 10}, &fan)
+		requireEqual(t, "", fan.Error, "fan-out scenario error")
+		for i, got := range fan.Received {
+			got = slices.DeleteFunc(slices.Clone(got), func(s string) bool { return !strings.HasPrefix(s, "ev-") })
+			if want := numbered("ev", 10); !slices.Equal(want, got) {
+				t.Errorf("stompjs subscriber on node %d received %q, want %q in order", i+1, got, want)
+			}
+		}
+		var q struct {
+			Acked      [][]string     `json:"acked"`
+			Nacked     string         `json:"nacked"`
+			Redelivery map[string]any `json:"redelivery"`
+			Error      string         `json:"error"`
+		}
+		runClusterWith(t, stompjsClient, nodes, "cluster_queue", map[string]any{"dest": "/queue/jq", "count": 10}, &q)
+		requireEqual(t, "", q.Error, "queue scenario error")
+		all := append(slices.Clone(q.Acked[0]), q.Acked[1]...)
+		if want := sorted(numbered("q", 10)); !slices.Equal(want, sorted(all)) {
+			t.Errorf("stompjs: acknowledged = %q, want each of %q exactly once", sorted(all), want)
+		}
+		if q.Redelivery == nil || q.Redelivery["redelivered"] != "true" || q.Redelivery["delivery-count"] != "2" {
+			t.Errorf("stompjs: redelivery of %q = %v, want redelivered:true, delivery-count:2", q.Nacked, q.Redelivery)
 		}
 	})
 
@@ -520,7 +557,6 @@ func TestClusterOnExternalNATS(t *testing.T) {
 	for _, p := range routePorts {
 		routes = append(routes, fmt.Sprintf("nats://127.0.0.1:%d", p))
 	}
-	var servers []*exec.Cmd
 	for i := range 3 {
 		conf := filepath.Join(dir, fmt.Sprintf("nats%d.conf", i))
 		requireNoError(t, os.WriteFile(conf, []byte(fmt.Sprintf(`server_name: ext%d
@@ -532,7 +568,6 @@ cluster { name: ext, listen: 127.0.0.1:%d, routes: [%s] }
 		logs := &syncBuffer{}
 		cmd.Stderr, cmd.Stdout = logs, logs
 		requireNoError(t, cmd.Start(), "starting nats-server")
-		servers = append(servers, cmd)
 		t.Cleanup(func() {
 			_ = cmd.Process.Signal(syscall.SIGTERM)
 			done := make(chan struct{})
