@@ -50,7 +50,13 @@ file given by --config (Titan's titan-env.yml shape), TITAN_* environment variab
 
 Environment: TITAN_CONFIG, TITAN_HOST, TITAN_PORT, TITAN_MONITOR_HOST, TITAN_MONITOR_PORT,
 TITAN_MONITOR_TOKEN, TITAN_DATA_DIR, TITAN_STORE, TITAN_LOG_LEVEL, TITAN_LOG_FORMAT,
-TITAN_FANOUT_MODE, TITAN_DEFAULT_PATTERN, TITAN_DESTINATION_METRICS (true), TITAN_USERS_FILE.
+TITAN_FANOUT_MODE, TITAN_DEFAULT_PATTERN, TITAN_DESTINATION_METRICS (true), TITAN_USERS_FILE,
+TITAN_CLUSTER_NAME, TITAN_CLUSTER_NODE, TITAN_CLUSTER_LISTEN, TITAN_CLUSTER_ROUTES,
+TITAN_CLUSTER_REPLICAS.
+
+Cluster mode: --cluster-name with --cluster-node, --cluster-listen and --cluster-routes (the
+same route list on every node) runs this broker as one node of a cluster on NATS JetStream;
+the ready line follows once a quorum of nodes is up (README "Running a cluster").
 
 Security: without --users, clients on loopback connect anonymously with every permission
 and every other peer is refused ("access refused"). With --users FILE (edit it with

@@ -10,9 +10,11 @@ import (
 	"time"
 
 	"github.com/titan-broker/titan/internal/config"
+	"github.com/titan-broker/titan/internal/dest"
+	"github.com/titan-broker/titan/internal/message"
 )
 
-func freePort(t *testing.T) int {
+func freePort(t testing.TB) int {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -23,7 +25,10 @@ func freePort(t *testing.T) int {
 }
 
 // startNodes starts three embedded, clustered nodes in this process.
-func startNodes(t *testing.T) []*Node {
+func startNodes(t *testing.T) []*Node { return startNodesB(t) }
+
+// startNodesB is startNodes for tests and benchmarks.
+func startNodesB(t testing.TB) []*Node {
 	t.Helper()
 	ports := []int{freePort(t), freePort(t), freePort(t)}
 	var routes []string
@@ -82,4 +87,36 @@ func TestConcurrentStreamCreation(t *testing.T) {
 		}
 	}
 	t.Logf("created in %v", time.Since(start))
+}
+
+// BenchmarkQueuesPublish measures one durable queue SEND to its PubAck on a three-node,
+// R3, sync-always cluster in this process (sequential: one producer waiting per SEND).
+func BenchmarkQueuesPublish(b *testing.B) {
+	nodes := startNodesB(b)
+	q := NewQueues(nodes[1], nil, nil)
+	id := dest.Identity{Group: "bench", Pattern: dest.PatternQueues, Channel: "jobs"}
+	body := make([]byte, 128)
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		i++
+		m := &message.Message{ID: fmt.Sprintf("bench-%d", i), Group: "bench", Destination: "/queue/jobs", Body: body, Persistent: true}
+		if _, err := q.Publish(id, m, nil); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkEventsPublish measures one events SEND (a core NATS publish, no subscriber).
+func BenchmarkEventsPublish(b *testing.B) {
+	nodes := startNodesB(b)
+	e := NewEvents(nodes[0])
+	id := dest.Identity{Group: "bench", Pattern: dest.PatternEvents, Channel: "prices.eu"}
+	m := &message.Message{ID: "bench-1", Group: "bench", Destination: "/topic/prices/eu", Body: make([]byte, 128)}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := e.Publish(id, m, nil); err != nil {
+			b.Fatal(err)
+		}
+	}
 }
