@@ -69,10 +69,11 @@ type Queues struct {
 	settings Settings
 	log      *slog.Logger
 
-	streams   *streams
-	mu        sync.Mutex
-	consumers map[dest.Identity]*queueConsumer
-	closed    bool
+	streams    *streams
+	mu         sync.Mutex
+	consumers  map[dest.Identity]*queueConsumer
+	ringWarned map[dest.Identity]bool
+	closed     bool
 
 	// Published, DeadLettered, Redelivered count queue SENDs stored, messages dead-lettered
 	// and NACK redeliveries requested by this node.
@@ -93,6 +94,25 @@ func (q *Queues) settingsOf(id dest.Identity) address.Settings {
 		return address.Defaults(id)
 	}
 	return q.settings.Settings(id)
+}
+
+// warnRing logs once per queue that its ring size is not applied in cluster mode (README
+// "Running a cluster": JetStream's discard-old would delete messages in delivery).
+func (q *Queues) warnRing(id dest.Identity) {
+	s := q.settingsOf(id)
+	if s.RingSize <= 0 {
+		return
+	}
+	q.mu.Lock()
+	warned := q.ringWarned[id]
+	if q.ringWarned == nil {
+		q.ringWarned = make(map[dest.Identity]bool)
+	}
+	q.ringWarned[id] = true
+	q.mu.Unlock()
+	if !warned {
+		q.log.Warn("ring size is not applied in cluster mode; the queue keeps every message", "queue", id.String(), "ring_size", s.RingSize, "match", s.Match)
+	}
 }
 
 // retryable reports whether a JetStream error may pass with a new leader or quorum.
@@ -206,6 +226,7 @@ func publishRetrying(ctx context.Context, js jetstream.JetStream, msg *nats.Msg)
 // (dropped true). cancel (the producer's connection closed) abandons the wait. Errors:
 // the publish's after PublishTimeout.
 func (q *Queues) Publish(id dest.Identity, m *message.Message, cancel <-chan struct{}) (dropped bool, err error) {
+	q.warnRing(id)
 	msg := &nats.Msg{Subject: Subject(id), Data: message.Encode(nil, m), Header: nats.Header{}}
 	msg.Header.Set(jetstream.MsgIDHeader, m.ID)
 	if m.ExpiresMs > 0 && m.ExpiresMs <= time.Now().UnixMilli() {
