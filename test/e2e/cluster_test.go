@@ -484,9 +484,9 @@ func TestClusterKillNineLosesNoReceiptedMessage(t *testing.T) {
 	victim.kill9(t)
 	victim.launch(t)
 	victim.waitReady(t)
-	t.Logf("%s killed and back after %v; stream leader now %s", victim.name, time.Since(killedAt).Round(time.Millisecond),
-		nodes[streamLeader(t, nodes, "TITAN_default_Q")].name)
+	t.Logf("%s killed and back after %v", victim.name, time.Since(killedAt).Round(time.Millisecond))
 	wg.Wait()
+	t.Logf("stream leader after the producers finished: %s", nodes[streamLeader(t, nodes, "TITAN_default_Q")].name)
 	for _, n := range nodes {
 		for _, l := range n.logs {
 			for _, line := range strings.Split(l.String(), "\n") {

@@ -203,7 +203,7 @@ const scenarios = {
         }
         acked[i].push(m.body);
         m.ack();
-        cl.notify();
+        cons.forEach((x) => x.notify()); // the wait below is on cons[0]
       }, { id, ack: 'client-individual', 'prefetch-count': '1', receipt: `qsub-${i}` });
     });
     await cons[0].waitReceipt('qsub-0');
