@@ -520,6 +520,21 @@ func TestClusterKillNineLosesNoReceiptedMessage(t *testing.T) {
 			got[b]++
 		}
 	}
+	// FIFO per destination cluster-wide: each producer's messages reach the consumer on
+	// another node in the order they were sent (first deliveries).
+	last := map[string]int{}
+	for _, d := range drained.Deliveries {
+		b := d[0].(string)
+		prefix, num, ok := strings.Cut(b, "-")
+		if !ok || (prefix != "p0" && prefix != "p1") || d[1] == "true" {
+			continue
+		}
+		n, _ := strconv.Atoi(num)
+		if prev, seen := last[prefix]; seen && n <= prev {
+			t.Errorf("%s delivered after %s-%d: not in send order", b, prefix, prev)
+		}
+		last[prefix] = n
+	}
 	lost, dups := 0, 0
 	for _, b := range acked {
 		if got[b] == 0 {
