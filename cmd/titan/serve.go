@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/signal"
 	"strconv"
+	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -17,20 +18,25 @@ import (
 )
 
 type serveFlags struct {
-	configPath     string
-	host           string
-	port           int
-	monitorHost    string
-	monitorPort    int
-	monitorToken   string
-	dataDir        string
-	store          string
-	logLevel       string
-	logFormat      string
-	fanoutMode     string
-	defaultPattern string
-	destMetrics    bool
-	usersFile      string
+	configPath      string
+	host            string
+	port            int
+	monitorHost     string
+	monitorPort     int
+	monitorToken    string
+	dataDir         string
+	store           string
+	logLevel        string
+	logFormat       string
+	fanoutMode      string
+	defaultPattern  string
+	destMetrics     bool
+	usersFile       string
+	clusterName     string
+	clusterListen   string
+	clusterRoutes   string
+	clusterNode     string
+	clusterReplicas int
 }
 
 func newServeCmd() *cobra.Command {
@@ -44,7 +50,13 @@ file given by --config (Titan's titan-env.yml shape), TITAN_* environment variab
 
 Environment: TITAN_CONFIG, TITAN_HOST, TITAN_PORT, TITAN_MONITOR_HOST, TITAN_MONITOR_PORT,
 TITAN_MONITOR_TOKEN, TITAN_DATA_DIR, TITAN_STORE, TITAN_LOG_LEVEL, TITAN_LOG_FORMAT,
-TITAN_FANOUT_MODE, TITAN_DEFAULT_PATTERN, TITAN_DESTINATION_METRICS (true), TITAN_USERS_FILE.
+TITAN_FANOUT_MODE, TITAN_DEFAULT_PATTERN, TITAN_DESTINATION_METRICS (true), TITAN_USERS_FILE,
+TITAN_CLUSTER_NAME, TITAN_CLUSTER_NODE, TITAN_CLUSTER_LISTEN, TITAN_CLUSTER_ROUTES,
+TITAN_CLUSTER_REPLICAS.
+
+Cluster mode: --cluster-name with --cluster-node, --cluster-listen and --cluster-routes (the
+same route list on every node) runs this broker as one node of a cluster on NATS JetStream;
+the ready line follows once a quorum of nodes is up (README "Running a cluster").
 
 Security: without --users, clients on loopback connect anonymously with every permission
 and every other peer is refused ("access refused"). With --users FILE (edit it with
@@ -101,11 +113,21 @@ re-reads the file without dropping connections.`,
 	fl.StringVar(&f.fanoutMode, "fanout-mode", "", `"virtual" routes events through dispatcher queues`)
 	fl.StringVar(&f.defaultPattern, "default-pattern", "", "pattern for bare destinations: events, events-store or queues")
 	fl.StringVar(&f.usersFile, "users", "", "users file: users, password hashes, roles, permissions (titan.security.users-file); none: anonymous from loopback only")
+	fl.StringVar(&f.clusterName, "cluster-name", "", "cluster mode: the NATS cluster name, the same on every node (titan.cluster.name)")
+	fl.StringVar(&f.clusterListen, "cluster-listen", "", "cluster mode: route listen HOST:PORT (default 0.0.0.0:6222)")
+	fl.StringVar(&f.clusterRoutes, "cluster-routes", "", "cluster mode: seed routes nats://HOST:PORT,... (the same list on every node)")
+	fl.IntVar(&f.clusterReplicas, "cluster-replicas", 0, "cluster mode: JetStream replicas per stream (default 3)")
+	fl.StringVar(&f.clusterNode, "cluster-node", "", "cluster mode: this node's unique, stable name")
 	fl.BoolVar(&f.destMetrics, "destination-metrics", false, "count SENDs and bytes per (group, destination) on /metrics (a custom router stage)")
 	return cmd
 }
 
 func storeDesc(c config.Config) string {
+	if cl := c.Cluster; cl.NatsURL != "" {
+		return "jetstream " + cl.NatsURL
+	} else if cl.Name != "" {
+		return "jetstream cluster " + cl.Name + " " + cl.StoreDir
+	}
 	if c.Store.Type == "memory" {
 		return "memory"
 	}
@@ -164,6 +186,17 @@ func loadServeConfig(cmd *cobra.Command, f *serveFlags) (config.Config, error) {
 	str("store", "TITAN_STORE", &cfg.Store.Type)
 	str("log-level", "TITAN_LOG_LEVEL", &cfg.Log.Level)
 	str("log-format", "TITAN_LOG_FORMAT", &cfg.Log.Format)
+	str("cluster-name", "TITAN_CLUSTER_NAME", &cfg.Cluster.Name)
+	str("cluster-listen", "TITAN_CLUSTER_LISTEN", &cfg.Cluster.Listen)
+	str("cluster-node", "TITAN_CLUSTER_NODE", &cfg.Cluster.NodeName)
+	routes := ""
+	str("cluster-routes", "TITAN_CLUSTER_ROUTES", &routes)
+	if routes != "" {
+		cfg.Cluster.Routes = strings.Split(routes, ",")
+	}
+	if err := num("cluster-replicas", "TITAN_CLUSTER_REPLICAS", &cfg.Cluster.Replicas); err != nil {
+		return cfg, err
+	}
 	for i := range cfg.Servers {
 		str("fanout-mode", "TITAN_FANOUT_MODE", &cfg.Servers[i].ProtocolOptions.FanoutMode)
 		str("default-pattern", "TITAN_DEFAULT_PATTERN", &cfg.Servers[i].ProtocolOptions.DefaultPattern)

@@ -3,8 +3,9 @@ package archtest
 // Module is the module path every rule is relative to.
 const Module = "github.com/titan-broker/titan"
 
-// Patterns are the pattern packages: each is an adapter behind ports the router declares.
-var Patterns = []string{"internal/event", "internal/pointqueue", "internal/eventlog", "internal/rpc"}
+// Patterns are the pattern packages: each is an adapter behind ports the router declares
+// (internal/cluster holds the cluster-mode adapters on NATS JetStream).
+var Patterns = []string{"internal/event", "internal/pointqueue", "internal/eventlog", "internal/rpc", "internal/cluster"}
 
 // Rule forbids packages From from depending, directly or through others, on any package
 // matching Forbidden (a path relative to Module; "x/..." matches x and everything under it;

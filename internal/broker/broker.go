@@ -11,11 +11,13 @@ import (
 	"log/slog"
 	"net"
 	"runtime/pprof"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/titan-broker/titan/internal/clock"
+	"github.com/titan-broker/titan/internal/cluster"
 	"github.com/titan-broker/titan/internal/config"
 	"github.com/titan-broker/titan/internal/dest"
 	"github.com/titan-broker/titan/internal/dispatch"
@@ -133,8 +135,25 @@ func New(cfg config.Config, opts Options) (*Broker, error) {
 	p, ports := b.wire(fanout, resolver, clock.WithNow(opts.Timers, opts.Clock), b.log)
 	b.p = p
 	p.deliveries.Latency = b.inst.Deliver
+	var persister router.Persister = b.durable
+	idPrefix := ""
+	if cfg.Cluster.Enabled() {
+		// Cluster mode: JetStream stores queue messages; the queues adapter's Publish
+		// returns after the PubAck, so the router's RECEIPT follows it (no local store stage).
+		n, err := cluster.Start(context.Background(), cfg.Cluster, first.MaxBodyLength, b.log.With("component", "cluster"))
+		if err != nil {
+			_ = st.Close()
+			return nil, err
+		}
+		p.wireCluster(n, resolver, b.log, &ports)
+		persister = nil
+		idPrefix = "titan-" + n.Name() + "-" + strconv.FormatInt(time.Now().UnixNano()%1e9, 36)
+	}
 	sec, err := newSecurity(b)
 	if err != nil {
+		if p.cluster != nil {
+			p.cluster.node.Close()
+		}
 		_ = st.Close()
 		return nil, err
 	}
@@ -160,7 +179,8 @@ func New(cfg config.Config, opts Options) (*Broker, error) {
 		Clock:                        opts.Clock,
 		Logger:                       b.log.With("component", "router"),
 		SendStages:                   opts.SendStages,
-		Store:                        b.durable,
+		Store:                        persister,
+		MessageIDPrefix:              idPrefix,
 		Go:                           b.goroutine,
 		ReceiptLatency:               b.inst.Receipt,
 	})

@@ -4,6 +4,7 @@ import (
 	"log/slog"
 
 	"github.com/titan-broker/titan/internal/clock"
+	"github.com/titan-broker/titan/internal/cluster"
 	"github.com/titan-broker/titan/internal/delivery"
 	"github.com/titan-broker/titan/internal/dest"
 	"github.com/titan-broker/titan/internal/dispatch"
@@ -25,6 +26,28 @@ type patterns struct {
 	queues     *pointqueue.Pattern
 	log        *eventlog.Pattern
 	requests   *rpc.Pattern
+	// cluster is set in cluster mode: the NATS JetStream node and its adapters, which
+	// replace events and queues behind the router's ports (issue 15).
+	cluster *clusterPatterns
+}
+
+// clusterPatterns are the cluster-mode adapters. Commands/queries and temp-queues have no
+// cluster adapter yet: their ports stay nil, so the router refuses
+// them ("unsupported destination pattern") rather than serving them node-locally.
+type clusterPatterns struct {
+	node   *cluster.Node
+	events *cluster.Events
+	queues *cluster.Queues
+	store  *cluster.EventsStore
+}
+
+// wireCluster puts the cluster adapters behind the router's ports.
+func (p *patterns) wireCluster(n *cluster.Node, settings cluster.Settings, log *slog.Logger, ports *router.Ports) {
+	c := &clusterPatterns{node: n, events: cluster.NewEvents(n), queues: cluster.NewQueues(n, settings, log.With("component", "cluster-queues")),
+		store: cluster.NewEventsStore(n, log.With("component", "cluster-events-store"))}
+	p.cluster = c
+	ports.Events, ports.Queues, ports.EventsStore = c.events, c.queues, c.store
+	ports.Requests, ports.TempQueues = nil, nil
 }
 
 // spawner adapts the broker's tracked goroutines to the patterns' Spawner ports.
@@ -79,4 +102,9 @@ func (p *patterns) close() {
 	p.requests.Close()
 	p.queues.Close()
 	p.log.Close()
+	if c := p.cluster; c != nil {
+		c.queues.Close()
+		c.store.Close()
+		c.node.Close()
+	}
 }

@@ -11,7 +11,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -49,6 +51,10 @@ type Config struct {
 	Limits Limits `yaml:"limits"`
 	// DuplicateDetection configures the duplicate id cache (SEND header _AMQ_DUPL_ID).
 	DuplicateDetection DuplicateDetection `yaml:"duplicate-detection"`
+	// Cluster, when enabled (a name or a nats-url), runs the broker as one node of a
+	// cluster on NATS JetStream instead of the single-node store (README "Running a
+	// cluster").
+	Cluster Cluster `yaml:"cluster"`
 }
 
 // DuplicateDetection is titan.duplicate-detection. A SEND whose _AMQ_DUPL_ID header (Artemis's
@@ -82,6 +88,49 @@ type Limits struct {
 	// (default 300000; -1 never). Operator-created queues and events-store logs are kept.
 	DestinationIdleTimeout int `yaml:"destination-idle-timeout"`
 }
+
+// Cluster is titan.cluster: cluster mode on NATS JetStream (issue 15). Either an embedded
+// clustered nats-server (Name set: every node lists the others as Routes) or an external
+// NATS cluster (NatsURL set).
+type Cluster struct {
+	// Name is the NATS cluster name; the same on every node. Setting it enables the embedded
+	// mode.
+	Name string `yaml:"name"`
+	// NodeName is this node's unique, stable name (its Raft peer identity; default: the
+	// hostname plus the route listen port). Renaming a node needs a fresh store directory.
+	NodeName string `yaml:"node-name"`
+	// Listen is the route listen address HOST:PORT (default 0.0.0.0:6222).
+	Listen string `yaml:"listen"`
+	// Routes are the seed route URLs (nats://host:port), the same full list on every node
+	// (a node ignores its own).
+	Routes []string `yaml:"routes"`
+	// Replicas is the JetStream replica count of every stream (default 3; at most the
+	// number of nodes).
+	Replicas int `yaml:"replicas"`
+	// StoreDir is the JetStream store directory (default <data-dir>/jetstream).
+	StoreDir string `yaml:"store-dir"`
+	// Sync is "always" (default: every write fsync'd before the PubAck) or a Go duration
+	// (fsync at that interval; a RECEIPT then means replicated to a quorum, not on disk).
+	Sync string `yaml:"sync"`
+	// ClientPort is the embedded server's NATS client port on 127.0.0.1 (default 0: a free
+	// port; the broker connects in-process, the listener must exist for routing to start).
+	ClientPort int `yaml:"client-port"`
+	// NatsURL connects to an external NATS cluster (comma-separated URLs) instead of
+	// embedding one.
+	NatsURL string `yaml:"nats-url"`
+	// Credentials is a NATS .creds file for NatsURL.
+	Credentials string `yaml:"credentials"`
+	// User and Password authenticate to NatsURL without a creds file.
+	User     string `yaml:"user"`
+	Password string `yaml:"password"`
+	// CAFile, CertFile, KeyFile configure TLS to NatsURL (CAFile alone verifies the server).
+	CAFile   string `yaml:"ca-file"`
+	CertFile string `yaml:"cert-file"`
+	KeyFile  string `yaml:"key-file"`
+}
+
+// Enabled reports whether cluster mode is on.
+func (c Cluster) Enabled() bool { return c.Name != "" || c.NatsURL != "" }
 
 // Security is titan.security.
 type Security struct {
@@ -428,6 +477,20 @@ func (c *Config) ApplyDefaults() {
 	if c.Log.Level == "" {
 		c.Log.Level = "info"
 	}
+	if c.Cluster.Enabled() {
+		if c.Cluster.Replicas == 0 {
+			c.Cluster.Replicas = 3
+		}
+		if c.Cluster.Listen == "" && c.Cluster.NatsURL == "" {
+			c.Cluster.Listen = "0.0.0.0:6222"
+		}
+		if c.Cluster.StoreDir == "" {
+			c.Cluster.StoreDir = filepath.Join(c.Store.DataDir, "jetstream")
+		}
+		if c.Cluster.Sync == "" {
+			c.Cluster.Sync = "always"
+		}
+	}
 	if c.Log.Format == "" {
 		c.Log.Format = "text"
 	}
@@ -541,6 +604,29 @@ func (c *Config) Validate() error {
 	}
 	if c.Store.Type != "pebble" && c.Store.Type != "memory" {
 		add("titan.store: type %q is not supported (want pebble or memory)", c.Store.Type)
+	}
+	if cl := c.Cluster; cl.Enabled() {
+		if cl.Name != "" && cl.NatsURL != "" {
+			add("titan.cluster: name (embedded NATS) and nats-url (external NATS) exclude each other")
+		}
+		if cl.Replicas < 1 || cl.Replicas > 5 {
+			add("titan.cluster: replicas %d out of range 1-5", cl.Replicas)
+		}
+		if cl.Name != "" {
+			if _, _, err := net.SplitHostPort(cl.Listen); err != nil {
+				add("titan.cluster: listen %q is not HOST:PORT", cl.Listen)
+			}
+		}
+		if cl.Sync != "always" {
+			if d, err := time.ParseDuration(cl.Sync); err != nil || d <= 0 {
+				add("titan.cluster: sync %q is neither always nor a positive duration", cl.Sync)
+			}
+		}
+		for _, r := range cl.Routes {
+			if !strings.HasPrefix(r, "nats://") && !strings.HasPrefix(r, "nats-route://") {
+				add("titan.cluster: route %q is not a nats://HOST:PORT URL", r)
+			}
+		}
 	}
 	switch strings.ToLower(c.Log.Level) {
 	case "debug", "info", "warn", "error":

@@ -190,3 +190,40 @@ func TestPortDefaults(t *testing.T) {
 		}
 	}
 }
+
+// titan.cluster parses, defaults (replicas 3, listen 0.0.0.0:6222, store dir under the
+// data dir, sync always) and validates.
+func TestClusterConfig(t *testing.T) {
+	c, err := Parse([]byte(`titan:
+  store: {data-dir: /var/lib/titan}
+  cluster:
+    name: prod
+    node-name: a
+    routes: [nats://a:6222, nats://b:6222, nats://c:6222]
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.ApplyDefaults()
+	cl := c.Cluster
+	if !cl.Enabled() || cl.Replicas != 3 || cl.Listen != "0.0.0.0:6222" || cl.StoreDir != "/var/lib/titan/jetstream" || cl.Sync != "always" {
+		t.Fatalf("defaults: %+v", cl)
+	}
+	if err := c.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if Default().Cluster.Enabled() {
+		t.Fatal("cluster mode must be off by default")
+	}
+	bad := c
+	bad.Cluster.Routes = []string{"a:6222"}
+	bad.Cluster.Sync = "sometimes"
+	bad.Cluster.Replicas = 7
+	bad.Cluster.NatsURL = "nats://x:4222"
+	err = bad.Validate()
+	for _, want := range []string{"route \"a:6222\"", "sync \"sometimes\"", "replicas 7", "exclude each other"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("Validate() = %v, want it to mention %s", err, want)
+		}
+	}
+}

@@ -156,6 +156,66 @@ function record(m) {
 // ---------------------------------------------------------------- scenarios
 
 const scenarios = {
+  // Cluster mode (issue 15): args.ports are three nodes' STOMP ports; the producer uses the
+  // first, consumers the others. See pyclient.py's cluster_* scenarios for the contracts.
+  async cluster_fanout(args, out) {
+    const at = (i) => ({ ...args, port: args.ports[i] });
+    const p = args.prefix;
+    const n = args.count;
+    const b = await open(at(1));
+    const c = await open(at(2));
+    await b.subscribe(`/topic/${p}.*.x`);
+    await c.subscribe(`/topic/${p}.>`);
+    const a = await open(at(0));
+    const probed = () => [b, c].every((x) => x.bodies().some((y) => y.startsWith('probe-')));
+    const deadline = Date.now() + a.timeoutMs;
+    for (let i = 0; !probed(); i++) {
+      if (Date.now() > deadline) throw new Error('subscription interest never reached the publishing node');
+      await a.send(`/topic/${p}/a/x`, `probe-${i}`, {}, false);
+      await sleep(50);
+    }
+    for (let i = 0; i < n; i++) await a.send(`/topic/${p}/a/x`, `ev-${i}`, {}, false);
+    await a.send(`/topic/${p}/a/y`, 'only-gt');
+    const evs = (x) => x.bodies().filter((y) => y.startsWith('ev-'));
+    await b.waitFor(() => evs(b).length >= n, 'the events on node 1');
+    await c.waitFor(() => evs(c).length >= n && c.bodies().includes('only-gt'), 'the events on node 2');
+    await a.send(`/topic/${p}/a/x`, 'fence');
+    await b.waitFor(() => b.bodies().includes('fence'), 'fence');
+    const real = (x) => x.bodies().filter((y) => !y.startsWith('probe-'));
+    out.received = [real(b), real(c)];
+  },
+
+  async cluster_queue(args, out) {
+    const at = (i) => ({ ...args, port: args.ports[i] });
+    const cons = [await open(at(1)), await open(at(2))];
+    const acked = [[], []];
+    const state = { nacked: null, redelivery: null };
+    cons.forEach((cl, i) => {
+      const id = `${++cl.subCount}`;
+      cl.client.subscribe(args.dest, (m) => {
+        if (i === 0 && state.nacked === null) {
+          state.nacked = m.body;
+          m.nack();
+          return;
+        }
+        if (m.body === state.nacked && state.redelivery === null) {
+          state.redelivery = { redelivered: m.headers.redelivered, 'delivery-count': m.headers['delivery-count'], consumer: i };
+        }
+        acked[i].push(m.body);
+        m.ack();
+        cons.forEach((x) => x.notify()); // the wait below is on cons[0]
+      }, { id, ack: 'client-individual', 'prefetch-count': '1', receipt: `qsub-${i}` });
+    });
+    await cons[0].waitReceipt('qsub-0');
+    await cons[1].waitReceipt('qsub-1');
+    const a = await open(at(0));
+    for (let i = 0; i < args.count; i++) await a.send(args.dest, `q-${i}`);
+    const done = () => acked[0].length + acked[1].length >= args.count;
+    await cons[0].waitFor(() => done(), 'every message acknowledged').catch(() => {});
+    out.acked = acked;
+    out.nacked = state.nacked;
+    out.redelivery = state.redelivery;
+  },
   async connect(args, out) {
     const c = await open(args);
     out.version = c.connected.version ?? null;

@@ -1337,6 +1337,217 @@ def sc_session(args, out):
     out["done"] = True
 
 
+
+# ---------------------------------------------------------------- cluster mode (issue 15)
+# args["ports"] are the STOMP ports of three cluster nodes: the producer uses the first,
+# consumers the others.
+
+
+def node(args, i, **kw):
+    a = dict(args)
+    a["port"] = args["ports"][i]
+    return Client(a, **kw)
+
+
+def probe_until(prod, dest, subs, headers, timeout):
+    """Sends probe messages to dest until every subscriber (a Client) has received one: a
+    SUBSCRIBE on another node reaches the publisher's node asynchronously."""
+    deadline = time.monotonic() + timeout
+    n = 0
+    while not all(any(b.startswith("probe-") for b in c.bodies()) for c in subs):
+        if time.monotonic() > deadline:
+            raise Timeout("subscription interest never reached the publishing node")
+        prod.send(dest, "probe-%d" % n, headers=headers, receipt=False)
+        n += 1
+        time.sleep(0.05)
+
+
+def real(bodies):
+    return [b for b in bodies if not b.startswith("probe-")]
+
+
+def sc_cluster_fanout(args, out):
+    """Wildcard fan-out across nodes: node 1 and node 2 subscribe /topic/<p>.*.x and
+    /topic/<p>.>, node 0 publishes count messages to /topic/<p>.a.x; both must get all."""
+    p, n = args["prefix"], args["count"]
+    b, c = node(args, 1), node(args, 2)
+    b.subscribe("/topic/%s.*.x" % p)
+    c.subscribe("/topic/%s.>" % p)
+    a = node(args, 0)
+    probe_until(a, "/topic/%s/a/x" % p, [b, c], {}, a.timeout)
+    for i in range(n):
+        a.send("/topic/%s/a/x" % p, "ev-%d" % i, receipt=False)
+    a.send("/topic/%s/a/y" % p, "only-gt")  # matches c's > filter, not b's *.x
+    for cl in (b, c):
+        cl.col.wait(lambda col: len([x for x in col.bodies_unlocked() if x.startswith("ev-")]) >= n, cl.timeout, "the events")
+    c.col.wait(lambda col: "only-gt" in col.bodies_unlocked(), c.timeout, "only-gt")
+    a.send("/topic/%s/a/x" % p, "fence")
+    b.col.wait(lambda col: "fence" in col.bodies_unlocked(), b.timeout, "fence")
+    out["received"] = [real(b.bodies()), real(c.bodies())]
+
+
+def sc_cluster_queue(args, out):
+    """Queue across nodes: consumers on nodes 1 and 2 (client-individual, prefetch-count 1);
+    node 1's consumer NACKs the first message it gets; node 0 sends count messages, each
+    with a RECEIPT. Reports what each consumer acknowledged and the redelivery it saw."""
+    dest, n = args["dest"], args["count"]
+    cons = [node(args, 1), node(args, 2)]
+    acked = [[], []]
+    state = {"nacked": None, "redelivery": None}
+    lock = threading.Lock()
+    for i, cl in enumerate(cons):
+        class L(stomp.ConnectionListener):
+            def __init__(self, i, cl):
+                self.i, self.cl = i, cl
+
+            def on_message(self, frame):
+                body = text(frame.body)
+                with lock:
+                    if self.i == 0 and state["nacked"] is None:
+                        state["nacked"] = body
+                        self.cl.conn.nack(frame.headers["ack"])
+                        return
+                    if body == state["nacked"] and state["redelivery"] is None:
+                        state["redelivery"] = {"redelivered": frame.headers.get("redelivered"),
+                                               "delivery-count": frame.headers.get("delivery-count"),
+                                               "consumer": self.i}
+                    acked[self.i].append(body)
+                self.cl.conn.ack(frame.headers["ack"])
+        cl.conn.set_listener("acker", L(i, cl))
+        cl.subscribe(dest, ack="client-individual", headers={"prefetch-count": "1"})
+    a = node(args, 0)
+    for i in range(n):
+        a.send(dest, "q-%d" % i)
+    deadline = time.monotonic() + a.timeout
+    while time.monotonic() < deadline:
+        with lock:
+            if len(acked[0]) + len(acked[1]) >= n:
+                break
+        time.sleep(0.02)
+    with lock:
+        out["acked"] = acked
+        out["nacked"] = state["nacked"]
+        out["redelivery"] = state["redelivery"]
+
+
+def sc_cluster_dlq(args, out):
+    """Dead-letter across nodes: node 1 NACKs every delivery of dest; node 2 subscribes to
+    /queue/DLQ.<channel>; node 0 sends one message. Reports the deliveries node 1 saw and
+    the dead letter's headers."""
+    dest, dlq = args["dest"], args["dlq"]
+    b, c = node(args, 1), node(args, 2)
+    seen = []
+
+    class Nacker(stomp.ConnectionListener):
+        def on_message(self, frame):
+            seen.append(frame.headers.get("delivery-count", "1"))
+            b.conn.nack(frame.headers["ack"])
+    b.conn.set_listener("nacker", Nacker())
+    b.subscribe(dest, ack="client-individual")
+    c.subscribe(dlq)
+    a = node(args, 0)
+    a.send(dest, "poison")
+    c.col.wait(lambda col: "poison" in col.bodies_unlocked(), c.timeout, "the dead letter")
+    with c.col.cond:
+        h = c.col.messages[0][0]
+    out["deliveries"] = seen
+    out["dead_letter"] = {k: h.get(k) for k in ("dlq-reason", "dlq-delivery-count", "dlq-original-destination", "destination")}
+
+
+def sc_cluster_groups(args, out):
+    """Group isolation across nodes: node 1 in group g1 and node 2 in group g2 subscribe to
+    the same topic and queue; node 0 sends one event and one queue message in g1, then a
+    marker of each in g2. g2 must see only its markers."""
+    t, q = args["topic"], args["queue"]
+    b, c = node(args, 1), node(args, 2)
+    b.subscribe(t, headers={"group": "g1"})
+    b.subscribe(q, headers={"group": "g1"})
+    c.subscribe(t, headers={"group": "g2"})
+    c.subscribe(q, headers={"group": "g2"})
+    a = node(args, 0)
+    probe_until(a, t, [b], {"group": "g1"}, a.timeout)
+    probe_until(a, t, [c], {"group": "g2"}, a.timeout)
+    a.send(t, "ev-g1", headers={"group": "g1"})
+    a.send(q, "q-g1", headers={"group": "g1"})
+    a.send(t, "ev-g2-marker", headers={"group": "g2"})
+    a.send(q, "q-g2-marker", headers={"group": "g2"})
+    b.col.wait(lambda col: {"ev-g1", "q-g1"} <= set(col.bodies_unlocked()), b.timeout, "g1's messages")
+    c.col.wait(lambda col: {"ev-g2-marker", "q-g2-marker"} <= set(col.bodies_unlocked()), c.timeout, "g2's markers")
+    out["g1"] = real(b.bodies())
+    out["g2"] = real(c.bodies())
+
+
+def sc_cluster_delay(args, out):
+    """Scheduled queue message across nodes: node 1 subscribes to dest; node 0 sends one
+    message with a delay header (ms) and one without. Reports when each arrived, in ms after
+    the delayed SEND was written."""
+    dest, delay = args["dest"], args["delay"]
+    b = node(args, 1)
+    b.subscribe(dest)
+    a = node(args, 0)
+    arrived = {}
+
+    class Clock(stomp.ConnectionListener):
+        def on_message(self, frame):
+            arrived[text(frame.body)] = time.monotonic()
+    b.conn.set_listener("clock", Clock())
+    t0 = time.monotonic()
+    a.send(dest, "later", headers={"delay": str(delay)})
+    a.send(dest, "now")
+    b.col.wait(lambda col: {"now", "later"} <= set(col.bodies_unlocked()), b.timeout, "both messages")
+    out["order"] = b.bodies()
+    out["later_ms"] = int((arrived["later"] - t0) * 1000)
+    out["now_ms"] = int((arrived["now"] - t0) * 1000)
+
+
+def sc_cluster_store(args, out):
+    """Events-store across nodes: node 0 appends e1..e5 to dest; subscribers on nodes 1 and 2
+    read it from each start position; a durable subscription on node 1 acknowledges e1, e2
+    and disconnects, and the same durable-name on node 2 resumes at e3. Reports the bodies
+    (and sequences) each read got."""
+    dest = args["dest"]
+    a = node(args, 0)
+    for i in range(1, 6):
+        a.send(dest, "e%d" % i)
+    res = {}
+
+    def read(i, start, want, extra=None, ack="auto"):
+        cl = node(args, i)
+        hdrs = {"start-position": start}
+        hdrs.update(extra or {})
+        cl.subscribe(dest, ack=ack, headers=hdrs)
+        cl.col.wait(lambda col: len(col.messages) >= want, cl.timeout, "%d messages from %s" % (want, start))
+        return cl
+
+    first = read(1, "first", 5)
+    with first.col.cond:
+        seqs = [h.get("sequence") for h, _ in first.col.messages]
+    res["first"] = first.bodies()
+    res["sequences"] = seqs
+    res["last"] = read(2, "last", 1).bodies()
+    res["seq3"] = read(1, seqs[2], 3).bodies()
+    res["delta"] = read(2, "delta:1h", 5).bodies()
+    res["time"] = read(1, "time:2000-01-01T00:00:00Z", 5).bodies()
+    new = read(2, "new", 0)
+    probe = 0
+    while not new.bodies():
+        probe += 1
+        a.send(dest, "n%d" % probe)
+        new.col.wait(lambda col: len(col.messages) >= 1, new.timeout, "a new message")
+    res["new"] = new.bodies()
+    # durable: ack e1, e2 on node 1, disconnect, resume on node 2
+    d1 = read(1, "first", 2, {"durable-name": "dur1", "prefetch-count": "2"}, ack="client-individual")
+    with d1.col.cond:
+        msgs = list(d1.col.messages[:2])
+    for h, _ in msgs:
+        d1.ack(h)
+    d1.disconnect()
+    d2 = read(2, "first", len(new.bodies()) + 3, {"durable-name": "dur1"}, ack="client-individual")
+    res["durable_first"] = [b for _, b in msgs]
+    res["durable_resumed"] = d2.bodies()
+    out.update(res)
+
+
 SCENARIOS = {name[3:]: fn for name, fn in globals().items() if name.startswith("sc_")}
 
 

@@ -1,0 +1,235 @@
+// Package cluster is Titan's cluster mode (issue 15): several titan nodes as one broker on
+// NATS JetStream, never a consensus protocol of Titan's own. A Node embeds a clustered
+// nats-server with JetStream (or connects to an external NATS cluster); Events and Queues
+// are the adapters the broker wires behind the router's ports instead of the single-node
+// pattern packages.
+//
+// Mapping (docs/design.md "Cluster mode"): one subject namespace
+// t.<group>.<kind>.<tok1>.<tok2>… that keeps group and segment boundaries (Subject); events
+// are core NATS publishes (wildcard SUBSCRIBE filters pass through: Titan's `*` and `>` are
+// NATS's); queues are one WorkQueue stream per group (TITAN_<group>_Q, subjects
+// t.<group>.q.>) with one durable, explicitly acknowledged pull consumer per (group, queue),
+// which gives one ordered stream of deliveries per destination cluster-wide.
+//
+// # Concurrency
+//
+// Everything exported is safe for concurrent use.
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/titan-broker/titan/internal/config"
+)
+
+// ReadyTimeout bounds the wait at start for JetStream to be usable (a meta leader elected,
+// which needs a quorum of the configured nodes to be up).
+const ReadyTimeout = 60 * time.Second
+
+// Node is this broker's place in the cluster: the embedded nats-server (nil with an
+// external NATS), the connection to it and its JetStream context.
+type Node struct {
+	cfg config.Cluster
+	srv *server.Server
+	nc  *nats.Conn
+	js  jetstream.JetStream
+	log *slog.Logger
+}
+
+// Start embeds a clustered nats-server with JetStream (cfg.Name set) or connects to the
+// external NATS at cfg.NatsURL, and returns once JetStream answers (a meta leader is
+// elected), or an error after ReadyTimeout / ctx. maxPayload is the largest message body
+// the broker accepts (the embedded server's max_payload follows it). cfg has defaults
+// applied (config.Config.ApplyDefaults).
+func Start(ctx context.Context, cfg config.Cluster, maxPayload int, log *slog.Logger) (*Node, error) {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	n := &Node{cfg: cfg, log: log}
+	var err error
+	if cfg.NatsURL != "" {
+		n.nc, err = nats.Connect(cfg.NatsURL, n.externalOptions()...)
+		if err != nil {
+			return nil, fmt.Errorf("cluster: connecting to NATS %s: %w", cfg.NatsURL, err)
+		}
+	} else {
+		if err := n.embed(maxPayload); err != nil {
+			return nil, err
+		}
+		n.nc, err = nats.Connect("", nats.InProcessServer(n.srv), nats.Name("titan-"+n.srv.Name()), nats.MaxReconnects(-1))
+		if err != nil {
+			n.srv.Shutdown()
+			return nil, fmt.Errorf("cluster: in-process connection: %w", err)
+		}
+	}
+	n.js, err = jetstream.New(n.nc)
+	if err != nil {
+		n.Close()
+		return nil, err
+	}
+	if err := n.waitReady(ctx); err != nil {
+		n.Close()
+		return nil, err
+	}
+	return n, nil
+}
+
+func (n *Node) externalOptions() []nats.Option {
+	c := n.cfg
+	// RetryOnFailedConnect: a node started before NATS waits for it (bounded by ReadyTimeout).
+	opts := []nats.Option{nats.Name("titan"), nats.MaxReconnects(-1), nats.ReconnectWait(250 * time.Millisecond), nats.RetryOnFailedConnect(true)}
+	if c.Credentials != "" {
+		opts = append(opts, nats.UserCredentials(c.Credentials))
+	}
+	if c.User != "" {
+		opts = append(opts, nats.UserInfo(c.User, c.Password))
+	}
+	if c.CAFile != "" {
+		opts = append(opts, nats.RootCAs(c.CAFile))
+	}
+	if c.CertFile != "" {
+		opts = append(opts, nats.ClientCert(c.CertFile, c.KeyFile))
+	}
+	return opts
+}
+
+// embed starts the clustered nats-server. The client listener is bound on loopback even
+// though the broker connects in-process: without it routing never starts (DontListen
+// pitfall, jetstream-mapping note §4).
+func (n *Node) embed(maxPayload int) error {
+	c := n.cfg
+	host, portStr, err := net.SplitHostPort(c.Listen)
+	if err != nil {
+		return fmt.Errorf("cluster: listen %q: %w", c.Listen, err)
+	}
+	port, _ := strconv.Atoi(portStr)
+	name := c.NodeName
+	if name == "" {
+		h, _ := os.Hostname()
+		name = h + "-" + portStr
+	}
+	clientPort := c.ClientPort
+	if clientPort == 0 {
+		clientPort = -1
+	}
+	o := &server.Options{
+		ServerName:         name,
+		Host:               "127.0.0.1",
+		Port:               clientPort,
+		JetStream:          true,
+		StoreDir:           c.StoreDir,
+		MaxPayload:         int32(min(max(maxPayload+64<<10, 1<<20), 64<<20)),
+		NoSigs:             true,
+		Cluster:            server.ClusterOpts{Name: c.Name, Host: host, Port: port},
+		JetStreamMaxMemory: 256 << 20,
+	}
+	if c.Sync == "always" {
+		o.SyncAlways = true
+	} else if d, err := time.ParseDuration(c.Sync); err == nil {
+		o.SyncInterval = d
+	}
+	if len(c.Routes) > 0 {
+		o.Routes = server.RoutesFromStr(strings.Join(c.Routes, ","))
+	}
+	if err := os.MkdirAll(c.StoreDir, 0o755); err != nil {
+		return fmt.Errorf("cluster: store dir: %w", err)
+	}
+	s, err := server.NewServer(o)
+	if err != nil {
+		return fmt.Errorf("cluster: nats-server: %w", err)
+	}
+	s.SetLoggerV2(natsLogger{n.log.With("component", "nats")}, false, false, false)
+	go s.Start()
+	if !s.ReadyForConnections(30 * time.Second) {
+		s.Shutdown()
+		return fmt.Errorf("cluster: nats-server %s not ready for connections within 30s (route listen %s)", name, c.Listen)
+	}
+	n.srv = s
+	n.log.Info("cluster node started", "node", name, "cluster", c.Name, "routes_listen", c.Listen, "routes", c.Routes, "sync", c.Sync)
+	return nil
+}
+
+// waitReady polls JetStream until its account info answers, which in a cluster needs an
+// elected meta leader.
+func (n *Node) waitReady(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, ReadyTimeout)
+	defer cancel()
+	start := time.Now()
+	var last error
+	for {
+		actx, acancel := context.WithTimeout(ctx, 2*time.Second)
+		_, err := n.js.AccountInfo(actx)
+		acancel()
+		if err == nil {
+			n.log.Info("cluster JetStream ready", "after", time.Since(start).Round(time.Millisecond))
+			return nil
+		}
+		last = err
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("cluster: JetStream not ready within %v (is a quorum of the %d-replica cluster up?): %w", ReadyTimeout, n.cfg.Replicas, last)
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// Conn returns the NATS connection.
+func (n *Node) Conn() *nats.Conn { return n.nc }
+
+// JetStream returns the JetStream context.
+func (n *Node) JetStream() jetstream.JetStream { return n.js }
+
+// Replicas is the replica count of the streams this node creates.
+func (n *Node) Replicas() int { return n.cfg.Replicas }
+
+// Name is this node's name (the embedded server's, or the connection's server with an
+// external NATS).
+func (n *Node) Name() string {
+	if n.srv != nil {
+		return n.srv.Name()
+	}
+	return n.nc.ConnectedServerName()
+}
+
+// Close drains the NATS connection (pending acks and publishes go out) and shuts the
+// embedded server down. Idempotent.
+func (n *Node) Close() {
+	if n.nc != nil && !n.nc.IsClosed() {
+		done := make(chan struct{})
+		n.nc.SetClosedHandler(func(*nats.Conn) { close(done) })
+		if err := n.nc.Drain(); err != nil {
+			n.nc.Close()
+		} else {
+			select {
+			case <-done:
+			case <-time.After(5 * time.Second):
+				n.nc.Close()
+			}
+		}
+	}
+	if n.srv != nil {
+		n.srv.Shutdown()
+		n.srv.WaitForShutdown()
+	}
+}
+
+// natsLogger adapts nats-server's logger to slog.
+type natsLogger struct{ l *slog.Logger }
+
+func (l natsLogger) Noticef(format string, v ...any) { l.l.Debug(fmt.Sprintf(format, v...)) }
+func (l natsLogger) Warnf(format string, v ...any)   { l.l.Warn(fmt.Sprintf(format, v...)) }
+func (l natsLogger) Fatalf(format string, v ...any)  { l.l.Error(fmt.Sprintf(format, v...)) }
+func (l natsLogger) Errorf(format string, v ...any)  { l.l.Error(fmt.Sprintf(format, v...)) }
+func (l natsLogger) Debugf(format string, v ...any)  { l.l.Debug(fmt.Sprintf(format, v...)) }
+func (l natsLogger) Tracef(format string, v ...any)  {}

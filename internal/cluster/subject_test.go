@@ -1,0 +1,38 @@
+package cluster
+
+import (
+	"testing"
+
+	"github.com/titan-broker/titan/internal/dest"
+)
+
+func TestSubject(t *testing.T) {
+	cases := []struct {
+		id   dest.Identity
+		want string
+	}{
+		{dest.Identity{Group: "default", Pattern: dest.PatternEvents, Channel: "orders.eu"}, "t.default.ev.orders.eu"},
+		{dest.Identity{Group: "g-1", Pattern: dest.PatternEvents, Channel: "orders.*.x"}, "t.g-1.ev.orders.*.x"},
+		{dest.Identity{Group: "g", Pattern: dest.PatternEvents, Channel: "orders.>"}, "t.g.ev.orders.>"},
+		{dest.Identity{Group: "g", Pattern: dest.PatternEvents, Channel: "orders", Bare: true}, "t.g.evb.orders"},
+		{dest.Identity{Group: "g", Pattern: dest.PatternQueues, Channel: "jobs"}, "t.g.q.jobs"},
+		{dest.Identity{Group: "g", Pattern: dest.PatternQueues, Channel: "jobs", Bare: true}, "t.g.qb.jobs"},
+		// Literal wildcard characters, '%', spaces and UTF-8 inside a segment are encoded:
+		// they never become NATS syntax, and distinct channels stay distinct subjects.
+		{dest.Identity{Group: "g", Pattern: dest.PatternEvents, Channel: "a*.b>"}, "t.g.ev.a%2A.b%3E"},
+		{dest.Identity{Group: "g", Pattern: dest.PatternEvents, Channel: "50%.a b.é"}, "t.g.ev.50%25.a%20b.%C3%A9"},
+	}
+	for _, c := range cases {
+		if got := Subject(c.id); got != c.want {
+			t.Errorf("Subject(%+v) = %q, want %q", c.id, got, c.want)
+		}
+	}
+}
+
+func BenchmarkSubject(b *testing.B) {
+	id := dest.Identity{Group: "default", Pattern: dest.PatternQueues, Channel: "orders.eu.created"}
+	b.ReportAllocs()
+	for b.Loop() {
+		_ = Subject(id)
+	}
+}
