@@ -14,6 +14,7 @@ import (
 	"github.com/titan-broker/titan/internal/dest"
 	"github.com/titan-broker/titan/internal/dispatch"
 	"github.com/titan-broker/titan/internal/eventlog"
+	"github.com/titan-broker/titan/internal/flow"
 	"github.com/titan-broker/titan/internal/router"
 	"github.com/titan-broker/titan/internal/rpc"
 	"github.com/titan-broker/titan/internal/session"
@@ -113,6 +114,12 @@ func (s adminSource) Publish(p admin.Publication) (*admin.Published, error) {
 }
 func (s adminSource) Sessions() []*session.Session { return s.b.Sessions() }
 func (s adminSource) ConnectionsAccepted() uint64  { return s.b.Connections.Load() }
+
+// FlowStats implements metrics.FlowSource.
+func (s adminSource) FlowStats() *flow.Stats { return s.b.FlowStats() }
+
+// HeapCongested implements metrics.FlowSource.
+func (s adminSource) HeapCongested() bool { return s.b.HeapCongested() }
 func (s adminSource) ConnectionsClosed(r session.CloseReason) uint64 {
 	if int(r) < len(s.b.Closed) {
 		return s.b.Closed[r].Load()

@@ -20,6 +20,7 @@ import (
 	"github.com/titan-broker/titan/internal/dispatch"
 	"github.com/titan-broker/titan/internal/durable"
 	"github.com/titan-broker/titan/internal/eventlog"
+	"github.com/titan-broker/titan/internal/flow"
 	"github.com/titan-broker/titan/internal/frame"
 	"github.com/titan-broker/titan/internal/router"
 	"github.com/titan-broker/titan/internal/rpc"
@@ -73,6 +74,8 @@ type Broker struct {
 	startTime time.Time
 	stop      chan struct{} // closed when shutdown begins
 	resolver  *config.Resolver
+	flow      flow.Stats // flow-control counters (flow.go)
+	heap      *flow.Heap // heap watermarks (flow.go)
 	// Connections counts accepted connections; Closed counts closes per reason.
 	Connections atomic.Uint64
 	Closed      [16]atomic.Uint64
@@ -97,6 +100,8 @@ func New(cfg config.Config, opts Options) (*Broker, error) {
 		opts.Clock = time.Now
 	}
 	b := &Broker{cfg: cfg, opts: opts, log: opts.Logger, sessions: make(map[*session.Session]struct{}), stop: make(chan struct{})}
+	hf := cfg.FlowControl.Heap
+	b.heap = flow.NewHeap(flow.HeapLimit(hf.MaxBytes), hf.HighWatermark, hf.LowWatermark)
 	st := opts.Store
 	if st == nil {
 		var err error
@@ -234,6 +239,7 @@ func (b *Broker) Start() error {
 	if n > 0 || b.durable.Corrupt.Load() > 0 {
 		b.log.Info("recovered stored messages", "messages", n, "unreadable_skipped", b.durable.Corrupt.Load())
 	}
+	b.startHeapWatch()
 	var servers []*server
 	fail := func(err error) error {
 		for _, s := range servers {
@@ -257,6 +263,7 @@ func (b *Broker) Start() error {
 			return fail(fmt.Errorf("broker: server %s: listen %s: %w", sc.Name, sc.Addr(), err))
 		}
 		sopts := sessionOptions(sc, log, b.goroutine)
+		b.applyFlow(sopts, sc)
 		sopts.Authenticator = sessionAuth{b.sec.auth}
 		servers = append(servers, &server{cfg: sc, ln: ln, sopts: sopts})
 	}

@@ -26,6 +26,9 @@ func (w *countingWriter) WriteMessage(p *frame.Buf, _ []byte) bool {
 	return true
 }
 func (w *countingWriter) QueuedBytes() int64 { return 0 }
+func (w *countingWriter) WriteEvent(p *frame.Buf, s []byte, _ bool) (bool, <-chan struct{}) {
+	return w.WriteMessage(p, s), nil
+}
 
 // BenchmarkFanout measures publish → dispatcher queue → one consumer per destination →
 // MESSAGE per exact-match subscription (fanout-mode), for several destination and subscriber

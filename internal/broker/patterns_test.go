@@ -21,6 +21,24 @@ type recordingWriter struct {
 	mu     sync.Mutex
 	bodies []string
 	full   bool
+	// congested, when set, is returned by WriteEvent as the connection's congestion.
+	congested chan struct{}
+}
+
+// WriteEvent records like WriteMessage; forced writes pass a full writer.
+func (w *recordingWriter) WriteEvent(prefix *frame.Buf, shared []byte, force bool) (bool, <-chan struct{}) {
+	w.mu.Lock()
+	full, c := w.full, w.congested
+	w.full = full && !force
+	w.mu.Unlock()
+	ok := w.WriteMessage(prefix, shared)
+	w.mu.Lock()
+	w.full = full
+	w.mu.Unlock()
+	if !ok || c == nil {
+		return ok, nil
+	}
+	return true, c
 }
 
 func (w *recordingWriter) Version() frame.Version { return frame.V12 }
