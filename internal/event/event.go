@@ -143,24 +143,22 @@ func (p *Pattern) fanout(id dest.Identity, m *message.Message, cancel <-chan str
 		return 0
 	}
 	f := fan{p: p, id: id, m: m}
-	f.waits = f.buf[:0]
 	sl.Match(id.Channel, f.deliver)
 	if len(f.waits) > 0 {
 		p.opts.Flow.Wait(f.waits, cancel, p.d.Stop())
-		clear(f.waits)
 	}
 	return f.n
 }
 
-// fan is one publication's fan-out state (kept off the heap in the common case).
+// fan is one publication's fan-out state. It stays on the stack; waits is allocated only
+// when a subscriber is congested.
 type fan struct {
 	p        *Pattern
 	id       dest.Identity
 	m        *message.Message
 	n        int
-	policy   int8 // 0 unknown, 1 pause producers, 2 drop
-	waits    []<-chan struct{}
-	buf      [4]<-chan struct{}
+	policy   int8              // 0 unknown, 1 pause producers, 2 drop
+	waits    []<-chan struct{} // congested subscribers' resume channels
 	lastWait <-chan struct{}
 }
 

@@ -175,3 +175,18 @@ func TestHeapWatermarks(t *testing.T) {
 		t.Fatal("runtime heap sample missing")
 	}
 }
+
+// BenchmarkOutboundGrowShrink is the per-frame cost flow control adds to a connection's
+// writer path: one Grow when a frame is queued, one Shrink when it is written, and the
+// Congested check.
+func BenchmarkOutboundGrowShrink(b *testing.B) {
+	o := NewOutbound(16<<20, 8<<20, 30*time.Second, func() {})
+	b.ReportAllocs()
+	for b.Loop() {
+		o.Grow(1024)
+		if o.Congested() != nil {
+			b.Fatal("congested")
+		}
+		o.Shrink(1024)
+	}
+}
