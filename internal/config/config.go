@@ -388,7 +388,7 @@ func (c *Config) ApplyDefaults() {
 		f.Heap.HighWatermark = 0.9
 	}
 	if f.Heap.LowWatermark == 0 {
-		f.Heap.LowWatermark = 0.7
+		f.Heap.LowWatermark = min(0.7, f.Heap.HighWatermark*0.8) // stays below a lowered high mark
 	}
 	for i := range c.Servers {
 		if c.Servers[i].ProtocolOptions.MaxOutboundBytes == 0 {
