@@ -64,7 +64,9 @@ titan:
 		t.Fatalf("heap: %+v", f.Heap)
 	}
 	r := NewResolver(&c)
-	ev := func(ch string) dest.Identity { return dest.Identity{Group: "default", Pattern: dest.PatternEvents, Channel: ch} }
+	ev := func(ch string) dest.Identity {
+		return dest.Identity{Group: "default", Pattern: dest.PatternEvents, Channel: ch}
+	}
 	if !r.HasDropPolicy() || !r.DropWhenFull(ev("lossy.x")) || r.DropWhenFull(ev("lossy.kept")) || r.DropWhenFull(ev("prices")) {
 		t.Fatal("slow-consumer-policy: the most specific match decides; default BLOCK")
 	}
