@@ -83,8 +83,8 @@ func DefaultOptions() Options {
 		ConnectTimeout:   10 * time.Second,
 		WriteTimeout:     30 * time.Second,
 		MaxOutboundBytes: 16 << 20,
-		// ResumeOutboundBytes 0: half of MaxOutboundBytes.
-		SlowConsumerTimeout: 30 * time.Second,
-		AuthFailureDelay:    DefaultAuthFailureDelay,
+		AuthFailureDelay: DefaultAuthFailureDelay,
+
+		SlowConsumerTimeout: 30 * time.Second, // ResumeOutboundBytes 0: half of MaxOutboundBytes
 	}
 }

@@ -58,9 +58,10 @@ type Session struct {
 	closeReason  CloseReason
 	reasonSet    bool
 	writerActive bool
-	wantDrain    bool           // a limited write was refused; call onDrain once below half the limit; guarded by mu
-	onDrain      func()         // set once before Serve's steady state
-	flow         *flow.Outbound // watermarks over queuedBytes (flow.go), guarded by mu
+	wantDrain    bool   // a limited write was refused; call onDrain once below half the limit; guarded by mu
+	onDrain      func() // set once before Serve's steady state
+
+	flow *flow.Outbound // watermarks over queuedBytes (flow.go), guarded by mu
 
 	kick     chan struct{} // 1-slot writer signal
 	progress chan struct{} // 1-slot signal: the writer wrote something (read-side back-pressure)
