@@ -167,7 +167,7 @@ func (f *fan) deliver(sub *delivery.Subscription) {
 		return
 	}
 	if !sub.EventCredit() {
-		f.drop(sub)
+		f.drop(sub, false)
 		return
 	}
 	if f.policy == 0 {
@@ -178,7 +178,7 @@ func (f *fan) deliver(sub *delivery.Subscription) {
 	}
 	ok, congested := sub.Conn.DeliverEvent(sub, f.m, f.policy == 2)
 	if !ok {
-		f.drop(sub)
+		f.drop(sub, f.policy == 2)
 		return
 	}
 	f.n++
@@ -189,11 +189,11 @@ func (f *fan) deliver(sub *delivery.Subscription) {
 }
 
 // drop counts a message not delivered to sub: its prefetch is used up (client ack), its
-// connection is closing, or it is over its limit under slow-consumer-policy DROP.
-func (f *fan) drop(sub *delivery.Subscription) {
+// connection is closing, or (byPolicy) it is over its limit under slow-consumer-policy DROP.
+func (f *fan) drop(sub *delivery.Subscription, byPolicy bool) {
 	sub.Dropped.Add(1)
 	f.p.d.EventsDropped.Add(1)
-	if f.policy != 2 {
+	if !byPolicy {
 		return
 	}
 	f.p.opts.Flow.Dropped.Add(1)
