@@ -179,7 +179,7 @@ func NewCollector(src Source) *Collector {
 		routeErrors:  d(NameRouterErrors, "Frames that ended in an ERROR, by route.", "route"),
 		published:    d(NamePublished, "Messages handed to the dispatch engine."),
 		noSub:        d(NameEventsNoSubscriber, "Events messages that matched no subscription (direct mode)."),
-		evDropped:    d(NameEventsDropped, "Events deliveries dropped for a full subscription or connection."),
+		evDropped:    d(NameEventsDropped, "Events deliveries not made: a client-ack subscription at its prefetch, a closing connection, or slow-consumer-policy DROP."),
 		dead:         d(NameDeadLettered, "Messages moved to a dead-letter queue."),
 		expired:      d(NameExpired, "Messages that expired before delivery."),
 		queues:       d(NameQueues, "Dispatcher queues that exist now."),
