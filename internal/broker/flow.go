@@ -73,6 +73,19 @@ func (g heapGatedPublisher) Publish(id dest.Identity, m *message.Message, cancel
 	return g.Publisher.Publish(id, m, cancel)
 }
 
+// heapGatedRequests is the request/response port with heap watermarks: a command or query
+// waits like any publication (until the heap falls to its low mark or shutdown; the port
+// carries no cancel of the producer's connection).
+type heapGatedRequests struct {
+	router.Requests
+	b *Broker
+}
+
+func (g heapGatedRequests) Request(id dest.Identity, m *message.Message, replyTo dest.Identity, corr string, timeout time.Duration) error {
+	g.b.heapWait(nil)
+	return g.Requests.Request(id, m, replyTo, corr, timeout)
+}
+
 // heapWait pauses the caller while the heap is congested. Lock-free when it is not.
 func (b *Broker) heapWait(cancel <-chan struct{}) {
 	if c := b.heap.Congested(); c != nil {

@@ -2,10 +2,12 @@ package broker
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/titan-broker/titan/internal/config"
+	"github.com/titan-broker/titan/internal/frame"
 	"github.com/titan-broker/titan/internal/router"
 )
 
@@ -28,10 +30,14 @@ func TestHeapWatermarksPauseEveryPublication(t *testing.T) {
 	if !b.HeapCongested() {
 		t.Fatal("over the high mark: congested")
 	}
-	for _, d := range []string{"/topic/heap", "/queue/heap", "/events-store/heap"} {
+	for _, d := range []string{"/topic/heap", "/queue/heap", "/events-store/heap", "/command/heap"} {
 		done := make(chan error, 1)
 		go func() {
-			_, err := b.router.Publish(router.Publication{Destination: d, Body: []byte("x")})
+			p := router.Publication{Destination: d, Body: []byte("x")}
+			if strings.HasPrefix(d, "/command/") {
+				p.Headers = []frame.Header{{Key: "reply-to", Value: "/queue/heap-replies"}, {Key: "timeout", Value: "100"}}
+			}
+			_, err := b.router.Publish(p)
 			done <- err
 		}()
 		deadline := time.Now().Add(5 * time.Second)
@@ -47,7 +53,7 @@ func TestHeapWatermarksPauseEveryPublication(t *testing.T) {
 		}
 		b.heap.Update(901)
 	}
-	if p, r := b.flow.Pauses.Load(), b.flow.Resumes.Load(); p != 3 || r != 3 {
+	if p, r := b.flow.Pauses.Load(), b.flow.Resumes.Load(); p != 4 || r != 4 {
 		t.Fatalf("pauses %d resumes %d", p, r)
 	}
 }

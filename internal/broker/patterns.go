@@ -73,6 +73,7 @@ func (b *Broker) wire(fanout bool, settings dispatch.SettingsSource, clk clock.C
 		ports.Queues = heapGated{ports.Queues, b}
 		ports.EventsStore = heapGated{ports.EventsStore, b}
 		ports.TempQueues = tempQueues{Publisher: heapGatedPublisher{p.requests.Temp(), b}, Subscriber: p.queues}
+		ports.Requests = heapGatedRequests{p.requests, b}
 	}
 	return p, ports
 }
