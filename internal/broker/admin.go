@@ -16,6 +16,7 @@ import (
 	"github.com/titan-broker/titan/internal/dest"
 	"github.com/titan-broker/titan/internal/dispatch"
 	"github.com/titan-broker/titan/internal/eventlog"
+	"github.com/titan-broker/titan/internal/flow"
 	"github.com/titan-broker/titan/internal/metrics"
 	"github.com/titan-broker/titan/internal/router"
 	"github.com/titan-broker/titan/internal/rpc"
@@ -124,6 +125,11 @@ func (s adminSource) StoreHealth() store.Health    { return s.b.StoreHealth() }
 // DuplicateIDs implements metrics.Source.
 func (s adminSource) DuplicateIDs() (int, uint64) { return s.b.dedup.Len(), s.b.dedup.DuplicatesSeen() }
 
+// FlowStats implements metrics.FlowSource.
+func (s adminSource) FlowStats() *flow.Stats { return s.b.FlowStats() }
+
+// HeapCongested implements metrics.FlowSource.
+func (s adminSource) HeapCongested() bool { return s.b.HeapCongested() }
 func (s adminSource) ConnectionsClosed(r session.CloseReason) uint64 {
 	if int(r) < len(s.b.Closed) {
 		return s.b.Closed[r].Load()

@@ -23,6 +23,7 @@ import (
 	"github.com/titan-broker/titan/internal/dispatch"
 	"github.com/titan-broker/titan/internal/durable"
 	"github.com/titan-broker/titan/internal/eventlog"
+	"github.com/titan-broker/titan/internal/flow"
 	"github.com/titan-broker/titan/internal/frame"
 	"github.com/titan-broker/titan/internal/metrics"
 	"github.com/titan-broker/titan/internal/router"
@@ -81,6 +82,8 @@ type Broker struct {
 	startTime time.Time
 	stop      chan struct{} // closed when shutdown begins
 	resolver  *config.Resolver
+	flow      flow.Stats // flow-control counters (flow.go)
+	heap      *flow.Heap // heap watermarks (flow.go)
 	// Connections counts accepted connections; Closed counts closes per reason.
 	Connections atomic.Uint64
 	Closed      [16]atomic.Uint64
@@ -105,6 +108,8 @@ func New(cfg config.Config, opts Options) (*Broker, error) {
 		opts.Clock = time.Now
 	}
 	b := &Broker{cfg: cfg, opts: opts, log: opts.Logger, sessions: make(map[*session.Session]struct{}), stop: make(chan struct{})}
+	hf := cfg.FlowControl.Heap
+	b.heap = flow.NewHeap(flow.HeapLimit(hf.MaxBytes), hf.HighWatermark, hf.LowWatermark)
 	st := opts.Store
 	if st == nil {
 		var err error
@@ -287,6 +292,7 @@ func (b *Broker) Start() error {
 		b.log.Info("recovered stored messages", "messages", n, "unreadable_skipped", b.durable.Corrupt.Load())
 	}
 	b.restorePaused()
+	b.startHeapWatch()
 	var servers []*server
 	fail := func(err error) error {
 		for _, s := range servers {
@@ -310,6 +316,7 @@ func (b *Broker) Start() error {
 			return fail(fmt.Errorf("broker: server %s: listen %s: %w", sc.Name, sc.Addr(), err))
 		}
 		sopts := sessionOptions(sc, log, b.goroutine)
+		b.applyFlow(sopts, sc)
 		sopts.Authenticator = sessionAuth{b.sec.auth}
 		sopts.Traffic = &b.traffic
 		servers = append(servers, &server{cfg: sc, ln: ln, sopts: sopts})

@@ -5,6 +5,7 @@ import (
 
 	"github.com/titan-broker/titan/internal/clock"
 	"github.com/titan-broker/titan/internal/cluster"
+	"github.com/titan-broker/titan/internal/config"
 	"github.com/titan-broker/titan/internal/delivery"
 	"github.com/titan-broker/titan/internal/dest"
 	"github.com/titan-broker/titan/internal/dispatch"
@@ -79,11 +80,15 @@ func (b *Broker) wire(fanout bool, settings dispatch.SettingsSource, clk clock.C
 	d.RegisterLog(dest.PatternEventsStore)
 	p := &patterns{dispatcher: d, deliveries: &delivery.Registry{EgressDropped: &d.EgressHeadersDropped}}
 	sp := spawner{b}
-	p.events = event.New(d, event.Options{FanoutMode: fanout, Spawner: sp})
+	eo := event.Options{FanoutMode: fanout, Spawner: sp, Flow: &b.flow, Logger: log.With("component", "events")}
+	if r, ok := settings.(*config.Resolver); ok && r.HasDropPolicy() {
+		eo.DropPolicy = r
+	}
+	p.events = event.New(d, eo)
 	p.queues = pointqueue.New(d, pointqueue.Options{Clock: clk, Retirer: b.durable, Persister: b.durable, Logger: log.With("component", "queues")})
 	p.log = eventlog.New(d, eventlog.Options{Store: b.durable, Spawner: sp, Logger: log.With("component", "events-store")})
 	p.requests = rpc.New(rpc.Options{Replies: replies{&b.router}, TempQueues: p.queues, Clock: clk, Logger: log.With("component", "rpc")})
-	return p, router.Ports{
+	ports := router.Ports{
 		Deliveries:   p.deliveries,
 		Events:       p.events,
 		Queues:       p.queues,
@@ -92,6 +97,14 @@ func (b *Broker) wire(fanout bool, settings dispatch.SettingsSource, clk clock.C
 		TempQueues:   tempQueues{Publisher: p.requests.Temp(), Subscriber: p.queues},
 		Destinations: d,
 	}
+	if b.heap != nil && b.heap.High > 0 { // heap watermarks: every publication may pause
+		ports.Events = heapGated{ports.Events, b}
+		ports.Queues = heapGated{ports.Queues, b}
+		ports.EventsStore = heapGated{ports.EventsStore, b}
+		ports.TempQueues = tempQueues{Publisher: heapGatedPublisher{p.requests.Temp(), b}, Subscriber: p.queues}
+		ports.Requests = heapGatedRequests{p.requests, b}
+	}
+	return p, ports
 }
 
 // close stops everything the patterns started that could touch the store: request

@@ -26,6 +26,9 @@ func (w *countingWriter) WriteMessage(p *frame.Buf, _ []byte) bool {
 	return true
 }
 func (w *countingWriter) QueuedBytes() int64 { return 0 }
+func (w *countingWriter) WriteEvent(p *frame.Buf, s []byte, _ bool) (bool, <-chan struct{}) {
+	return w.WriteMessage(p, s), nil
+}
 
 // BenchmarkFanout measures publish → dispatcher queue → one consumer per destination →
 // MESSAGE per exact-match subscription (fanout-mode), for several destination and subscriber
@@ -96,5 +99,32 @@ func BenchmarkQueueEnqueueDeliverAck(b *testing.B) {
 		if err := e.Ack(c, key, "", false); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// BenchmarkEventsDirect measures the direct events path (no fanout-mode): publish → match →
+// MESSAGE per subscription in the publisher's goroutine (delivery.Conn.DeliverEvent and the
+// flow-control check), for 1 and 8 subscribers.
+func BenchmarkEventsDirect(b *testing.B) {
+	for _, nSub := range []int{1, 8} {
+		b.Run("subs="+strconv.Itoa(nSub), func(b *testing.B) {
+			e := newEngine(engineOptions{})
+			w := &countingWriter{}
+			id := dest.Identity{Group: "default", Pattern: dest.PatternEvents, Channel: "bench.direct"}
+			for s := range nSub {
+				c := delivery.NewConn(w, nil)
+				sub := &delivery.Subscription{ID: strconv.Itoa(s), Conn: c, Group: "default", Dest: dest.Destination{Pattern: dest.PatternEvents, Channel: id.Channel}}
+				if err := e.Subscribe(sub); err != nil {
+					b.Fatal(err)
+				}
+			}
+			m := &message.Message{ID: "m", Group: "default", Destination: "/topic/bench/direct", Body: make([]byte, 100)}
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := e.Publish(id, m); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }

@@ -21,6 +21,24 @@ type recordingWriter struct {
 	mu     sync.Mutex
 	bodies []string
 	full   bool
+	// congested, when set, is returned by WriteEvent as the connection's congestion.
+	congested chan struct{}
+}
+
+// WriteEvent records like WriteMessage; forced writes pass a full writer.
+func (w *recordingWriter) WriteEvent(prefix *frame.Buf, shared []byte, force bool) (bool, <-chan struct{}) {
+	w.mu.Lock()
+	full, c := w.full, w.congested
+	w.full = full && !force
+	w.mu.Unlock()
+	ok := w.WriteMessage(prefix, shared)
+	w.mu.Lock()
+	w.full = full
+	w.mu.Unlock()
+	if !ok || c == nil {
+		return ok, nil
+	}
+	return true, c
 }
 
 func (w *recordingWriter) Version() frame.Version { return frame.V12 }
@@ -462,3 +480,48 @@ func TestDeliveringNeverExceedsPrefetchDuringAcks(t *testing.T) {
 // maxRPCChannelsTest is the rpc package's bound on request channels with counters of their
 // own (maxRPCChannels).
 const maxRPCChannelsTest = 1000
+
+// An events publish to a congested subscriber delivers, then waits (the producer's read
+// goroutine stops) until the subscriber is back at its low watermark; the producer's own
+// close (cancel) also ends the wait. Direct mode and fanout mode alike.
+func TestEventsPublishPausesOnCongestedSubscriber(t *testing.T) {
+	for _, fanout := range []bool{false, true} {
+		e := newEngine(engineOptions{FanoutMode: fanout})
+		congested := make(chan struct{})
+		w := &recordingWriter{full: true, congested: congested}
+		subscribe(t, e, w, "default", dest.Destination{Pattern: dest.PatternEvents, Channel: "hot"})
+		done := make(chan struct{})
+		go func() {
+			_, _ = e.Publish(events("hot"), msg("big"))
+			_, _ = e.Publish(events("hot"), msg("next"))
+			close(done)
+		}()
+		waitFor(t, func() bool { return len(w.got()) == 1 }) // delivered past the limit
+		select {
+		case <-done:
+			if !fanout { // in fanout mode the queue's consumer waits, not the publisher
+				t.Fatal("publisher did not pause on a congested subscriber")
+			}
+		default:
+		}
+		w.mu.Lock()
+		w.congested = nil
+		w.mu.Unlock()
+		close(congested) // the subscriber read down to its low watermark
+		waitFor(t, func() bool { return len(w.got()) == 2 })
+		<-done
+		if got := w.got(); got[0] != "big" || got[1] != "next" {
+			t.Fatalf("fanout=%v: delivered %v", fanout, got)
+		}
+	}
+	// cancel (the producer's connection closed) ends a pause.
+	e := newEngine(engineOptions{})
+	w := &recordingWriter{congested: make(chan struct{})}
+	subscribe(t, e, w, "default", dest.Destination{Pattern: dest.PatternEvents, Channel: "hot"})
+	cancel := make(chan struct{})
+	done := make(chan struct{})
+	go func() { _, _ = e.PublishUntil(events("hot"), msg("x"), cancel); close(done) }()
+	waitFor(t, func() bool { return len(w.got()) == 1 })
+	close(cancel)
+	<-done
+}

@@ -264,8 +264,24 @@ type Monitor struct {
 
 // FlowControl is titan.flow-control.
 type FlowControl struct {
-	Queue QueueFlow `yaml:"queue"`
-	Heap  HeapFlow  `yaml:"heap"`
+	Queue      QueueFlow      `yaml:"queue"`
+	Subscriber SubscriberFlow `yaml:"subscriber"`
+	Heap       HeapFlow       `yaml:"heap"`
+}
+
+// SubscriberFlow holds the watermarks of one subscriber connection's pending output (DESIGN
+// §9): past MaxPendingBytes the producers feeding it are paused, and they resume at
+// ResumePendingBytes; a subscriber that stays over without reading for
+// SlowConsumerTimeout is closed with ERROR "slow consumer".
+type SubscriberFlow struct {
+	// MaxPendingBytes is the high watermark (default 16777216 = 16 MiB). A server's
+	// protocol-options.max-outbound-bytes, when set, overrides it for that server.
+	MaxPendingBytes int64 `yaml:"max-pending-bytes"`
+	// ResumePendingBytes is the low watermark (default half of the high one).
+	ResumePendingBytes int64 `yaml:"resume-pending-bytes"`
+	// SlowConsumerTimeout is how long, in ms, a subscriber may stay over the high watermark
+	// without its pending output shrinking (default 30000; -1 disables the close).
+	SlowConsumerTimeout int `yaml:"slow-consumer-timeout"`
 }
 
 // QueueFlow bounds queues-pattern queues.
@@ -277,11 +293,17 @@ type QueueFlow struct {
 	ResumePendingBytes int64 `yaml:"resume-pending-bytes"`
 }
 
-// HeapFlow is accepted for compatibility with Titan's file format (Go's runtime manages the
-// heap; see GOMEMLIMIT).
+// HeapFlow is the pair of heap watermarks (DESIGN §9): fractions of MaxBytes, or of the Go
+// memory limit (GOMEMLIMIT) when MaxBytes is 0. Past HighWatermark every producer pauses
+// before publishing until the heap falls to LowWatermark. With neither MaxBytes nor a
+// memory limit the heap watermarks are off.
 type HeapFlow struct {
+	// HighWatermark is the fraction of the limit that pauses producers (default 0.9).
 	HighWatermark float64 `yaml:"high-watermark"`
-	LowWatermark  float64 `yaml:"low-watermark"`
+	// LowWatermark is the fraction at which they resume (default 0.7).
+	LowWatermark float64 `yaml:"low-watermark"`
+	// MaxBytes is the heap size the fractions refer to (default 0: GOMEMLIMIT).
+	MaxBytes int64 `yaml:"max-bytes"`
 }
 
 // AddressSetting applies to traffic-created queues whose dot channel matches Match (`#` many
@@ -299,6 +321,11 @@ type AddressSetting struct {
 	RetentionMaxMessages      *int64 `yaml:"retention-max-messages"`
 	RetentionMaxBytes         *int64 `yaml:"retention-max-bytes"`
 	RetentionMaxAge           string `yaml:"retention-max-age"` // Go duration
+
+	// SlowConsumerPolicy is what events destinations do for a subscriber over its outbound
+	// limit: BLOCK (default: pause the producers; close a slow consumer) or DROP (drop the
+	// message for that subscriber, count it and log it, rate-limited).
+	SlowConsumerPolicy string `yaml:"slow-consumer-policy"`
 }
 
 // Store selects the durable store.
@@ -429,7 +456,7 @@ func (s *Server) applyDefaults() {
 		p.MaxTempQueuesByClient = 100
 	}
 	if p.MaxOutboundBytes == 0 {
-		p.MaxOutboundBytes = 16 << 20
+		p.MaxOutboundBytes = DefaultSubscriberMaxPendingBytes
 	}
 	if p.DefaultPrefetch == 0 {
 		p.DefaultPrefetch = address.DefaultPrefetch
@@ -444,7 +471,26 @@ func (c *Config) ApplyDefaults() {
 	if len(c.Servers) == 0 {
 		c.Servers = []Server{DefaultServer()}
 	}
+	f := &c.FlowControl
+	if f.Subscriber.MaxPendingBytes == 0 {
+		f.Subscriber.MaxPendingBytes = DefaultSubscriberMaxPendingBytes
+	}
+	if f.Subscriber.ResumePendingBytes == 0 {
+		f.Subscriber.ResumePendingBytes = f.Subscriber.MaxPendingBytes / 2
+	}
+	if f.Subscriber.SlowConsumerTimeout == 0 {
+		f.Subscriber.SlowConsumerTimeout = 30000
+	}
+	if f.Heap.HighWatermark == 0 {
+		f.Heap.HighWatermark = 0.9
+	}
+	if f.Heap.LowWatermark == 0 {
+		f.Heap.LowWatermark = min(0.7, f.Heap.HighWatermark*0.8) // stays below a lowered high mark
+	}
 	for i := range c.Servers {
+		if c.Servers[i].ProtocolOptions.MaxOutboundBytes == 0 {
+			c.Servers[i].ProtocolOptions.MaxOutboundBytes = f.Subscriber.MaxPendingBytes
+		}
 		c.Servers[i].applyDefaults()
 	}
 	if c.Monitor.Host == "" {
@@ -533,6 +579,12 @@ func (c *Config) Validate() error {
 	var errs []error
 	add := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
 	names := map[string]bool{}
+	if f := c.FlowControl.Subscriber; f.MaxPendingBytes < 0 || f.ResumePendingBytes < 0 || (f.MaxPendingBytes > 0 && f.ResumePendingBytes >= f.MaxPendingBytes) {
+		add("titan.flow-control.subscriber: want 0 <= resume-pending-bytes < max-pending-bytes (got %d, %d)", f.ResumePendingBytes, f.MaxPendingBytes)
+	}
+	if h := c.FlowControl.Heap; h.HighWatermark < 0 || h.HighWatermark > 1 || h.LowWatermark < 0 || (h.HighWatermark > 0 && h.LowWatermark >= h.HighWatermark) || h.MaxBytes < 0 {
+		add("titan.flow-control.heap: want 0 <= low-watermark < high-watermark <= 1 and max-bytes >= 0 (got %g, %g, %d)", h.LowWatermark, h.HighWatermark, h.MaxBytes)
+	}
 	for i, s := range c.Servers {
 		where := fmt.Sprintf("titan.servers[%d] (%s)", i, s.Name)
 		if names[s.Name] {
@@ -595,6 +647,9 @@ func (c *Config) Validate() error {
 		}
 		if _, err := address.ParseFullPolicy(a.AddressFullPolicy); err != nil {
 			add("%s: %v", where, err)
+		}
+		if _, ok := ParseSlowConsumerPolicy(a.SlowConsumerPolicy); !ok {
+			add("%s: slow-consumer-policy %q is not supported (want BLOCK or DROP)", where, a.SlowConsumerPolicy)
 		}
 		if a.RetentionMaxAge != "" {
 			if _, err := time.ParseDuration(a.RetentionMaxAge); err != nil {
@@ -670,3 +725,28 @@ func (m Monitor) IsEnabled() bool { return m.Enabled == nil || *m.Enabled }
 
 // Ms converts a millisecond count to a Duration.
 func Ms(n int) time.Duration { return time.Duration(n) * time.Millisecond }
+
+// DefaultSubscriberMaxPendingBytes is the default high watermark of a subscriber
+// connection's pending output (flow-control.subscriber.max-pending-bytes).
+const DefaultSubscriberMaxPendingBytes = 16 << 20
+
+// ParseSlowConsumerPolicy maps an address setting's slow-consumer-policy ("" or BLOCK, DROP;
+// any case) to drop: whether events are dropped for a subscriber over its limit.
+func ParseSlowConsumerPolicy(s string) (drop, ok bool) {
+	switch strings.ToUpper(s) {
+	case "", "BLOCK":
+		return false, true
+	case "DROP":
+		return true, true
+	}
+	return false, false
+}
+
+// SlowConsumerTimeoutDuration is flow-control.subscriber.slow-consumer-timeout as a duration (0 when
+// disabled).
+func (f SubscriberFlow) SlowConsumerTimeoutDuration() time.Duration {
+	if f.SlowConsumerTimeout < 0 {
+		return 0
+	}
+	return Ms(f.SlowConsumerTimeout)
+}

@@ -74,6 +74,29 @@ func NewResolver(c *Config) *Resolver {
 	return &Resolver{settings: s, maxPendingBytes: c.FlowControl.Queue.MaxPendingBytes}
 }
 
+// DropWhenFull reports whether the events destination id has slow-consumer-policy DROP (the
+// most specific matching address setting that sets it decides). Implements
+// event.DropPolicy.
+func (r *Resolver) DropWhenFull(id dest.Identity) bool {
+	drop := false
+	for _, a := range r.settings {
+		if a.SlowConsumerPolicy != "" && MatchAddress(a.Match, id.Channel) {
+			drop, _ = ParseSlowConsumerPolicy(a.SlowConsumerPolicy)
+		}
+	}
+	return drop
+}
+
+// HasDropPolicy reports whether any address setting sets slow-consumer-policy DROP.
+func (r *Resolver) HasDropPolicy() bool {
+	for _, a := range r.settings {
+		if d, _ := ParseSlowConsumerPolicy(a.SlowConsumerPolicy); d {
+			return true
+		}
+	}
+	return false
+}
+
 // Settings returns the effective settings for a queue of id created by traffic: built-in
 // defaults, then every matching address setting from least to most specific, each overriding
 // the fields it sets. Match names the most specific setting that applied ("" for none).

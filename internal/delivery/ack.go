@@ -133,8 +133,12 @@ func (c *Conn) lookupLocked(key, subID string) (*delivery, bool) {
 		return d, ok
 	}
 	if subID != "" {
-		d, ok := c.pending[subID+"\x00"+key]
-		return d, ok
+		if d, ok := c.pending[subID+"\x00"+key]; ok {
+			return d, true
+		}
+		// A 1.1 ACK whose subscription header names another subscription (clients written
+		// against RabbitMQ and ActiveMQ send such frames, and those brokers accept them):
+		// the message-id still names a message delivered on this connection.
 	}
 	for id := range c.subs { // STOMP 1.0 ACK names only the message-id
 		if d, ok := c.pending[id+"\x00"+key]; ok {

@@ -344,3 +344,57 @@ func (s *Subscription) OldestPending() (key string, ok bool) {
 	}
 	return s.pending[0].key, true
 }
+
+// DeliverEvent writes an events message m to sub (auto or client ack; nothing to settle).
+// Unless drop is set, the write is not refused for the connection's outbound limit: the
+// message is queued and congested (not nil while the connection is over its high
+// watermark) is what the producer waits on before it reads its next frame. With drop (the
+// destination's slow-consumer-policy is DROP) a connection over its limit refuses the
+// message like Deliver. ok is false when nothing was written (sub or connection closed,
+// or refused under drop); sub is never stalled.
+func (c *Conn) DeliverEvent(sub *Subscription, m *message.Message, drop bool) (ok bool, congested <-chan struct{}) {
+	c.mu.Lock()
+	if c.closed || sub.closed {
+		c.mu.Unlock()
+		return false, nil
+	}
+	d := message.Delivery{Subscription: sub.ID}
+	var dl *delivery
+	if sub.Ack != AckAuto {
+		key, hdr := ackKeyLocked(c, sub, m.ID)
+		d.AckID = hdr
+		dl = &delivery{key: key, sub: sub}
+	}
+	v := c.w.Version()
+	shared, dropped := m.Shared(v)
+	if dropped > 0 && c.egressDropped != nil {
+		c.egressDropped.Add(uint64(dropped))
+	}
+	prefix := frame.GetBuf()
+	prefix.B = message.AppendPrefix(prefix.B, &d, v)
+	ok, congested = c.w.WriteEvent(prefix, shared, !drop)
+	if !ok {
+		frame.PutBuf(prefix)
+		c.mu.Unlock()
+		return false, nil
+	}
+	if dl != nil {
+		c.pending[dl.key] = dl
+		sub.pending = append(sub.pending, dl)
+	}
+	c.mu.Unlock()
+	sub.Delivered.Add(1)
+	return true, congested
+}
+
+// EventCredit reports whether an events subscription may take another message: it is open
+// and (client ack modes) has fewer than Prefetch unacknowledged deliveries. Unlike
+// HasCredit it ignores a stalled writer: events are flow-controlled, not refused.
+func (s *Subscription) EventCredit() bool {
+	s.Conn.mu.Lock()
+	defer s.Conn.mu.Unlock()
+	if s.closed {
+		return false
+	}
+	return s.Ack == AckAuto || len(s.pending)+s.acking < s.Prefetch
+}

@@ -41,6 +41,12 @@ type Writer interface {
 	// written; false means nothing was queued (connection closing or over its outbound
 	// limit) and the caller keeps prefix.
 	WriteMessage(prefix *frame.Buf, shared []byte) bool
+	// WriteEvent queues an events MESSAGE like WriteMessage, except that with force it is
+	// refused only when the connection is closing, never for its outbound limit (flow
+	// control pauses the producer instead; DESIGN §9). congested, when not nil, is closed
+	// once the connection's output is back at its low watermark or the connection closed:
+	// the producer waits for it (flow.Stats.Wait).
+	WriteEvent(prefix *frame.Buf, shared []byte, force bool) (ok bool, congested <-chan struct{})
 	// QueuedBytes is the number of bytes queued and not yet written to the socket.
 	QueuedBytes() int64
 }

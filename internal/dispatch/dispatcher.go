@@ -65,7 +65,9 @@ type Counters struct {
 	LogDelivered atomic.Uint64
 	// EventsNoSub counts events messages that matched no subscription.
 	EventsNoSub atomic.Uint64
-	// EventsDropped counts events deliveries dropped for a full subscription or connection.
+	// EventsDropped counts events deliveries not made: a client-ack subscription at its
+	// prefetch, a closing connection, or a subscriber over its limit under
+	// slow-consumer-policy DROP (without it, a full connection pauses the producer instead).
 	EventsDropped atomic.Uint64
 	// DeadLettered counts queue messages moved to their dead-letter queue.
 	DeadLettered atomic.Uint64

@@ -14,12 +14,16 @@
 package event
 
 import (
+	"log/slog"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/titan-broker/titan/internal/address"
 	"github.com/titan-broker/titan/internal/delivery"
 	"github.com/titan-broker/titan/internal/dest"
 	"github.com/titan-broker/titan/internal/dispatch"
+	"github.com/titan-broker/titan/internal/flow"
 	"github.com/titan-broker/titan/internal/message"
 	"github.com/titan-broker/titan/internal/sublist"
 )
@@ -37,6 +41,21 @@ type Options struct {
 	FanoutMode bool
 	// Spawner starts the queues' consumer goroutines (default: plain go).
 	Spawner Spawner
+	// Flow counts producer pauses and events dropped by policy (nil: a private Stats).
+	Flow *flow.Stats
+	// DropPolicy, when set, names the destinations whose slow-consumer-policy is DROP; nil
+	// means none (every subscriber is flow-controlled).
+	DropPolicy DropPolicy
+	// Logger receives the rate-limited log of drops by policy (nil: discarded).
+	Logger *slog.Logger
+}
+
+// DropPolicy says which events destinations drop messages for a subscriber over its
+// outbound limit instead of pausing their producers (address setting
+// slow-consumer-policy: DROP). Called once per publication that has a subscriber; must be
+// fast and safe for concurrent use.
+type DropPolicy interface {
+	DropWhenFull(id dest.Identity) bool
 }
 
 // Pattern is the events pattern: the subscription index, direct fan-out and the factory of
@@ -47,11 +66,19 @@ type Pattern struct {
 
 	mu   sync.RWMutex                                        // guards subs
 	subs map[string]*sublist.Sublist[*delivery.Subscription] // by key(group, bare)
+
+	dropLog atomic.Int64 // unix nanoseconds of the last drop-by-policy log line
 }
 
 // New returns the events pattern over d and registers its queue factory for
 // dest.PatternEvents.
 func New(d *dispatch.Dispatcher, o Options) *Pattern {
+	if o.Flow == nil {
+		o.Flow = new(flow.Stats)
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
 	p := &Pattern{d: d, opts: o, subs: make(map[string]*sublist.Sublist[*delivery.Subscription])}
 	d.Register(dest.PatternEvents, p, true) // operator-made queues and their state survive restarts
 	return p
@@ -82,7 +109,7 @@ func (p *Pattern) Publish(id dest.Identity, m *message.Message, cancel <-chan st
 	p.d.Published.Add(1)
 	if !p.opts.FanoutMode {
 		if _, explicit := p.d.Lookup(id); !explicit {
-			if p.fanout(id, m) == 0 {
+			if p.fanout(id, m, cancel) == 0 {
 				p.d.EventsNoSub.Add(1)
 			}
 			return false, nil
@@ -102,28 +129,85 @@ func (p *Pattern) Publish(id dest.Identity, m *message.Message, cancel <-chan st
 }
 
 // fanout writes m to every subscription of id's group whose filter matches id's channel,
-// and returns how many received it.
-func (p *Pattern) fanout(id dest.Identity, m *message.Message) int {
+// and returns how many received it. A subscription over its connection's outbound limit
+// still receives m (DESIGN §9); then the caller — the producer's read goroutine, or a
+// fanout-mode queue's consumer — waits until every such connection is back at its low
+// watermark or closed, or until cancel or the dispatcher's stop closes. Under
+// slow-consumer-policy DROP the message is dropped for such a subscription instead, and
+// counted.
+func (p *Pattern) fanout(id dest.Identity, m *message.Message, cancel <-chan struct{}) int {
 	p.mu.RLock()
 	sl := p.subs[key(id.Group, id.Bare)]
 	p.mu.RUnlock()
 	if sl == nil {
 		return 0
 	}
-	n := 0
-	sl.Match(id.Channel, func(sub *delivery.Subscription) {
-		if sub.Allow != nil && !sub.Allow(id.Channel) {
-			return
-		}
-		if !sub.HasCredit() || !sub.Conn.Deliver(sub, m, nil, 0, 1) {
-			sub.Dropped.Add(1)
-			p.d.EventsDropped.Add(1)
-			return
-		}
-		n++
-	})
-	return n
+	f := fan{p: p, id: id, m: m}
+	sl.Match(id.Channel, f.deliver)
+	if len(f.waits) > 0 {
+		p.opts.Flow.Wait(f.waits, cancel, p.d.Stop())
+	}
+	return f.n
 }
+
+// fan is one publication's fan-out state. It stays on the stack; waits is allocated only
+// when a subscriber is congested.
+type fan struct {
+	p        *Pattern
+	id       dest.Identity
+	m        *message.Message
+	n        int
+	policy   int8              // 0 unknown, 1 pause producers, 2 drop
+	waits    []<-chan struct{} // congested subscribers' resume channels
+	lastWait <-chan struct{}
+}
+
+func (f *fan) deliver(sub *delivery.Subscription) {
+	if sub.Allow != nil && !sub.Allow(f.id.Channel) {
+		return
+	}
+	if !sub.EventCredit() {
+		f.drop(sub, false)
+		return
+	}
+	if f.policy == 0 {
+		f.policy = 1
+		if dp := f.p.opts.DropPolicy; dp != nil && dp.DropWhenFull(f.id) {
+			f.policy = 2
+		}
+	}
+	ok, congested := sub.Conn.DeliverEvent(sub, f.m, f.policy == 2)
+	if !ok {
+		f.drop(sub, f.policy == 2)
+		return
+	}
+	f.n++
+	if congested != nil && congested != f.lastWait {
+		f.lastWait = congested
+		f.waits = append(f.waits, congested)
+	}
+}
+
+// drop counts a message not delivered to sub: its prefetch is used up (client ack), its
+// connection is closing, or (byPolicy) it is over its limit under slow-consumer-policy DROP.
+func (f *fan) drop(sub *delivery.Subscription, byPolicy bool) {
+	sub.Dropped.Add(1)
+	f.p.d.EventsDropped.Add(1)
+	if !byPolicy {
+		return
+	}
+	f.p.opts.Flow.Dropped.Add(1)
+	now := time.Now().UnixNano()
+	last := f.p.dropLog.Load()
+	if now-last >= int64(dropLogEvery) && f.p.dropLog.CompareAndSwap(last, now) {
+		f.p.opts.Logger.Warn("events dropped for a subscriber over its outbound limit (slow-consumer-policy DROP)",
+			"destination", f.id.Channel, "group", f.id.Group, "subscription", sub.ID,
+			"dropped_total", f.p.opts.Flow.Dropped.Load())
+	}
+}
+
+// dropLogEvery rate-limits the drop-by-policy log line.
+const dropLogEvery = 10 * time.Second
 
 // Subscribe registers sub (validated: pattern events, wildcards allowed) on its connection
 // and in the index. Errors: delivery.ErrDuplicateSubscription.

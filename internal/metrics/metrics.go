@@ -12,6 +12,7 @@ import (
 	"github.com/titan-broker/titan/internal/dest"
 	"github.com/titan-broker/titan/internal/dispatch"
 	"github.com/titan-broker/titan/internal/eventlog"
+	"github.com/titan-broker/titan/internal/flow"
 	"github.com/titan-broker/titan/internal/router"
 	"github.com/titan-broker/titan/internal/rpc"
 	"github.com/titan-broker/titan/internal/session"
@@ -102,7 +103,22 @@ const (
 	NameRPCNoResponder      = "titan_rpc_no_responder_total"
 	NameRPCDropped          = "titan_rpc_dropped_responses_total"
 	NameRPCResponseTime     = "titan_rpc_response_seconds"
+	NameProducerPauses      = "titan_producer_pauses_total"
+	NameProducerResumes     = "titan_producer_resumes_total"
+	NameProducersPaused     = "titan_producers_paused"
+	NameSlowConsumers       = "titan_slow_consumers_closed_total"
+	NameEventsDroppedPolicy = "titan_events_dropped_by_policy_total"
+	NameHeapCongested       = "titan_heap_over_watermark"
 )
+
+// FlowSource is implemented by a Source that has flow control (DESIGN §9); a Source without
+// it exports the flow-control series as zeros.
+type FlowSource interface {
+	// FlowStats returns the flow-control counters.
+	FlowStats() *flow.Stats
+	// HeapCongested reports whether the heap is over its high watermark.
+	HeapCongested() bool
+}
 
 var queueLabels = []string{"group", "destination", "pattern"}
 
@@ -130,6 +146,8 @@ type Collector struct {
 	outboxSheds, outboxSkipped                   *prometheus.Desc
 	rpcRequests, rpcResponses, rpcTimeouts       *prometheus.Desc
 	rpcNoResponder, rpcDropped, rpcResponseTime  *prometheus.Desc
+	pauses, resumes, paused, slow, policyDropped *prometheus.Desc
+	heapOver                                     *prometheus.Desc
 }
 
 // NewCollector returns a collector reading src. The series it exports:
@@ -161,6 +179,9 @@ type Collector struct {
 //     titan_queue_enqueued_total, titan_queue_dispatched_total, titan_queue_acked_total,
 //     titan_queue_dropped_total, titan_queue_ring_removed_total, titan_queue_expired_total,
 //     titan_queue_dead_lettered_total.
+//   - flow control (DESIGN §9): titan_producer_pauses_total, titan_producer_resumes_total,
+//     titan_producers_paused, titan_slow_consumers_closed_total,
+//     titan_events_dropped_by_policy_total, titan_heap_over_watermark (0 or 1).
 //   - titan_egress_headers_dropped_total (headers a connection's STOMP version could not
 //     carry), titan_events_store_delivered_total.
 //   - the events-store outbox pollers: titan_outbox_pollers, titan_outbox_max_interval_seconds
@@ -189,7 +210,7 @@ func NewCollector(src Source) *Collector {
 		routeErrors:     d(NameRouterErrors, "Frames that ended in an ERROR, by route.", "route"),
 		published:       d(NamePublished, "Messages handed to the dispatch engine."),
 		noSub:           d(NameEventsNoSubscriber, "Events messages that matched no subscription (direct mode)."),
-		evDropped:       d(NameEventsDropped, "Events deliveries dropped for a full subscription or connection."),
+		evDropped:       d(NameEventsDropped, "Events deliveries not made: a client-ack subscription at its prefetch, a closing connection, or slow-consumer-policy DROP."),
 		dead:            d(NameDeadLettered, "Messages moved to a dead-letter queue."),
 		expired:         d(NameExpired, "Messages that expired before delivery."),
 		queues:          d(NameQueues, "Dispatcher queues that exist now."),
@@ -234,6 +255,12 @@ func NewCollector(src Source) *Collector {
 		rpcNoResponder:    q(NameRPCNoResponder, "Requests refused because no responder was subscribed."),
 		rpcDropped:        prometheus.NewDesc(NameRPCDropped, "Responses dropped: late (after the request timed out) or unknown (no pending request).", append(append([]string(nil), queueLabels...), "reason"), nil),
 		rpcResponseTime:   q(NameRPCResponseTime, "Time from request to response, in seconds."),
+		pauses:            d(NameProducerPauses, "Producer pauses: a producer stopped being read for a subscriber over its high watermark or for the heap."),
+		resumes:           d(NameProducerResumes, "Producer resumes: ends of those pauses."),
+		paused:            d(NameProducersPaused, "Producers paused now."),
+		slow:              d(NameSlowConsumers, "Subscribers closed as slow consumers (ERROR message:slow consumer)."),
+		policyDropped:     d(NameEventsDroppedPolicy, "Events deliveries dropped for a subscriber over its limit under slow-consumer-policy DROP."),
+		heapOver:          d(NameHeapCongested, "1 while the heap is over its high watermark (every producer paused)."),
 	}
 }
 
@@ -248,6 +275,7 @@ func (c *Collector) descs() []*prometheus.Desc {
 		c.egressDropped, c.logDelivered, c.outboxPollers, c.outboxMaxInterval, c.outboxSheds,
 		c.outboxSkipped, c.rpcRequests, c.rpcResponses, c.rpcTimeouts, c.rpcNoResponder,
 		c.rpcDropped, c.rpcResponseTime,
+		c.pauses, c.resumes, c.paused, c.slow, c.policyDropped, c.heapOver,
 	}
 }
 
@@ -296,6 +324,19 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	counter(c.published, e.Published.Load())
 	counter(c.noSub, e.EventsNoSub.Load())
 	counter(c.evDropped, e.EventsDropped.Load())
+	fs, heapOver := new(flow.Stats), 0.0
+	if f, ok := src.(FlowSource); ok {
+		fs = f.FlowStats()
+		if f.HeapCongested() {
+			heapOver = 1
+		}
+	}
+	counter(c.pauses, fs.Pauses.Load())
+	counter(c.resumes, fs.Resumes.Load())
+	gauge(c.paused, float64(fs.Paused.Load()))
+	counter(c.slow, fs.SlowConsumers.Load())
+	counter(c.policyDropped, fs.Dropped.Load())
+	gauge(c.heapOver, heapOver)
 	counter(c.dead, e.DeadLettered.Load())
 	counter(c.expired, e.Expired.Load())
 	counter(c.egressDropped, e.EgressHeadersDropped.Load())

@@ -84,12 +84,18 @@ const nativeSession = "titan-native"
 
 func (n *nativeClient) Version() frame.Version               { return frame.V12 }
 func (n *nativeClient) WriteMessage(*frame.Buf, []byte) bool { return false }
-func (n *nativeClient) QueuedBytes() int64                   { return 0 }
-func (n *nativeClient) ID() string                           { return nativeSession }
-func (n *nativeClient) WriteFrame(*frame.Frame) bool         { return true }
-func (n *nativeClient) Fail(pe *frame.ProtocolError)         { n.err = pe }
-func (n *nativeClient) Disconnect()                          {}
-func (n *nativeClient) Done() <-chan struct{}                { return nil }
+
+// WriteEvent refuses: an in-process publisher subscribes to nothing.
+func (n *nativeClient) WriteEvent(*frame.Buf, []byte, bool) (bool, <-chan struct{}) {
+	return false, nil
+}
+
+func (n *nativeClient) QueuedBytes() int64           { return 0 }
+func (n *nativeClient) ID() string                   { return nativeSession }
+func (n *nativeClient) WriteFrame(*frame.Frame) bool { return true }
+func (n *nativeClient) Fail(pe *frame.ProtocolError) { n.err = pe }
+func (n *nativeClient) Disconnect()                  {}
+func (n *nativeClient) Done() <-chan struct{}        { return nil }
 
 // Deliver publishes m, already built, to id through the publish port of id's SEND route
 // only (the broker's own messages: request/response answers). Errors: those of the port;

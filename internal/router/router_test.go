@@ -25,7 +25,11 @@ type fakeClient struct {
 func (c *fakeClient) Version() frame.Version                   { return c.v }
 func (c *fakeClient) WriteMessage(p *frame.Buf, _ []byte) bool { frame.PutBuf(p); return true }
 func (c *fakeClient) QueuedBytes() int64                       { return 0 }
-func (c *fakeClient) ID() string                               { return "test" }
+func (c *fakeClient) WriteEvent(p *frame.Buf, _ []byte, _ bool) (bool, <-chan struct{}) {
+	frame.PutBuf(p)
+	return true, nil
+}
+func (c *fakeClient) ID() string { return "test" }
 func (c *fakeClient) WriteFrame(f *frame.Frame) bool {
 	c.mu.Lock()
 	c.frames = append(c.frames, f.Clone())

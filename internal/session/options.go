@@ -4,6 +4,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/titan-broker/titan/internal/flow"
 	"github.com/titan-broker/titan/internal/frame"
 )
 
@@ -47,6 +48,17 @@ type Options struct {
 	// beyond it are refused (WriteMessage returns false) so that the caller can hold or drop
 	// them; control frames (RECEIPT, ERROR, CONNECTED) are always queued (default 16 MiB).
 	MaxOutboundBytes int64
+	// ResumeOutboundBytes is the low watermark of the outbound queue: once it went over
+	// MaxOutboundBytes (the high watermark; only events deliveries and control frames pass
+	// it), producers paused on this connection resume when the queue falls to this many
+	// bytes (default MaxOutboundBytes/2; DESIGN §9).
+	ResumeOutboundBytes int64
+	// SlowConsumerTimeout is how long the outbound queue may stay over MaxOutboundBytes
+	// without shrinking before the connection gets ERROR "slow consumer" and is closed
+	// (default 30 s; 0 disables it, leaving WriteTimeout).
+	SlowConsumerTimeout time.Duration
+	// FlowStats, when set, counts slow-consumer closes.
+	FlowStats *flow.Stats
 	// Logger receives connection events; nil discards them.
 	Logger *slog.Logger
 	// Authenticator, when set, authenticates every CONNECT (see Authenticator); nil accepts
@@ -75,5 +87,7 @@ func DefaultOptions() Options {
 		WriteTimeout:     30 * time.Second,
 		MaxOutboundBytes: 16 << 20,
 		AuthFailureDelay: DefaultAuthFailureDelay,
+
+		SlowConsumerTimeout: 30 * time.Second, // ResumeOutboundBytes 0: half of MaxOutboundBytes
 	}
 }

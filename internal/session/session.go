@@ -16,6 +16,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/titan-broker/titan/internal/flow"
 	"github.com/titan-broker/titan/internal/frame"
 )
 
@@ -60,6 +61,8 @@ type Session struct {
 	wantDrain    bool   // a limited write was refused; call onDrain once below half the limit; guarded by mu
 	onDrain      func() // set once before Serve's steady state
 
+	flow *flow.Outbound // watermarks over queuedBytes (flow.go), guarded by mu
+
 	kick     chan struct{} // 1-slot writer signal
 	progress chan struct{} // 1-slot signal: the writer wrote something (read-side back-pressure)
 	done     chan struct{} // closed when the connection is closed
@@ -93,6 +96,7 @@ func New(conn net.Conn, h Handler, opts *Options) *Session {
 	}
 	s.log = s.log.With("session", s.id, "remote", conn.RemoteAddr().String())
 	s.parser = frame.NewParser(deadlineReader{s}, opts.Limits)
+	s.flow = flow.NewOutbound(opts.MaxOutboundBytes, opts.ResumeOutboundBytes, opts.SlowConsumerTimeout, s.slowConsumer)
 	return s
 }
 
@@ -413,6 +417,13 @@ func (s *Session) enqueueBuf(prefix *frame.Buf, shared []byte) bool {
 // enqueueLocked queues bufs (and remembers pooled to release after writing). It takes s.mu
 // itself; the name marks that everything it changes is guarded by s.mu.
 func (s *Session) enqueueLocked(limited bool, pooled *frame.Buf, bufs ...[]byte) bool {
+	ok, _ := s.enqueueFlow(limited, pooled, bufs...)
+	return ok
+}
+
+// enqueueFlow is enqueueLocked that also returns the connection's congestion (see
+// flow.Outbound.Congested) after the write.
+func (s *Session) enqueueFlow(limited bool, pooled *frame.Buf, bufs ...[]byte) (bool, <-chan struct{}) {
 	n := 0
 	for _, b := range bufs {
 		n += len(b)
@@ -420,25 +431,27 @@ func (s *Session) enqueueLocked(limited bool, pooled *frame.Buf, bufs ...[]byte)
 	s.mu.Lock()
 	if s.closing {
 		s.mu.Unlock()
-		return false
+		return false, nil
 	}
 	if limited && s.queuedBytes > 0 && s.queuedBytes+int64(n) > s.opts.MaxOutboundBytes {
 		s.wantDrain = true
 		s.mu.Unlock()
-		return false
+		return false, nil
 	}
 	s.chunks = append(s.chunks, bufs...)
 	if pooled != nil {
 		s.pooled = append(s.pooled, pooled)
 	}
 	s.queuedBytes += int64(n)
+	s.flow.Grow(int64(n))
+	congested := s.flow.Congested()
 	s.mu.Unlock()
 	s.outBytes.Add(int64(n))
 	select {
 	case s.kick <- struct{}{}:
 	default:
 	}
-	return true
+	return true, congested
 }
 
 // OnDrain sets fn to be called (from the writer goroutine) when the outbound queue falls to
@@ -483,6 +496,7 @@ func (s *Session) CloseAfterFlush(reason CloseReason) {
 		s.closing = true
 		s.setReasonLocked(reason)
 	}
+	s.flow.Close() // no more writes: producers waiting on this connection continue
 	active := s.writerActive
 	s.mu.Unlock()
 	if !active {
@@ -500,6 +514,7 @@ func (s *Session) Close(reason CloseReason) {
 	s.mu.Lock()
 	s.closing = true
 	s.setReasonLocked(reason)
+	s.flow.Close()
 	s.mu.Unlock()
 	s.doneOnce.Do(func() {
 		close(s.done)
@@ -628,6 +643,7 @@ func (s *Session) writeLoop() {
 			}
 			s.mu.Lock()
 			s.queuedBytes -= n
+			s.flow.Shrink(n)
 			more := len(s.chunks) > 0
 			closing = s.closing
 			drained := s.wantDrain && s.queuedBytes <= s.opts.MaxOutboundBytes/2 && !closing

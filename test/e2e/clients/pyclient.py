@@ -1547,6 +1547,45 @@ def sc_cluster_store(args, out):
     res["durable_resumed"] = d2.bodies()
     out.update(res)
 
+def sc_flow(args, out):
+    """Flow control (issue 11): `subscribers` reading clients on `dest`; a producer sends one
+    message per entry of `sizes` (bytes), each body starting "m<i>:"; with `burst` it sends
+    them all before waiting for the RECEIPTs, else it waits for each. Reports, per
+    subscriber, "m<i>:<length>" for every message received, and the receipts."""
+    dest, n, sizes = args["dest"], args["subscribers"], args["sizes"]
+    subs = [Client(args) for _ in range(n)]
+    for s in subs:
+        s.subscribe(dest)
+    p = Client(args)
+    rids = []
+    t0 = time.monotonic()
+    try:
+        for i, size in enumerate(sizes):
+            tag = "m%d:" % i
+            body = tag + "x" * (size - len(tag))
+            if args.get("burst"):
+                rid = p.rid("send")
+                rids.append(rid)
+                p.conn.send(dest, body, headers={"receipt": rid})
+            else:
+                p.send(dest, body)
+        for rid in rids:
+            p.col.wait_receipt(rid, p.timeout)
+        out["receipts"] = len(rids) if args.get("burst") else len(sizes)
+        for s in subs:
+            s.col.wait(lambda col: len(col.messages) >= len(sizes), s.timeout, "%d messages" % len(sizes))
+        out["seconds"] = time.monotonic() - t0
+        p.disconnect()
+        for s in subs:
+            s.disconnect()
+    finally:
+        got = []
+        for s in subs:
+            with s.col.cond:
+                got.append(["%s:%d" % (text(b).split(":", 1)[0], len(b)) for _, b in s.col.messages])
+        out["received"] = got
+        out["errors"] = [e for s in subs for e in s.col.errors] + p.col.errors
+
 
 SCENARIOS = {name[3:]: fn for name, fn in globals().items() if name.startswith("sc_")}
 
