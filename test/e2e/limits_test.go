@@ -2,6 +2,8 @@ package e2e
 
 import (
 	"fmt"
+	"io"
+	"net/http"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -195,8 +197,16 @@ func useNames(t *testing.T, p *titanProc, n int) {
 		requireNoError(t, err, "after %d MESSAGEs", got)
 		requireEqual(t, "MESSAGE", f.command)
 	}
-	eventually(t, 30*time.Second, 100*time.Millisecond, func() bool {
-		return metricSum(scrapeMetrics(t, b), "titan_queue_messages") == 0
+	// A scrape walks every queue: with 20,000 of them, a race-built broker on a loaded
+	// machine can take longer than httpClient's 10 s, so this wait uses a patient client.
+	patient := &http.Client{Timeout: 60 * time.Second}
+	eventually(t, 90*time.Second, 100*time.Millisecond, func() bool {
+		resp, err := patient.Get(monitorURL(b) + "/metrics")
+		requireNoError(t, err, "GET /metrics")
+		defer resp.Body.Close()
+		data, err := io.ReadAll(resp.Body)
+		requireNoError(t, err, "reading /metrics")
+		return metricSum(string(data), "titan_queue_messages") == 0
 	}, "every message consumed")
 	_ = c.conn.Close()
 }
