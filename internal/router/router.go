@@ -258,9 +258,12 @@ func (r *Router) run(c *Context, stages []Stage) (rest []Stage) {
 	return nil
 }
 
-// deferTail finishes a SEND whose message was committed to the WAL but not yet fsync'd: on
-// the connection's pipeline it waits for the fsync, runs the remaining stages (publish) and
-// answers. c is copied, detached from the read buffer.
+// deferTail finishes a SEND whose message was handed to the store's group commit but not yet
+// fsync'd: on the connection's pipeline it waits for the commit, runs the remaining stages
+// (publish; for queues publish already ran, see below) and answers. A queue message whose
+// commit then fails stays published (in memory) while its producer gets the ERROR: it may
+// still be delivered, as after any ERROR without a RECEIPT (at-least-once). c is copied,
+// detached from the read buffer.
 func (r *Router) deferTail(c *Context, rest []Stage) {
 	conn := c.Conn
 	wait := c.durable
@@ -270,9 +273,25 @@ func (r *Router) deferTail(c *Context, rest []Stage) {
 	if conn.pipe == nil {
 		conn.pipe = newPipeline(r.opts.Go)
 	}
+	early := tail.Route == RouteSendQueue
+	if early {
+		// A queue message is published now, before its fsync, so that a consumer can take
+		// and acknowledge it while its group commit is pending: the store then drops it from
+		// the group and it costs no write and no delete. The RECEIPT still waits for the
+		// commit, so it keeps its meaning. Events-store readers see only synced records, so
+		// that route publishes after the fsync.
+		r.run(&tail, rest)
+		rest = nil
+	}
 	finish := func() {
 		err := wait()
 		switch {
+		case early && conn.pipe != nil && conn.pipe.failed():
+			// Already published; an earlier SEND failed and closed the connection, so this
+			// one is never answered (its message stays queued and stored).
+			return
+		case early && tail.Err != nil:
+			// Refused by the publish stage, which forgot the stored copy: answer in order.
 		case conn.pipe != nil && conn.pipe.failed():
 			// An earlier SEND failed and closed the connection: this one was never answered.
 			if err == nil {

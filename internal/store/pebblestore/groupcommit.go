@@ -1,0 +1,219 @@
+package pebblestore
+
+import (
+	"encoding/binary"
+
+	"github.com/cockroachdb/pebble/v2"
+)
+
+// Write-behind group commit.
+//
+// AppendAsync does not write to Pebble itself: it gives the records their sequences (under
+// the stream's lock, so a stream's sequences are handed out in order), copies them into the
+// current group and wakes the committer. The committer goroutine takes the whole group —
+// every stream, every producer — builds one Pebble batch (the records plus each touched
+// stream's latest state), applies it with Sync and waits for the one fsync; then it raises
+// each stream's durable mark and releases the group's waiters. While one group is being
+// synced the next one fills, so the fsync rate stays one per group however many producers
+// and destinations there are.
+//
+// A record deleted (Delete, Trim) while it still waits in the current group is dropped from
+// the group: it never reaches the WAL, and neither does its delete. This is what makes a
+// queue message that is consumed and acknowledged before its batch is flushed cost neither
+// a write nor a delete. Its sequence stays used (the stream state written with the group
+// keeps the high-water mark), and its Append's wait still returns only after the group was
+// committed, so "wait returned nil" keeps meaning "the record is durable, or was deleted
+// before it had to be".
+//
+// Locks: a stream's mu, then gmu (AppendAsync, Delete, Trim); commitMu, then gmu (the
+// committer). Delete and Trim take commitMu after the stream's mu, so a delete of a record
+// in the group being applied waits until Pebble has it, and the state they write is never
+// overwritten by an older snapshot in a group committed after them.
+
+// pendingRecord is one record waiting in a group: its bytes are arena[off:off+n].
+type pendingRecord struct {
+	st   *stream
+	seq  uint64
+	off  int
+	n    int
+	gone bool // deleted before it was committed
+}
+
+type recordRef struct {
+	st  *stream
+	seq uint64
+}
+
+// group is the set of appends committed together.
+type group struct {
+	recs   []pendingRecord
+	arena  []byte
+	index  map[recordRef]int       // record → position in recs
+	states map[*stream]streamState // each touched stream's latest state
+	done   chan struct{}           // closed once committed (or failed)
+	err    error                   // set before done is closed
+}
+
+func newGroup() *group {
+	return &group{
+		index:  make(map[recordRef]int),
+		states: make(map[*stream]streamState),
+		done:   make(chan struct{}),
+	}
+}
+
+// addLocked appends records (first sequence first) of st to the current group and records
+// next as st's state. st.mu and s.gmu must be held.
+func (s *Store) addLocked(st *stream, first uint64, records [][]byte, next streamState) *group {
+	g := s.cur
+	if g == nil {
+		g = newGroup()
+		s.cur = g
+	}
+	for i, r := range records {
+		seq := first + uint64(i)
+		g.index[recordRef{st, seq}] = len(g.recs)
+		g.recs = append(g.recs, pendingRecord{st: st, seq: seq, off: len(g.arena), n: len(r)})
+		g.arena = append(g.arena, r...)
+	}
+	g.states[st] = next
+	return g
+}
+
+// dropPendingLocked removes from the current group st's records that keep(seq) rejects,
+// and returns how many records and bytes were removed and whether st.first was among them.
+// st.mu and s.gmu must be held.
+func (s *Store) dropPendingLocked(st *stream, seqs []uint64, below uint64) (n, bytes uint64, firstGone bool, rest []uint64) {
+	g := s.cur
+	if g == nil {
+		return 0, 0, false, seqs
+	}
+	drop := func(i int) {
+		r := &g.recs[i]
+		if r.gone {
+			return
+		}
+		r.gone = true
+		n++
+		bytes += uint64(r.n)
+		firstGone = firstGone || r.seq == st.first
+	}
+	if below > 0 {
+		for i := range g.recs {
+			if g.recs[i].st == st && g.recs[i].seq < below {
+				drop(i)
+			}
+		}
+		return n, bytes, firstGone, seqs
+	}
+	rest = seqs[:0]
+	for _, seq := range seqs {
+		if i, ok := g.index[recordRef{st, seq}]; ok {
+			drop(i)
+			continue
+		}
+		rest = append(rest, seq)
+	}
+	return n, bytes, firstGone, rest
+}
+
+// noteStateLocked makes st's state in the current group next, when the group touches st.
+// s.gmu must be held.
+func (s *Store) noteStateLocked(st *stream, next streamState) {
+	if g := s.cur; g != nil {
+		if _, ok := g.states[st]; ok {
+			g.states[st] = next
+		}
+	}
+}
+
+// kickCommitter wakes the committer without blocking.
+func (s *Store) kickCommitter() {
+	select {
+	case s.kick <- struct{}{}:
+	default:
+	}
+}
+
+// commitLoop is the committer goroutine: it commits the current group whenever one is
+// waiting, until Close stops it (after every wait returned, so no group is left).
+func (s *Store) commitLoop() {
+	defer close(s.committerDone)
+	for {
+		select {
+		case <-s.stop:
+			return
+		case <-s.kick:
+		}
+		for s.commitGroup() {
+		}
+	}
+}
+
+// commitGroup commits the current group, if any, and reports whether it did.
+func (s *Store) commitGroup() bool {
+	s.commitMu.Lock()
+	s.gmu.Lock()
+	g := s.cur
+	s.cur = nil
+	s.gmu.Unlock()
+	if g == nil {
+		s.commitMu.Unlock()
+		return false
+	}
+	size := 0
+	for _, r := range g.recs {
+		if !r.gone {
+			size += len(r.st.recPrefix) + 8 + r.n + 16
+		}
+	}
+	for st := range g.states {
+		size += stateLen + len(st.stateKey) + 16
+	}
+	s.Committed.Add(uint64(len(g.recs)))
+	b := s.db.NewBatchWithSize(size)
+	err := func() error {
+		for _, r := range g.recs {
+			if r.gone {
+				s.Dropped.Add(1)
+				continue
+			}
+			op := b.SetDeferred(len(r.st.recPrefix)+8, r.n)
+			copy(op.Key, r.st.recPrefix)
+			binary.BigEndian.PutUint64(op.Key[len(r.st.recPrefix):], r.seq)
+			copy(op.Value, g.arena[r.off:r.off+r.n])
+			if err := op.Finish(); err != nil {
+				return wrapErr("append", err)
+			}
+		}
+		for st, state := range g.states {
+			if err := b.Set(st.stateKey, state.encode(), nil); err != nil {
+				return wrapErr("append", err)
+			}
+		}
+		s.claimSync()
+		if err := s.db.ApplyNoSyncWait(b, pebble.Sync); err != nil {
+			return s.fail(wrapErr("append", err))
+		}
+		return nil
+	}()
+	s.commitMu.Unlock()
+	if err == nil {
+		if err = b.SyncWait(); err != nil {
+			err = s.fail(wrapErr("append", err))
+		} else if err = s.wal.faultErr(); err != nil {
+			// The WAL failed at some point before this batch's sync returned: it may not
+			// have reached the disk.
+			err = s.fail(wrapErr("append", err))
+		}
+	}
+	_ = b.Close()
+	if err == nil {
+		for st, state := range g.states {
+			st.raiseDurable(state.last)
+		}
+	}
+	g.err = err
+	close(g.done)
+	return true
+}
