@@ -51,7 +51,7 @@ func benchEndToEnd(b *testing.B, store, pattern string, producers, consumers int
 
 	per := max(b.N/producers, 1)
 	sent := per * producers
-	want := sent // deliveries expected in all
+	want := sent            // deliveries expected in all
 	if pattern != "queue" { // every subscriber of a topic or a log gets every message
 		want = sent * consumers
 	}
