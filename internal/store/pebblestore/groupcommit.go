@@ -54,7 +54,13 @@ type group struct {
 	err    error                   // set before done is closed
 }
 
-func newGroup() *group {
+// newGroupLocked returns an empty group, reusing the buffers of the last committed one.
+// s.gmu must be held.
+func (s *Store) newGroupLocked() *group {
+	if sp := s.spare; sp != nil {
+		s.spare = nil
+		return &group{recs: sp.recs, arena: sp.arena, index: sp.index, states: sp.states, done: make(chan struct{})}
+	}
 	return &group{
 		index:  make(map[recordRef]int),
 		states: make(map[*stream]streamState),
@@ -62,12 +68,27 @@ func newGroup() *group {
 	}
 }
 
+// recycle keeps g's buffers for the next group. Waiters read only done and err, so the
+// buffers are free once g is committed. Very large buffers are let go.
+func (s *Store) recycle(g *group) {
+	if cap(g.arena) > 4<<20 {
+		return
+	}
+	clear(g.index)
+	clear(g.states)
+	sp := &group{recs: g.recs[:0], arena: g.arena[:0], index: g.index, states: g.states}
+	g.recs, g.arena, g.index, g.states = nil, nil, nil, nil
+	s.gmu.Lock()
+	s.spare = sp
+	s.gmu.Unlock()
+}
+
 // addLocked appends records (first sequence first) of st to the current group and records
 // next as st's state. st.mu and s.gmu must be held.
 func (s *Store) addLocked(st *stream, first uint64, records [][]byte, next streamState) *group {
 	g := s.cur
 	if g == nil {
-		g = newGroup()
+		g = s.newGroupLocked()
 		s.cur = g
 	}
 	for i, r := range records {
@@ -214,6 +235,9 @@ func (s *Store) commitGroup() bool {
 		}
 	}
 	g.err = err
+	states := g.states
+	g.states = nil
 	close(g.done)
+	s.recycle(&group{recs: g.recs, arena: g.arena, index: g.index, states: states})
 	return true
 }

@@ -63,6 +63,7 @@ type Store struct {
 	commitMu      sync.Mutex    // held by the committer from taking a group until Pebble applied it
 	gmu           sync.Mutex    // guards cur
 	cur           *group        // the group appends join; nil when none waits
+	spare         *group        // guarded by gmu: buffers of the last committed group, for reuse
 	kick          chan struct{} // wakes the committer (capacity 1)
 	committerDone chan struct{} // closed by the committer when it returns
 
