@@ -427,3 +427,42 @@ func (l *Log) PersistAsync(id dest.Identity, m *message.Message) (wait func() er
 		return nil
 	}, nil
 }
+
+// PersistAll commits ms (ms[i] to ids[i]) as one atomic store batch with one commit, and
+// sets their Sequences: after a crash either all of them are stored or none is. It is a
+// transaction's COMMIT. On a store without store.MultiAppender it persists them one by one
+// (not atomic: the memory store, which keeps nothing across a crash anyway). Errors: the
+// store's; then none of ms is stored.
+func (l *Log) PersistAll(ids []dest.Identity, ms []*message.Message) error {
+	if len(ms) == 0 {
+		return nil
+	}
+	ma, ok := l.st.(store.MultiAppender)
+	if !ok {
+		for i, m := range ms {
+			if err := l.Persist(ids[i], m); err != nil {
+				for j := range i {
+					l.Forget(ids[j], ms[j])
+				}
+				return err
+			}
+		}
+		return nil
+	}
+	entries := make([]store.StreamRecords, len(ms))
+	for i, m := range ms {
+		entries[i] = store.StreamRecords{Stream: l.stream(ids[i]), Records: [][]byte{message.Encode(nil, m)}}
+	}
+	firsts, wait, err := ma.AppendMulti(entries)
+	if err == nil {
+		err = wait()
+	}
+	if err != nil {
+		return fmt.Errorf("durable: persist transaction: %w", err)
+	}
+	for i, m := range ms {
+		m.Sequence = firsts[i]
+	}
+	l.Appended.Add(uint64(len(ms)))
+	return nil
+}

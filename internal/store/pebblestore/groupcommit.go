@@ -2,8 +2,12 @@ package pebblestore
 
 import (
 	"encoding/binary"
+	"slices"
+	"strings"
 
 	"github.com/cockroachdb/pebble/v2"
+
+	"github.com/titan-broker/titan/internal/store"
 )
 
 // Write-behind group commit.
@@ -25,7 +29,8 @@ import (
 // committed, so "wait returned nil" keeps meaning "the record is durable, or was deleted
 // before it had to be".
 //
-// Locks: a stream's mu, then gmu (AppendAsync, Delete, Trim); commitMu, then gmu (the
+// Locks: a stream's mu (AppendMulti: several, in name order), then gmu (AppendAsync,
+// AppendMulti, Delete, Trim); commitMu, then gmu (the
 // committer). Delete and Trim take commitMu after the stream's mu, so a delete of a record
 // in the group being applied waits until Pebble has it, and the state they write is never
 // overwritten by an older snapshot in a group committed after them.
@@ -240,4 +245,65 @@ func (s *Store) commitGroup() bool {
 	close(g.done)
 	s.recycle(&group{recs: g.recs, arena: g.arena, index: g.index, states: states})
 	return true
+}
+
+// AppendMulti implements store.MultiAppender: the records of every entry join the current
+// group while the locks of all their streams are held (taken in name order), so the
+// committer cannot split them: they are committed in one Pebble batch, all or none.
+func (s *Store) AppendMulti(entries []store.StreamRecords) ([]uint64, func() error, error) {
+	if len(entries) == 0 {
+		return nil, nil, store.ErrNoRecords
+	}
+	for _, e := range entries {
+		if err := store.CheckName(e.Stream); err != nil {
+			return nil, nil, err
+		}
+		if len(e.Records) == 0 {
+			return nil, nil, store.ErrNoRecords
+		}
+	}
+	if err := s.enter(true); err != nil {
+		return nil, nil, err
+	}
+	sts := make([]*stream, len(entries))
+	locks := make([]*stream, 0, len(entries))
+	for i, e := range entries {
+		sts[i] = s.stream(e.Stream, true)
+		if !slices.Contains(locks, sts[i]) {
+			locks = append(locks, sts[i])
+		}
+	}
+	slices.SortFunc(locks, func(a, b *stream) int { return strings.Compare(a.name, b.name) })
+	for _, st := range locks {
+		st.mu.Lock()
+	}
+	firsts := make([]uint64, len(entries))
+	s.gmu.Lock()
+	var g *group
+	for i, e := range entries {
+		st := sts[i]
+		first := st.last + 1
+		next := st.stateLocked()
+		for _, r := range e.Records {
+			next.bytes += uint64(len(r))
+		}
+		next.last += uint64(len(e.Records))
+		next.count += uint64(len(e.Records))
+		if st.count == 0 {
+			st.first = first
+		}
+		st.last, st.count, st.bytes = next.last, next.count, next.bytes
+		g = s.addLocked(st, first, e.Records, next)
+		firsts[i] = first
+	}
+	s.gmu.Unlock()
+	for _, st := range locks {
+		st.mu.Unlock()
+	}
+	s.kickCommitter()
+	return firsts, func() error {
+		defer s.exit()
+		<-g.done
+		return g.err
+	}, nil
 }

@@ -421,10 +421,12 @@ func (s *Store) Append(name string, records ...[]byte) (uint64, error) {
 	return first, wait()
 }
 
-// AppendAsync implements store.AsyncAppender: it commits the records to the WAL in order and
-// returns before the fsync; wait blocks until they are durable (sharing the fsync with every
-// concurrent append) and must be called exactly once. Records become visible to Scan only
-// after their wait returned nil. Errors as Append, from AppendAsync or from wait.
+// AppendAsync implements store.AsyncAppender: it gives the records their sequences and adds
+// them to the current write-behind group (groupcommit.go), which the committer writes as one
+// synced batch with every other append waiting; wait blocks until that group is committed
+// and must be called exactly once. A record deleted before its group is written is dropped
+// from it (never written). Records become visible to Scan only after their group committed.
+// Errors as Append, from AppendAsync or from wait.
 func (s *Store) AppendAsync(name string, records ...[]byte) (uint64, func() error, error) {
 	if err := store.CheckName(name); err != nil {
 		return 0, nil, err
