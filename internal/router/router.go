@@ -185,6 +185,7 @@ type Conn struct {
 	txs       map[string]*transaction
 	pipe      *pipeline // persistent SENDs awaiting their fsync; created on first use
 	pipelined bool      // persistent SENDs may be pipelined (a store and a pipeline exist)
+	scratch   Context   // Handle's Context (read goroutine only)
 }
 
 // Open returns the router state for a newly connected client.
@@ -210,9 +211,15 @@ func (r *Router) Close(c *Conn) {
 }
 
 // Handle routes one frame from c. f is valid only during the call.
+//
+// The Context lives in c (scratch) rather than on the heap: Handle is called from the
+// connection's read goroutine only, and nothing keeps the Context after Route returns (a
+// deferred SEND copies it).
 func (r *Router) Handle(c *Conn, f *frame.Frame) {
-	ctx := Context{Conn: c, Frame: f}
-	r.Route(&ctx)
+	ctx := &c.scratch
+	*ctx = Context{Conn: c, Frame: f}
+	r.Route(ctx)
+	*ctx = Context{}
 }
 
 // Route runs c through its route to Final. It never panics: a stage panic is recovered,
@@ -266,54 +273,66 @@ func (r *Router) run(c *Context, stages []Stage) (rest []Stage) {
 // detached from the read buffer.
 func (r *Router) deferTail(c *Context, rest []Stage) {
 	conn := c.Conn
-	wait := c.durable
-	tail := *c
-	tail.Frame, tail.durable = nil, nil
-	tail.Receipt = strings.Clone(c.Receipt)
+	d := &deferredSend{r: r, conn: conn, tail: *c, rest: rest, wait: c.durable}
+	d.tail.Frame, d.tail.durable = nil, nil
+	d.tail.Receipt = strings.Clone(c.Receipt)
 	if conn.pipe == nil {
 		conn.pipe = newPipeline(r.opts.Go)
 	}
-	early := tail.Route == RouteSendQueue
-	if early {
+	d.early = d.tail.Route == RouteSendQueue
+	if d.early {
 		// A queue message is published now, before its fsync, so that a consumer can take
 		// and acknowledge it while its group commit is pending: the store then drops it from
 		// the group and it costs no write and no delete. The RECEIPT still waits for the
 		// commit, so it keeps its meaning. Events-store readers see only synced records, so
 		// that route publishes after the fsync.
-		r.run(&tail, rest)
-		rest = nil
-	}
-	finish := func() {
-		err := wait()
-		switch {
-		case early && conn.pipe != nil && conn.pipe.failed():
-			// Already published; an earlier SEND failed and closed the connection, so this
-			// one is never answered (its message stays queued and stored).
-			return
-		case early && tail.Err != nil:
-			// Refused by the publish stage, which forgot the stored copy: answer in order.
-		case conn.pipe != nil && conn.pipe.failed():
-			// An earlier SEND failed and closed the connection: this one was never answered.
-			if err == nil {
-				r.opts.Store.Forget(tail.Identity, tail.Message)
-			}
-			return
-		case err != nil:
-			tail.fail(storeRefusal(err), "the broker could not store the message; it was not accepted")
-		default:
-			r.run(&tail, rest)
-		}
-		if tail.Err != nil {
-			r.Errors[tail.Route].Add(1)
-			if tail.Err.Fatal && conn.pipe != nil {
-				conn.pipe.fail()
-			}
-		}
-		r.final.Apply(&tail)
+		r.run(&d.tail, d.rest)
+		d.rest = nil
 	}
 	if conn.pipe == nil { // shutting down: finish in line
-		finish()
+		d.finish()
 		return
 	}
-	conn.pipe.push(finish)
+	conn.pipe.push(d)
+}
+
+// deferredSend is a SEND waiting on its connection's pipeline for its store commit (one
+// allocation per deferred SEND).
+type deferredSend struct {
+	r     *Router
+	conn  *Conn
+	tail  Context
+	rest  []Stage
+	wait  func() error
+	early bool // published before the commit (queues)
+}
+
+func (d *deferredSend) finish() {
+	r, conn, tail := d.r, d.conn, &d.tail
+	err := d.wait()
+	switch {
+	case d.early && conn.pipe != nil && conn.pipe.failed():
+		// Already published; an earlier SEND failed and closed the connection, so this
+		// one is never answered (its message stays queued and stored).
+		return
+	case d.early && tail.Err != nil:
+		// Refused by the publish stage, which forgot the stored copy: answer in order.
+	case conn.pipe != nil && conn.pipe.failed():
+		// An earlier SEND failed and closed the connection: this one was never answered.
+		if err == nil {
+			r.opts.Store.Forget(tail.Identity, tail.Message)
+		}
+		return
+	case err != nil:
+		tail.fail(storeRefusal(err), "the broker could not store the message; it was not accepted")
+	default:
+		r.run(tail, d.rest)
+	}
+	if tail.Err != nil {
+		r.Errors[tail.Route].Add(1)
+		if tail.Err.Fatal && conn.pipe != nil {
+			conn.pipe.fail()
+		}
+	}
+	r.final.Apply(tail)
 }

@@ -57,20 +57,29 @@ type group struct {
 	states map[*stream]streamState // each touched stream's latest state
 	done   chan struct{}           // closed once committed (or failed)
 	err    error                   // set before done is closed
+	wait   func() error            // every member's wait: one closure per group, not per append
 }
 
 // newGroupLocked returns an empty group, reusing the buffers of the last committed one.
 // s.gmu must be held.
 func (s *Store) newGroupLocked() *group {
+	var g *group
 	if sp := s.spare; sp != nil {
 		s.spare = nil
-		return &group{recs: sp.recs, arena: sp.arena, index: sp.index, states: sp.states, done: make(chan struct{})}
+		g = &group{recs: sp.recs, arena: sp.arena, index: sp.index, states: sp.states, done: make(chan struct{})}
+	} else {
+		g = &group{
+			index:  make(map[recordRef]int),
+			states: make(map[*stream]streamState),
+			done:   make(chan struct{}),
+		}
 	}
-	return &group{
-		index:  make(map[recordRef]int),
-		states: make(map[*stream]streamState),
-		done:   make(chan struct{}),
+	g.wait = func() error {
+		defer s.exit()
+		<-g.done
+		return g.err
 	}
+	return g
 }
 
 // recycle keeps g's buffers for the next group. Waiters read only done and err, so the
@@ -301,9 +310,5 @@ func (s *Store) AppendMulti(entries []store.StreamRecords) ([]uint64, func() err
 		st.mu.Unlock()
 	}
 	s.kickCommitter()
-	return firsts, func() error {
-		defer s.exit()
-		<-g.done
-		return g.err
-	}, nil
+	return firsts, g.wait, nil
 }

@@ -455,12 +455,7 @@ func (s *Store) AppendAsync(name string, records ...[]byte) (uint64, func() erro
 	s.gmu.Unlock()
 	st.mu.Unlock()
 	s.kickCommitter()
-	wait := func() error {
-		defer s.exit()
-		<-g.done
-		return g.err
-	}
-	return first, wait, nil
+	return first, g.wait, nil
 }
 
 // Delete implements store.Store. It looks each seq up (to keep Count and Bytes exact),
