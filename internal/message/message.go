@@ -43,8 +43,8 @@ type Message struct {
 	// Sequence is the store sequence for durable patterns (0 when not stored).
 	Sequence uint64
 
-	enc     [3][]byte   // shared MESSAGE tail per version (index version-1); written in once
-	dropped [3]int32    // headers the version could not represent; written in once
+	enc     [3][]byte    // shared MESSAGE tail per version (index version-1); written in once
+	dropped [3]int32     // headers the version could not represent; written in once
 	once    [3]sync.Once // Do's return orders the writes above before every read
 }
 
