@@ -29,6 +29,9 @@ import (
 // committed, so "wait returned nil" keeps meaning "the record is durable, or was deleted
 // before it had to be".
 //
+// Flow: the appender that finds no group in flight applies the group itself (kickCommitter);
+// the committer goroutine awaits its fsync and then commits whatever gathered meanwhile.
+//
 // Locks: a stream's mu (AppendMulti: several, in name order), then gmu (AppendAsync,
 // AppendMulti, Delete, Trim); commitMu, then gmu (the
 // committer). Delete and Trim take commitMu after the stream's mu, so a delete of a record
@@ -55,6 +58,7 @@ type group struct {
 	arena  []byte
 	index  map[recordRef]int       // record → position in recs
 	states map[*stream]streamState // each touched stream's latest state
+	pend   map[*stream]streamState // count and bytes of each stream's records here (not gone)
 	done   chan struct{}           // closed once committed (or failed)
 	err    error                   // set before done is closed
 	wait   func() error            // every member's wait: one closure per group, not per append
@@ -66,11 +70,12 @@ func (s *Store) newGroupLocked() *group {
 	var g *group
 	if sp := s.spare; sp != nil {
 		s.spare = nil
-		g = &group{recs: sp.recs, arena: sp.arena, index: sp.index, states: sp.states, done: make(chan struct{})}
+		g = &group{recs: sp.recs, arena: sp.arena, index: sp.index, states: sp.states, pend: sp.pend, done: make(chan struct{})}
 	} else {
 		g = &group{
 			index:  make(map[recordRef]int),
 			states: make(map[*stream]streamState),
+			pend:   make(map[*stream]streamState),
 			done:   make(chan struct{}),
 		}
 	}
@@ -90,8 +95,9 @@ func (s *Store) recycle(g *group) {
 	}
 	clear(g.index)
 	clear(g.states)
-	sp := &group{recs: g.recs[:0], arena: g.arena[:0], index: g.index, states: g.states}
-	g.recs, g.arena, g.index, g.states = nil, nil, nil, nil
+	clear(g.pend)
+	sp := &group{recs: g.recs[:0], arena: g.arena[:0], index: g.index, states: g.states, pend: g.pend}
+	g.recs, g.arena, g.index, g.states, g.pend = nil, nil, nil, nil, nil
 	s.gmu.Lock()
 	s.spare = sp
 	s.gmu.Unlock()
@@ -105,12 +111,16 @@ func (s *Store) addLocked(st *stream, first uint64, records [][]byte, next strea
 		g = s.newGroupLocked()
 		s.cur = g
 	}
+	p := g.pend[st]
 	for i, r := range records {
 		seq := first + uint64(i)
 		g.index[recordRef{st, seq}] = len(g.recs)
 		g.recs = append(g.recs, pendingRecord{st: st, seq: seq, off: len(g.arena), n: len(r)})
 		g.arena = append(g.arena, r...)
+		p.count++
+		p.bytes += uint64(len(r))
 	}
+	g.pend[st] = p
 	g.states[st] = next
 	return g
 }
@@ -131,6 +141,10 @@ func (s *Store) dropPendingLocked(st *stream, seqs []uint64, below uint64) (n, b
 		r.gone = true
 		n++
 		bytes += uint64(r.n)
+		p := g.pend[st]
+		p.count--
+		p.bytes -= uint64(r.n)
+		g.pend[st] = p
 		firstGone = firstGone || r.seq == st.first
 	}
 	if below > 0 {
@@ -162,40 +176,91 @@ func (s *Store) noteStateLocked(st *stream, next streamState) {
 	}
 }
 
-// kickCommitter wakes the committer without blocking.
+// flight is a group applied to Pebble whose fsync is still to be awaited.
+type flight struct {
+	g   *group
+	b   *pebble.Batch
+	err error
+}
+
+// writtenStateLocked is the state to write with a removal of st's records: the in-memory
+// state without the records still waiting in the current group, which are not in Pebble
+// (a crash after the removal but before their group must not count them). commitMu and gmu
+// must be held (so the current group cannot be taken meanwhile).
+func (s *Store) writtenStateLocked(st *stream, next streamState) streamState {
+	if g := s.cur; g != nil {
+		p := g.pend[st]
+		next.count -= p.count
+		next.bytes -= p.bytes
+	}
+	return next
+}
+
+// kickCommitter starts a commit when none is in flight: the caller itself takes the current
+// group and applies it to Pebble (which starts the fsync at once), and hands the flight to
+// the committer goroutine, which awaits the fsync while the next group fills. When a group
+// is in flight it does nothing: the committer takes the next group as soon as the flight
+// has landed. So at most one group is in flight, an idle store commits without a goroutine
+// hop, and a busy one commits whatever gathered during the previous fsync.
 func (s *Store) kickCommitter() {
-	select {
-	case s.kick <- struct{}{}:
-	default:
+	s.gmu.Lock()
+	if s.busy {
+		s.gmu.Unlock()
+		return
 	}
+	s.busy = true
+	s.gmu.Unlock()
+	f, ok := s.takeAndApply()
+	if !ok {
+		return
+	}
+	s.flights <- f // capacity 1, and only one flight at a time: never blocks
 }
 
-// commitLoop is the committer goroutine: it commits the current group whenever one is
-// waiting, until Close stops it (after every wait returned, so no group is left).
-func (s *Store) commitLoop() {
-	defer close(s.committerDone)
-	for {
-		select {
-		case <-s.stop:
-			return
-		case <-s.kick:
-		}
-		for s.commitGroup() {
-		}
-	}
-}
-
-// commitGroup commits the current group, if any, and reports whether it did.
-func (s *Store) commitGroup() bool {
+// takeAndApply takes the current group and applies it; ok is false (and busy cleared) when
+// there is none.
+func (s *Store) takeAndApply() (flight, bool) {
 	s.commitMu.Lock()
 	s.gmu.Lock()
 	g := s.cur
 	s.cur = nil
-	s.gmu.Unlock()
 	if g == nil {
+		s.busy = false
+		s.gmu.Unlock()
 		s.commitMu.Unlock()
-		return false
+		return flight{}, false
 	}
+	s.gmu.Unlock()
+	b, err := s.applyLocked(g)
+	s.commitMu.Unlock()
+	return flight{g: g, b: b, err: err}, true
+}
+
+// commitLoop is the committer goroutine: it lands each flight (awaits its fsync and
+// releases its waiters) and commits the groups that gathered meanwhile, until Close stops
+// it (after every wait returned, so no group is left).
+func (s *Store) commitLoop() {
+	defer close(s.committerDone)
+	for {
+		var f flight
+		select {
+		case <-s.stop:
+			return
+		case f = <-s.flights:
+		}
+		for {
+			s.land(f)
+			var ok bool
+			if f, ok = s.takeAndApply(); !ok {
+				break
+			}
+		}
+	}
+}
+
+// applyLocked builds g's batch and applies it to Pebble with Sync, without waiting for the
+// fsync. commitMu must be held.
+func (s *Store) applyLocked(g *group) (*pebble.Batch, error) {
 	size := 0
 	for _, r := range g.recs {
 		if !r.gone {
@@ -207,32 +272,34 @@ func (s *Store) commitGroup() bool {
 	}
 	s.Committed.Add(uint64(len(g.recs)))
 	b := s.db.NewBatchWithSize(size)
-	err := func() error {
-		for _, r := range g.recs {
-			if r.gone {
-				s.Dropped.Add(1)
-				continue
-			}
-			op := b.SetDeferred(len(r.st.recPrefix)+8, r.n)
-			copy(op.Key, r.st.recPrefix)
-			binary.BigEndian.PutUint64(op.Key[len(r.st.recPrefix):], r.seq)
-			copy(op.Value, g.arena[r.off:r.off+r.n])
-			if err := op.Finish(); err != nil {
-				return wrapErr("append", err)
-			}
+	for _, r := range g.recs {
+		if r.gone {
+			s.Dropped.Add(1)
+			continue
 		}
-		for st, state := range g.states {
-			if err := b.Set(st.stateKey, state.encode(), nil); err != nil {
-				return wrapErr("append", err)
-			}
+		op := b.SetDeferred(len(r.st.recPrefix)+8, r.n)
+		copy(op.Key, r.st.recPrefix)
+		binary.BigEndian.PutUint64(op.Key[len(r.st.recPrefix):], r.seq)
+		copy(op.Value, g.arena[r.off:r.off+r.n])
+		if err := op.Finish(); err != nil {
+			return b, wrapErr("append", err)
 		}
-		s.claimSync()
-		if err := s.db.ApplyNoSyncWait(b, pebble.Sync); err != nil {
-			return s.fail(wrapErr("append", err))
+	}
+	for st, state := range g.states {
+		if err := b.Set(st.stateKey, state.encode(), nil); err != nil {
+			return b, wrapErr("append", err)
 		}
-		return nil
-	}()
-	s.commitMu.Unlock()
+	}
+	s.claimSync()
+	if err := s.db.ApplyNoSyncWait(b, pebble.Sync); err != nil {
+		return b, s.fail(wrapErr("append", err))
+	}
+	return b, nil
+}
+
+// land awaits f's fsync, raises the durable marks of its streams and releases its waiters.
+func (s *Store) land(f flight) {
+	g, b, err := f.g, f.b, f.err
 	if err == nil {
 		if err = b.SyncWait(); err != nil {
 			err = s.fail(wrapErr("append", err))
@@ -252,8 +319,7 @@ func (s *Store) commitGroup() bool {
 	states := g.states
 	g.states = nil
 	close(g.done)
-	s.recycle(&group{recs: g.recs, arena: g.arena, index: g.index, states: states})
-	return true
+	s.recycle(&group{recs: g.recs, arena: g.arena, index: g.index, states: states, pend: g.pend})
 }
 
 // AppendMulti implements store.MultiAppender: the records of every entry join the current

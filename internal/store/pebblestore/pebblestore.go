@@ -64,7 +64,8 @@ type Store struct {
 	gmu           sync.Mutex    // guards cur
 	cur           *group        // the group appends join; nil when none waits
 	spare         *group        // guarded by gmu: buffers of the last committed group, for reuse
-	kick          chan struct{} // wakes the committer (capacity 1)
+	busy          bool          // guarded by gmu: a group is being applied or is in flight
+	flights       chan flight   // the applied group whose fsync the committer awaits (capacity 1)
 	committerDone chan struct{} // closed by the committer when it returns
 
 	// Committed counts records that went through a group commit; Dropped those of them
@@ -183,7 +184,7 @@ func Open(dir string, opts Options) (*Store, error) {
 		return nil, errors.Join(err, s.db.Close(), lock.Close())
 	}
 	s.streams = streams
-	s.kick = make(chan struct{}, 1)
+	s.flights = make(chan flight, 1)
 	s.committerDone = make(chan struct{})
 	go s.commitLoop()
 	if opts.DeleteSyncInterval > 0 {
@@ -532,9 +533,12 @@ func (s *Store) Delete(name string, seqs ...uint64) error {
 }
 
 // commitRemovalLocked adds the stream's new state to b, commits it without sync and
-// updates the in-memory state. st.mu must be held.
+// updates the in-memory state. st.mu and commitMu must be held.
 func (s *Store) commitRemovalLocked(st *stream, b *pebble.Batch, next streamState, firstGone bool, op string) error {
-	if err := b.Set(st.stateKey, next.encode(), nil); err != nil {
+	s.gmu.Lock()
+	written := s.writtenStateLocked(st, next)
+	s.gmu.Unlock()
+	if err := b.Set(st.stateKey, written.encode(), nil); err != nil {
 		return wrapErr(op, err)
 	}
 	if err := s.db.Apply(b, pebble.NoSync); err != nil {

@@ -15,17 +15,17 @@ func TestWriteBehindDropsRecordDeletedBeforeCommit(t *testing.T) {
 	if _, err := s.Append("q", []byte("kept")); err != nil {
 		t.Fatal(err)
 	}
-	s.commitMu.Lock() // hold the committer before it takes the next group
+	hold(s) // as if a group were in flight: the next one waits
 	seq, wait, err := s.AppendAsync("q", []byte("acked early"))
 	if err != nil {
-		s.commitMu.Unlock()
+		release(s)
 		t.Fatal(err)
 	}
 	if err := s.Delete("q", seq); err != nil {
-		s.commitMu.Unlock()
+		release(s)
 		t.Fatal(err)
 	}
-	s.commitMu.Unlock()
+	release(s)
 	if err := wait(); err != nil {
 		t.Fatalf("wait: %v", err)
 	}
@@ -67,18 +67,18 @@ func TestGroupCommitSpansStreams(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	s.commitMu.Lock()
+	hold(s)
 	before := s.walSyncs.Load()
 	var waits []func() error
 	for _, name := range []string{"a", "b", "c"} {
 		_, w, err := s.AppendAsync(name, []byte(name))
 		if err != nil {
-			s.commitMu.Unlock()
+			release(s)
 			t.Fatal(err)
 		}
 		waits = append(waits, w)
 	}
-	s.commitMu.Unlock()
+	release(s)
 	for _, w := range waits {
 		if err := w(); err != nil {
 			t.Fatal(err)
@@ -94,4 +94,19 @@ func TestGroupCommitSpansStreams(t *testing.T) {
 			t.Fatalf("stream %s holds %d records, want 1", name, n)
 		}
 	}
+}
+
+// hold makes the store behave as if a group were in flight, so appends gather in the next
+// group; release lets it be committed.
+func hold(s *Store) {
+	s.gmu.Lock()
+	s.busy = true
+	s.gmu.Unlock()
+}
+
+func release(s *Store) {
+	s.gmu.Lock()
+	s.busy = false
+	s.gmu.Unlock()
+	s.kickCommitter()
 }
