@@ -186,6 +186,9 @@ type Conn struct {
 	pipe      *pipeline // persistent SENDs awaiting their fsync; created on first use
 	pipelined bool      // persistent SENDs may be pipelined (a store and a pipeline exist)
 	scratch   Context   // Handle's Context (read goroutine only)
+	// unpublished: a queue SEND's early publication failed fatally, so the SENDs read after
+	// it are not published (read goroutine only); the pipeline answers the failure in order.
+	unpublished bool
 }
 
 // Open returns the router state for a newly connected client.
@@ -279,7 +282,8 @@ func (r *Router) deferTail(c *Context, rest []Stage) {
 	if conn.pipe == nil {
 		conn.pipe = newPipeline(r.opts.Go)
 	}
-	d.early = d.tail.Route == RouteSendQueue
+	// After a fatal error of an earlier SEND nothing more is published (finish forgets it).
+	d.early = d.tail.Route == RouteSendQueue && !conn.unpublished && (conn.pipe == nil || !conn.pipe.failed())
 	if d.early {
 		// A queue message is published now, before its fsync, so that a consumer can take
 		// and acknowledge it while its group commit is pending: the store then drops it from
@@ -288,6 +292,9 @@ func (r *Router) deferTail(c *Context, rest []Stage) {
 		// that route publishes after the fsync.
 		r.run(&d.tail, d.rest)
 		d.rest = nil
+		if d.tail.Err != nil && d.tail.Err.Fatal {
+			conn.unpublished = true // the SENDs behind this one are not published
+		}
 	}
 	if conn.pipe == nil { // shutting down: finish in line
 		d.finish()
@@ -311,12 +318,12 @@ func (d *deferredSend) finish() {
 	r, conn, tail := d.r, d.conn, &d.tail
 	err := d.wait()
 	switch {
-	case d.early && conn.pipe != nil && conn.pipe.failed():
-		// Already published; an earlier SEND failed and closed the connection, so this
-		// one is never answered (its message stays queued and stored).
-		return
 	case d.early && tail.Err != nil:
 		// Refused by the publish stage, which forgot the stored copy: answer in order.
+	case d.early && conn.pipe != nil && conn.pipe.failed():
+		// Already published; an earlier SEND failed (at its commit) and closed the
+		// connection, so this one is never answered (its message stays queued and stored).
+		return
 	case conn.pipe != nil && conn.pipe.failed():
 		// An earlier SEND failed and closed the connection: this one was never answered.
 		if err == nil {
