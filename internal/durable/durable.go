@@ -51,7 +51,8 @@ type Log struct {
 	CommitLatency interface{ Observe(float64) }
 
 	settingsMu sync.Mutex // serialises read-modify-write of the queue-settings meta key
-	names      sync.Map   // Identity → stream name, so the hot path does not rebuild it
+	namesMu    sync.RWMutex
+	names      map[dest.Identity]string // guarded by namesMu: stream names, so the hot path does not rebuild them (a map, not a sync.Map: no boxing of the key)
 
 	deferMu     sync.Mutex
 	deferred    map[string][]uint64 // guarded by deferMu: stream → seqs awaiting a retry
@@ -65,13 +66,28 @@ const MaxDeferredDeletes = 1 << 20
 
 // stream returns id's stream name, cached.
 func (l *Log) stream(id dest.Identity) string {
-	if v, ok := l.names.Load(id); ok {
-		return v.(string)
+	l.namesMu.RLock()
+	name, ok := l.names[id]
+	l.namesMu.RUnlock()
+	if ok {
+		return name
 	}
-	name := StreamName(id)
-	l.names.Store(id, name)
+	name = StreamName(id)
+	id.Group, id.Channel = strings.Clone(id.Group), strings.Clone(id.Channel)
+	l.namesMu.Lock()
+	if l.names == nil {
+		l.names = make(map[dest.Identity]string)
+	}
+	if len(l.names) >= maxCachedNames {
+		clear(l.names) // bounded: a broker with more destinations rebuilds some names
+	}
+	l.names[id] = name
+	l.namesMu.Unlock()
 	return name
 }
+
+// maxCachedNames bounds the stream-name cache.
+const maxCachedNames = 1 << 16
 
 // New returns a Log over st.
 func New(st store.Store, log *slog.Logger) *Log {
@@ -123,11 +139,13 @@ func ParseStream(name string) (dest.Identity, bool) {
 // Persist commits m to id's stream (fsync'd, group-committed with concurrent callers) and
 // sets m.Sequence. It must run before m is shared. Errors: the store's.
 func (l *Log) Persist(id dest.Identity, m *message.Message) error {
-	var buf [512]byte
 	if l.CommitLatency != nil {
 		defer observeSince(l.CommitLatency, time.Now())
 	}
-	seq, err := l.st.Append(l.stream(id), message.Encode(buf[:0], m))
+	bp := encodeBufs.Get().(*[]byte)
+	*bp = message.Encode((*bp)[:0], m)
+	seq, err := l.st.Append(l.stream(id), *bp)
+	putEncodeBuf(bp)
 	if err != nil {
 		return fmt.Errorf("durable: persist %s: %w", id, err)
 	}
@@ -196,7 +214,8 @@ func (l *Log) retryDeferred() {
 // Retire deletes the stored copies of messages a queue is done with (acknowledged, or removed
 // by the ring, expiry or dead-lettering). It implements pointqueue.Retirer.
 func (l *Log) Retire(id dest.Identity, acked []*message.Message, removed []queue.Removed) {
-	seqs := make([]uint64, 0, len(acked)+len(removed))
+	var arr [16]uint64
+	seqs := arr[:0]
 	for _, m := range acked {
 		if m.Sequence != 0 {
 			seqs = append(seqs, m.Sequence)
@@ -280,7 +299,9 @@ func (l *Log) Sync() error {
 // empty and the store can drop streams (store.Dropper), and the cached stream name. It
 // implements dispatch.Forgetter. Events-store logs are never dropped here.
 func (l *Log) ForgetDestination(id dest.Identity) {
-	l.names.Delete(id)
+	l.namesMu.Lock()
+	delete(l.names, id)
+	l.namesMu.Unlock()
 	if id.Pattern != dest.PatternQueues {
 		return
 	}
@@ -560,26 +581,75 @@ func (l *Log) PersistAsync(id dest.Identity, m *message.Message) (wait func() er
 		}
 		return func() error { return nil }, nil
 	}
-	var buf [512]byte
 	var start time.Time
 	if l.CommitLatency != nil {
 		start = time.Now()
 	}
-	seq, w, err := aa.AppendAsync(l.stream(id), message.Encode(buf[:0], m))
+	bp := encodeBufs.Get().(*[]byte)
+	*bp = message.Encode((*bp)[:0], m)
+	seq, w, err := aa.AppendAsync(l.stream(id), *bp) // the store copies the record
+	putEncodeBuf(bp)
 	if err != nil {
 		return nil, fmt.Errorf("durable: persist %s: %w", id, err)
 	}
 	m.Sequence = seq
 	l.Appended.Add(1)
-	return func() error {
-		if !start.IsZero() {
+	if !start.IsZero() {
+		return func() error { // the store's error (its Refusal text is what a client sees)
 			defer observeSince(l.CommitLatency, start)
-		}
-		if err := w(); err != nil {
-			return fmt.Errorf("durable: persist %s: %w", id, err)
+			return w()
+		}, nil
+	}
+	return w, nil // the store's error (its Refusal text is what a client sees)
+}
+
+// encodeBufs holds record encoding buffers: stores copy what they are given, so a buffer is
+// free again once Append returns.
+var encodeBufs = sync.Pool{New: func() any { b := make([]byte, 0, 512); return &b }}
+
+func putEncodeBuf(bp *[]byte) {
+	if cap(*bp) <= 64<<10 {
+		encodeBufs.Put(bp)
+	}
+}
+
+// PersistAll commits ms (ms[i] to ids[i]) as one atomic store batch with one commit, and
+// sets their Sequences: after a crash either all of them are stored or none is. It is a
+// transaction's COMMIT. On a store without store.MultiAppender it persists them one by one
+// (not atomic: the memory store, which keeps nothing across a crash anyway). Errors: the
+// store's; then none of ms is stored.
+func (l *Log) PersistAll(ids []dest.Identity, ms []*message.Message) error {
+	if len(ms) == 0 {
+		return nil
+	}
+	ma, ok := l.st.(store.MultiAppender)
+	if !ok {
+		for i, m := range ms {
+			if err := l.Persist(ids[i], m); err != nil {
+				for j := range i {
+					l.Forget(ids[j], ms[j])
+				}
+				return err
+			}
 		}
 		return nil
-	}, nil
+	}
+	entries := make([]store.StreamRecords, len(ms))
+	for i, m := range ms {
+		entries[i] = store.StreamRecords{Stream: l.stream(ids[i]), Records: [][]byte{message.Encode(nil, m)}}
+	}
+	firsts, wait, err := ma.AppendMulti(entries)
+	if err == nil {
+		err = wait()
+	}
+	if err != nil {
+		return fmt.Errorf("durable: persist transaction: %w", err)
+	}
+	for i, m := range ms {
+		m.Sequence = firsts[i]
+	}
+	l.Appended.Add(uint64(len(ms)))
+	return nil
 }
 
 func observeSince(o interface{ Observe(float64) }, start time.Time) {

@@ -70,13 +70,14 @@ type Pattern struct {
 
 	mu      sync.Mutex                         // guards the fields below
 	logs    map[dest.Identity][]*reader        // live readers by identity
+	tails   map[dest.Identity]*tail            // shared live tail of every log with readers
 	readers map[*delivery.Subscription]*reader // live readers by subscription
 	closed  bool                               // Close ran: no poller starts
 }
 
 // New returns the events-store pattern; d supplies the counters.
 func New(d *dispatch.Dispatcher, o Options) *Pattern {
-	p := &Pattern{d: d, opts: o, log: o.Logger, logs: map[dest.Identity][]*reader{}, readers: map[*delivery.Subscription]*reader{}}
+	p := &Pattern{d: d, opts: o, log: o.Logger, logs: map[dest.Identity][]*reader{}, tails: map[dest.Identity]*tail{}, readers: map[*delivery.Subscription]*reader{}}
 	if p.log == nil {
 		p.log = slog.New(slog.DiscardHandler)
 	}
@@ -92,6 +93,9 @@ func (p *Pattern) Publish(id dest.Identity, m *message.Message, _ <-chan struct{
 		return false, dispatch.ErrNotStored
 	}
 	p.mu.Lock()
+	if t := p.tails[id]; t != nil {
+		t.put(m)
+	}
 	for _, ls := range p.logs[id] {
 		ls.poller.Kick() // the live tail
 	}
@@ -111,14 +115,23 @@ func (p *Pattern) Subscribe(sub *delivery.Subscription) error {
 		return err
 	}
 	id := sub.Identity()
-	ls, err := p.newReader(sub, id)
+	p.mu.Lock()
+	t := p.tails[id]
+	if t == nil {
+		t = &tail{}
+		p.tails[id] = t
+	}
+	p.mu.Unlock()
+	ls, err := p.newReader(sub, id, t)
 	if err != nil {
+		p.dropTail(id)
 		sub.Conn.Remove(sub)
 		return err
 	}
 	p.mu.Lock()
 	if p.closed {
 		p.mu.Unlock()
+		p.dropTail(id)
 		sub.Conn.Remove(sub)
 		return dispatch.ErrNotStored
 	}
@@ -158,8 +171,18 @@ func (p *Pattern) Detach(sub *delivery.Subscription, _ []delivery.Unacked) {
 	}
 	p.mu.Unlock()
 	if ls != nil {
+		p.dropTail(ls.id)
 		ls.stop()
 	}
+}
+
+// dropTail forgets id's shared tail once the log has no reader left.
+func (p *Pattern) dropTail(id dest.Identity) {
+	p.mu.Lock()
+	if len(p.logs[id]) == 0 {
+		delete(p.tails, id)
+	}
+	p.mu.Unlock()
 }
 
 // Close stops every reader, saves durable positions and waits until every poller has

@@ -1,7 +1,6 @@
 package eventlog
 
 import (
-	"sort"
 	"sync"
 
 	"github.com/titan-broker/titan/internal/delivery"
@@ -24,7 +23,9 @@ type reader struct {
 	id     dest.Identity
 	p      *Pattern
 	poller *outbox.Poller
-	key    string // durable position key; "" when not durable
+	key    string           // durable position key; "" when not durable
+	tail   *tail            // the log's shared live tail
+	next   *message.Message // the tail message being delivered (poller goroutine only)
 
 	mu            sync.Mutex          // guards the fields below
 	pending       map[uint64]struct{} // delivered, unacknowledged sequences (client modes)
@@ -33,9 +34,9 @@ type reader struct {
 	sinceSave     int
 }
 
-func (p *Pattern) newReader(sub *delivery.Subscription, id dest.Identity) (*reader, error) {
+func (p *Pattern) newReader(sub *delivery.Subscription, id dest.Identity, t *tail) (*reader, error) {
 	st := p.opts.Store
-	ls := &reader{sub: sub, id: id, p: p, pending: map[uint64]struct{}{}}
+	ls := &reader{sub: sub, id: id, p: p, tail: t, pending: map[uint64]struct{}{}}
 	first, last, err := st.Bounds(id)
 	if err != nil {
 		return nil, err
@@ -70,7 +71,24 @@ func (p *Pattern) newReader(sub *delivery.Subscription, id dest.Identity) (*read
 		from = 1
 	}
 	ls.lastDelivered = from - 1
-	src := func(from uint64, fn func(uint64, []byte) bool) error { return st.Scan(id, from, fn) }
+	src := func(from uint64, fn func(uint64, []byte) bool) error {
+		// Caught up: take the next messages from the shared tail while it has them.
+		fromTail := false
+		for m := t.get(from); m != nil; m = t.get(from) {
+			ls.next = m
+			ok := fn(from, nil)
+			ls.next = nil
+			if !ok {
+				return nil
+			}
+			from++
+			fromTail = true
+		}
+		if fromTail && from > t.published() {
+			return nil // nothing newer was published: the next publish kicks the poller
+		}
+		return st.Scan(id, from, fn)
+	}
 	ls.poller = outbox.NewPoller(src, ls, outbox.NewRegulator(p.opts.PollBase, p.opts.PollMax), from, 256)
 	return ls, nil
 }
@@ -82,13 +100,18 @@ func (ls *reader) Busy() bool {
 }
 
 // Deliver implements outbox.Sink.
+// A message from the shared tail (ls.next) is delivered as it is, shared with every other
+// reader; a record from the store is decoded.
 func (ls *reader) Deliver(seq uint64, data []byte) bool {
-	m, err := message.Decode(data)
-	if err != nil {
-		ls.p.log.Error("skipping unreadable events-store record", "log", ls.id.String(), "seq", seq, "err", err)
-		return true
+	m := ls.next
+	if m == nil || m.Sequence != seq {
+		var err error
+		if m, err = message.Decode(data); err != nil {
+			ls.p.log.Error("skipping unreadable events-store record", "log", ls.id.String(), "seq", seq, "err", err)
+			return true
+		}
+		m.Sequence = seq
 	}
-	m.Sequence = seq
 	if !ls.sub.Conn.DeliverSequenced(ls.sub, m, ls, seq) {
 		return false // shed: the record stays in the log; the poller fetches it again
 	}
@@ -140,12 +163,13 @@ func (ls *reader) position() uint64 {
 	if len(ls.pending) == 0 {
 		return ls.lastDelivered
 	}
-	low := make([]uint64, 0, len(ls.pending))
+	low := uint64(0)
 	for s := range ls.pending {
-		low = append(low, s)
+		if low == 0 || s < low {
+			low = s
+		}
 	}
-	sort.Slice(low, func(i, j int) bool { return low[i] < low[j] })
-	return low[0] - 1
+	return low - 1
 }
 
 func (ls *reader) savePosition() {

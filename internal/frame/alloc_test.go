@@ -48,5 +48,5 @@ func TestAllocsClone(t *testing.T) {
 	f, err := p.ReadFrame()
 	requireNoError(t, err)
 	allocs := testing.AllocsPerRun(100, func() { _ = f.Clone() })
-	requireEqual(t, allocs, 3.0) // the Frame, one buffer for every byte, the header slice
+	requireEqual(t, allocs, 2.0) // one buffer for every byte, the header slice (Clone inlines: the Frame stays on the stack here)
 }

@@ -224,11 +224,19 @@ func (f *Frame) Del(key string) {
 // clone's Body and strings share that buffer, so the clone's Body must be treated as
 // read-only.
 func (f *Frame) Clone() *Frame {
+	c := &Frame{}
+	f.CloneInto(c)
+	return c
+}
+
+// CloneInto is Clone into a Frame the caller owns (two allocations: the packed buffer and the
+// header slice), for a caller that keeps only the headers and the body.
+func (f *Frame) CloneInto(c *Frame) {
 	n := len(f.Body)
 	for _, h := range f.Headers {
 		n += len(h.Key) + len(h.Value)
 	}
-	c := &Frame{Command: f.Command}
+	*c = Frame{Command: f.Command}
 	if n == 0 {
 		if f.Body != nil {
 			c.Body = []byte{}
@@ -236,7 +244,7 @@ func (f *Frame) Clone() *Frame {
 		if len(f.Headers) > 0 {
 			c.Headers = make([]Header, len(f.Headers))
 		}
-		return c
+		return
 	}
 	buf := make([]byte, n)
 	off := copy(buf, f.Body)
@@ -255,7 +263,6 @@ func (f *Frame) Clone() *Frame {
 			off += len(h.Value)
 		}
 	}
-	return c
 }
 
 // ContentLength returns the content-length header as a byte count; ok is false when the

@@ -43,9 +43,9 @@ type Message struct {
 	// Sequence is the store sequence for durable patterns (0 when not stored).
 	Sequence uint64
 
-	enc     [3]atomic.Pointer[[]byte] // shared MESSAGE tail per version (index version-1)
-	dropped [3]atomic.Int32           // headers the version could not represent
-	once    [3]sync.Once
+	enc     [3][]byte    // shared MESSAGE tail per version (index version-1); written in once
+	dropped [3]int32     // headers the version could not represent; written in once
+	once    [3]sync.Once // Do's return orders the writes above before every read
 }
 
 // Size returns the bytes the message accounts for in queue limits: body plus header text.
@@ -94,10 +94,10 @@ func (m *Message) Shared(v frame.Version) (tail []byte, dropped int) {
 		b = append(b, '\n')
 		b = append(b, m.Body...)
 		b = frame.AppendTerminator(b)
-		m.enc[i].Store(&b)
-		m.dropped[i].Store(int32(nd))
+		m.enc[i] = b
+		m.dropped[i] = int32(nd)
 	})
-	return *m.enc[i].Load(), int(m.dropped[i].Load())
+	return m.enc[i], int(m.dropped[i])
 }
 
 // Delivery describes the per-subscriber part of one MESSAGE frame.

@@ -31,6 +31,10 @@ func (s *countingStore) PersistAsync(dest.Identity, *message.Message) (func() er
 	return func() error { return nil }, nil
 }
 func (s *countingStore) Forget(dest.Identity, *message.Message) {}
+func (s *countingStore) PersistAll(_ []dest.Identity, ms []*message.Message) error {
+	s.persisted += len(ms)
+	return nil
+}
 
 // The Authorize slot runs after the group stage of SEND and SUBSCRIBE routes and before the
 // message is built, buffered by a transaction or stored: a refused SEND stores nothing, in

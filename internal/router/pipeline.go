@@ -17,7 +17,7 @@ const pipelineDepth = 256
 // nothing overtakes a deferred SEND. Owned by one connection; push and drain are called from
 // its read goroutine only.
 type pipeline struct {
-	work chan func()
+	work chan pipelineTask
 	mu   sync.Mutex
 	cond *sync.Cond
 	busy int  // pushed and not yet finished; guarded by mu
@@ -25,11 +25,11 @@ type pipeline struct {
 }
 
 func newPipeline(spawn func(name string, fn func()) bool) *pipeline {
-	p := &pipeline{work: make(chan func(), pipelineDepth)}
+	p := &pipeline{work: make(chan pipelineTask, pipelineDepth)}
 	p.cond = sync.NewCond(&p.mu)
 	run := func() {
-		for fn := range p.work {
-			fn()
+		for t := range p.work {
+			t.finish()
 			p.mu.Lock()
 			p.busy--
 			if p.busy == 0 {
@@ -46,12 +46,16 @@ func newPipeline(spawn func(name string, fn func()) bool) *pipeline {
 	return p
 }
 
-// push queues fn; it blocks while the pipeline is full.
-func (p *pipeline) push(fn func()) {
+// pipelineTask is a deferred SEND's remaining work (an interface, not a func, so that the
+// task's one allocation is all it costs).
+type pipelineTask interface{ finish() }
+
+// push queues t; it blocks while the pipeline is full.
+func (p *pipeline) push(t pipelineTask) {
 	p.mu.Lock()
 	p.busy++
 	p.mu.Unlock()
-	p.work <- fn
+	p.work <- t
 }
 
 // pending reports whether deferred SENDs are still in flight.

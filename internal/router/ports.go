@@ -137,8 +137,12 @@ type Clock func() time.Time
 // PersistAsync is Persist split in two: it orders m into the store and sets m.Sequence, and
 // wait (called exactly once) returns once m is fsync'd, so a connection's consecutive SENDs
 // share fsyncs.
+//
+// PersistAll commits a transaction's messages (ms[i] to ids[i]) as one atomic store batch
+// with one commit and sets their Sequences: all are stored or none is.
 type Persister interface {
 	Persist(id dest.Identity, m *message.Message) error
+	PersistAll(ids []dest.Identity, ms []*message.Message) error
 	PersistAsync(id dest.Identity, m *message.Message) (wait func() error, err error)
 	Forget(id dest.Identity, m *message.Message)
 }

@@ -215,6 +215,10 @@ type Conn struct {
 	pipelined bool         // persistent SENDs may be pipelined (a store and a pipeline exist)
 	created   atomic.Int64 // destinations this connection's SENDs created (destination stage)
 	tempMade  atomic.Int64 // its own temp-queues its SENDs created
+	scratch   Context      // Handle's Context (read goroutine only)
+	// unpublished: a queue SEND's early publication failed fatally, so the SENDs read after
+	// it are not published (read goroutine only); the pipeline answers the failure in order.
+	unpublished bool
 }
 
 // Open returns the router state for a newly connected client.
@@ -240,9 +244,15 @@ func (r *Router) Close(c *Conn) {
 }
 
 // Handle routes one frame from c. f is valid only during the call.
+//
+// The Context lives in c (scratch) rather than on the heap: Handle is called from the
+// connection's read goroutine only, and nothing keeps the Context after Route returns (a
+// deferred SEND copies it).
 func (r *Router) Handle(c *Conn, f *frame.Frame) {
-	ctx := Context{Conn: c, Frame: f}
-	r.Route(&ctx)
+	ctx := &c.scratch
+	*ctx = Context{Conn: c, Frame: f}
+	r.Route(ctx)
+	*ctx = Context{}
 }
 
 // Route runs c through its route to Final. It never panics: a stage panic is recovered,
@@ -291,46 +301,85 @@ func (r *Router) run(c *Context, stages []Stage) (rest []Stage) {
 	return nil
 }
 
-// deferTail finishes a SEND whose message was committed to the WAL but not yet fsync'd: on
-// the connection's pipeline it waits for the fsync, runs the remaining stages (publish) and
-// answers. c is copied, detached from the read buffer.
+// deferTail finishes a SEND whose message was handed to the store's group commit but not yet
+// fsync'd: on the connection's pipeline it waits for the commit, runs the remaining stages
+// (publish; for queues publish already ran, see below) and answers. A queue message whose
+// commit then fails stays published (in memory) while its producer gets the ERROR: it may
+// still be delivered, as after any ERROR without a RECEIPT (at-least-once). c is copied,
+// detached from the read buffer.
 func (r *Router) deferTail(c *Context, rest []Stage) {
 	conn := c.Conn
-	wait := c.durable
-	tail := *c
-	tail.Frame, tail.durable = nil, nil
-	tail.Receipt = strings.Clone(c.Receipt)
+	d := &deferredSend{r: r, conn: conn, tail: *c, rest: rest, wait: c.durable}
+	d.tail.Frame, d.tail.durable = nil, nil
+	d.tail.Receipt = strings.Clone(c.Receipt)
 	if conn.pipe == nil {
 		conn.pipe = newPipeline(r.opts.Go)
 	}
-	finish := func() {
-		err := wait()
-		switch {
-		case conn.pipe != nil && conn.pipe.failed():
-			// An earlier SEND failed and closed the connection: this one was never answered.
-			if err == nil {
-				r.opts.Store.Forget(tail.Identity, tail.Message)
-			}
-			if tail.settle != nil {
-				tail.settle(false) // not accepted: a retry must not be taken for a duplicate
-			}
-			return
-		case err != nil:
-			tail.fail(storeRefusal(err), "the broker could not store the message; it was not accepted")
-		default:
-			r.run(&tail, rest)
+	// After a fatal error of an earlier SEND nothing more is published (finish forgets it).
+	d.early = d.tail.Route == RouteSendQueue && !conn.unpublished && (conn.pipe == nil || !conn.pipe.failed())
+	if d.early {
+		// A queue message is published now, before its fsync, so that a consumer can take
+		// and acknowledge it while its group commit is pending: the store then drops it from
+		// the group and it costs no write and no delete. The RECEIPT still waits for the
+		// commit, so it keeps its meaning. Events-store readers see only synced records, so
+		// that route publishes after the fsync.
+		r.run(&d.tail, d.rest)
+		d.rest = nil
+		if d.tail.Err != nil && d.tail.Err.Fatal {
+			conn.unpublished = true // the SENDs behind this one are not published
 		}
-		if tail.Err != nil {
-			r.Errors[tail.Route].Add(1)
-			if tail.Err.Fatal && conn.pipe != nil {
-				conn.pipe.fail()
-			}
-		}
-		r.final.Apply(&tail)
 	}
 	if conn.pipe == nil { // shutting down: finish in line
-		finish()
+		d.finish()
 		return
 	}
-	conn.pipe.push(finish)
+	conn.pipe.push(d)
+}
+
+// deferredSend is a SEND waiting on its connection's pipeline for its store commit (one
+// allocation per deferred SEND).
+type deferredSend struct {
+	r     *Router
+	conn  *Conn
+	tail  Context
+	rest  []Stage
+	wait  func() error
+	early bool // published before the commit (queues)
+}
+
+func (d *deferredSend) finish() {
+	r, conn, tail := d.r, d.conn, &d.tail
+	err := d.wait()
+	switch {
+	case d.early && tail.Err != nil:
+		// Refused by the publish stage, which forgot the stored copy: answer in order.
+	case d.early && conn.pipe != nil && conn.pipe.failed():
+		// Already published; an earlier SEND failed (at its commit) and closed the
+		// connection, so this one is never answered (its message stays queued and stored):
+		// a retry of it is a duplicate once it is committed.
+		if tail.settle != nil {
+			tail.settle(err == nil)
+		}
+		return
+	case conn.pipe != nil && conn.pipe.failed():
+		// An earlier SEND failed and closed the connection: this one was never answered.
+		if err == nil {
+			r.opts.Store.Forget(tail.Identity, tail.Message)
+		}
+		if tail.settle != nil {
+			tail.settle(false) // not accepted: a retry must not be taken for a duplicate
+		}
+		return
+	case err != nil:
+		tail.fail(storeRefusal(err), "the broker could not store the message; it was not accepted")
+	default:
+		r.run(tail, d.rest)
+	}
+	if tail.Err != nil {
+		r.Errors[tail.Route].Add(1)
+		if tail.Err.Fatal && conn.pipe != nil {
+			conn.pipe.fail()
+		}
+	}
+	r.final.Apply(tail)
 }

@@ -51,12 +51,22 @@ func (s messageStage) Apply(c *Context) {
 	for _, h := range c.Native() {
 		hdrs = setHeader(hdrs, h.Key, h.Value)
 	}
-	packed := (&frame.Frame{Headers: hdrs, Body: f.Body}).Clone()
+	src := frame.Frame{Headers: hdrs, Body: f.Body}
+	var packed frame.Frame
+	src.CloneInto(&packed)
 	now := s.clock().UnixMilli()
+	id := cloneIdentity(c.Identity)
+	destination := id.Destination()
+	if strings.HasSuffix(destination, id.Channel) && !strings.Contains(id.Channel, ".") {
+		// The channel is the destination's tail: share it instead of a second copy.
+		id.Channel = destination[len(destination)-len(id.Channel):]
+	} else {
+		id.Channel = strings.Clone(id.Channel)
+	}
 	m := &message.Message{
 		ID:          message.NewID(s.idPrefix),
-		Group:       strings.Clone(c.Identity.Group),
-		Destination: c.Identity.Destination(),
+		Group:       id.Group,
+		Destination: destination,
 		Headers:     packed.Headers,
 		Body:        packed.Body,
 		TimestampMs: now,
@@ -81,12 +91,17 @@ func (s messageStage) Apply(c *Context) {
 		}
 	}
 	c.Message = m
-	c.Identity = cloneIdentity(c.Identity)
+	c.Identity = id
 }
 
+// cloneIdentity detaches id's group from the read buffer (the default group is a constant,
+// not copied). The channel is left to the caller.
 func cloneIdentity(id dest.Identity) dest.Identity {
-	id.Group = strings.Clone(id.Group)
-	id.Channel = strings.Clone(id.Channel)
+	if id.Group == dest.DefaultGroup {
+		id.Group = dest.DefaultGroup
+	} else {
+		id.Group = strings.Clone(id.Group)
+	}
 	return id
 }
 

@@ -1,10 +1,12 @@
 package router
 
 import (
+	"fmt"
 	"strconv"
 	"strings"
 
 	"github.com/titan-broker/titan/internal/dest"
+	"github.com/titan-broker/titan/internal/dispatch"
 	"github.com/titan-broker/titan/internal/frame"
 	"github.com/titan-broker/titan/internal/message"
 )
@@ -102,7 +104,13 @@ func (s beginStage) Apply(c *Context) {
 	c.Conn.txs[strings.Clone(name)] = &transaction{}
 }
 
-// commitStage replays a transaction's frames, in order, through their routes' effect stages.
+// commitStage replays a transaction's frames, in order, through their routes' effect stages,
+// in three steps: every SEND runs the stages before its store stage (custom, response); the
+// messages to store are committed as one atomic store batch (Persister.PersistAll: one
+// commit, all or none); then, in order, ACK/NACKs take effect and SENDs are published. A
+// failure before the batch stores and publishes nothing. A publication refused after it
+// (queue full under FAIL, say) stops there: the SENDs before it are published, its message
+// and those after it are deleted from the store again, and the COMMIT gets the ERROR.
 type commitStage struct{ router *Router }
 
 func (s commitStage) Apply(c *Context) {
@@ -117,27 +125,85 @@ func (s commitStage) Apply(c *Context) {
 	}
 	delete(c.Conn.txs, name)
 	r := s.router
-	acks := false
-	defer func() {
-		if acks && c.Err == nil && c.Receipt != "" {
-			syncAcks(c, r.opts.Store) // the COMMIT's RECEIPT covers its acknowledgements
+	ctxs := make([]Context, len(t.ops))
+	posts := make([][]Stage, len(t.ops))
+	stored := make([]bool, len(t.ops))
+	// settleFrom ends the duplicate-id claims of ctxs[i:] as refused (none was answered).
+	settleFrom := func(i int) {
+		for j := i; j < len(ctxs); j++ {
+			if ctxs[j].settle != nil {
+				ctxs[j].settle(false)
+				ctxs[j].settle = nil
+			}
 		}
-	}()
-	for _, op := range t.ops {
-		rc := Context{Conn: c.Conn, Frame: c.Frame, Route: op.route, Identity: op.identity, Message: op.msg, Receipt: c.Receipt, Replay: true}
-		switch op.route {
-		case RouteAck, RouteNack:
+	}
+	acks := false
+	var ids []dest.Identity
+	var msgs []*message.Message
+	for i, op := range t.ops {
+		if op.route == RouteAck || op.route == RouteNack {
 			acks = true
-			ackStage{deliveries: r.ports.Deliveries, nack: op.route == RouteNack}.apply(&rc, op.key, op.sub)
-		default: // every SEND route: the message was built and validated at SEND time
-			rc.Dest.Pattern = op.identity.Pattern
-			r.run(&rc, r.effects[op.route][op.identity.Pattern])
+			continue
+		}
+		// Every SEND route: the message was built and validated at SEND time.
+		rc := Context{Conn: c.Conn, Frame: c.Frame, Route: op.route, Identity: op.identity, Message: op.msg, Receipt: c.Receipt, Replay: true}
+		rc.Dest.Pattern = op.identity.Pattern
+		eff := r.effects[op.route][op.identity.Pattern]
+		k := len(eff) - 1 // the port stage
+		for j, st := range eff {
+			if _, ok := st.(storeStage); ok {
+				k = j
+				break
+			}
+		}
+		r.run(&rc, eff[:k])
+		ctxs[i] = rc
+		if rc.Err != nil {
+			c.Err = rc.Err
+			settleFrom(0)
+			return
+		}
+		if rc.Halt {
+			continue // answered without effect (a duplicate id): nothing to store or publish
+		}
+		post := eff[k:]
+		if ss, ok := post[0].(storeStage); ok && ss.store != nil && (rc.Message.Persistent || ss.always) {
+			post = post[1:] // stored below, with the others
+			stored[i] = true
+			ids = append(ids, rc.Identity)
+			msgs = append(msgs, rc.Message)
+		}
+		posts[i] = post
+	}
+	if len(msgs) > 0 {
+		if err := r.opts.Store.PersistAll(ids, msgs); err != nil {
+			c.failWith(storeRefusal(err), "the broker could not store the transaction's messages; none was accepted", fmt.Errorf("%w: %w", dispatch.ErrNotStored, err))
+			settleFrom(0)
+			return
+		}
+	}
+	for i, op := range t.ops {
+		rc := &ctxs[i]
+		if op.route == RouteAck || op.route == RouteNack {
+			*rc = Context{Conn: c.Conn, Frame: c.Frame, Route: op.route, Receipt: c.Receipt, Replay: true}
+			ackStage{deliveries: r.ports.Deliveries, nack: op.route == RouteNack}.apply(rc, op.key, op.sub)
+		} else if !rc.Halt {
+			r.run(rc, posts[i])
 		}
 		rc.settleDuplicate() // each replayed SEND is answered by the COMMIT
 		if rc.Err != nil {
 			c.Err = rc.Err
+			for j := i + 1; j < len(t.ops); j++ {
+				if stored[j] {
+					r.opts.Store.Forget(ctxs[j].Identity, ctxs[j].Message)
+				}
+			}
+			settleFrom(i + 1)
 			return
 		}
+	}
+	if acks && c.Receipt != "" {
+		syncAcks(c, r.opts.Store) // the COMMIT's RECEIPT covers its acknowledgements
 	}
 }
 

@@ -134,3 +134,20 @@ type Syncer interface {
 	// an error wrapping ErrUnavailable when the store is down.
 	Sync() error
 }
+
+// StreamRecords is one stream's share of an AppendMulti.
+type StreamRecords struct {
+	Stream  string
+	Records [][]byte
+}
+
+// MultiAppender is implemented by stores that can append to several streams atomically:
+// a transaction's messages to several destinations are committed all or none.
+type MultiAppender interface {
+	// AppendMulti appends every entry's records to its stream as one atomic commit (one
+	// fsync) and returns each entry's first sequence, in order. Several entries may name
+	// the same stream; their records are ordered as the entries are. wait, called exactly
+	// once, returns once everything is durable (or with the error that prevented it: then
+	// none of it is). Errors as Append.
+	AppendMulti(entries []StreamRecords) (firstSeqs []uint64, wait func() error, err error)
+}

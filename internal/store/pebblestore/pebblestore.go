@@ -58,6 +58,20 @@ type Store struct {
 	stalled    atomic.Bool  // Pebble stalls writes: too many memtables wait for a flush
 
 	walSyncs atomic.Uint64 // WAL fsyncs since Open
+
+	// Write-behind group commit (groupcommit.go).
+	commitMu      sync.Mutex    // held by the committer from taking a group until Pebble applied it
+	gmu           sync.Mutex    // guards cur
+	cur           *group        // the group appends join; nil when none waits
+	spare         *group        // guarded by gmu: buffers of the last committed group, for reuse
+	busy          bool          // guarded by gmu: a group is being applied or is in flight
+	flights       chan flight   // the applied group whose fsync the committer awaits (capacity 1)
+	committerDone chan struct{} // closed by the committer when it returns
+
+	// Committed counts records that went through a group commit; Dropped those of them
+	// deleted before their group was written, so they never reached the WAL.
+	Committed atomic.Uint64
+	Dropped   atomic.Uint64
 }
 
 var _ store.Store = (*Store)(nil)
@@ -172,6 +186,9 @@ func Open(dir string, opts Options) (*Store, error) {
 		return nil, errors.Join(err, s.db.Close(), lock.Close())
 	}
 	s.streams = streams
+	s.flights = make(chan flight, 1)
+	s.committerDone = make(chan struct{})
+	go s.commitLoop()
 	if opts.DeleteSyncInterval > 0 {
 		s.syncerDone = make(chan struct{})
 		go s.syncLoop(opts.DeleteSyncInterval)
@@ -416,10 +433,12 @@ func (s *Store) Append(name string, records ...[]byte) (uint64, error) {
 	return first, wait()
 }
 
-// AppendAsync implements store.AsyncAppender: it commits the records to the WAL in order and
-// returns before the fsync; wait blocks until they are durable (sharing the fsync with every
-// concurrent append) and must be called exactly once. Records become visible to Scan only
-// after their wait returned nil. Errors as Append, from AppendAsync or from wait.
+// AppendAsync implements store.AsyncAppender: it gives the records their sequences and adds
+// them to the current write-behind group (groupcommit.go), which the committer writes as one
+// synced batch with every other append waiting; wait blocks until that group is committed
+// and must be called exactly once. A record deleted before its group is written is dropped
+// from it (never written). Records become visible to Scan only after their group committed.
+// Errors as Append, from AppendAsync or from wait.
 func (s *Store) AppendAsync(name string, records ...[]byte) (uint64, func() error, error) {
 	if err := store.CheckName(name); err != nil {
 		return 0, nil, err
@@ -431,18 +450,6 @@ func (s *Store) AppendAsync(name string, records ...[]byte) (uint64, func() erro
 		return 0, nil, err
 	}
 	st := s.stream(name, true)
-
-	size := stateLen + len(st.stateKey) + 16
-	for _, r := range records {
-		size += len(st.recPrefix) + 8 + len(r) + 16
-	}
-	b := s.db.NewBatchWithSize(size)
-	fail := func(err error) (uint64, func() error, error) {
-		_ = b.Close()
-		s.exit()
-		return 0, nil, err
-	}
-
 	st.mu.Lock()
 	for st.dropped { // dropped between the lookup and the lock: use the stream that replaced it
 		st.mu.Unlock()
@@ -451,52 +458,21 @@ func (s *Store) AppendAsync(name string, records ...[]byte) (uint64, func() erro
 	}
 	first := st.last + 1
 	next := st.stateLocked()
-	for i, r := range records {
-		op := b.SetDeferred(len(st.recPrefix)+8, len(r))
-		copy(op.Key, st.recPrefix)
-		binary.BigEndian.PutUint64(op.Key[len(st.recPrefix):], first+uint64(i))
-		copy(op.Value, r)
-		if err := op.Finish(); err != nil {
-			st.mu.Unlock()
-			return fail(wrapErr("append", err))
-		}
+	for _, r := range records {
 		next.bytes += uint64(len(r))
 	}
 	next.last += uint64(len(records))
 	next.count += uint64(len(records))
-	if err := b.Set(st.stateKey, next.encode(), nil); err != nil {
-		st.mu.Unlock()
-		return fail(wrapErr("append", err))
+	if st.count == 0 {
+		st.first = first
 	}
-	s.claimSync()
-	err := s.db.ApplyNoSyncWait(b, pebble.Sync)
-	if err == nil {
-		if st.count == 0 {
-			st.first = first
-		}
-		st.last, st.count, st.bytes = next.last, next.count, next.bytes
-	}
+	st.last, st.count, st.bytes = next.last, next.count, next.bytes
+	s.gmu.Lock()
+	g := s.addLocked(st, first, records, next)
+	s.gmu.Unlock()
 	st.mu.Unlock()
-	if err != nil {
-		return fail(s.fail(wrapErr("append", err)))
-	}
-	last := next.last
-	wal := s.wal
-	wait := func() error {
-		defer s.exit()
-		defer b.Close()
-		if err := b.SyncWait(); err != nil {
-			return s.fail(wrapErr("append", err))
-		}
-		if err := wal.faultErr(); err != nil {
-			// The WAL failed at some point before this batch's sync returned: it may not
-			// have reached the disk.
-			return s.fail(wrapErr("append", err))
-		}
-		st.raiseDurable(last)
-		return nil
-	}
-	return first, wait, nil
+	s.kickCommitter()
+	return first, g.wait, nil
 }
 
 // Delete implements store.Store. It looks each seq up (to keep Count and Bytes exact),
@@ -520,13 +496,31 @@ func (s *Store) Delete(name string, seqs ...uint64) error {
 	slices.Sort(seqs)
 	seqs = slices.Compact(seqs)
 
-	b := s.db.NewBatch()
-	defer b.Close()
 	key := recordKey(st.recPrefix, 0)
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	next := st.stateLocked()
-	firstGone := false
+	s.gmu.Lock()
+	n, nb, firstGone, seqs := s.dropPendingLocked(st, seqs, 0)
+	next.count -= n
+	next.bytes -= nb
+	if n > 0 {
+		s.noteStateLocked(st, next)
+		st.count, st.bytes = next.count, next.bytes
+		if firstGone {
+			st.first = 0
+		}
+	}
+	s.gmu.Unlock()
+	if len(seqs) == 0 {
+		return nil
+	}
+	// The rest may be in the group being applied: wait until Pebble has it.
+	s.commitMu.Lock()
+	defer s.commitMu.Unlock()
+	b := s.db.NewBatch()
+	defer b.Close()
+	firstGone = false
 	for _, seq := range seqs {
 		if seq == 0 || seq > st.last {
 			continue
@@ -555,9 +549,12 @@ func (s *Store) Delete(name string, seqs ...uint64) error {
 }
 
 // commitRemovalLocked adds the stream's new state to b, commits it without sync and
-// updates the in-memory state. st.mu must be held.
+// updates the in-memory state. st.mu and commitMu must be held.
 func (s *Store) commitRemovalLocked(st *stream, b *pebble.Batch, next streamState, firstGone bool, op string) error {
-	if err := b.Set(st.stateKey, next.encode(), nil); err != nil {
+	s.gmu.Lock()
+	written := s.writtenStateLocked(st, next)
+	s.gmu.Unlock()
+	if err := b.Set(st.stateKey, written.encode(), nil); err != nil {
 		return wrapErr(op, err)
 	}
 	if err := s.db.Apply(b, pebble.NoSync); err != nil {
@@ -568,6 +565,9 @@ func (s *Store) commitRemovalLocked(st *stream, b *pebble.Batch, next streamStat
 	if firstGone {
 		st.first = 0
 	}
+	s.gmu.Lock()
+	s.noteStateLocked(st, next)
+	s.gmu.Unlock()
 	return nil
 }
 
@@ -593,6 +593,16 @@ func (s *Store) Trim(name string, before uint64) error {
 	if end <= 1 || st.count == 0 {
 		return nil
 	}
+	s.gmu.Lock()
+	if n, nb, _, _ := s.dropPendingLocked(st, nil, end); n > 0 {
+		st.count -= n
+		st.bytes -= nb
+		st.first = 0
+		s.noteStateLocked(st, st.stateLocked())
+	}
+	s.gmu.Unlock()
+	s.commitMu.Lock()
+	defer s.commitMu.Unlock()
 	hi := recordKey(st.recPrefix, end)
 	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: recordKey(st.recPrefix, 1), UpperBound: hi})
 	if err != nil {
@@ -761,6 +771,8 @@ func (s *Store) Drop(name string) error {
 
 // findFirstLocked sets st.first to the lowest seq the stream holds. st.mu must be held.
 func (s *Store) findFirstLocked(st *stream) error {
+	s.commitMu.Lock() // the group being applied is in Pebble once this is held
+	defer s.commitMu.Unlock()
 	it, err := s.db.NewIter(&pebble.IterOptions{
 		LowerBound: recordKey(st.recPrefix, 1),
 		UpperBound: recordKey(st.recPrefix, st.last+1),
@@ -771,7 +783,21 @@ func (s *Store) findFirstLocked(st *stream) error {
 	if it.First() {
 		st.first = seqOf(it.Key())
 	}
-	return wrapErr("streams", it.Close())
+	if err := it.Close(); err != nil || st.first != 0 {
+		return wrapErr("streams", err)
+	}
+	// Every record left waits in the current group (pending records are newer than any
+	// written one).
+	s.gmu.Lock()
+	if g := s.cur; g != nil {
+		for _, r := range g.recs {
+			if r.st == st && !r.gone && (st.first == 0 || r.seq < st.first) {
+				st.first = r.seq
+			}
+		}
+	}
+	s.gmu.Unlock()
+	return nil
 }
 
 // SetMeta implements store.Store. It commits with Sync, which also makes pending deletes
@@ -866,6 +892,7 @@ func (s *Store) Close() error {
 	recoverDone := s.recoverDone
 	s.mu.Unlock()
 	close(s.stop)
+	<-s.committerDone
 	if s.syncerDone != nil {
 		<-s.syncerDone
 	}

@@ -629,6 +629,8 @@ def sc_crash_consume(args, out):
     class Listener(stomp.ConnectionListener):
         def on_message(self, frame):
             with lock:
+                if state.get("closed"):
+                    return  # main prints the summary line now: no line may interleave with it
                 state["n"] += 1
                 sys.stdout.write(json.dumps({"body": text(frame.body),
                                              "redelivered": frame.headers.get("redelivered")}) + "\n")
@@ -659,6 +661,7 @@ def sc_crash_consume(args, out):
     emit({"ready": True}, lock)
     stop.wait(args.get("max_seconds", 60))
     with lock:
+        state["closed"] = True  # not printed, so not acknowledged: it is delivered again
         out["received"] = state["n"]
         out["disconnected"] = stop.is_set()
 

@@ -1,0 +1,380 @@
+package pebblestore
+
+import (
+	"encoding/binary"
+	"slices"
+	"strings"
+
+	"github.com/cockroachdb/pebble/v2"
+
+	"github.com/titan-broker/titan/internal/store"
+)
+
+// Write-behind group commit.
+//
+// AppendAsync does not write to Pebble itself: it gives the records their sequences (under
+// the stream's lock, so a stream's sequences are handed out in order), copies them into the
+// current group and wakes the committer. The committer goroutine takes the whole group —
+// every stream, every producer — builds one Pebble batch (the records plus each touched
+// stream's latest state), applies it with Sync and waits for the one fsync; then it raises
+// each stream's durable mark and releases the group's waiters. While one group is being
+// synced the next one fills, so the fsync rate stays one per group however many producers
+// and destinations there are.
+//
+// A record deleted (Delete, Trim) while it still waits in the current group is dropped from
+// the group: it never reaches the WAL, and neither does its delete. This is what makes a
+// queue message that is consumed and acknowledged before its batch is flushed cost neither
+// a write nor a delete. Its sequence stays used (the stream state written with the group
+// keeps the high-water mark), and its Append's wait still returns only after the group was
+// committed, so "wait returned nil" keeps meaning "the record is durable, or was deleted
+// before it had to be".
+//
+// Flow: the appender that finds no group in flight applies the group itself (kickCommitter);
+// the committer goroutine awaits its fsync and then commits whatever gathered meanwhile.
+//
+// Locks: a stream's mu (AppendMulti: several, in name order), then gmu (AppendAsync,
+// AppendMulti, Delete, Trim); commitMu, then gmu (the
+// committer). Delete and Trim take commitMu after the stream's mu, so a delete of a record
+// in the group being applied waits until Pebble has it, and the state they write is never
+// overwritten by an older snapshot in a group committed after them.
+
+// pendingRecord is one record waiting in a group: its bytes are arena[off:off+n].
+type pendingRecord struct {
+	st   *stream
+	seq  uint64
+	off  int
+	n    int
+	gone bool // deleted before it was committed
+}
+
+type recordRef struct {
+	st  *stream
+	seq uint64
+}
+
+// group is the set of appends committed together.
+type group struct {
+	recs   []pendingRecord
+	arena  []byte
+	index  map[recordRef]int       // record → position in recs
+	states map[*stream]streamState // each touched stream's latest state
+	pend   map[*stream]streamState // count and bytes of each stream's records here (not gone)
+	done   chan struct{}           // closed once committed (or failed)
+	err    error                   // set before done is closed
+	wait   func() error            // every member's wait: one closure per group, not per append
+}
+
+// newGroupLocked returns an empty group, reusing the buffers of the last committed one.
+// s.gmu must be held.
+func (s *Store) newGroupLocked() *group {
+	var g *group
+	if sp := s.spare; sp != nil {
+		s.spare = nil
+		g = &group{recs: sp.recs, arena: sp.arena, index: sp.index, states: sp.states, pend: sp.pend, done: make(chan struct{})}
+	} else {
+		g = &group{
+			index:  make(map[recordRef]int),
+			states: make(map[*stream]streamState),
+			pend:   make(map[*stream]streamState),
+			done:   make(chan struct{}),
+		}
+	}
+	g.wait = func() error {
+		defer s.exit()
+		<-g.done
+		return g.err
+	}
+	return g
+}
+
+// recycle keeps g's buffers for the next group. Waiters read only done and err, so the
+// buffers are free once g is committed. Very large buffers are let go.
+func (s *Store) recycle(g *group) {
+	if cap(g.arena) > 4<<20 {
+		return
+	}
+	clear(g.index)
+	clear(g.states)
+	clear(g.pend)
+	sp := &group{recs: g.recs[:0], arena: g.arena[:0], index: g.index, states: g.states, pend: g.pend}
+	g.recs, g.arena, g.index, g.states, g.pend = nil, nil, nil, nil, nil
+	s.gmu.Lock()
+	s.spare = sp
+	s.gmu.Unlock()
+}
+
+// addLocked appends records (first sequence first) of st to the current group and records
+// next as st's state. st.mu and s.gmu must be held.
+func (s *Store) addLocked(st *stream, first uint64, records [][]byte, next streamState) *group {
+	g := s.cur
+	if g == nil {
+		g = s.newGroupLocked()
+		s.cur = g
+	}
+	p := g.pend[st]
+	for i, r := range records {
+		seq := first + uint64(i)
+		g.index[recordRef{st, seq}] = len(g.recs)
+		g.recs = append(g.recs, pendingRecord{st: st, seq: seq, off: len(g.arena), n: len(r)})
+		g.arena = append(g.arena, r...)
+		p.count++
+		p.bytes += uint64(len(r))
+	}
+	g.pend[st] = p
+	g.states[st] = next
+	return g
+}
+
+// dropPendingLocked removes from the current group st's records that keep(seq) rejects,
+// and returns how many records and bytes were removed and whether st.first was among them.
+// st.mu and s.gmu must be held.
+func (s *Store) dropPendingLocked(st *stream, seqs []uint64, below uint64) (n, bytes uint64, firstGone bool, rest []uint64) {
+	g := s.cur
+	if g == nil {
+		return 0, 0, false, seqs
+	}
+	drop := func(i int) {
+		r := &g.recs[i]
+		if r.gone {
+			return
+		}
+		r.gone = true
+		n++
+		bytes += uint64(r.n)
+		p := g.pend[st]
+		p.count--
+		p.bytes -= uint64(r.n)
+		g.pend[st] = p
+		firstGone = firstGone || r.seq == st.first
+	}
+	if below > 0 {
+		for i := range g.recs {
+			if g.recs[i].st == st && g.recs[i].seq < below {
+				drop(i)
+			}
+		}
+		return n, bytes, firstGone, seqs
+	}
+	rest = seqs[:0]
+	for _, seq := range seqs {
+		if i, ok := g.index[recordRef{st, seq}]; ok {
+			drop(i)
+			continue
+		}
+		rest = append(rest, seq)
+	}
+	return n, bytes, firstGone, rest
+}
+
+// noteStateLocked makes st's state in the current group next, when the group touches st.
+// s.gmu must be held.
+func (s *Store) noteStateLocked(st *stream, next streamState) {
+	if g := s.cur; g != nil {
+		if _, ok := g.states[st]; ok {
+			g.states[st] = next
+		}
+	}
+}
+
+// flight is a group applied to Pebble whose fsync is still to be awaited.
+type flight struct {
+	g   *group
+	b   *pebble.Batch
+	err error
+}
+
+// writtenStateLocked is the state to write with a removal of st's records: the in-memory
+// state without the records still waiting in the current group, which are not in Pebble
+// (a crash after the removal but before their group must not count them). commitMu and gmu
+// must be held (so the current group cannot be taken meanwhile).
+func (s *Store) writtenStateLocked(st *stream, next streamState) streamState {
+	if g := s.cur; g != nil {
+		p := g.pend[st]
+		next.count -= p.count
+		next.bytes -= p.bytes
+	}
+	return next
+}
+
+// kickCommitter starts a commit when none is in flight: the caller itself takes the current
+// group and applies it to Pebble (which starts the fsync at once), and hands the flight to
+// the committer goroutine, which awaits the fsync while the next group fills. When a group
+// is in flight it does nothing: the committer takes the next group as soon as the flight
+// has landed. So at most one group is in flight, an idle store commits without a goroutine
+// hop, and a busy one commits whatever gathered during the previous fsync.
+func (s *Store) kickCommitter() {
+	s.gmu.Lock()
+	if s.busy {
+		s.gmu.Unlock()
+		return
+	}
+	s.busy = true
+	s.gmu.Unlock()
+	f, ok := s.takeAndApply()
+	if !ok {
+		return
+	}
+	s.flights <- f // capacity 1, and only one flight at a time: never blocks
+}
+
+// takeAndApply takes the current group and applies it; ok is false (and busy cleared) when
+// there is none.
+func (s *Store) takeAndApply() (flight, bool) {
+	s.commitMu.Lock()
+	s.gmu.Lock()
+	g := s.cur
+	s.cur = nil
+	if g == nil {
+		s.busy = false
+		s.gmu.Unlock()
+		s.commitMu.Unlock()
+		return flight{}, false
+	}
+	s.gmu.Unlock()
+	b, err := s.applyLocked(g)
+	s.commitMu.Unlock()
+	return flight{g: g, b: b, err: err}, true
+}
+
+// commitLoop is the committer goroutine: it lands each flight (awaits its fsync and
+// releases its waiters) and commits the groups that gathered meanwhile, until Close stops
+// it (after every wait returned, so no group is left).
+func (s *Store) commitLoop() {
+	defer close(s.committerDone)
+	for {
+		var f flight
+		select {
+		case <-s.stop:
+			return
+		case f = <-s.flights:
+		}
+		for {
+			s.land(f)
+			var ok bool
+			if f, ok = s.takeAndApply(); !ok {
+				break
+			}
+		}
+	}
+}
+
+// applyLocked builds g's batch and applies it to Pebble with Sync, without waiting for the
+// fsync. commitMu must be held.
+func (s *Store) applyLocked(g *group) (*pebble.Batch, error) {
+	size := 0
+	for _, r := range g.recs {
+		if !r.gone {
+			size += len(r.st.recPrefix) + 8 + r.n + 16
+		}
+	}
+	for st := range g.states {
+		size += stateLen + len(st.stateKey) + 16
+	}
+	s.Committed.Add(uint64(len(g.recs)))
+	b := s.db.NewBatchWithSize(size)
+	for _, r := range g.recs {
+		if r.gone {
+			s.Dropped.Add(1)
+			continue
+		}
+		op := b.SetDeferred(len(r.st.recPrefix)+8, r.n)
+		copy(op.Key, r.st.recPrefix)
+		binary.BigEndian.PutUint64(op.Key[len(r.st.recPrefix):], r.seq)
+		copy(op.Value, g.arena[r.off:r.off+r.n])
+		if err := op.Finish(); err != nil {
+			return b, wrapErr("append", err)
+		}
+	}
+	for st, state := range g.states {
+		if err := b.Set(st.stateKey, state.encode(), nil); err != nil {
+			return b, wrapErr("append", err)
+		}
+	}
+	s.claimSync()
+	if err := s.db.ApplyNoSyncWait(b, pebble.Sync); err != nil {
+		return b, s.fail(wrapErr("append", err))
+	}
+	return b, nil
+}
+
+// land awaits f's fsync, raises the durable marks of its streams and releases its waiters.
+func (s *Store) land(f flight) {
+	g, b, err := f.g, f.b, f.err
+	if err == nil {
+		if err = b.SyncWait(); err != nil {
+			err = s.fail(wrapErr("append", err))
+		} else if err = s.wal.faultErr(); err != nil {
+			// The WAL failed at some point before this batch's sync returned: it may not
+			// have reached the disk.
+			err = s.fail(wrapErr("append", err))
+		}
+	}
+	_ = b.Close()
+	if err == nil {
+		for st, state := range g.states {
+			st.raiseDurable(state.last)
+		}
+	}
+	g.err = err
+	states := g.states
+	g.states = nil
+	close(g.done)
+	s.recycle(&group{recs: g.recs, arena: g.arena, index: g.index, states: states, pend: g.pend})
+}
+
+// AppendMulti implements store.MultiAppender: the records of every entry join the current
+// group while the locks of all their streams are held (taken in name order), so the
+// committer cannot split them: they are committed in one Pebble batch, all or none.
+func (s *Store) AppendMulti(entries []store.StreamRecords) ([]uint64, func() error, error) {
+	if len(entries) == 0 {
+		return nil, nil, store.ErrNoRecords
+	}
+	for _, e := range entries {
+		if err := store.CheckName(e.Stream); err != nil {
+			return nil, nil, err
+		}
+		if len(e.Records) == 0 {
+			return nil, nil, store.ErrNoRecords
+		}
+	}
+	if err := s.enter(true); err != nil {
+		return nil, nil, err
+	}
+	sts := make([]*stream, len(entries))
+	locks := make([]*stream, 0, len(entries))
+	for i, e := range entries {
+		sts[i] = s.stream(e.Stream, true)
+		if !slices.Contains(locks, sts[i]) {
+			locks = append(locks, sts[i])
+		}
+	}
+	slices.SortFunc(locks, func(a, b *stream) int { return strings.Compare(a.name, b.name) })
+	for _, st := range locks {
+		st.mu.Lock()
+	}
+	firsts := make([]uint64, len(entries))
+	s.gmu.Lock()
+	var g *group
+	for i, e := range entries {
+		st := sts[i]
+		first := st.last + 1
+		next := st.stateLocked()
+		for _, r := range e.Records {
+			next.bytes += uint64(len(r))
+		}
+		next.last += uint64(len(e.Records))
+		next.count += uint64(len(e.Records))
+		if st.count == 0 {
+			st.first = first
+		}
+		st.last, st.count, st.bytes = next.last, next.count, next.bytes
+		g = s.addLocked(st, first, e.Records, next)
+		firsts[i] = first
+	}
+	s.gmu.Unlock()
+	for _, st := range locks {
+		st.mu.Unlock()
+	}
+	s.kickCommitter()
+	return firsts, g.wait, nil
+}
