@@ -59,3 +59,22 @@ func queueQuery(destination, group string) url.Values {
 	}
 	return q
 }
+
+// queueCall sends one monitor API request about the queue of destination in group: the
+// query is queueQuery's plus extra (nil for none), the answer is decoded into res, and an
+// error is worded by queueError. It dials and closes its own client.
+func queueCall(cmd *cobra.Command, g *globalOptions, method, path, destination, group string, extra url.Values, res any) error {
+	c, err := g.newClient()
+	if err != nil {
+		return err
+	}
+	defer c.close()
+	q := queueQuery(destination, group)
+	for k, vs := range extra {
+		q[k] = vs
+	}
+	if _, err := c.do(cmd.Context(), method, path, q, nil, res); err != nil {
+		return queueError(err, destination, group)
+	}
+	return nil
+}

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"net/http"
+	"net/url"
 	"strconv"
 
 	"github.com/spf13/cobra"
@@ -39,12 +40,7 @@ NOT replaced; the command says so and succeeds.`,
 			"  titan queue create /queue/jobs --group market --ring-size 1000",
 		Args: oneDestination,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := g.newClient()
-			if err != nil {
-				return err
-			}
-			defer c.close()
-			q := queueQuery(args[0], group)
+			q := url.Values{}
 			fl := cmd.Flags()
 			if fl.Changed("max-pending-bytes") {
 				q.Set(admin.ParamMaxPendingBytes, strconv.FormatInt(maxPendingBytes, 10))
@@ -56,8 +52,9 @@ NOT replaced; the command says so and succeeds.`,
 				q.Set(admin.ParamRingSize, strconv.Itoa(ringSize))
 			}
 			var res admin.CreateQueueResult
-			if _, err := c.do(cmd.Context(), http.MethodPost, admin.PathQueues, q, nil, &res); err != nil {
-				return queueError(err, args[0], group)
+			err := queueCall(cmd, g, http.MethodPost, admin.PathQueues, args[0], group, q, &res)
+			if err != nil {
+				return err
 			}
 			out := cmd.OutOrStdout()
 			if g.output == outputJSON {

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"net/http"
+	"net/url"
 
 	"github.com/spf13/cobra"
 
@@ -26,18 +27,14 @@ The next SEND to the destination creates a fresh queue.`,
 		Example: "  titan queue delete /orders\n  titan queue delete /orders --group market --force",
 		Args:    oneDestination,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := g.newClient()
-			if err != nil {
-				return err
-			}
-			defer c.close()
-			q := queueQuery(args[0], group)
+			q := url.Values{}
 			if force {
 				q.Set(admin.ParamForce, "true")
 			}
 			var res admin.DeleteQueueResult
-			if _, err := c.do(cmd.Context(), http.MethodDelete, admin.PathQueues, q, nil, &res); err != nil {
-				return queueError(err, args[0], group)
+			err := queueCall(cmd, g, http.MethodDelete, admin.PathQueues, args[0], group, q, &res)
+			if err != nil {
+				return err
 			}
 			out := cmd.OutOrStdout()
 			if g.output == outputJSON {

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"net/http"
+	"net/url"
 	"sort"
 	"strconv"
 	"strings"
@@ -24,14 +25,10 @@ their consumers; the queue keeps its consumers, limits and state.`,
 		Example: "  titan queue purge /queue/jobs",
 		Args:    oneDestination,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := g.newClient()
+			var res admin.PurgeResult
+			err := queueCall(cmd, g, http.MethodPost, admin.PathQueuesPurge, args[0], group, nil, &res)
 			if err != nil {
 				return err
-			}
-			defer c.close()
-			var res admin.PurgeResult
-			if _, err := c.do(cmd.Context(), http.MethodPost, admin.PathQueuesPurge, queueQuery(args[0], group), nil, &res); err != nil {
-				return queueError(err, args[0], group)
 			}
 			out := cmd.OutOrStdout()
 			if g.output == outputJSON {
@@ -59,18 +56,14 @@ func newQueueBrowseCmd(g *globalOptions) *cobra.Command {
 		Example: "  titan queue browse /queue/DLQ.jobs --limit 10\n  titan queue browse /queue/jobs -o json",
 		Args:    oneDestination,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := g.newClient()
-			if err != nil {
-				return err
-			}
-			defer c.close()
-			q := queueQuery(args[0], group)
+			q := url.Values{}
 			if limit > 0 {
 				q.Set(admin.ParamLimit, strconv.Itoa(limit))
 			}
 			var res admin.BrowseResult
-			if _, err := c.do(cmd.Context(), http.MethodGet, admin.PathQueuesMessages, q, nil, &res); err != nil {
-				return queueError(err, args[0], group)
+			err := queueCall(cmd, g, http.MethodGet, admin.PathQueuesMessages, args[0], group, q, &res)
+			if err != nil {
+				return err
 			}
 			out := cmd.OutOrStdout()
 			if g.output == outputJSON {
@@ -112,18 +105,14 @@ is the dead-letter queue (/queue/DLQ.jobs) or the queue whose dead-letter queue 
 		Example: "  titan queue redrive /queue/DLQ.jobs\n  titan queue redrive /queue/jobs --limit 10",
 		Args:    oneDestination,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := g.newClient()
-			if err != nil {
-				return err
-			}
-			defer c.close()
-			q := queueQuery(args[0], group)
+			q := url.Values{}
 			if limit > 0 {
 				q.Set(admin.ParamLimit, strconv.Itoa(limit))
 			}
 			var res admin.RedriveResult
-			if _, err := c.do(cmd.Context(), http.MethodPost, admin.PathQueuesRedrive, q, nil, &res); err != nil {
-				return queueError(err, args[0], group)
+			err := queueCall(cmd, g, http.MethodPost, admin.PathQueuesRedrive, args[0], group, q, &res)
+			if err != nil {
+				return err
 			}
 			out := cmd.OutOrStdout()
 			if g.output == outputJSON {

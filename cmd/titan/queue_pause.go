@@ -29,14 +29,10 @@ func newQueuePauseCmd(g *globalOptions) *cobra.Command {
 
 // runPauseResume posts to path and reports "<verb> queue DEST (group G)".
 func runPauseResume(cmd *cobra.Command, g *globalOptions, path, verb, destination, group string) error {
-	c, err := g.newClient()
+	var qi admin.QueueInfo
+	err := queueCall(cmd, g, http.MethodPost, path, destination, group, nil, &qi)
 	if err != nil {
 		return err
-	}
-	defer c.close()
-	var qi admin.QueueInfo
-	if _, err := c.do(cmd.Context(), http.MethodPost, path, queueQuery(destination, group), nil, &qi); err != nil {
-		return queueError(err, destination, group)
 	}
 	out := cmd.OutOrStdout()
 	if g.output == outputJSON {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strconv"
 
 	"github.com/spf13/cobra"
@@ -32,16 +33,12 @@ as new messages arrive.`,
 			if !cmd.Flags().Changed("ring-size") {
 				return errors.New("nothing to set: pass --ring-size N")
 			}
-			c, err := g.newClient()
-			if err != nil {
-				return err
-			}
-			defer c.close()
-			q := queueQuery(args[0], group)
+			q := url.Values{}
 			q.Set(admin.ParamSize, strconv.Itoa(ringSize))
 			var qi admin.QueueInfo
-			if _, err := c.do(cmd.Context(), http.MethodPost, admin.PathQueuesRingSize, q, nil, &qi); err != nil {
-				return queueError(err, args[0], group)
+			err := queueCall(cmd, g, http.MethodPost, admin.PathQueuesRingSize, args[0], group, q, &qi)
+			if err != nil {
+				return err
 			}
 			out := cmd.OutOrStdout()
 			if g.output == outputJSON {
