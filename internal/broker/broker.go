@@ -141,6 +141,7 @@ func New(cfg config.Config, opts Options) (*Broker, error) {
 	b.p = p
 	p.deliveries.Latency = b.inst.Deliver
 	var persister router.Persister = b.durable
+	var batch router.BatchPublisher
 	idPrefix := ""
 	if cfg.Cluster.Enabled() {
 		// Cluster mode: JetStream stores queue messages; the queues adapter's Publish
@@ -151,6 +152,7 @@ func New(cfg config.Config, opts Options) (*Broker, error) {
 			return nil, err
 		}
 		p.wireCluster(n, resolver, b.log, &ports)
+		batch = p.cluster.semantics(cfg, resolver, b.log)
 		persister = nil
 		idPrefix = "titan-" + n.Name() + "-" + strconv.FormatInt(time.Now().UnixNano()%1e9, 36)
 	}
@@ -185,6 +187,7 @@ func New(cfg config.Config, opts Options) (*Broker, error) {
 		Logger:                       b.log.With("component", "router"),
 		SendStages:                   opts.SendStages,
 		Store:                        persister,
+		Batch:                        batch,
 		MessageIDPrefix:              idPrefix,
 		Go:                           b.goroutine,
 		ReceiptLatency:               b.inst.Receipt,

@@ -76,7 +76,7 @@ func TestConcurrentStreamCreation(t *testing.T) {
 			defer wg.Done()
 			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 			defer cancel()
-			errs <- q.ensureStream(ctx, "g1")
+			errs <- q.ensureStream(ctx, q.place(dest.Identity{Group: "g1", Pattern: dest.PatternQueues, Channel: "c"}))
 		}()
 	}
 	wg.Wait()

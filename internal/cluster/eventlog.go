@@ -40,8 +40,15 @@ type EventsStore struct {
 	mu      sync.Mutex
 	readers map[*delivery.Subscription]*esReader
 
-	// Appended counts SENDs stored.
-	Appended atomic.Uint64
+	// Settings gives a log its retention (address settings retention-max-messages,
+	// -bytes, -age; semantics.go); nil: none. DuplicateWindow is the streams' Nats-Msg-Id
+	// window (0: DefaultDuplicateWindow). Both are set before the first use.
+	Settings        Settings
+	DuplicateWindow time.Duration
+
+	// Appended counts SENDs stored; Duplicates counts SENDs JetStream answered as
+	// duplicates of a stored message (same _AMQ_DUPL_ID, any node).
+	Appended, Duplicates atomic.Uint64
 }
 
 // NewEventsStore returns the events-store adapter over n.
@@ -53,12 +60,8 @@ func NewEventsStore(n *Node, log *slog.Logger) *EventsStore {
 		readers: make(map[*delivery.Subscription]*esReader)}
 }
 
-func (e *EventsStore) ensureStream(ctx context.Context, group string) error {
-	return e.streams.ensure(ctx, jetstream.StreamConfig{
-		Name: storeStreamName(group), Subjects: storeSubjects(group),
-		Retention: jetstream.LimitsPolicy, Storage: jetstream.FileStorage, Replicas: e.replicas,
-		Duplicates: DuplicateWindow, MaxConsumers: -1,
-	})
+func (e *EventsStore) ensureStream(ctx context.Context, p placement) error {
+	return e.streams.ensure(ctx, p.cfg)
 }
 
 // Publish appends m to id's log and returns after the PubAck. Errors: the publish's after
@@ -75,17 +78,34 @@ func (e *EventsStore) Publish(id dest.Identity, m *message.Message, cancel <-cha
 			}
 		}()
 	}
-	if err := e.ensureStream(ctx, id.Group); err != nil {
+	p, msg := e.build(id, m)
+	if err := e.ensureStream(ctx, p); err != nil {
 		return false, err
 	}
-	msg := &nats.Msg{Subject: Subject(id), Data: message.Encode(nil, m), Header: nats.Header{}}
-	msg.Header.Set(jetstream.MsgIDHeader, m.ID)
-	if _, err := publishRetrying(ctx, e.js, msg); err != nil {
+	ack, err := publishRetrying(ctx, e.js, msg)
+	if err != nil {
 		e.log.Warn("events-store publish failed", "log", id.String(), "err", err)
 		return false, fmt.Errorf("cluster: message not stored: %w", err)
 	}
-	e.Appended.Add(1)
+	e.count(ack)
 	return false, nil
+}
+
+// build returns id's placement and the JetStream message that appends m to its log.
+func (e *EventsStore) build(id dest.Identity, m *message.Message) (placement, *nats.Msg) {
+	p := e.place(id)
+	msg := &nats.Msg{Subject: p.subject, Data: message.Encode(nil, m), Header: nats.Header{}}
+	msg.Header.Set(jetstream.MsgIDHeader, msgID(id, m))
+	return p, msg
+}
+
+// count records a stored append: a duplicate or a new message.
+func (e *EventsStore) count(ack *jetstream.PubAck) {
+	if ack != nil && ack.Duplicate {
+		e.Duplicates.Add(1)
+		return
+	}
+	e.Appended.Add(1)
 }
 
 // Subscribe registers sub and starts its reader at its start position (or its durable
@@ -94,10 +114,11 @@ func (e *EventsStore) Subscribe(sub *delivery.Subscription) error {
 	id := sub.Identity()
 	ctx, cancel := context.WithTimeout(context.Background(), PublishTimeout)
 	defer cancel()
-	if err := e.ensureStream(ctx, id.Group); err != nil {
+	p := e.place(id)
+	if err := e.ensureStream(ctx, p); err != nil {
 		return err
 	}
-	subject := Subject(id)
+	subject := p.subject
 	var policy jetstream.DeliverPolicy
 	var startSeq uint64
 	var startTime *time.Time
@@ -114,7 +135,7 @@ func (e *EventsStore) Subscribe(sub *delivery.Subscription) error {
 	default:
 		// "new" is pinned to the stream's next sequence now: an ordered consumer re-created
 		// between pulls would otherwise move a DeliverNew start past what arrived meanwhile.
-		last, err := lastSequence(ctx, e.js, storeStreamName(id.Group))
+		last, err := lastSequence(ctx, e.js, p.stream)
 		if err != nil {
 			return fmt.Errorf("cluster: events-store subscription on %s: %w", id, err)
 		}
@@ -124,7 +145,7 @@ func (e *EventsStore) Subscribe(sub *delivery.Subscription) error {
 		inflight: make(map[uint64]jetstream.Msg)}
 	var err error
 	if sub.DurableName == "" {
-		r.cons, err = e.js.OrderedConsumer(ctx, storeStreamName(id.Group), jetstream.OrderedConsumerConfig{
+		r.cons, err = e.js.OrderedConsumer(ctx, p.stream, jetstream.OrderedConsumerConfig{
 			FilterSubjects: []string{subject}, DeliverPolicy: policy, OptStartSeq: startSeq, OptStartTime: startTime,
 		})
 	} else {
@@ -135,7 +156,7 @@ func (e *EventsStore) Subscribe(sub *delivery.Subscription) error {
 			DeliverPolicy: policy, OptStartSeq: startSeq, OptStartTime: startTime,
 			AckPolicy: jetstream.AckExplicitPolicy, AckWait: AckWait, MaxDeliver: -1,
 		}
-		r.cons, err = getOrCreateConsumer(ctx, e.js, storeStreamName(id.Group), cfg)
+		r.cons, err = getOrCreateConsumer(ctx, e.js, p.stream, cfg)
 	}
 	if err != nil {
 		return fmt.Errorf("cluster: events-store subscription on %s: %w", id, err)

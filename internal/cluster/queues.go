@@ -38,9 +38,6 @@ const (
 	// it is redelivered (a node that died holding it). Live deliveries are kept alive with
 	// +WPI every AckWait/3, since STOMP has no ack timeout.
 	AckWait = 30 * time.Second
-	// DuplicateWindow is the streams' Nats-Msg-Id window: a broker retry of a publish whose
-	// PubAck was lost is stored once.
-	DuplicateWindow = 2 * time.Minute
 	// autoCredit is how many messages an auto-ack subscription takes per pull.
 	autoCredit = 32
 	// maxBatch bounds one pull request.
@@ -69,15 +66,19 @@ type Queues struct {
 	settings Settings
 	log      *slog.Logger
 
-	streams    *streams
-	mu         sync.Mutex
-	consumers  map[dest.Identity]*queueConsumer
-	ringWarned map[dest.Identity]bool
-	closed     bool
+	streams   *streams
+	mu        sync.Mutex
+	consumers map[dest.Identity]*queueConsumer
+	closed    bool
+
+	// DuplicateWindow is the queue streams' Nats-Msg-Id window (0: DefaultDuplicateWindow);
+	// set before the first use (the broker sets titan.duplicate-detection.window).
+	DuplicateWindow time.Duration
 
 	// Published, DeadLettered, Redelivered count queue SENDs stored, messages dead-lettered
-	// and NACK redeliveries requested by this node.
-	Published, DeadLettered, Redelivered atomic.Uint64
+	// and NACK redeliveries requested by this node. Duplicates counts SENDs JetStream
+	// answered as duplicates of a stored message (same _AMQ_DUPL_ID, any node).
+	Published, DeadLettered, Redelivered, Duplicates atomic.Uint64
 }
 
 // NewQueues returns the queues adapter over n. settings may be nil (built-in defaults).
@@ -96,25 +97,6 @@ func (q *Queues) settingsOf(id dest.Identity) address.Settings {
 	return q.settings.Settings(id)
 }
 
-// warnRing logs once per queue that its ring size is not applied in cluster mode (README
-// "Running a cluster": JetStream's discard-old would delete messages in delivery).
-func (q *Queues) warnRing(id dest.Identity) {
-	s := q.settingsOf(id)
-	if s.RingSize <= 0 {
-		return
-	}
-	q.mu.Lock()
-	warned := q.ringWarned[id]
-	if q.ringWarned == nil {
-		q.ringWarned = make(map[dest.Identity]bool)
-	}
-	q.ringWarned[id] = true
-	q.mu.Unlock()
-	if !warned {
-		q.log.Warn("ring size is not applied in cluster mode; the queue keeps every message", "queue", id.String(), "ring_size", s.RingSize, "match", s.Match)
-	}
-}
-
 // retryable reports whether a JetStream error may pass with a new leader or quorum.
 func retryable(err error) bool {
 	return errors.Is(err, nats.ErrNoResponders) || errors.Is(err, jetstream.ErrNoStreamResponse) ||
@@ -128,13 +110,9 @@ func isAPIUnavailable(err error) bool {
 	return errors.As(err, &apiErr) && (apiErr.Code == 503 || apiErr.ErrorCode == 10008)
 }
 
-// ensureStream creates (or confirms) group's queue stream.
-func (q *Queues) ensureStream(ctx context.Context, group string) error {
-	return q.streams.ensure(ctx, jetstream.StreamConfig{
-		Name: streamName(group), Subjects: queueSubjects(group),
-		Retention: jetstream.WorkQueuePolicy, Storage: jetstream.FileStorage, Replicas: q.replicas,
-		Duplicates: DuplicateWindow, AllowMsgTTL: true, AllowMsgSchedules: true, MaxConsumers: -1,
-	})
+// ensureStream creates (or confirms) the stream of placement p (semantics.go).
+func (q *Queues) ensureStream(ctx context.Context, p placement) error {
+	return q.streams.ensure(ctx, p.cfg)
 }
 
 // streams creates streams once per node.
@@ -190,10 +168,10 @@ func (s *streams) ensure(ctx context.Context, cfg jetstream.StreamConfig) error 
 	return nil
 }
 
-// publishMsg stores msg in group's stream and returns its PubAck, retrying through leader
+// publishMsg stores msg in p's stream and returns its PubAck, retrying through leader
 // changes until ctx ends (Nats-Msg-Id makes a retry idempotent).
-func (q *Queues) publishMsg(ctx context.Context, group string, msg *nats.Msg) (*jetstream.PubAck, error) {
-	if err := q.ensureStream(ctx, group); err != nil {
+func (q *Queues) publishMsg(ctx context.Context, p placement, msg *nats.Msg) (*jetstream.PubAck, error) {
+	if err := q.ensureStream(ctx, p); err != nil {
 		return nil, err
 	}
 	return publishRetrying(ctx, q.js, msg)
@@ -226,30 +204,9 @@ func publishRetrying(ctx context.Context, js jetstream.JetStream, msg *nats.Msg)
 // (dropped true). cancel (the producer's connection closed) abandons the wait. Errors:
 // the publish's after PublishTimeout.
 func (q *Queues) Publish(id dest.Identity, m *message.Message, cancel <-chan struct{}) (dropped bool, err error) {
-	q.warnRing(id)
-	msg := &nats.Msg{Subject: Subject(id), Data: message.Encode(nil, m), Header: nats.Header{}}
-	msg.Header.Set(jetstream.MsgIDHeader, m.ID)
-	if m.ExpiresMs > 0 && m.ExpiresMs <= time.Now().UnixMilli() {
+	p, msg, dropped := q.build(id, m)
+	if dropped {
 		return true, nil
-	}
-	if m.DeliverAtMs > 0 {
-		// A scheduled message: a holder on t.<group>.qs.<message-id> that JetStream's
-		// scheduler appends to the queue's subject when due. The schedule has whole-second
-		// resolution, so the due time is rounded up (never early). Expiry is checked at
-		// delivery (the holder carries no TTL).
-		at := time.UnixMilli(m.DeliverAtMs)
-		if at.Nanosecond() != 0 {
-			at = at.Truncate(time.Second).Add(time.Second)
-		}
-		var b strings.Builder
-		b.WriteString("t." + id.Group + "." + kindSchedule + ".")
-		appendToken(&b, m.ID)
-		msg.Subject = b.String()
-		msg.Header.Set(jetstream.ScheduleHeader, "@at "+at.UTC().Format(time.RFC3339))
-		msg.Header.Set(jetstream.ScheduleTargetHeader, Subject(id))
-	} else if m.ExpiresMs > 0 {
-		left := m.ExpiresMs - time.Now().UnixMilli()
-		msg.Header.Set("Nats-TTL", strconv.FormatInt((left+999)/1000, 10)+"s")
 	}
 	ctx, stop := context.WithTimeout(context.Background(), PublishTimeout)
 	defer stop()
@@ -262,12 +219,54 @@ func (q *Queues) Publish(id dest.Identity, m *message.Message, cancel <-chan str
 			}
 		}()
 	}
-	if _, err := q.publishMsg(ctx, id.Group, msg); err != nil {
+	ack, err := q.publishMsg(ctx, p, msg)
+	if err != nil {
 		q.log.Warn("queue publish failed", "queue", id.String(), "err", err)
 		return false, fmt.Errorf("cluster: message not stored: %w", err)
 	}
-	q.Published.Add(1)
+	q.count(ack)
 	return false, nil
+}
+
+// build returns the placement of id and the JetStream message that stores m there (nil
+// and dropped true when m already expired). Nats-Msg-Id is msgID's. A scheduled message
+// is a holder on the placement's holder subject that JetStream's scheduler appends to the
+// queue's subject when due: the schedule has whole-second resolution, so the due time is
+// rounded up (never early); expiry is checked at delivery (the holder carries no TTL).
+// Any other message with an expiry carries Nats-TTL (whole seconds, rounded up).
+func (q *Queues) build(id dest.Identity, m *message.Message) (placement, *nats.Msg, bool) {
+	p := q.place(id)
+	if m.ExpiresMs > 0 && m.ExpiresMs <= time.Now().UnixMilli() {
+		return p, nil, true
+	}
+	msg := &nats.Msg{Subject: p.subject, Data: message.Encode(nil, m), Header: nats.Header{}}
+	msg.Header.Set(jetstream.MsgIDHeader, msgID(id, m))
+	if m.DeliverAtMs > 0 {
+		at := time.UnixMilli(m.DeliverAtMs)
+		if at.Nanosecond() != 0 {
+			at = at.Truncate(time.Second).Add(time.Second)
+		}
+		var b strings.Builder
+		b.WriteString(p.holders)
+		appendToken(&b, m.ID)
+		msg.Subject = b.String()
+		msg.Header.Set(jetstream.ScheduleHeader, "@at "+at.UTC().Format(time.RFC3339))
+		msg.Header.Set(jetstream.ScheduleTargetHeader, p.subject)
+	} else if m.ExpiresMs > 0 {
+		left := m.ExpiresMs - time.Now().UnixMilli()
+		msg.Header.Set("Nats-TTL", strconv.FormatInt((left+999)/1000, 10)+"s")
+	}
+	return p, msg, false
+}
+
+// count records a stored publish: a duplicate (already stored under its Nats-Msg-Id) or a
+// new message.
+func (q *Queues) count(ack *jetstream.PubAck) {
+	if ack != nil && ack.Duplicate {
+		q.Duplicates.Add(1)
+		return
+	}
+	q.Published.Add(1)
 }
 
 // consumerName is the durable consumer of a queue: a hash of its subject (a durable name
@@ -283,7 +282,7 @@ func (q *Queues) Subscribe(sub *delivery.Subscription) error {
 	id := sub.Identity()
 	ctx, cancel := context.WithTimeout(context.Background(), PublishTimeout)
 	defer cancel()
-	if err := q.ensureStream(ctx, id.Group); err != nil {
+	if err := q.ensureStream(ctx, q.place(id)); err != nil {
 		return err
 	}
 	sub.Owner = q
@@ -325,7 +324,8 @@ func (q *Queues) Subscribe(sub *delivery.Subscription) error {
 }
 
 func (q *Queues) newConsumer(ctx context.Context, id dest.Identity) (*queueConsumer, error) {
-	subject := Subject(id)
+	p := q.place(id)
+	subject := p.subject
 	cfg := jetstream.ConsumerConfig{
 		Durable: consumerName(subject), FilterSubject: subject,
 		AckPolicy: jetstream.AckExplicitPolicy, AckWait: AckWait, MaxDeliver: -1,
@@ -335,11 +335,11 @@ func (q *Queues) newConsumer(ctx context.Context, id dest.Identity) (*queueConsu
 	for {
 		actx, cancel := context.WithTimeout(ctx, attemptTimeout)
 		var err error
-		cons, err = q.js.Consumer(actx, streamName(id.Group), cfg.Durable)
+		cons, err = q.js.Consumer(actx, p.stream, cfg.Durable)
 		if errors.Is(err, jetstream.ErrConsumerNotFound) {
-			cons, err = q.js.CreateConsumer(actx, streamName(id.Group), cfg)
+			cons, err = q.js.CreateConsumer(actx, p.stream, cfg)
 			if errors.Is(err, jetstream.ErrConsumerExists) {
-				cons, err = q.js.Consumer(actx, streamName(id.Group), cfg.Durable)
+				cons, err = q.js.Consumer(actx, p.stream, cfg.Durable)
 			}
 		}
 		cancel()
@@ -696,15 +696,16 @@ func (q *Queues) deadLetter(id dest.Identity, jm jetstream.Msg, m *message.Messa
 			frame.Header{Key: "dlq-reason", Value: "max-deliveries"},
 			frame.Header{Key: "dlq-delivery-count", Value: strconv.Itoa(count)}),
 	}
-	msg := &nats.Msg{Subject: Subject(target), Data: message.Encode(nil, dl), Header: nats.Header{}}
+	tp := q.place(target)
+	msg := &nats.Msg{Subject: tp.subject, Data: message.Encode(nil, dl), Header: nats.Header{}}
 	seq := uint64(0)
 	if meta != nil {
 		seq = meta.Sequence.Stream
 	}
-	msg.Header.Set(jetstream.MsgIDHeader, "dlq:"+streamName(id.Group)+":"+strconv.FormatUint(seq, 10))
+	msg.Header.Set(jetstream.MsgIDHeader, "dlq:"+q.place(id).stream+":"+strconv.FormatUint(seq, 10))
 	ctx, cancel := context.WithTimeout(context.Background(), PublishTimeout)
 	defer cancel()
-	if _, err := q.publishMsg(ctx, target.Group, msg); err != nil {
+	if _, err := q.publishMsg(ctx, tp, msg); err != nil {
 		q.log.Error("dead letter not stored; the message stays on its queue", "queue", id.String(), "err", err)
 		_ = jm.Nak()
 		return

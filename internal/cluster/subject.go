@@ -42,13 +42,17 @@ func kindOf(p dest.Pattern, bare bool) string {
 // token per channel segment, each encoded by encodeToken. For an events SUBSCRIBE filter,
 // wildcard tokens "*" and ">" stay wildcards: Titan's grammar is NATS's (one token, one or
 // more trailing tokens), so a filter matches exactly the subjects its channels map to.
-func Subject(id dest.Identity) string {
+func Subject(id dest.Identity) string { return subjectOf(id, kindOf(id.Pattern, id.Bare)) }
+
+// subjectOf is Subject with the kind token given (ring queues and events-store retention
+// classes have kinds of their own: semantics.go).
+func subjectOf(id dest.Identity, kind string) string {
 	var b strings.Builder
 	b.Grow(8 + len(id.Group) + len(id.Channel)*2)
 	b.WriteString("t.")
 	b.WriteString(id.Group)
 	b.WriteByte('.')
-	b.WriteString(kindOf(id.Pattern, id.Bare))
+	b.WriteString(kind)
 	for tok := range strings.SplitSeq(id.Channel, ".") {
 		b.WriteByte('.')
 		if tok == "*" || tok == ">" {

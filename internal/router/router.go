@@ -100,6 +100,10 @@ type Options struct {
 	Logger *slog.Logger
 	// Store is the durable-acceptance port; nil keeps durable patterns in memory only.
 	Store Persister
+	// Batch, when set, commits a transaction's SENDs to the destinations it Batches as one
+	// PublishBatch at COMMIT instead of one publication each (cluster mode: JetStream
+	// atomic batches; see BatchPublisher).
+	Batch BatchPublisher
 	// Go starts a tracked goroutine (a connection's SEND pipeline); it returns false once the
 	// owner is shutting down. nil runs `go fn()`.
 	Go func(name string, fn func()) bool

@@ -140,6 +140,7 @@ func (s commitStage) Apply(c *Context) {
 	acks := false
 	var ids []dest.Identity
 	var msgs []*message.Message
+	var batch batchedSends // SENDs committed by Options.Batch (cluster mode)
 	for i, op := range t.ops {
 		if op.route == RouteAck || op.route == RouteNack {
 			acks = true
@@ -167,6 +168,9 @@ func (s commitStage) Apply(c *Context) {
 			continue // answered without effect (a duplicate id): nothing to store or publish
 		}
 		post := eff[k:]
+		if batch.take(r.opts.Batch, rc.Identity, rc.Message) {
+			continue // published with the others by PublishBatch, below
+		}
 		if ss, ok := post[0].(storeStage); ok && ss.store != nil && (rc.Message.Persistent || ss.always) {
 			post = post[1:] // stored below, with the others
 			stored[i] = true
@@ -181,6 +185,10 @@ func (s commitStage) Apply(c *Context) {
 			settleFrom(0)
 			return
 		}
+	}
+	if !batch.commit(c, r.opts.Batch) {
+		settleFrom(0)
+		return
 	}
 	for i, op := range t.ops {
 		rc := &ctxs[i]

@@ -1,0 +1,165 @@
+package cluster
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"strconv"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/titan-broker/titan/internal/address"
+	"github.com/titan-broker/titan/internal/dedup"
+	"github.com/titan-broker/titan/internal/dest"
+	"github.com/titan-broker/titan/internal/message"
+)
+
+// This file places a destination in its stream: which JetStream stream holds a queue or an
+// events-store log, on which subject, with which limits. Address settings that JetStream
+// can only express per stream (ring-size; events-store retention) select a stream shared
+// by every destination of the group with the same limits: one stream per (group, limits
+// class), never one per destination (jetstream-mapping note §5).
+//
+//   - A queue without a ring size: TITAN_<group>_Q, subjects t.<group>.q.<channel>
+//     (bare: qb), scheduled holders t.<group>.qs.<message-id>.
+//   - A ring queue of ring size N: TITAN_<group>_Q_R<N>, WorkQueue with
+//     MaxMsgsPerSubject N and discard old, subjects t.<group>.r<N>.<channel> (bare: rb<N>),
+//     scheduled holders t.<group>.rs<N>.<message-id>. Every queue is its own subject, so
+//     the per-subject limit is exactly the queue's ring.
+//   - An events-store log without retention: TITAN_<group>_ES, t.<group>.es.<channel>.
+//   - A log with retention (max messages M, max bytes B, max age A): TITAN_<group>_ES_<h>
+//     where h hashes (M, B, A); MaxMsgsPerSubject M (per log, exact), MaxAge A (per
+//     message, exact), MaxBytes B (the stream's total: every log of the group sharing
+//     these bounds), discard old; subjects t.<group>.es<h>.<channel> (bare: esb<h>).
+//
+// Every node must run with the same address settings: a node that resolved a destination
+// to another class would store it in another stream (README "Running a cluster").
+
+// DefaultDuplicateWindow is the streams' Nats-Msg-Id window when none is configured: the
+// single-node duplicate-detection default (titan.duplicate-detection.window, 10 minutes).
+const DefaultDuplicateWindow = 10 * time.Minute
+
+// placement is where one destination's messages live.
+type placement struct {
+	stream  string // stream name
+	subject string // the destination's subject
+	// holders is the subject prefix of scheduled (delay) holders, "t.<group>.<kind>."
+	// (queues only).
+	holders string
+	cfg     jetstream.StreamConfig
+}
+
+// place returns id's queue placement from its address settings (ring-size).
+func (q *Queues) place(id dest.Identity) placement {
+	window := q.window()
+	if n := q.settingsOf(id).RingSize; n > 0 {
+		k := strconv.Itoa(n)
+		kind, bare, hold := "r"+k, "rb"+k, "rs"+k
+		p := placement{stream: streamName(id.Group) + "_R" + k, holders: "t." + id.Group + "." + hold + "."}
+		if id.Bare {
+			p.subject = subjectOf(id, bare)
+		} else {
+			p.subject = subjectOf(id, kind)
+		}
+		p.cfg = jetstream.StreamConfig{
+			Name: p.stream, Subjects: []string{"t." + id.Group + "." + kind + ".>", "t." + id.Group + "." + bare + ".>", p.holders + ">"},
+			Retention: jetstream.WorkQueuePolicy, Storage: jetstream.FileStorage, Replicas: q.replicas,
+			MaxMsgsPerSubject: int64(n), Discard: jetstream.DiscardOld,
+			Duplicates: window, AllowMsgTTL: true, AllowMsgSchedules: true, AllowAtomicPublish: true, MaxConsumers: -1,
+		}
+		return p
+	}
+	return placement{
+		stream: streamName(id.Group), subject: Subject(id), holders: "t." + id.Group + "." + kindSchedule + ".",
+		cfg: jetstream.StreamConfig{
+			Name: streamName(id.Group), Subjects: queueSubjects(id.Group),
+			Retention: jetstream.WorkQueuePolicy, Storage: jetstream.FileStorage, Replicas: q.replicas,
+			Duplicates: window, AllowMsgTTL: true, AllowMsgSchedules: true, AllowAtomicPublish: true, MaxConsumers: -1,
+		},
+	}
+}
+
+func (q *Queues) window() time.Duration {
+	if q.DuplicateWindow > 0 {
+		return q.DuplicateWindow
+	}
+	return DefaultDuplicateWindow
+}
+
+// place returns id's events-store placement from its address settings (retention).
+func (e *EventsStore) place(id dest.Identity) placement {
+	window := e.DuplicateWindow
+	if window <= 0 {
+		window = DefaultDuplicateWindow
+	}
+	var s address.Settings
+	if e.Settings != nil {
+		s = e.Settings.Settings(id)
+	}
+	if s.RetentionMaxMessages <= 0 && s.RetentionMaxBytes <= 0 && s.RetentionMaxAge <= 0 {
+		return placement{stream: storeStreamName(id.Group), subject: Subject(id), cfg: jetstream.StreamConfig{
+			Name: storeStreamName(id.Group), Subjects: storeSubjects(id.Group),
+			Retention: jetstream.LimitsPolicy, Storage: jetstream.FileStorage, Replicas: e.replicas,
+			Duplicates: window, AllowAtomicPublish: true, MaxConsumers: -1,
+		}}
+	}
+	h := retentionClass(s)
+	kind, bare := kindStore+h, kindStoreBare+h
+	p := placement{stream: storeStreamName(id.Group) + "_" + h}
+	if id.Bare {
+		p.subject = subjectOf(id, bare)
+	} else {
+		p.subject = subjectOf(id, kind)
+	}
+	cfg := jetstream.StreamConfig{
+		Name: p.stream, Subjects: []string{"t." + id.Group + "." + kind + ".>", "t." + id.Group + "." + bare + ".>"},
+		Retention: jetstream.LimitsPolicy, Storage: jetstream.FileStorage, Replicas: e.replicas,
+		Discard: jetstream.DiscardOld, MaxMsgs: -1, MaxMsgsPerSubject: -1, MaxBytes: -1,
+		Duplicates: window, AllowAtomicPublish: true, MaxConsumers: -1,
+	}
+	if s.RetentionMaxMessages > 0 {
+		cfg.MaxMsgsPerSubject = s.RetentionMaxMessages
+	}
+	if s.RetentionMaxBytes > 0 {
+		cfg.MaxBytes = s.RetentionMaxBytes
+	}
+	if s.RetentionMaxAge > 0 {
+		cfg.MaxAge = s.RetentionMaxAge
+		// JetStream refuses a duplicate window longer than the stream's max age.
+		cfg.Duplicates = min(window, s.RetentionMaxAge)
+	}
+	p.cfg = cfg
+	return p
+}
+
+// retentionClass names an events-store retention class: 8 hex digits of a hash of its
+// bounds (messages, bytes, age in ns).
+func retentionClass(s address.Settings) string {
+	b := strconv.AppendInt(nil, s.RetentionMaxMessages, 10)
+	b = append(b, '/')
+	b = strconv.AppendInt(b, s.RetentionMaxBytes, 10)
+	b = append(b, '/')
+	b = strconv.AppendInt(b, int64(s.RetentionMaxAge), 10)
+	h := sha256.Sum256(b)
+	return hex.EncodeToString(h[:4])
+}
+
+// msgID is the Nats-Msg-Id of m stored for id. A SEND carrying a duplicate id
+// (_AMQ_DUPL_ID) gets an id derived from (destination, duplicate id), so the same
+// duplicate id sent again to the same destination through any node, within the stream's
+// Duplicates window, is stored once and still acknowledged (PubAck Duplicate: the producer
+// gets its RECEIPT). Any other message gets its broker-assigned message-id, which makes
+// the broker's own retry of a publish whose PubAck was lost idempotent.
+func msgID(id dest.Identity, m *message.Message) string {
+	if d, ok := m.Header(dedup.Header); ok && d != "" {
+		h := sha256.New()
+		h.Write([]byte(id.String()))
+		if id.Bare {
+			h.Write([]byte{0, 'b'})
+		}
+		h.Write([]byte{0})
+		h.Write([]byte(d))
+		return "dupl:" + hex.EncodeToString(h.Sum(nil)[:20])
+	}
+	return m.ID
+}
