@@ -114,6 +114,28 @@ func TestClusterSemantics(t *testing.T) {
 		if got := bodiesOn(t, js, p.stream, qs[0].place(other).subject); !equal(got, []string{"b0"}) {
 			t.Errorf("second ring queue holds %q", got)
 		}
+		// The ring is a hard cap on stored messages: a message in delivery (pulled, not
+		// acknowledged) is discarded like any other when newer ones overflow the ring
+		// (README "Running a cluster": reference 002's in-delivery rule is not kept).
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		cons, err := js.CreateConsumer(ctx, p.stream, jetstream.ConsumerConfig{Durable: "probe", FilterSubject: p.subject, AckPolicy: jetstream.AckExplicitPolicy})
+		if err != nil {
+			t.Fatal(err)
+		}
+		held, err := cons.Next(jetstream.FetchMaxWait(5 * time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := 5; i < 8; i++ {
+			if _, err := qs[0].Publish(ring, msgFor(ring, fmt.Sprint("r", i)), nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if got := bodiesOn(t, js, p.stream, p.subject); !equal(got, []string{"r5", "r6", "r7"}) {
+			t.Errorf("after overflowing the ring with r2 in delivery, the queue holds %q", got)
+		}
+		_ = held.Ack()
 		plain := qid("g", "plain")
 		if p := qs[0].place(plain); p.stream != "TITAN_g_Q" || p.cfg.MaxMsgsPerSubject != 0 {
 			t.Errorf("a queue without ring size is placed in %s (max per subject %d)", p.stream, p.cfg.MaxMsgsPerSubject)
