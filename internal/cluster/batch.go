@@ -35,6 +35,7 @@ const MaxAtomicBatch = 1000
 const (
 	errCodeBatchDuplicate = 10201 // atomic publish batch contains duplicate message id
 	errCodeBatchTooLarge  = 10199 // atomic publish batch is too large
+	errCodeBatchInflight  = 10210 // atomic publish too many inflight (50 per stream, 1000 per server)
 )
 
 // ErrTransactionTooLarge is returned by PublishBatch for a transaction with more than
@@ -192,7 +193,8 @@ func (c *Committer) publishPart(ctx context.Context, sp *streamPart) error {
 				return ErrTransactionTooLarge
 			}
 		}
-		if !retryable(err) || ctx.Err() != nil {
+		busy := errors.As(err, &apiErr) && apiErr.ErrorCode == errCodeBatchInflight
+		if !busy && !retryable(err) || ctx.Err() != nil {
 			return err
 		}
 		select {
