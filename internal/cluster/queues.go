@@ -143,12 +143,14 @@ func (s *streams) ensure(ctx context.Context, cfg jetstream.StreamConfig) error 
 	}
 	for {
 		actx, cancel := context.WithTimeout(ctx, attemptTimeout)
-		_, err := s.js.Stream(actx, cfg.Name)
+		st, err := s.js.Stream(actx, cfg.Name)
 		if errors.Is(err, jetstream.ErrStreamNotFound) {
 			_, err = s.js.CreateStream(actx, cfg)
 			if errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
 				err = nil
 			}
+		} else if err == nil {
+			err = reconcile(actx, s.js, st.CachedInfo().Config, cfg)
 		}
 		cancel()
 		if err == nil {

@@ -1,8 +1,10 @@
 package cluster
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"strconv"
 	"time"
 
@@ -162,4 +164,25 @@ func msgID(id dest.Identity, m *message.Message) string {
 		return "dupl:" + hex.EncodeToString(h.Sum(nil)[:20])
 	}
 	return m.ID
+}
+
+// reconcile updates an existing stream whose Titan-managed settings differ from want: a
+// changed duplicate-detection window, or a stream made before a flag (atomic batches,
+// TTLs, schedules) was enabled. Limits that choose the stream (ring size, retention) are in
+// its name, so they never differ here. Flags are only ever switched on.
+func reconcile(ctx context.Context, js jetstream.JetStream, have, want jetstream.StreamConfig) error {
+	upd := have
+	upd.Duplicates = want.Duplicates
+	upd.AllowAtomicPublish = have.AllowAtomicPublish || want.AllowAtomicPublish
+	upd.AllowMsgTTL = have.AllowMsgTTL || want.AllowMsgTTL
+	upd.AllowMsgSchedules = have.AllowMsgSchedules || want.AllowMsgSchedules
+	if upd.Duplicates == have.Duplicates && upd.AllowAtomicPublish == have.AllowAtomicPublish &&
+		upd.AllowMsgTTL == have.AllowMsgTTL && upd.AllowMsgSchedules == have.AllowMsgSchedules {
+		return nil
+	}
+	_, err := js.UpdateStream(ctx, upd)
+	if err != nil {
+		return fmt.Errorf("updating stream %s: %w", want.Name, err)
+	}
+	return nil
 }

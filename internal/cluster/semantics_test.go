@@ -123,9 +123,17 @@ func TestClusterSemantics(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		held, err := cons.Next(jetstream.FetchMaxWait(5 * time.Second))
-		if err != nil {
-			t.Fatal(err)
+		// A new R3 consumer may not answer pulls until its leader is elected: retry.
+		var held jetstream.Msg
+		for held == nil {
+			held, err = cons.Next(jetstream.FetchMaxWait(time.Second))
+			if err != nil {
+				select {
+				case <-ctx.Done():
+					t.Fatal(err)
+				case <-time.After(50 * time.Millisecond):
+				}
+			}
 		}
 		for i := 5; i < 8; i++ {
 			if _, err := qs[0].Publish(ring, msgFor(ring, fmt.Sprint("r", i)), nil); err != nil {
@@ -183,6 +191,29 @@ func TestClusterSemantics(t *testing.T) {
 		}
 		if got := bodiesOn(t, js, p.stream, qs[0].place(q2).subject); !equal(got, []string{"other"}) {
 			t.Errorf("same id on another queue: %q", got)
+		}
+	})
+
+	t.Run("a stream made before is brought up to date", func(t *testing.T) {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "TITAN_up_Q", Subjects: queueSubjects("up"),
+			Retention: jetstream.WorkQueuePolicy, Replicas: 3, Duplicates: 2 * time.Minute, AllowMsgTTL: true}); err != nil {
+			t.Fatal(err)
+		}
+		q := NewQueues(nodes[2], nil, nil)
+		q.DuplicateWindow = 3 * time.Minute
+		c := NewCommitter(nodes[2], q, es[2], nil)
+		a := qid("up", "a")
+		if err := c.PublishBatch([]dest.Identity{a, a}, []*message.Message{msgFor(a, "u1"), msgFor(a, "u2")}, nil); err != nil {
+			t.Fatal(err)
+		}
+		st, err := js.Stream(ctx, "TITAN_up_Q")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cfg := st.CachedInfo().Config; !cfg.AllowAtomicPublish || cfg.Duplicates != 3*time.Minute || !cfg.AllowMsgSchedules {
+			t.Errorf("stream config after first use: atomic %v, duplicates %v, schedules %v", cfg.AllowAtomicPublish, cfg.Duplicates, cfg.AllowMsgSchedules)
 		}
 	})
 
