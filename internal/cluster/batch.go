@@ -154,7 +154,7 @@ func (c *Committer) PublishBatch(ids []dest.Identity, ms []*message.Message, can
 	}
 	stored := 0
 	for _, sp := range parts {
-		if err := c.publishPart(ctx, sp); err != nil {
+		if err := c.publishPart(ctx, sp, cancel); err != nil {
 			c.log.Warn("transaction part not stored", "stream", sp.p.stream, "messages", len(sp.msgs), "err", err)
 			if stored > 0 {
 				return &PartialCommitError{Stored: stored, Err: err}
@@ -168,7 +168,7 @@ func (c *Committer) PublishBatch(ids []dest.Identity, ms []*message.Message, can
 
 // publishPart stores one stream's part: a single message as a plain publish, more as an
 // atomic batch (retried whole with a new batch id through leader changes).
-func (c *Committer) publishPart(ctx context.Context, sp *streamPart) error {
+func (c *Committer) publishPart(ctx context.Context, sp *streamPart, cancel <-chan struct{}) error {
 	if err := c.q.streams.ensure(ctx, sp.p.cfg); err != nil {
 		return err
 	}
@@ -180,7 +180,7 @@ func (c *Committer) publishPart(ctx context.Context, sp *streamPart) error {
 		return err
 	}
 	for {
-		err := c.atomic(ctx, sp)
+		err := c.atomic(ctx, sp, cancel)
 		if err == nil {
 			return nil
 		}
@@ -241,11 +241,18 @@ type pubAckResponse struct {
 	Count  int    `json:"count"`
 }
 
+// errAbandoned is atomic's error when the producer went away before the commit message:
+// the staged messages are never committed (the leader drops them after its batch timeout).
+var errAbandoned = errors.New("cluster: transaction abandoned before its commit")
+
 // atomic sends sp's messages as one atomic batch under a fresh batch id: the first as a
 // request (the leader answers once it staged it, or refuses atomic batches at once), the
 // middle ones as plain publishes on the same connection (ordered behind it), the last
-// with Nats-Batch-Commit as a request whose answer is the batch's PubAck.
-func (c *Committer) atomic(ctx context.Context, sp *streamPart) error {
+// with Nats-Batch-Commit as a request whose answer is the batch's PubAck. A cancel or
+// deadline seen before the commit message is sent abandons the batch: nothing is stored.
+// Once the commit message is sent, the outcome of a lost answer is unknown (the retry of
+// publishPart then settles it through the Nats-Msg-Ids).
+func (c *Committer) atomic(ctx context.Context, sp *streamPart, cancel <-chan struct{}) error {
 	var raw [12]byte
 	_, _ = rand.Read(raw[:])
 	id := hex.EncodeToString(raw[:])
@@ -259,6 +266,13 @@ func (c *Committer) atomic(ctx context.Context, sp *streamPart) error {
 			msg.Header.Set(batchCommitHeader, "1")
 			if c.hook != nil {
 				c.hook(sp.p.stream, n)
+			}
+			select {
+			case <-cancel:
+				return errAbandoned
+			case <-ctx.Done():
+				return errAbandoned
+			default:
 			}
 			resp, err := c.request(ctx, msg)
 			if err != nil {

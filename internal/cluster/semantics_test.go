@@ -262,6 +262,50 @@ func TestClusterSemantics(t *testing.T) {
 			t.Errorf("log holds %q", got)
 		}
 	})
+
+	t.Run("a COMMIT abandoned before its commit message stores nothing", func(t *testing.T) {
+		a := qid("tx2", "a")
+		l := dest.Identity{Group: "tx2", Pattern: dest.PatternEventsStore, Channel: "log"}
+		c := NewCommitter(nodes[0], qs[0], es[0], nil)
+		// The producer's connection closes just before the queue part's commit message:
+		// the leader staged a1..a3 but never commits them.
+		cancel := make(chan struct{})
+		c.hook = func(stream string, n int) {
+			if stream == "TITAN_tx2_Q" {
+				close(cancel)
+			}
+		}
+		err := c.PublishBatch([]dest.Identity{a, a, a}, []*message.Message{msgFor(a, "a1"), msgFor(a, "a2"), msgFor(a, "a3")}, cancel)
+		if err == nil {
+			t.Fatal("abandoned COMMIT succeeded")
+		}
+		var partial *PartialCommitError
+		if errors.As(err, &partial) {
+			t.Errorf("nothing was stored, yet %v", err)
+		}
+		p := qs[0].place(a)
+		if got := bodiesOn(t, js, p.stream, p.subject); len(got) != 0 {
+			t.Errorf("queue holds %q after the abandoned COMMIT", got)
+		}
+		// Two streams, the second abandoned: the first part stays, the error says so.
+		cancel2 := make(chan struct{})
+		c.hook = func(stream string, n int) {
+			if stream == "TITAN_tx2_Q" {
+				close(cancel2)
+			}
+		}
+		err = c.PublishBatch([]dest.Identity{l, l, a, a}, []*message.Message{msgFor(l, "l1"), msgFor(l, "l2"), msgFor(a, "a4"), msgFor(a, "a5")}, cancel2)
+		if !errors.As(err, &partial) || partial.Stored != 2 {
+			t.Fatalf("err %v, want a PartialCommitError with 2 stored", err)
+		}
+		lp := es[0].place(l)
+		if got := bodiesOn(t, js, lp.stream, lp.subject); !equal(got, []string{"l1", "l2"}) {
+			t.Errorf("log holds %q, want the committed first part", got)
+		}
+		if got := bodiesOn(t, js, p.stream, p.subject); len(got) != 0 {
+			t.Errorf("queue holds %q after its part was abandoned", got)
+		}
+	})
 }
 
 // BenchmarkQueuesBuild measures the per-SEND placement and message building of a queue
