@@ -52,14 +52,18 @@ const (
 	// responderQueue is the NATS queue group every responder subscription joins: NATS hands
 	// each request to one member, weighted-random over all of them cluster-wide.
 	responderQueue = "titan"
-	// OfferTimeout bounds the wait for the responder's node to confirm a delivery. A request
-	// whose confirmation is lost counts as delivered: its timeout answers it.
-	OfferTimeout = 5 * time.Second
+	// OfferTimeout bounds the wait for the responder's node to confirm a delivery (and the
+	// request's own timeout bounds it further). A request whose confirmation does not come
+	// (its responder unsubscribed while NATS still routed to it, or that node is down)
+	// counts as delivered: its timeout answers it.
+	OfferTimeout = 2 * time.Second
 	// ClaimTimeout bounds a responder node's wait for the requester's node to match a
 	// response; an unanswered claim treats the response as unrequested.
 	ClaimTimeout = 2 * time.Second
-	// TempTimeout bounds a SEND to a temp-queue owned on another node.
-	TempTimeout = 10 * time.Second
+	// TempTimeout bounds a SEND to a temp-queue owned on another node. Unanswered (the owner
+	// left while NATS still routed to it, or its node is down), it is refused as a SEND to
+	// a closed connection's temp-queue is (dispatch.ErrNoQueue).
+	TempTimeout = 2 * time.Second
 	// ProbeTimeout bounds the question whether a temp-queue owner lives on another node.
 	ProbeTimeout = 2 * time.Second
 	// lateGrace keeps a delivered request's claim route after its timeout, so a late
@@ -288,7 +292,7 @@ func (r *Requests) Offer(id dest.Identity, m *message.Message, replyTo dest.Iden
 	msg.Header.Set(hdrClaim, r.claim)
 	msg.Header.Set(hdrTimeout, strconv.FormatInt(timeout.Milliseconds(), 10))
 	r.Offered.Add(1)
-	resp, err := r.nc.RequestMsg(msg, OfferTimeout)
+	resp, err := r.nc.RequestMsg(msg, min(OfferTimeout, max(timeout, time.Millisecond)))
 	switch {
 	case err == nil:
 		if string(resp.Data) == replyOK {
@@ -490,7 +494,7 @@ func (t tempPublisher) Publish(id dest.Identity, m *message.Message, cancel <-ch
 	msg.Header.Set(hdrIdentity, b64.EncodeToString([]byte(encodeIdentity(id))))
 	resp, err := r.nc.RequestMsg(msg, TempTimeout)
 	switch {
-	case errors.Is(err, nats.ErrNoResponders):
+	case errors.Is(err, nats.ErrNoResponders) || errors.Is(err, nats.ErrTimeout):
 		return false, dispatch.ErrNoQueue
 	case err != nil:
 		return false, err
