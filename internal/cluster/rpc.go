@@ -282,31 +282,41 @@ func (r *Requests) Detach(sub *delivery.Subscription, _ []delivery.Unacked) {
 	}
 }
 
+// offerAttempts bounds how often a request is offered again after the responder node NATS
+// picked had no responder with credit (NATS picks anew each time).
+const offerAttempts = 3
+
 // Offer implements rpc.Responders: m goes to one responder of id on any node, over NATS.
 // It reports false when no responder is subscribed anywhere (NATS has no responders) or
-// the chosen node had none with credit.
+// offerAttempts picks all landed on nodes without a responder with credit.
 func (r *Requests) Offer(id dest.Identity, m *message.Message, replyTo dest.Identity, corr string, timeout time.Duration) bool {
-	msg := nats.NewMsg(requestSubject(id))
-	msg.Data = message.Encode(nil, m)
-	msg.Header.Set(hdrReplyKey, b64.EncodeToString([]byte(requestKey(replyTo, corr))))
-	msg.Header.Set(hdrClaim, r.claim)
-	msg.Header.Set(hdrTimeout, strconv.FormatInt(timeout.Milliseconds(), 10))
-	r.Offered.Add(1)
-	resp, err := r.nc.RequestMsg(msg, min(OfferTimeout, max(timeout, time.Millisecond)))
-	switch {
-	case err == nil:
-		if string(resp.Data) == replyOK {
+	data := message.Encode(nil, m)
+	key := b64.EncodeToString([]byte(requestKey(replyTo, corr)))
+	ms := strconv.FormatInt(timeout.Milliseconds(), 10)
+	wait := min(OfferTimeout, max(timeout, time.Millisecond))
+	for range offerAttempts {
+		msg := nats.NewMsg(requestSubject(id))
+		msg.Data = data
+		msg.Header.Set(hdrReplyKey, key)
+		msg.Header.Set(hdrClaim, r.claim)
+		msg.Header.Set(hdrTimeout, ms)
+		r.Offered.Add(1)
+		resp, err := r.nc.RequestMsg(msg, wait)
+		switch {
+		case err == nil:
+			if string(resp.Data) == replyOK {
+				return true
+			}
+			r.Busy.Add(1) // that node's responders had no credit: NATS may pick another
+		case errors.Is(err, nats.ErrNoResponders):
+			return false
+		default:
+			// Delivered or not, its timeout will answer it.
+			r.log.Warn("request offer unconfirmed", "channel", id.String(), "err", err)
 			return true
 		}
-		r.Busy.Add(1)
-		return false
-	case errors.Is(err, nats.ErrNoResponders):
-		return false
-	default:
-		// Delivered or not, its timeout will answer it.
-		r.log.Warn("request offer unconfirmed", "channel", id.String(), "err", err)
-		return true
 	}
+	return false
 }
 
 // onRequest delivers a request that NATS handed to local responder sub (or, when sub has

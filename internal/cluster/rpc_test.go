@@ -179,6 +179,30 @@ func TestRequestsAcrossNodes(t *testing.T) {
 		t.Errorf("late response: late on b %v, on c %v: want exactly one", lb, lc)
 	}
 
+	// A responder without credit (client acks, prefetch 1, one unacknowledged) takes no
+	// further request: answered "no responder", as single-node.
+	wOne := &countingWriter{}
+	one := &delivery.Subscription{ID: "one", Conn: b.reg.NewConn(wOne), Group: "default", Dest: dest.Destination{Pattern: dest.PatternCommands, Channel: "one"}, Ack: delivery.AckClientIndividual, Prefetch: 1}
+	if err := b.req.Subscribe(one); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the credit-bound responder visible from node a", func() bool {
+		i++
+		corr := fmt.Sprintf("one-%d", i)
+		send(command("default", "one"), corr, time.Minute)
+		_, answered := a.replies.answer(corr)
+		return !answered
+	})
+	send(command("default", "one"), "one-busy", time.Minute)
+	if m, ok := a.replies.answer("one-busy"); !ok {
+		t.Errorf("a request to a responder without credit was not answered")
+	} else if e, _ := m.Header(rpc.HdrError); e != "no responder" {
+		t.Errorf("a request to a responder without credit: error:%q, want no responder", e)
+	}
+	if wOne.n.Load() != 1 {
+		t.Errorf("the credit-bound responder got %d requests, want 1", wOne.n.Load())
+	}
+
 	// No responder of the channel, or of the group: answered at once.
 	for _, id := range []dest.Identity{command("default", "nobody"), command("market", "jobs")} {
 		corr := "none-" + id.Group
