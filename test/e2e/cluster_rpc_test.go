@@ -66,6 +66,11 @@ func TestClusterRequestResponse(t *testing.T) {
 				"reply_queue": replyQueue, "short_timeout_ms": shortTimeoutMs,
 				"grouped": grouped, "grouped_count": groupedCount,
 			}, &out)
+			if requester.short == "py" {
+				t.Run("reply-to a temp-queue on a third node", func(t *testing.T) {
+					replyToThirdNode(t, nodes, command, ch("command", "nobody"))
+				})
+			}
 			served := make([]rpcServeOut, len(servers))
 			for i, s := range servers {
 				s.finish(&served[i])
@@ -259,4 +264,44 @@ func waitResponders(t *testing.T, n *clusterNode, dests ...string) {
 			}
 		}, "a responder of "+d+" visible from node "+n.name)
 	}
+}
+
+// replyToThirdNode: a requester on node 1 names as reply-to the temp-queue of a connection
+// on node 3; the broker's "no responder" answer (from node 1) and a responder's response
+// (from node 2 or 3) both reach it there.
+func replyToThirdNode(t *testing.T, nodes []*clusterNode, command, nobody string) {
+	owner := dialRaw(t, nodeBroker(nodes[2]))
+	session, _ := owner.connect().get("session")
+	requireNoError(t, owner.write("SUBSCRIBE\nid:in\ndestination:/temp-queue/inbox\nreceipt:sub\n\n\x00"))
+	expectFrame(t, owner, "RECEIPT", "receipt-id", "sub")
+	req := dialRaw(t, nodeBroker(nodes[0]))
+	req.connect()
+	replyTo := "/temp-queue/" + session + "/inbox"
+	for i, d := range []string{nobody, command} {
+		corr := fmt.Sprintf("third-%d", i)
+		requireNoError(t, req.write("SEND\ndestination:"+d+"\nreply-to:"+replyTo+"\ncorrelation-id:"+corr+"\ntimeout:5000\nreceipt:r"+corr+"\n\n\x00"))
+		expectFrame(t, req, "RECEIPT", "receipt-id", "r"+corr)
+		m := expectFrame(t, owner, "MESSAGE", "correlation-id", corr)
+		got := func(k string) string { v, _ := m.get(k); return v }
+		checkEqual(t, replyTo, got("destination"), "destination of the answer to %s", corr)
+		if i == 0 {
+			checkEqual(t, "false", got("executed"), "executed of the answer to %s", corr)
+			checkEqual(t, "no responder", got("error"), "error of the answer to %s", corr)
+		} else {
+			checkEqual(t, "true", got("executed"), "executed of the response to %s", corr)
+			checkEqual(t, command+"#0", got("responder"), "responder of %s", corr)
+		}
+	}
+}
+
+// expectFrame reads c's next frame and fails unless it is a command frame whose header key
+// is value.
+func expectFrame(t *testing.T, c *rawConn, command, key, value string) *rawFrame {
+	t.Helper()
+	f, err := c.readFrame(15 * time.Second)
+	requireNoError(t, err, "waiting for %s %s:%s", command, key, value)
+	if v, _ := f.get(key); f.command != command || v != value {
+		t.Fatalf("got %s, want %s with %s:%s", f, command, key, value)
+	}
+	return f
 }
