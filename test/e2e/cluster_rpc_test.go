@@ -305,3 +305,38 @@ func expectFrame(t *testing.T, c *rawConn, command, key, value string) *rawFrame
 	}
 	return f
 }
+
+// checkRequestsAcrossNodes runs request/response on a cluster in brief (the external-NATS
+// test calls it): a python3-stomp responder on node 2, a raw STOMP requester on node 1 — a
+// command round trip, no responder, and a timeout, each answered on the requester's
+// temp-queue.
+func checkRequestsAcrossNodes(t *testing.T, nodes []*clusterNode, tag string) {
+	t.Helper()
+	do, silent, warm := "/command/"+tag+"/do", "/command/"+tag+"/silent", "/command/"+tag+"/warm"
+	srv := startLiveScript(t, pythonClient, nodeBroker(nodes[1]), "rpc_serve", map[string]any{"channels": []map[string]any{
+		{"dest": do, "kind": "command"},
+		{"dest": silent, "behaviour": "ignore"},
+		{"dest": warm, "kind": "command"},
+	}})
+	srv.waitReady()
+	waitResponders(t, nodes[0], warm)
+	req := dialRaw(t, nodeBroker(nodes[0]))
+	session, _ := req.connect().get("session")
+	requireNoError(t, req.write("SUBSCRIBE\nid:r\ndestination:/temp-queue/r\nreceipt:sub\n\n\x00"))
+	expectFrame(t, req, "RECEIPT", "receipt-id", "sub")
+	for _, c := range []struct{ dest, corr, timeout, executed, err string }{
+		{do, "x-do", "10000", "true", ""},
+		{"/command/" + tag + "/nobody", "x-nobody", "10000", "false", "no responder"},
+		{silent, "x-silent", "300", "false", "timeout"},
+	} {
+		requireNoError(t, req.write("SEND\ndestination:"+c.dest+"\nreply-to:/temp-queue/r\ncorrelation-id:"+c.corr+"\ntimeout:"+c.timeout+"\n\n\x00"))
+		m := expectFrame(t, req, "MESSAGE", "correlation-id", c.corr)
+		got := func(k string) string { v, _ := m.get(k); return v }
+		checkEqual(t, "/temp-queue/"+session+"/r", got("destination"), "destination of the answer to %s", c.corr)
+		checkEqual(t, c.executed, got("executed"), "executed of the answer to %s", c.corr)
+		checkEqual(t, c.err, got("error"), "error of the answer to %s", c.corr)
+	}
+	var served rpcServeOut
+	srv.finish(&served)
+	checkEqual(t, 1, len(served.Handled[do+"#0"]), "requests the responder on node 2 handled")
+}
