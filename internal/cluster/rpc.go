@@ -104,6 +104,9 @@ type Requests struct {
 	claim string // this node's claim subject
 	now   func() time.Time
 
+	// mu guards the maps below (lock order: internal/broker/LOCKS.md). While held, the only
+	// lock taken is a responder's delivery.Conn.mu (its credit check); never held while
+	// calling NATS, delivering or calling the rpc.Pattern.
 	mu         sync.Mutex
 	responders map[*delivery.Subscription]*nats.Subscription // guarded by mu
 	local      map[dest.Identity][]*delivery.Subscription    // responders here, by channel; guarded by mu
@@ -254,15 +257,15 @@ func (r *Requests) Subscribe(sub *delivery.Subscription) error {
 		return err
 	}
 	id := sub.Identity()
-	r.mu.Lock()
-	defer r.mu.Unlock()
 	ns, err := r.nc.QueueSubscribe(requestSubject(id), responderQueue, func(msg *nats.Msg) { r.onRequest(sub, msg) })
 	if err != nil {
 		sub.Conn.Remove(sub)
 		return err
 	}
+	r.mu.Lock()
 	r.responders[sub] = ns
 	r.local[id] = append(r.local[id], sub)
+	r.mu.Unlock()
 	return nil
 }
 
@@ -365,7 +368,7 @@ func (r *Requests) onRequest(sub *delivery.Subscription, msg *nats.Msg) {
 	_ = msg.Respond([]byte(replyOK))
 }
 
-// routeLocked records where a delivered request came from, within maxRouted.
+// routeLocked records where a delivered request came from, within maxRouted. r.mu held.
 func (r *Requests) routeLocked(key string, rt routedRequest) {
 	if len(r.routed) >= maxRouted {
 		now := r.now()
