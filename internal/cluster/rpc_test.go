@@ -203,6 +203,22 @@ func TestRequestsAcrossNodes(t *testing.T) {
 		t.Errorf("the credit-bound responder got %d requests, want 1", wOne.n.Load())
 	}
 
+	// A responder on the requester's own node: matched there, nothing routed.
+	wa := a.responder(t, "default", "here")
+	send(command("default", "here"), "here-1", time.Minute)
+	if wa.n.Load() != 1 {
+		t.Errorf("the responder on the requester's node got %d requests, want 1", wa.n.Load())
+	}
+	if p, _ := a.req.Respond(replyTo, "here-1"); !p {
+		t.Errorf("a response on the requester's node did not complete its request")
+	}
+	a.req.mu.Lock()
+	routed := len(a.req.routed)
+	a.req.mu.Unlock()
+	if routed != 0 {
+		t.Errorf("node a routed %d of its own requests", routed)
+	}
+
 	// No responder of the channel, or of the group: answered at once.
 	for _, id := range []dest.Identity{command("default", "nobody"), command("market", "jobs")} {
 		corr := "none-" + id.Group
