@@ -61,8 +61,8 @@ const (
 	// response; an unanswered claim treats the response as unrequested.
 	ClaimTimeout = 2 * time.Second
 	// TempTimeout bounds a SEND to a temp-queue owned on another node. Unanswered (the owner
-	// left while NATS still routed to it, or its node is down), it is refused as a SEND to
-	// a closed connection's temp-queue is (dispatch.ErrNoQueue).
+	// left while NATS still routed to it, or its node is down), the message is dropped and
+	// counted, as a response to a closed connection's temp-queue is.
 	TempTimeout = 2 * time.Second
 	// ProbeTimeout bounds the question whether a temp-queue owner lives on another node.
 	ProbeTimeout = 2 * time.Second
@@ -490,8 +490,9 @@ func (r *Requests) TempOwnerAlive(session string) bool {
 }
 
 // Temp returns the publisher of temp-queue messages: to the local queue when the owner is
-// here, over NATS to the owner's node otherwise. A SEND to the temp-queue of a closed
-// connection is refused with dispatch.ErrNoQueue, as single-node.
+// here, over NATS to the owner's node otherwise. A SEND to the temp-queue of a connection
+// closed here is refused with dispatch.ErrNoQueue, as single-node; one to an owner that
+// left another node is dropped and counted (see ownerGone).
 func (r *Requests) Temp() rpc.Publisher { return tempPublisher{r} }
 
 type tempPublisher struct{ r *Requests }
@@ -508,7 +509,7 @@ func (t tempPublisher) Publish(id dest.Identity, m *message.Message, cancel <-ch
 	resp, err := r.nc.RequestMsg(msg, TempTimeout)
 	switch {
 	case errors.Is(err, nats.ErrNoResponders) || errors.Is(err, nats.ErrTimeout):
-		return false, dispatch.ErrNoQueue
+		return r.ownerGone(id)
 	case err != nil:
 		return false, err
 	}
@@ -518,9 +519,19 @@ func (t tempPublisher) Publish(id dest.Identity, m *message.Message, cancel <-ch
 	case replyDropped:
 		return true, nil
 	case replyGone:
-		return false, dispatch.ErrNoQueue
+		return r.ownerGone(id)
 	}
 	return false, errors.New(string(resp.Data))
+}
+
+// ownerGone settles a message to a temp-queue whose owner on another node left after it was
+// found alive (or whose node did not answer): it is dropped and counted as a response
+// nobody awaits, the outcome single-node gives a SEND to a closed connection's temp-queue
+// (its route drops and counts it). Refusing it instead would fail the SEND with a fatal
+// ERROR and close the responder's connection for a requester that merely left.
+func (r *Requests) ownerGone(id dest.Identity) (dropped bool, err error) {
+	r.Pattern.CountDroppedResponse(id, false)
+	return true, nil
 }
 
 // onTemp queues a temp-queue message SENT on another node, or answers a probe.

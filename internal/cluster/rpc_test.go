@@ -1,7 +1,6 @@
 package cluster
 
 import (
-	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -10,7 +9,6 @@ import (
 
 	"github.com/titan-broker/titan/internal/delivery"
 	"github.com/titan-broker/titan/internal/dest"
-	"github.com/titan-broker/titan/internal/dispatch"
 	"github.com/titan-broker/titan/internal/frame"
 	"github.com/titan-broker/titan/internal/message"
 	"github.com/titan-broker/titan/internal/rpc"
@@ -257,10 +255,23 @@ func TestTempQueueAcrossNodes(t *testing.T) {
 		t.Errorf("a remote owner's temp-queue is created on the sender's node")
 	}
 	a.req.Release(session)
-	waitFor(t, "the owner gone", func() bool {
-		_, err := b.req.Temp().Publish(id, m, nil)
-		return errors.Is(err, dispatch.ErrNoQueue)
-	})
+	// Gone: once the owner's departure reached node b, a SEND is dropped and counted (not
+	// refused: that would close the sender's connection for a requester that left).
+	waitFor(t, "the owner gone", func() bool { return !b.req.TempOwnerAlive(session) })
+	dropped, err := b.req.Temp().Publish(id, m, nil)
+	if err != nil || !dropped {
+		t.Errorf("a SEND to a departed owner's temp-queue: dropped %v, err %v", dropped, err)
+	}
+	var unknown uint64
+	for _, st := range b.req.Stats() {
+		unknown += st.Unknown
+	}
+	if unknown != 1 {
+		t.Errorf("responses counted as dropped on node b: %d, want 1", unknown)
+	}
+	if a.temps.count() != 1 {
+		t.Errorf("node a queued %d temp-queue messages, want 1", a.temps.count())
+	}
 }
 
 func TestRequestKeyRoundTrip(t *testing.T) {
