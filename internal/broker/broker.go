@@ -151,7 +151,11 @@ func New(cfg config.Config, opts Options) (*Broker, error) {
 			_ = st.Close()
 			return nil, err
 		}
-		p.wireCluster(n, resolver, b.log, &ports)
+		if err := p.wireCluster(n, resolver, b.log, &ports); err != nil {
+			n.Close()
+			_ = st.Close()
+			return nil, err
+		}
 		batch = p.cluster.semantics(cfg, resolver, b.log)
 		persister = nil
 		idPrefix = "titan-" + n.Name() + "-" + strconv.FormatInt(time.Now().UnixNano()%1e9, 36)

@@ -27,28 +27,41 @@ type patterns struct {
 	queues     *pointqueue.Pattern
 	log        *eventlog.Pattern
 	requests   *rpc.Pattern
+	// rpcOptions configured requests; cluster mode builds its request/response on them.
+	rpcOptions rpc.Options
 	// cluster is set in cluster mode: the NATS JetStream node and its adapters, which
 	// replace events and queues behind the router's ports (issue 15).
 	cluster *clusterPatterns
 }
 
-// clusterPatterns are the cluster-mode adapters. Commands/queries and temp-queues have no
-// cluster adapter yet: their ports stay nil, so the router refuses
-// them ("unsupported destination pattern") rather than serving them node-locally.
+// clusterPatterns are the cluster-mode adapters.
 type clusterPatterns struct {
-	node   *cluster.Node
-	events *cluster.Events
-	queues *cluster.Queues
-	store  *cluster.EventsStore
+	node     *cluster.Node
+	events   *cluster.Events
+	queues   *cluster.Queues
+	store    *cluster.EventsStore
+	requests *cluster.Requests
 }
 
-// wireCluster puts the cluster adapters behind the router's ports.
-func (p *patterns) wireCluster(n *cluster.Node, settings cluster.Settings, log *slog.Logger, ports *router.Ports) {
+// wireCluster puts the cluster adapters behind the router's ports. Request/response
+// replaces p.requests (so its counters are the ones reported); temp-queues stay on this
+// node's queues pattern, reached from other nodes through cluster.Requests.
+func (p *patterns) wireCluster(n *cluster.Node, settings cluster.Settings, log *slog.Logger, ports *router.Ports) error {
+	reqs, err := cluster.NewRequests(n, p.rpcOptions, log.With("component", "cluster-rpc"))
+	if err != nil {
+		return err
+	}
 	c := &clusterPatterns{node: n, events: cluster.NewEvents(n), queues: cluster.NewQueues(n, settings, log.With("component", "cluster-queues")),
-		store: cluster.NewEventsStore(n, log.With("component", "cluster-events-store"))}
+		store: cluster.NewEventsStore(n, log.With("component", "cluster-events-store")), requests: reqs}
 	p.cluster = c
+	p.requests = reqs.Pattern
 	ports.Events, ports.Queues, ports.EventsStore = c.events, c.queues, c.store
-	ports.Requests, ports.TempQueues = nil, nil
+	ports.Requests = reqs
+	ports.TempQueues = tempQueues{Publisher: reqs.Temp(), Subscriber: p.queues}
+	if ports.Destinations != nil {
+		ports.Destinations = reqs.TempDestinations(ports.Destinations)
+	}
+	return nil
 }
 
 // spawner adapts the broker's tracked goroutines to the patterns' Spawner ports.
@@ -87,7 +100,8 @@ func (b *Broker) wire(fanout bool, settings dispatch.SettingsSource, clk clock.C
 	p.events = event.New(d, eo)
 	p.queues = pointqueue.New(d, pointqueue.Options{Clock: clk, Retirer: b.durable, Persister: b.durable, Logger: log.With("component", "queues")})
 	p.log = eventlog.New(d, eventlog.Options{Store: b.durable, Spawner: sp, Logger: log.With("component", "events-store")})
-	p.requests = rpc.New(rpc.Options{Replies: replies{&b.router}, TempQueues: p.queues, Clock: clk, Logger: log.With("component", "rpc")})
+	p.rpcOptions = rpc.Options{Replies: replies{&b.router}, TempQueues: p.queues, Clock: clk, Logger: log.With("component", "rpc")}
+	p.requests = rpc.New(p.rpcOptions)
 	ports := router.Ports{
 		Deliveries:   p.deliveries,
 		Events:       p.events,

@@ -24,6 +24,7 @@ package rpc
 
 import (
 	"log/slog"
+	"time"
 
 	"github.com/titan-broker/titan/internal/clock"
 	"github.com/titan-broker/titan/internal/delivery"
@@ -45,12 +46,27 @@ type TempQueues interface {
 	DropOwned(session string)
 }
 
+// Responders is the port that carries a request to a responder the pattern does not hold
+// itself (cluster mode: a responder subscribed on any node, implemented by
+// cluster.Requests). Offer hands m, a request to id whose response goes to replyTo with
+// correlation-id corr, to exactly one responder, and reports whether one took it (false:
+// none is subscribed or none has room, answered "no responder"). It is called without the
+// pattern's lock, after the request's timeout is armed, so a response may complete the
+// request before Offer returns. Safe for concurrent use.
+type Responders interface {
+	Offer(id dest.Identity, m *message.Message, replyTo dest.Identity, corr string, timeout time.Duration) bool
+}
+
 // Options configure a Pattern.
 type Options struct {
 	// Replies publishes the broker's executed:false answers. Required.
 	Replies Publisher
 	// TempQueues holds temp-queue messages. Required.
 	TempQueues TempQueues
+	// Responders, when set, carries every request to its responder (cluster mode); the
+	// pattern's own Subscribe is then unused. nil: requests go to the responders subscribed
+	// through Subscribe.
+	Responders Responders
 	// Clock tells the time and arms the request timeouts (default clock.Real).
 	Clock clock.Clock
 	// Logger receives the pattern's events; nil discards them.

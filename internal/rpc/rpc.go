@@ -127,7 +127,10 @@ const maxExpired = 10000
 
 // Request sends m (a command or query to id) to one responder and arms its timeout; replyTo
 // is where the response, or the broker's executed:false answer, goes. It never fails for want
-// of a responder: that answer is published at once instead. Errors: ErrDuplicateRequest; dispatch.ErrCanceled after Close.
+// of a responder: that answer is published at once instead. With Options.Responders the
+// responder is whichever one that port offers m to (cluster mode: a responder of any node);
+// otherwise one of this pattern's own, round-robin among those with credit. Errors:
+// ErrDuplicateRequest; dispatch.ErrCanceled after Close.
 func (p *Pattern) Request(id dest.Identity, m *message.Message, replyTo dest.Identity, corr string, timeout time.Duration) error {
 	r := p.rpc
 	key := pendingKey(replyTo, corr)
@@ -138,23 +141,26 @@ func (p *Pattern) Request(id dest.Identity, m *message.Message, replyTo dest.Ide
 	}
 	cnt := r.countersLocked(id)
 	cnt.requests.Add(1)
-	subs := r.responders[id]
+	remote := p.opts.Responders
 	var chosen *delivery.Subscription
-	n := len(subs)
-	start := r.rr[id]
-	for i := 0; i < n; i++ {
-		s := subs[(start+i)%n]
-		if s.HasCredit() {
-			chosen = s
-			r.rr[id] = (start + i + 1) % n
-			break
+	if remote == nil {
+		subs := r.responders[id]
+		n := len(subs)
+		start := r.rr[id]
+		for i := 0; i < n; i++ {
+			s := subs[(start+i)%n]
+			if s.HasCredit() {
+				chosen = s
+				r.rr[id] = (start + i + 1) % n
+				break
+			}
 		}
-	}
-	if chosen == nil {
-		r.mu.Unlock()
-		cnt.noResponder.Add(1)
-		p.answer(replyTo, corr, "no responder")
-		return nil
+		if chosen == nil {
+			r.mu.Unlock()
+			cnt.noResponder.Add(1)
+			p.answer(replyTo, corr, "no responder")
+			return nil
+		}
 	}
 	if r.closed {
 		r.mu.Unlock()
@@ -164,13 +170,24 @@ func (p *Pattern) Request(id dest.Identity, m *message.Message, replyTo dest.Ide
 	r.pending[key] = pr
 	pr.timer = p.opts.Clock.AfterFunc(timeout, func() { p.expire(pr) })
 	r.mu.Unlock()
-	if !chosen.Conn.Deliver(chosen, m, nil, 0, 1) {
+	var taken bool
+	if remote != nil {
+		taken = remote.Offer(id, m, replyTo, corr, timeout)
+	} else {
+		taken = chosen.Conn.Deliver(chosen, m, nil, 0, 1)
+	}
+	if !taken {
 		r.mu.Lock()
-		delete(r.pending, key)
+		mine := r.pending[key] == pr // not already answered by its timeout
+		if mine {
+			delete(r.pending, key)
+		}
 		r.mu.Unlock()
 		pr.timer.Stop()
-		cnt.noResponder.Add(1)
-		p.answer(replyTo, corr, "no responder")
+		if mine {
+			cnt.noResponder.Add(1)
+			p.answer(replyTo, corr, "no responder")
+		}
 	}
 	return nil
 }
