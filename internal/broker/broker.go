@@ -232,7 +232,7 @@ func (b *Broker) goroutine(name string, fn func()) bool {
 	return true
 }
 
-func sessionOptions(s config.Server, log *slog.Logger, spawn func(string, func()) bool) *session.Options {
+func sessionOptions(s config.Server, log *slog.Logger) *session.Options {
 	p := s.ProtocolOptions
 	o := session.DefaultOptions()
 	o.Limits = frame.Limits{MaxHeaderLineBytes: p.MaxHeaderLength, MaxHeaders: p.MaxHeaders, MaxHeaderBytes: p.MaxHeadersBytes, MaxBodyBytes: p.MaxBodyLength}
@@ -245,7 +245,6 @@ func sessionOptions(s config.Server, log *slog.Logger, spawn func(string, func()
 	o.ConnectionTTL = config.Ms(p.ConnectionTTL)
 	o.MaxOutboundBytes = p.MaxOutboundBytes
 	o.Logger = log
-	o.Go = spawn
 	return &o
 }
 
@@ -315,7 +314,7 @@ func (b *Broker) Start() error {
 		if err != nil {
 			return fail(fmt.Errorf("broker: server %s: listen %s: %w", sc.Name, sc.Addr(), err))
 		}
-		sopts := sessionOptions(sc, log, b.goroutine)
+		sopts := sessionOptions(sc, log)
 		b.applyFlow(sopts, sc)
 		sopts.Authenticator = sessionAuth{b.sec.auth}
 		sopts.Traffic = &b.traffic

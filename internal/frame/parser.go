@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"sync"
 	"unsafe"
 )
 
@@ -110,13 +111,29 @@ type Parser struct {
 
 	f    Frame
 	hdrs []Header
+
+	idle IdleReader // rd as an IdleReader, or nil: then buf is kept between frames
 }
+
+// IdleReader is a Reader that can wait for input without holding a buffer. ReadIdle waits
+// until input is ready and reads it into the slice get returns; when a read attempt finds no
+// input after all, it calls put (giving that slice back) before waiting again, so get and
+// put may alternate any number of times and the slice of the last get holds the bytes read.
+// It returns what Read would. Parser reads through ReadIdle whenever it has no bytes
+// buffered, so a connection that waits for its next frame holds no read buffer (as netty
+// and Artemis release theirs while a channel is idle).
+type IdleReader interface {
+	ReadIdle(get func() []byte, put func()) (int, error)
+}
+
+// readBufPool holds the minBufBytes read buffers of parsers whose reader is an IdleReader.
+var readBufPool = sync.Pool{New: func() any { return new([minBufBytes]byte) }}
 
 // NewParser returns a parser reading rd under lim. It unescapes header values as STOMP 1.2
 // until SetVersion says otherwise.
 func NewParser(rd io.Reader, lim Limits) *Parser {
 	lim = lim.withDefaults()
-	return &Parser{
+	p := &Parser{
 		rd:         rd,
 		lim:        lim,
 		maxFrame:   lim.MaxHeaderBytes + lim.MaxBodyBytes + 1,
@@ -124,6 +141,11 @@ func NewParser(rd io.Reader, lim Limits) *Parser {
 		buf:        make([]byte, minBufBytes),
 		contentLen: -1,
 	}
+	if ir, ok := rd.(IdleReader); ok {
+		p.idle = ir
+		p.buf = nil // taken from readBufPool when input arrives
+	}
+	return p
 }
 
 // SetVersion sets the version whose escaping rules apply to later frames (CONNECT, STOMP and
@@ -144,7 +166,10 @@ func (p *Parser) ReadFrame() (*Frame, error) {
 	if p.r == p.w {
 		// Nothing buffered: the previous frame is released, so start reading at the front
 		// of the buffer again, and give back a buffer that a large frame made grow.
-		if len(p.buf) > idleBufBytes {
+		switch {
+		case p.idle != nil:
+			p.releaseBuf() // the previous frame is released: so is the buffer
+		case len(p.buf) > idleBufBytes:
 			p.buf = make([]byte, minBufBytes)
 		}
 		p.r, p.w = 0, 0
@@ -183,6 +208,9 @@ func (p *Parser) fill(need int) error {
 	if p.rerr != nil {
 		return p.rerr
 	}
+	if p.buf == nil {
+		return p.fillIdle()
+	}
 	if p.r > 0 && (p.w == len(p.buf) || need > len(p.buf)-p.r) {
 		n := copy(p.buf, p.buf[p.r:p.w])
 		p.r, p.w = 0, n
@@ -212,6 +240,43 @@ func (p *Parser) fill(need int) error {
 	}
 	p.rerr = io.ErrNoProgress
 	return p.rerr
+}
+
+// fillIdle reads into a pooled buffer through the IdleReader (nothing is buffered: r == w
+// == 0).
+func (p *Parser) fillIdle() error {
+	n, err := p.idle.ReadIdle(p.takeBuf, p.releaseBuf)
+	if p.buf == nil { // an IdleReader that read nothing into a buffer
+		p.takeBuf()
+	}
+	p.w += max(n, 0)
+	if err != nil {
+		p.rerr = err
+		if n > 0 {
+			return nil
+		}
+		return err
+	}
+	if n == 0 {
+		p.rerr = io.ErrNoProgress
+		return p.rerr
+	}
+	return nil
+}
+
+// takeBuf gives the parser a pooled minBufBytes buffer and returns it.
+func (p *Parser) takeBuf() []byte {
+	p.buf = readBufPool.Get().(*[minBufBytes]byte)[:]
+	return p.buf
+}
+
+// releaseBuf gives the parser's buffer back to the pool when it is a pooled one (a buffer
+// grown for a large frame is left to the collector).
+func (p *Parser) releaseBuf() {
+	if len(p.buf) == minBufBytes && cap(p.buf) == minBufBytes {
+		readBufPool.Put((*[minBufBytes]byte)(p.buf))
+	}
+	p.buf = nil
 }
 
 // step advances the state machine over buffered bytes. It returns a complete frame, or the
