@@ -112,7 +112,9 @@ type Parser struct {
 	f    Frame
 	hdrs []Header
 
-	idle IdleReader // rd as an IdleReader, or nil: then buf is kept between frames
+	idle   IdleReader    // rd as an IdleReader, or nil: then buf is kept between frames
+	takeFn func() []byte // takeBuf as a value, made once
+	putFn  func()        // releaseBuf as a value, made once
 }
 
 // IdleReader is a Reader that can wait for input without holding a buffer. ReadIdle waits
@@ -143,6 +145,7 @@ func NewParser(rd io.Reader, lim Limits) *Parser {
 	}
 	if ir, ok := rd.(IdleReader); ok {
 		p.idle = ir
+		p.takeFn, p.putFn = p.takeBuf, p.releaseBuf
 		p.buf = nil // taken from readBufPool when input arrives
 	}
 	return p
@@ -245,7 +248,7 @@ func (p *Parser) fill(need int) error {
 // fillIdle reads into a pooled buffer through the IdleReader (nothing is buffered: r == w
 // == 0).
 func (p *Parser) fillIdle() error {
-	n, err := p.idle.ReadIdle(p.takeBuf, p.releaseBuf)
+	n, err := p.idle.ReadIdle(p.takeFn, p.putFn)
 	if p.buf == nil { // an IdleReader that read nothing into a buffer
 		p.takeBuf()
 	}

@@ -1,6 +1,7 @@
 package session
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
@@ -67,10 +68,10 @@ type Session struct {
 
 	flow *flow.Outbound // watermarks over queuedBytes (flow.go), guarded by mu
 
-	progress chan struct{} // 1-slot signal: the writer wrote something (read-side back-pressure)
+	progress chan struct{} // 1-slot signal: the writer wrote something (read-side back-pressure); made by waitForWriter, guarded by mu
 	done     chan struct{} // closed when the connection is closed
 	doneOnce sync.Once
-	hbStart  chan struct{} // closed when heart-beat parameters are final
+	hbReady  atomic.Bool // the heart-beat parameters are final
 
 	outBytes atomic.Int64 // bytes queued but not yet written (for snapshots)
 	created  time.Time
@@ -83,24 +84,46 @@ func New(conn net.Conn, h Handler, opts *Options) *Session {
 	var b [8]byte
 	_, _ = rand.Read(b[:])
 	s := &Session{
-		id:       "titan-" + hex.EncodeToString(b[:]),
-		conn:     conn,
-		opts:     opts,
-		h:        h,
-		progress: make(chan struct{}, 1),
-		done:     make(chan struct{}),
-		hbStart:  make(chan struct{}),
-		created:  time.Now(),
+		id:      "titan-" + hex.EncodeToString(b[:]),
+		conn:    conn,
+		opts:    opts,
+		h:       h,
+		done:    make(chan struct{}),
+		created: time.Now(),
 	}
 	s.lastWrite = s.created
 	s.log = opts.Logger
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
-	s.log = s.log.With("session", s.id, "remote", conn.RemoteAddr().String())
+	s.log = slog.New(connHandler{s.log.Handler(), s})
 	s.parser = frame.NewParser(s.reader(), opts.Limits)
 	s.flow = flow.NewOutbound(opts.MaxOutboundBytes, opts.ResumeOutboundBytes, opts.SlowConsumerTimeout, s.slowConsumer)
 	return s
+}
+
+// connHandler adds the connection's session id and remote address to every record it
+// handles. Unlike slog.Logger.With, which formats them up front (hundreds of bytes held by
+// every connection, though most log once or twice), it costs two words per connection.
+type connHandler struct {
+	h slog.Handler
+	s *Session
+}
+
+func (c connHandler) Enabled(ctx context.Context, l slog.Level) bool { return c.h.Enabled(ctx, l) }
+
+func (c connHandler) Handle(ctx context.Context, r slog.Record) error {
+	r = r.Clone() // the record's attributes may share an array with the caller's
+	r.AddAttrs(slog.String("session", c.s.id), slog.String("remote", c.s.conn.RemoteAddr().String()))
+	return c.h.Handle(ctx, r)
+}
+
+func (c connHandler) WithAttrs(as []slog.Attr) slog.Handler {
+	return connHandler{c.h.WithAttrs(as), c.s}
+}
+
+func (c connHandler) WithGroup(name string) slog.Handler {
+	return connHandler{c.h.WithGroup(name), c.s}
 }
 
 // ID returns the session id sent in CONNECTED ("titan-<16 hex>").
@@ -218,12 +241,16 @@ func (s *Session) waitForWriter() {
 	for {
 		s.mu.Lock()
 		over := s.queuedBytes > s.opts.MaxOutboundBytes && !s.closing
+		if over && s.progress == nil {
+			s.progress = make(chan struct{}, 1) // made on first use: most connections never wait
+		}
+		progress := s.progress
 		s.mu.Unlock()
 		if !over {
 			return
 		}
 		select {
-		case <-s.progress:
+		case <-progress:
 		case <-s.done:
 			return
 		}
@@ -335,7 +362,7 @@ func (s *Session) handshake() (Link, CloseReason) {
 		hdrs = append(hdrs, frame.Header{Key: frame.HdrHeartBeat, Value: strconv.FormatInt(sx.Milliseconds(), 10) + "," + strconv.FormatInt(sy.Milliseconds(), 10)})
 	}
 	s.writeFrame(&frame.Frame{Command: frame.CmdConnected, Headers: hdrs})
-	close(s.hbStart)
+	s.hbReady.Store(true)
 	if s.sendEvery > 0 {
 		s.mu.Lock()
 		if !s.closing {
@@ -645,14 +672,17 @@ func (s *Session) writeLoop() {
 		if err != nil {
 			s.writerActive = false
 		}
+		progress := s.progress
 		s.mu.Unlock()
 		if drained && s.onDrain != nil {
 			s.onDrain()
 		}
 		s.outBytes.Add(-n)
-		select {
-		case s.progress <- struct{}{}:
-		default:
+		if progress != nil {
+			select {
+			case progress <- struct{}{}:
+			default:
+			}
 		}
 		if err != nil {
 			r := CloseWriteError
