@@ -211,6 +211,10 @@ func (p *Parser) fill(need int) error {
 	if p.rerr != nil {
 		return p.rerr
 	}
+	if p.idle != nil && p.state == stateStart && p.r == p.w {
+		p.releaseBuf() // only heart-beat EOLs were buffered: wait for the next frame without it
+		p.r, p.w = 0, 0
+	}
 	if p.buf == nil {
 		return p.fillIdle()
 	}
@@ -249,20 +253,17 @@ func (p *Parser) fill(need int) error {
 // == 0).
 func (p *Parser) fillIdle() error {
 	n, err := p.idle.ReadIdle(p.takeFn, p.putFn)
-	if p.buf == nil { // an IdleReader that read nothing into a buffer
-		p.takeBuf()
-	}
-	p.w += max(n, 0)
-	if err != nil {
-		p.rerr = err
-		if n > 0 {
-			return nil
+	if n <= 0 || p.buf == nil {
+		p.releaseBuf() // nothing read: the connection ends or fails without a buffer
+		if err == nil {
+			err = io.ErrNoProgress
 		}
+		p.rerr = err
 		return err
 	}
-	if n == 0 {
-		p.rerr = io.ErrNoProgress
-		return p.rerr
+	p.w += n
+	if err != nil {
+		p.rerr = err // reported once the bytes read are used up
 	}
 	return nil
 }

@@ -141,21 +141,25 @@ func run(titan string, n int, heartBeat string, settle time.Duration) error {
 	if firstErr != nil {
 		return fmt.Errorf("after %d connections: %w", len(cs), firstErr)
 	}
-	// Keep the client side's heart-beats flowing so titan never times the connections out.
+	// Keep the client side's heart-beats flowing so titan never times the connections out,
+	// spread over the interval as independent clients' would be: every 50 ms a slice of the
+	// connections sends one, each connection once per half interval.
 	stop := make(chan struct{})
 	defer close(stop)
 	if cx, _, _ := strings.Cut(heartBeat, ","); cx != "0" {
 		ms, _ := strconv.Atoi(cx)
+		const tick = 50 * time.Millisecond
+		slices := max(int(time.Duration(ms)*time.Millisecond/2/tick), 1)
 		go func() {
-			t := time.NewTicker(time.Duration(ms) * time.Millisecond / 2)
+			t := time.NewTicker(tick)
 			defer t.Stop()
-			for {
+			for k := 0; ; k = (k + 1) % slices {
 				select {
 				case <-stop:
 					return
 				case <-t.C:
-					for _, c := range cs {
-						_, _ = c.Write([]byte{'\n'})
+					for i := k; i < len(cs); i += slices {
+						_, _ = cs[i].Write([]byte{'\n'})
 					}
 				}
 			}
