@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/bits"
 	"strings"
 	"sync"
 	"unsafe"
@@ -112,9 +113,10 @@ type Parser struct {
 	f    Frame
 	hdrs []Header
 
-	idle   IdleReader    // rd as an IdleReader, or nil: then buf is kept between frames
-	takeFn func() []byte // takeBuf as a value, made once
-	putFn  func()        // releaseBuf as a value, made once
+	idle     IdleReader    // rd as an IdleReader, or nil: then buf is kept between frames
+	takeFn   func() []byte // takeBuf as a value, made once
+	putFn    func()        // releaseBuf as a value, made once
+	bufClass int           // the size class (readBufPools) takeBuf takes
 }
 
 // IdleReader is a Reader that can wait for input without holding a buffer. ReadIdle waits
@@ -128,8 +130,22 @@ type IdleReader interface {
 	ReadIdle(get func() []byte, put func()) (int, error)
 }
 
-// readBufPool holds the minBufBytes read buffers of parsers whose reader is an IdleReader.
-var readBufPool = sync.Pool{New: func() any { return new([minBufBytes]byte) }}
+// readBufPools hold the read buffers of parsers whose reader is an IdleReader, one pool per
+// size class: minBufBytes << i, up to idleBufBytes. Entries are unsafe.Pointers to the first
+// byte (pointer-shaped: no allocation to pool them).
+var readBufPools [readBufClasses]sync.Pool
+
+const readBufClasses = 5 // 4, 8, 16, 32 and 64 KiB
+
+// readBufClass returns the pool index of a buffer of n bytes, or -1 when n is no class.
+func readBufClass(n int) int {
+	for i := range readBufClasses {
+		if n == minBufBytes<<i {
+			return i
+		}
+	}
+	return -1
+}
 
 // NewParser returns a parser reading rd under lim. It unescapes header values as STOMP 1.2
 // until SetVersion says otherwise.
@@ -227,6 +243,11 @@ func (p *Parser) fill(need int) error {
 		// fills that much, so need and the buffered bytes stay below maxFrame; the max is
 		// only a guard against losing buffered bytes should that ever change.
 		size := max(min(2*len(p.buf), p.maxFrame), need, p.w+1)
+		if p.idle != nil && size < idleBufBytes {
+			// A pooled size class, so that the grown buffer is pooled too: a connection
+			// that carries frames larger than 4 KiB does not allocate per frame.
+			size = min(max(1<<bits.Len(uint(size-1)), size), max(p.maxFrame, need, p.w+1))
+		}
 		nb := make([]byte, size)
 		copy(nb, p.buf[p.r:p.w])
 		p.buf, p.w, p.r = nb, p.w-p.r, 0
@@ -268,17 +289,27 @@ func (p *Parser) fillIdle() error {
 	return nil
 }
 
-// takeBuf gives the parser a pooled minBufBytes buffer and returns it.
+// takeBuf gives the parser a pooled buffer of the size class its last buffer had and returns
+// it.
 func (p *Parser) takeBuf() []byte {
-	p.buf = readBufPool.Get().(*[minBufBytes]byte)[:]
+	size := minBufBytes << p.bufClass
+	if v := readBufPools[p.bufClass].Get(); v != nil {
+		p.buf = unsafe.Slice((*byte)(v.(unsafe.Pointer)), size)
+	} else {
+		p.buf = make([]byte, size)
+	}
 	return p.buf
 }
 
-// releaseBuf gives the parser's buffer back to the pool when it is a pooled one (a buffer
-// grown for a large frame is left to the collector).
+// releaseBuf gives the parser's buffer back to the pool of its size class (a buffer of no
+// class, grown for a frame over 64 KiB, is left to the collector) and remembers the class for
+// the next takeBuf.
 func (p *Parser) releaseBuf() {
-	if len(p.buf) == minBufBytes && cap(p.buf) == minBufBytes {
-		readBufPool.Put((*[minBufBytes]byte)(p.buf))
+	if c := readBufClass(len(p.buf)); c >= 0 && cap(p.buf) == len(p.buf) {
+		readBufPools[c].Put(unsafe.Pointer(&p.buf[0]))
+		p.bufClass = c
+	} else if len(p.buf) > idleBufBytes {
+		p.bufClass = readBufClasses - 1
 	}
 	p.buf = nil
 }
