@@ -163,8 +163,9 @@ func (d deadlineReader) Read(p []byte) (int, error) {
 }
 
 // Serve runs the connection until it closes. It runs the read loop on the calling goroutine;
-// a write goroutine runs only while there is output to write (see writeLoop). It never panics: a panic inside routing is recovered,
-// logged with its stack, and closes only this connection.
+// a write goroutine runs only while there is output to write (see writeLoop). It never
+// panics: a panic inside routing is recovered, logged with its stack, and closes only this
+// connection.
 func (s *Session) Serve() {
 	var link Link
 	reason := CloseReadError
