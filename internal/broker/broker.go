@@ -222,8 +222,8 @@ func (b *Broker) Router() *router.Router { return b.router }
 // Config returns the effective configuration.
 func (b *Broker) Config() config.Config { return b.cfg }
 
-// goroutine starts fn as a tracked goroutine with a pprof label. It refuses (returns false)
-// once shutdown has begun.
+// goroutine starts fn as a tracked goroutine with the pprof label titan=name. It refuses
+// (returns false) once shutdown has begun.
 func (b *Broker) goroutine(name string, fn func()) bool {
 	b.mu.Lock()
 	if b.closing {
@@ -234,12 +234,26 @@ func (b *Broker) goroutine(name string, fn func()) bool {
 	b.mu.Unlock()
 	go func() {
 		defer b.wg.Done()
-		pprof.Do(context.Background(), pprof.Labels("titan", name), func(context.Context) { fn() })
+		pprof.SetGoroutineLabels(goroutineLabels(name))
+		fn()
 	}()
 	return true
 }
 
-func sessionOptions(s config.Server, log *slog.Logger, spawn func(string, func()) bool) *session.Options {
+// labelContexts maps a goroutine name to its context carrying the label titan=name, made
+// once per name (the names are a fixed set): pprof.Do would build a label set and a context
+// for every goroutine, held for its life (every connection's).
+var labelContexts sync.Map
+
+func goroutineLabels(name string) context.Context {
+	if v, ok := labelContexts.Load(name); ok {
+		return v.(context.Context)
+	}
+	v, _ := labelContexts.LoadOrStore(name, pprof.WithLabels(context.Background(), pprof.Labels("titan", name)))
+	return v.(context.Context)
+}
+
+func sessionOptions(s config.Server, log *slog.Logger) *session.Options {
 	p := s.ProtocolOptions
 	o := session.DefaultOptions()
 	o.Limits = frame.Limits{MaxHeaderLineBytes: p.MaxHeaderLength, MaxHeaders: p.MaxHeaders, MaxHeaderBytes: p.MaxHeadersBytes, MaxBodyBytes: p.MaxBodyLength}
@@ -252,7 +266,6 @@ func sessionOptions(s config.Server, log *slog.Logger, spawn func(string, func()
 	o.ConnectionTTL = config.Ms(p.ConnectionTTL)
 	o.MaxOutboundBytes = p.MaxOutboundBytes
 	o.Logger = log
-	o.Go = spawn
 	return &o
 }
 
@@ -322,7 +335,7 @@ func (b *Broker) Start() error {
 		if err != nil {
 			return fail(fmt.Errorf("broker: server %s: listen %s: %w", sc.Name, sc.Addr(), err))
 		}
-		sopts := sessionOptions(sc, log, b.goroutine)
+		sopts := sessionOptions(sc, log)
 		b.applyFlow(sopts, sc)
 		sopts.Authenticator = sessionAuth{b.sec.auth}
 		sopts.Traffic = &b.traffic

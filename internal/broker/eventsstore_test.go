@@ -87,3 +87,32 @@ func TestEventsStoreDurableSubscriptionSurvivesRestart(t *testing.T) {
 		"durable-name:auditor", "start-position:first")
 	expectSeqs(t, c2, "a", 3, 4, 5, 6)
 }
+
+// TestEventsStoreDurablePositionOutOfOrderAcks: the saved position is the sequence before
+// the lowest unacknowledged one whatever order ACKs come in, and a NACKed sequence holds it
+// back: with 1-3, 5 and 6 acknowledged (out of order) and 4 NACKed, a resume starts at 4.
+func TestEventsStoreDurablePositionOutOfOrderAcks(t *testing.T) {
+	dir := t.TempDir()
+	b, stop := startStop(t, durableConfig(dir))
+	p := brokertest.Connect(t, b.Addrs()[0])
+	sendN(t, p, "/events-store/ooo", 1, 6)
+	c := brokertest.Connect(t, b.Addrs()[0])
+	c.SendFrame("SUBSCRIBE", "", "destination:/events-store/ooo", "id:a", "ack:client-individual",
+		"durable-name:ooo", "start-position:first")
+	ms := expectSeqs(t, c, "a", 1, 2, 3, 4, 5, 6)
+	for _, i := range []int{4, 2, 5, 0, 1} { // sequences 5, 3, 6, 1, 2
+		c.SendFrame("ACK", "", "id:"+ms[i].Value("ack"))
+	}
+	c.SendFrame("NACK", "", "id:"+ms[3].Value("ack"), "receipt:n")
+	c.Expect(frame.CmdReceipt, "receipt-id:n")
+	c.SendFrame("DISCONNECT", "", "receipt:bye")
+	c.Expect(frame.CmdReceipt)
+	stop()
+
+	b2, stop2 := startStop(t, durableConfig(dir))
+	defer stop2()
+	c2 := brokertest.Connect(t, b2.Addrs()[0])
+	c2.SendFrame("SUBSCRIBE", "", "destination:/events-store/ooo", "id:a", "ack:client-individual",
+		"durable-name:ooo", "start-position:first")
+	expectSeqs(t, c2, "a", 4, 5, 6)
+}

@@ -373,6 +373,18 @@ func (l *Log) SavePosition(key string, seq uint64) error {
 	return l.st.SetMeta(key, binary.BigEndian.AppendUint64(nil, seq))
 }
 
+// SavePositionLazy implements eventlog.LogStore: SavePosition without an fsync of its own
+// when the store is a store.LazyMetaSetter (durable at the next sync: Sync, which an ACK with
+// a receipt waits for, the next Append, or the store's periodic sync); fsync'd otherwise.
+func (l *Log) SavePositionLazy(key string, seq uint64) error {
+	if lz, ok := l.st.(store.LazyMetaSetter); ok {
+		var b [8]byte
+		binary.BigEndian.PutUint64(b[:], seq)
+		return lz.SetMetaLazy(key, b[:])
+	}
+	return l.SavePosition(key, seq)
+}
+
 // Position implements eventlog.LogStore.
 func (l *Log) Position(key string) (uint64, bool, error) {
 	v, ok, err := l.st.Meta(key)

@@ -39,6 +39,10 @@ type LogStore interface {
 	SeekTime(id dest.Identity, t time.Time) (uint64, error)
 	// SavePosition durably records a durable subscription's last acknowledged sequence.
 	SavePosition(key string, seq uint64) error
+	// SavePositionLazy records it durably at the store's next sync (group-committed with
+	// other writes; a Sync makes it durable): a crash before then only moves the position
+	// back, to messages delivered again.
+	SavePositionLazy(key string, seq uint64) error
 	// Position returns a saved position.
 	Position(key string) (seq uint64, ok bool, err error)
 }
@@ -201,7 +205,7 @@ func (p *Pattern) Close() {
 	}
 	p.wg.Wait()
 	for _, ls := range all {
-		ls.savePosition()
+		ls.savePosition(false)
 	}
 }
 

@@ -1,6 +1,7 @@
 package eventlog
 
 import (
+	"slices"
 	"sync"
 
 	"github.com/titan-broker/titan/internal/delivery"
@@ -29,6 +30,8 @@ type reader struct {
 
 	mu            sync.Mutex          // guards the fields below
 	pending       map[uint64]struct{} // delivered, unacknowledged sequences (client modes)
+	order         []uint64            // pending's sequences ascending from order[head] (settled ones are skipped lazily)
+	head          int
 	lastDelivered uint64
 	saved         uint64
 	sinceSave     int
@@ -119,7 +122,7 @@ func (ls *reader) Deliver(seq uint64, data []byte) bool {
 	ls.mu.Lock()
 	ls.lastDelivered = seq
 	if ls.sub.Ack != delivery.AckAuto {
-		ls.pending[seq] = struct{}{}
+		ls.addPendingLocked(seq)
 		ls.mu.Unlock()
 		return true
 	}
@@ -127,9 +130,25 @@ func (ls *reader) Deliver(seq uint64, data []byte) bool {
 	save := ls.key != "" && ls.sinceSave >= autoSaveEvery
 	ls.mu.Unlock()
 	if save {
-		ls.savePosition()
+		ls.savePosition(true)
 	}
 	return true
+}
+
+// addPendingLocked records seq as delivered and unacknowledged. Deliveries come in
+// ascending order, so order is appended to; a sequence delivered again (after a NACK) is
+// already pending. ls.mu must be held.
+func (ls *reader) addPendingLocked(seq uint64) {
+	if _, ok := ls.pending[seq]; ok {
+		return
+	}
+	ls.pending[seq] = struct{}{}
+	if n := len(ls.order); n == ls.head || ls.order[n-1] < seq {
+		ls.order = append(ls.order, seq)
+		return
+	}
+	i, _ := slices.BinarySearch(ls.order[ls.head:], seq)
+	ls.order = slices.Insert(ls.order, ls.head+i, seq)
 }
 
 // Settle implements delivery.Source: acknowledged (or, for nack, abandoned-for-now)
@@ -146,7 +165,7 @@ func (ls *reader) Settle(seqs []uint64, nack bool) {
 		delete(ls.pending, s)
 	}
 	ls.mu.Unlock()
-	ls.savePosition()
+	ls.savePosition(true)
 	ls.poller.Kick()
 }
 
@@ -156,28 +175,40 @@ func (ls *reader) SettleOne(seq uint64, nack bool) {
 	ls.Settle(seqs[:], nack)
 }
 
-// position is the highest sequence below which everything delivered was acknowledged.
-func (ls *reader) position() uint64 {
-	ls.mu.Lock()
-	defer ls.mu.Unlock()
+// positionLocked is the highest sequence below which everything delivered was
+// acknowledged: the sequence before the lowest pending one, found in amortized constant time
+// (acknowledged sequences at the front of order are dropped as they are passed). ls.mu must
+// be held.
+func (ls *reader) positionLocked() uint64 {
+	for ls.head < len(ls.order) {
+		if _, ok := ls.pending[ls.order[ls.head]]; ok {
+			break
+		}
+		ls.head++
+	}
+	if ls.head == len(ls.order) {
+		ls.order, ls.head = ls.order[:0], 0
+	} else if ls.head >= 1024 && ls.head*2 >= len(ls.order) {
+		n := copy(ls.order, ls.order[ls.head:])
+		ls.order, ls.head = ls.order[:n], 0
+	}
 	if len(ls.pending) == 0 {
 		return ls.lastDelivered
 	}
-	low := uint64(0)
-	for s := range ls.pending {
-		if low == 0 || s < low {
-			low = s
-		}
-	}
-	return low - 1
+	return ls.order[ls.head] - 1
 }
 
-func (ls *reader) savePosition() {
+// savePosition records the position when it moved past the saved one. lazy saves it without
+// an fsync of its own (LogStore.SavePositionLazy: ACKs and auto-acknowledged deliveries; an
+// ACK with a receipt waits for the store's Sync); the position never passes an
+// unacknowledged message, so a crash that loses a lazy save only delivers acknowledged
+// messages again.
+func (ls *reader) savePosition(lazy bool) {
 	if ls.key == "" {
 		return
 	}
-	pos := ls.position()
 	ls.mu.Lock()
+	pos := ls.positionLocked()
 	if pos <= ls.saved {
 		ls.mu.Unlock()
 		return
@@ -185,12 +216,16 @@ func (ls *reader) savePosition() {
 	ls.saved = pos
 	ls.sinceSave = 0
 	ls.mu.Unlock()
-	if err := ls.p.opts.Store.SavePosition(ls.key, pos); err != nil {
+	save := ls.p.opts.Store.SavePosition
+	if lazy {
+		save = ls.p.opts.Store.SavePositionLazy
+	}
+	if err := save(ls.key, pos); err != nil {
 		ls.p.log.Error("saving durable position", "key", ls.key, "err", err)
 	}
 }
 
 func (ls *reader) stop() {
 	ls.poller.Stop()
-	ls.savePosition()
+	ls.savePosition(false) // unsubscribe or disconnect: durable now
 }

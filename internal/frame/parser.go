@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/bits"
 	"strings"
+	"sync"
 	"unsafe"
 )
 
@@ -110,13 +112,46 @@ type Parser struct {
 
 	f    Frame
 	hdrs []Header
+
+	idle     IdleReader    // rd as an IdleReader, or nil: then buf is kept between frames
+	takeFn   func() []byte // takeBuf as a value, made once
+	putFn    func()        // releaseBuf as a value, made once
+	bufClass int           // the size class (readBufPools) takeBuf takes
+}
+
+// IdleReader is a Reader that can wait for input without holding a buffer. ReadIdle waits
+// until input is ready and reads it into the slice get returns; when a read attempt finds no
+// input after all, it calls put (giving that slice back) before waiting again, so get and
+// put may alternate any number of times and the slice of the last get holds the bytes read.
+// It returns what Read would. Parser reads through ReadIdle whenever it has no bytes
+// buffered, so a connection that waits for its next frame holds no read buffer (as netty
+// and Artemis release theirs while a channel is idle).
+type IdleReader interface {
+	ReadIdle(get func() []byte, put func()) (int, error)
+}
+
+// readBufPools hold the read buffers of parsers whose reader is an IdleReader, one pool per
+// size class: minBufBytes << i, up to idleBufBytes. Entries are unsafe.Pointers to the first
+// byte (pointer-shaped: no allocation to pool them).
+var readBufPools [readBufClasses]sync.Pool
+
+const readBufClasses = 5 // 4, 8, 16, 32 and 64 KiB
+
+// readBufClass returns the pool index of a buffer of n bytes, or -1 when n is no class.
+func readBufClass(n int) int {
+	for i := range readBufClasses {
+		if n == minBufBytes<<i {
+			return i
+		}
+	}
+	return -1
 }
 
 // NewParser returns a parser reading rd under lim. It unescapes header values as STOMP 1.2
 // until SetVersion says otherwise.
 func NewParser(rd io.Reader, lim Limits) *Parser {
 	lim = lim.withDefaults()
-	return &Parser{
+	p := &Parser{
 		rd:         rd,
 		lim:        lim,
 		maxFrame:   lim.MaxHeaderBytes + lim.MaxBodyBytes + 1,
@@ -124,6 +159,12 @@ func NewParser(rd io.Reader, lim Limits) *Parser {
 		buf:        make([]byte, minBufBytes),
 		contentLen: -1,
 	}
+	if ir, ok := rd.(IdleReader); ok {
+		p.idle = ir
+		p.takeFn, p.putFn = p.takeBuf, p.releaseBuf
+		p.buf = nil // taken from readBufPool when input arrives
+	}
+	return p
 }
 
 // SetVersion sets the version whose escaping rules apply to later frames (CONNECT, STOMP and
@@ -144,7 +185,10 @@ func (p *Parser) ReadFrame() (*Frame, error) {
 	if p.r == p.w {
 		// Nothing buffered: the previous frame is released, so start reading at the front
 		// of the buffer again, and give back a buffer that a large frame made grow.
-		if len(p.buf) > idleBufBytes {
+		switch {
+		case p.idle != nil:
+			p.releaseBuf() // the previous frame is released: so is the buffer
+		case len(p.buf) > idleBufBytes:
 			p.buf = make([]byte, minBufBytes)
 		}
 		p.r, p.w = 0, 0
@@ -183,6 +227,13 @@ func (p *Parser) fill(need int) error {
 	if p.rerr != nil {
 		return p.rerr
 	}
+	if p.idle != nil && p.state == stateStart && p.r == p.w {
+		p.releaseBuf() // only heart-beat EOLs were buffered: wait for the next frame without it
+		p.r, p.w = 0, 0
+	}
+	if p.buf == nil {
+		return p.fillIdle()
+	}
 	if p.r > 0 && (p.w == len(p.buf) || need > len(p.buf)-p.r) {
 		n := copy(p.buf, p.buf[p.r:p.w])
 		p.r, p.w = 0, n
@@ -192,6 +243,11 @@ func (p *Parser) fill(need int) error {
 		// fills that much, so need and the buffered bytes stay below maxFrame; the max is
 		// only a guard against losing buffered bytes should that ever change.
 		size := max(min(2*len(p.buf), p.maxFrame), need, p.w+1)
+		if p.idle != nil && size < idleBufBytes {
+			// A pooled size class, so that the grown buffer is pooled too: a connection
+			// that carries frames larger than 4 KiB does not allocate per frame.
+			size = min(max(1<<bits.Len(uint(size-1)), size), max(p.maxFrame, need, p.w+1))
+		}
 		nb := make([]byte, size)
 		copy(nb, p.buf[p.r:p.w])
 		p.buf, p.w, p.r = nb, p.w-p.r, 0
@@ -212,6 +268,50 @@ func (p *Parser) fill(need int) error {
 	}
 	p.rerr = io.ErrNoProgress
 	return p.rerr
+}
+
+// fillIdle reads into a pooled buffer through the IdleReader (nothing is buffered: r == w
+// == 0).
+func (p *Parser) fillIdle() error {
+	n, err := p.idle.ReadIdle(p.takeFn, p.putFn)
+	if n <= 0 || p.buf == nil {
+		p.releaseBuf() // nothing read: the connection ends or fails without a buffer
+		if err == nil {
+			err = io.ErrNoProgress
+		}
+		p.rerr = err
+		return err
+	}
+	p.w += n
+	if err != nil {
+		p.rerr = err // reported once the bytes read are used up
+	}
+	return nil
+}
+
+// takeBuf gives the parser a pooled buffer of the size class its last buffer had and returns
+// it.
+func (p *Parser) takeBuf() []byte {
+	size := minBufBytes << p.bufClass
+	if v := readBufPools[p.bufClass].Get(); v != nil {
+		p.buf = unsafe.Slice((*byte)(v.(unsafe.Pointer)), size)
+	} else {
+		p.buf = make([]byte, size)
+	}
+	return p.buf
+}
+
+// releaseBuf gives the parser's buffer back to the pool of its size class (a buffer of no
+// class, grown for a frame over 64 KiB, is left to the collector) and remembers the class for
+// the next takeBuf.
+func (p *Parser) releaseBuf() {
+	if c := readBufClass(len(p.buf)); c >= 0 && cap(p.buf) == len(p.buf) {
+		readBufPools[c].Put(unsafe.Pointer(&p.buf[0]))
+		p.bufClass = c
+	} else if len(p.buf) > idleBufBytes {
+		p.bufClass = readBufClasses - 1
+	}
+	p.buf = nil
 }
 
 // step advances the state machine over buffered bytes. It returns a complete frame, or the

@@ -8,17 +8,21 @@
 //
 // # Goroutines and concurrency
 //
-// Each connection has exactly two goroutines: the read loop (parse and route inline, in the
-// goroutine that calls Serve) and the write loop. Outbound frames are appended to a
-// mutex-guarded list of byte chunks and the writer is kicked through a 1-slot channel; the
-// writer drains everything queued with one writev (net.Buffers), so bursts coalesce into few
-// syscalls. Every exported method of *Session is safe for concurrent use.
+// Each connection has one long-lived goroutine, the read loop (parse and route inline, in the
+// goroutine that calls Serve), and a write loop that runs only while output is queued.
+// Outbound frames are appended to a mutex-guarded list of byte chunks; the append that finds
+// no writer running starts one, later appends only add to the list, and the writer drains
+// everything queued with one writev (net.Buffers) per round, so bursts coalesce into few
+// syscalls, and returns once the list is empty. Heart-beats come from a timer, and on plain
+// TCP the parser takes its read buffer from a pool only when input is ready, so an idle
+// connection holds one parked goroutine and no I/O buffers (scripts/idle-memory measures
+// it). Every exported method of *Session is safe for concurrent use.
 //
 // # Heart-beats (STOMP 1.2, "Heart-beating")
 //
 // The negotiated server→client interval is max(sx, cy) and the client→server interval
-// max(cx, sy), each 0 when either side offers 0. The writer sends an EOL when it has written
-// nothing for the server interval. The reader fails with CloseHeartbeatTimeout when nothing
-// arrives for grace × the client interval; a client that offers no heart-beats still gets the
+// max(cx, sy), each 0 when either side offers 0. A timer firing every half of the server
+// interval queues an EOL when nothing was written for that half. The reader fails with
+// CloseHeartbeatTimeout when nothing arrives for grace × the client interval; a client that offers no heart-beats still gets the
 // connection TTL (default 60 s, as ActiveMQ Artemis's connection-ttl).
 package session

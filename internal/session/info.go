@@ -9,14 +9,12 @@ import (
 // interval at which Titan writes heart-beats (0: none), recv how long Titan waits for data
 // from the client before closing it (the client's interval times the grace, or the
 // connection TTL; 0: no limit). ok is false while the handshake is still running. Safe for
-// concurrent use (the values are final before hbStart closes).
+// concurrent use (the values are final before hbReady is set).
 func (s *Session) HeartBeat() (send, recv time.Duration, ok bool) {
-	select {
-	case <-s.hbStart:
-		return s.sendEvery, s.readTimeout, true
-	default:
+	if !s.hbReady.Load() {
 		return 0, 0, false
 	}
+	return s.sendEvery, s.readTimeout, true
 }
 
 // Traffic counts bytes on the wire, summed over connections: In read from clients, Out

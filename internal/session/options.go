@@ -67,9 +67,6 @@ type Options struct {
 	// AuthFailureDelay is the constant wait before a refused CONNECT gets its ERROR
 	// (default DefaultAuthFailureDelay; it slows password guessing down and hides timing).
 	AuthFailureDelay time.Duration
-	// Go starts a named goroutine tracked by the owner's WaitGroup; it returns false once the
-	// owner is shutting down. nil runs `go fn()`.
-	Go func(name string, fn func()) bool
 }
 
 // DefaultOptions returns the options Titan ships with.

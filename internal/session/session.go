@@ -1,6 +1,7 @@
 package session
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
@@ -57,17 +58,20 @@ type Session struct {
 	closing      bool         // no more writes accepted; writer closes after flush; guarded by mu
 	closeReason  CloseReason
 	reasonSet    bool
-	writerActive bool
+	writerActive bool        // a writer goroutine runs: it does while chunks is not empty; guarded by mu
+	lastWrite    time.Time   // when the writer last wrote; guarded by mu
+	hbTimer      *time.Timer // heart-beat timer (nil: none); guarded by mu
+	spare        [][]byte    // the writer's other chunks array, swapped with chunks; guarded by mu
+	spareBufs    []*frame.Buf
 	wantDrain    bool   // a limited write was refused; call onDrain once below half the limit; guarded by mu
 	onDrain      func() // set once before Serve's steady state
 
 	flow *flow.Outbound // watermarks over queuedBytes (flow.go), guarded by mu
 
-	kick     chan struct{} // 1-slot writer signal
-	progress chan struct{} // 1-slot signal: the writer wrote something (read-side back-pressure)
+	progress chan struct{} // 1-slot signal: the writer wrote something (read-side back-pressure); made by waitForWriter, guarded by mu
 	done     chan struct{} // closed when the connection is closed
 	doneOnce sync.Once
-	hbStart  chan struct{} // closed when heart-beat parameters are final
+	hbReady  atomic.Bool // the heart-beat parameters are final
 
 	outBytes atomic.Int64 // bytes queued but not yet written (for snapshots)
 	created  time.Time
@@ -80,24 +84,46 @@ func New(conn net.Conn, h Handler, opts *Options) *Session {
 	var b [8]byte
 	_, _ = rand.Read(b[:])
 	s := &Session{
-		id:       "titan-" + hex.EncodeToString(b[:]),
-		conn:     conn,
-		opts:     opts,
-		h:        h,
-		kick:     make(chan struct{}, 1),
-		progress: make(chan struct{}, 1),
-		done:     make(chan struct{}),
-		hbStart:  make(chan struct{}),
-		created:  time.Now(),
+		id:      "titan-" + hex.EncodeToString(b[:]),
+		conn:    conn,
+		opts:    opts,
+		h:       h,
+		done:    make(chan struct{}),
+		created: time.Now(),
 	}
+	s.lastWrite = s.created
 	s.log = opts.Logger
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
-	s.log = s.log.With("session", s.id, "remote", conn.RemoteAddr().String())
-	s.parser = frame.NewParser(deadlineReader{s}, opts.Limits)
+	s.log = slog.New(connHandler{s.log.Handler(), s})
+	s.parser = frame.NewParser(s.reader(), opts.Limits)
 	s.flow = flow.NewOutbound(opts.MaxOutboundBytes, opts.ResumeOutboundBytes, opts.SlowConsumerTimeout, s.slowConsumer)
 	return s
+}
+
+// connHandler adds the connection's session id and remote address to every record it
+// handles. Unlike slog.Logger.With, which formats them up front (hundreds of bytes held by
+// every connection, though most log once or twice), it costs two words per connection.
+type connHandler struct {
+	h slog.Handler
+	s *Session
+}
+
+func (c connHandler) Enabled(ctx context.Context, l slog.Level) bool { return c.h.Enabled(ctx, l) }
+
+func (c connHandler) Handle(ctx context.Context, r slog.Record) error {
+	r = r.Clone() // the record's attributes may share an array with the caller's
+	r.AddAttrs(slog.String("session", c.s.id), slog.String("remote", c.s.conn.RemoteAddr().String()))
+	return c.h.Handle(ctx, r)
+}
+
+func (c connHandler) WithAttrs(as []slog.Attr) slog.Handler {
+	return connHandler{c.h.WithAttrs(as), c.s}
+}
+
+func (c connHandler) WithGroup(name string) slog.Handler {
+	return connHandler{c.h.WithGroup(name), c.s}
 }
 
 // ID returns the session id sent in CONNECTED ("titan-<16 hex>").
@@ -136,9 +162,10 @@ func (d deadlineReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// Serve runs the connection until it closes. It starts the write goroutine and runs the read
-// loop on the calling goroutine. It never panics: a panic inside routing is recovered,
-// logged with its stack, and closes only this connection.
+// Serve runs the connection until it closes. It runs the read loop on the calling goroutine;
+// a write goroutine runs only while there is output to write (see writeLoop). It never
+// panics: a panic inside routing is recovered, logged with its stack, and closes only this
+// connection.
 func (s *Session) Serve() {
 	var link Link
 	reason := CloseReadError
@@ -152,10 +179,6 @@ func (s *Session) Serve() {
 			link.Closed(s.reason())
 		}
 	}()
-	if !s.startWriter() {
-		reason = CloseShutdown
-		return
-	}
 	// The CONNECT frame must be complete within ConnectTimeout of the accept, however
 	// slowly its bytes trickle in.
 	s.readTimeout = 0
@@ -219,12 +242,16 @@ func (s *Session) waitForWriter() {
 	for {
 		s.mu.Lock()
 		over := s.queuedBytes > s.opts.MaxOutboundBytes && !s.closing
+		if over && s.progress == nil {
+			s.progress = make(chan struct{}, 1) // made on first use: most connections never wait
+		}
+		progress := s.progress
 		s.mu.Unlock()
 		if !over {
 			return
 		}
 		select {
-		case <-s.progress:
+		case <-progress:
 		case <-s.done:
 			return
 		}
@@ -336,7 +363,14 @@ func (s *Session) handshake() (Link, CloseReason) {
 		hdrs = append(hdrs, frame.Header{Key: frame.HdrHeartBeat, Value: strconv.FormatInt(sx.Milliseconds(), 10) + "," + strconv.FormatInt(sy.Milliseconds(), 10)})
 	}
 	s.writeFrame(&frame.Frame{Command: frame.CmdConnected, Headers: hdrs})
-	close(s.hbStart)
+	s.hbReady.Store(true)
+	if s.sendEvery > 0 {
+		s.mu.Lock()
+		if !s.closing {
+			s.hbTimer = time.AfterFunc(s.sendEvery/2, s.heartBeat)
+		}
+		s.mu.Unlock()
+	}
 	s.log.Info("connection opened", "version", v.String(), "send_heartbeat", s.sendEvery, "read_timeout", s.readTimeout)
 	return link, 0
 }
@@ -445,11 +479,12 @@ func (s *Session) enqueueFlow(limited bool, pooled *frame.Buf, bufs ...[]byte) (
 	s.queuedBytes += int64(n)
 	s.flow.Grow(int64(n))
 	congested := s.flow.Congested()
+	start := !s.writerActive
+	s.writerActive = true
 	s.mu.Unlock()
 	s.outBytes.Add(int64(n))
-	select {
-	case s.kick <- struct{}{}:
-	default:
+	if start {
+		go s.writeLoop()
 	}
 	return true, congested
 }
@@ -500,12 +535,7 @@ func (s *Session) CloseAfterFlush(reason CloseReason) {
 	active := s.writerActive
 	s.mu.Unlock()
 	if !active {
-		s.Close(reason)
-		return
-	}
-	select {
-	case s.kick <- struct{}{}:
-	default:
+		s.Close(reason) // nothing queued: the writer closes after its last write otherwise
 	}
 }
 
@@ -515,6 +545,9 @@ func (s *Session) Close(reason CloseReason) {
 	s.closing = true
 	s.setReasonLocked(reason)
 	s.flow.Close()
+	if s.hbTimer != nil {
+		s.hbTimer.Stop()
+	}
 	s.mu.Unlock()
 	s.doneOnce.Do(func() {
 		close(s.done)
@@ -545,24 +578,6 @@ func (s *Session) isClosing() bool {
 // Reason returns why the connection closed (meaningful once Done is closed).
 func (s *Session) Reason() CloseReason { return s.reason() }
 
-func (s *Session) startWriter() bool {
-	s.mu.Lock()
-	s.writerActive = true
-	s.mu.Unlock()
-	run := func() { s.writeLoop() }
-	if s.opts.Go == nil {
-		go run()
-		return true
-	}
-	if !s.opts.Go("session-writer", run) {
-		s.mu.Lock()
-		s.writerActive = false
-		s.mu.Unlock()
-		return false
-	}
-	return true
-}
-
 var heartBeatEOL = []byte{'\n'}
 
 // maxSilence caps how long a connection that negotiated very slow client heart-beats may
@@ -575,122 +590,120 @@ type vectorWriter interface {
 	WriteVectored(bufs [][]byte) (int64, error)
 }
 
-// writeLoop drains queued chunks with one writev per wake-up and sends heart-beats.
+// heartBeat runs on the heart-beat timer every sendEvery/2: it queues a heart-beat EOL when
+// nothing was written for sendEvery/2 and nothing is queued (STOMP 1.2, "Heart-beating").
+func (s *Session) heartBeat() {
+	half := s.sendEvery / 2
+	s.mu.Lock()
+	if s.closing {
+		s.mu.Unlock()
+		return
+	}
+	idle := len(s.chunks) == 0 && time.Since(s.lastWrite) >= half
+	s.hbTimer.Reset(half)
+	s.mu.Unlock()
+	if idle {
+		s.enqueue(false, heartBeatEOL)
+	}
+}
+
+// writeLoop drains queued chunks with one writev per round and returns once nothing is
+// queued: it is started by the enqueue that finds no writer running (writerActive), so an
+// idle connection has no writer goroutine (its stack is the larger part of an idle
+// connection's memory). When the connection is closing it closes it after the last write.
 func (s *Session) writeLoop() {
 	defer func() {
 		if r := recover(); r != nil {
 			s.log.Error("writer panic", "panic", r, "stack", string(debug.Stack()))
+			s.mu.Lock()
+			s.writerActive = false
+			s.mu.Unlock()
 			s.Close(CloseWriteError)
 		}
-		s.mu.Lock()
-		s.writerActive = false
-		s.mu.Unlock()
 	}()
-	var spare [][]byte
-	var spareBufs []*frame.Buf
-	var hb <-chan time.Time
-	hbReady := s.hbStart
-	lastWrite := time.Now()
 	for {
-		select {
-		case <-s.kick:
-		case <-hbReady:
-			hbReady = nil
-			if s.sendEvery > 0 {
-				t := time.NewTicker(s.sendEvery / 2)
-				defer t.Stop()
-				hb = t.C
-			}
-			continue
-		case now := <-hb:
-			s.mu.Lock()
-			idle := len(s.chunks) == 0
+		s.mu.Lock()
+		if len(s.chunks) == 0 || s.isDone() {
+			s.writerActive = false
+			closing := s.closing
 			s.mu.Unlock()
-			if idle && now.Sub(lastWrite) >= s.sendEvery/2 {
-				if !s.enqueue(false, heartBeatEOL) {
-					continue
-				}
+			if closing {
+				s.Close(s.reason())
 			}
-		case <-s.done:
 			return
 		}
-		s.mu.Lock()
+		// bufs and s.chunks must never share a backing array: the one detached here comes
+		// back as the spare after the write.
 		bufs := s.chunks
-		s.chunks = spare[:0]
+		s.chunks = s.spare[:0]
+		s.spare = nil
 		release := s.pooled
-		s.pooled = spareBufs[:0]
-		closing := s.closing
+		s.pooled = s.spareBufs[:0]
+		s.spareBufs = nil
 		s.mu.Unlock()
-		spareBufs = release[:0]
-		// bufs and s.chunks must never share a backing array: keep the detached one as
-		// the next spare whether or not it held data.
-		spare = bufs[:0]
-		if len(bufs) > 0 {
-			n := int64(0)
-			for _, b := range bufs {
-				n += int64(len(b))
-			}
-			_ = s.conn.SetWriteDeadline(time.Now().Add(s.opts.WriteTimeout))
-			var err error
-			if vw, ok := s.conn.(vectorWriter); ok {
-				_, err = vw.WriteVectored(bufs) // message transports: one message per batch
-			} else {
-				nb := net.Buffers(bufs)
-				_, err = nb.WriteTo(s.conn) // writev
-			}
-			if t := s.opts.Traffic; t != nil && err == nil {
-				t.Out.Add(uint64(n))
-			}
-			s.mu.Lock()
-			s.queuedBytes -= n
-			s.flow.Shrink(n)
-			more := len(s.chunks) > 0
-			closing = s.closing
-			drained := s.wantDrain && s.queuedBytes <= s.opts.MaxOutboundBytes/2 && !closing
-			if drained {
-				s.wantDrain = false
-			}
-			s.mu.Unlock()
-			if drained && s.onDrain != nil {
-				s.onDrain()
-			}
-			s.outBytes.Add(-n)
+		n := int64(0)
+		for _, b := range bufs {
+			n += int64(len(b))
+		}
+		_ = s.conn.SetWriteDeadline(time.Now().Add(s.opts.WriteTimeout))
+		var err error
+		if vw, ok := s.conn.(vectorWriter); ok {
+			_, err = vw.WriteVectored(bufs) // message transports: one message per batch
+		} else {
+			nb := net.Buffers(bufs)
+			_, err = nb.WriteTo(s.conn) // writev
+		}
+		if t := s.opts.Traffic; t != nil && err == nil {
+			t.Out.Add(uint64(n))
+		}
+		clear(bufs)
+		for i, b := range release {
+			frame.PutBuf(b) // on the socket (or the connection is gone): recycle
+			release[i] = nil
+		}
+		s.mu.Lock()
+		s.queuedBytes -= n
+		s.flow.Shrink(n)
+		s.lastWrite = time.Now()
+		s.spare, s.spareBufs = bufs[:0], release[:0]
+		drained := s.wantDrain && s.queuedBytes <= s.opts.MaxOutboundBytes/2 && !s.closing
+		if drained {
+			s.wantDrain = false
+		}
+		if err != nil {
+			s.writerActive = false
+		}
+		progress := s.progress
+		s.mu.Unlock()
+		if drained && s.onDrain != nil {
+			s.onDrain()
+		}
+		s.outBytes.Add(-n)
+		if progress != nil {
 			select {
-			case s.progress <- struct{}{}:
+			case progress <- struct{}{}:
 			default:
 			}
-			clear(bufs)
-			for i, b := range release {
-				frame.PutBuf(b) // on the socket (or the connection is gone): recycle
-				release[i] = nil
-			}
-			lastWrite = time.Now()
-			if err != nil {
-				r := CloseWriteError
-				if errors.Is(err, os.ErrDeadlineExceeded) {
-					r = CloseSlowConsumer
-				}
-				s.log.Debug("write failed", "err", err)
-				s.Close(r)
-				return
-			}
-			if more {
-				select {
-				case s.kick <- struct{}{}:
-				default:
-				}
-				continue
-			}
 		}
-		if closing {
-			s.mu.Lock()
-			empty := len(s.chunks) == 0
-			s.mu.Unlock()
-			if empty {
-				s.Close(s.reason())
-				return
+		if err != nil {
+			r := CloseWriteError
+			if errors.Is(err, os.ErrDeadlineExceeded) {
+				r = CloseSlowConsumer
 			}
+			s.log.Debug("write failed", "err", err)
+			s.Close(r)
+			return
 		}
+	}
+}
+
+// isDone reports whether Close ran (the connection is gone: nothing more is written).
+func (s *Session) isDone() bool {
+	select {
+	case <-s.done:
+		return true
+	default:
+		return false
 	}
 }
 

@@ -126,6 +126,15 @@ type Dropper interface {
 	Drop(stream string) error
 }
 
+// LazyMetaSetter is implemented by stores that can write metadata without an fsync of its
+// own. SetMetaLazy stores value under key like SetMeta, but the write is durable only at the
+// next sync (the next Append, SetMeta or Syncer.Sync, or the adapter's periodic sync), like
+// Delete: a crash before then keeps the previous value. Durable subscriptions save their
+// positions this way, so ACKs share the store's group commit instead of an fsync each.
+type LazyMetaSetter interface {
+	SetMetaLazy(key string, value []byte) error
+}
+
 // Syncer is implemented by stores whose Delete and Trim are durable only at the next sync:
 // Sync makes every Delete and Trim that returned before it durable (group-committed with
 // concurrent Appends). An ACK that asks for a receipt is answered only after Sync.

@@ -77,3 +77,49 @@ func TestAckReceiptSurvivesKill9(t *testing.T) {
 	requireEqual(t, sent-len(acked), len(seen), "distinct unacknowledged messages delivered after the last restart")
 	n.stop()
 }
+
+// TestDurablePositionAfterKill9: a durable events-store subscription's position is saved in
+// batches (no fsync per ACK), yet an ACK that got its RECEIPT is durable with every ACK before
+// it, and the position never passes an unacknowledged message. Sequences 1-3 and 5 are
+// acknowledged (only 5 with a receipt), 4 is not; after SIGKILL the subscription resumes at
+// 4, and 1-3 never come back.
+func TestDurablePositionAfterKill9(t *testing.T) {
+	n := newTitanNode(t, pebbleConfig(filepath.Join(t.TempDir(), "data"), ""))
+	b := n.start().broker()
+	p := dialRaw(t, b)
+	p.connect()
+	for i := 1; i <= 8; i++ {
+		requireReceipt(t, sendExpect(t, p, "/events-store/positions", fmt.Sprintf("e%d", i)), "events-store SEND")
+	}
+	c := dialRaw(t, b)
+	c.connect()
+	const sub = "SUBSCRIBE\ndestination:/events-store/positions\nid:s\nack:client-individual\ndurable-name:audit\nstart-position:first\n\n\x00"
+	requireNoError(t, c.write(sub))
+	acks := map[string]string{}
+	for range 8 {
+		f, err := c.readFrame(10 * time.Second)
+		requireNoError(t, err, "reading MESSAGE")
+		if f.command != "MESSAGE" {
+			t.Fatalf("got %s", f)
+		}
+		ack, _ := f.get("ack")
+		acks[string(f.body)] = ack
+	}
+	for _, body := range []string{"e1", "e2", "e3"} {
+		requireNoError(t, c.write("ACK\nid:"+acks[body]+"\n\n\x00"))
+	}
+	requireNoError(t, c.write("ACK\nid:"+acks["e5"]+"\nreceipt:r\n\n\x00"))
+	f, err := c.readFrame(10 * time.Second)
+	requireNoError(t, err, "waiting for the ACK's RECEIPT")
+	requireEqual(t, "RECEIPT", f.command, "answer to the ACK with a receipt")
+	n.kill()
+
+	b = n.start().broker()
+	c = dialRaw(t, b)
+	c.connect()
+	requireNoError(t, c.write(sub))
+	f, err = c.readFrame(10 * time.Second)
+	requireNoError(t, err, "reading the first MESSAGE after the restart")
+	requireEqual(t, "e4", string(f.body), "first MESSAGE after the restart: the lowest unacknowledged one")
+	n.stop()
+}

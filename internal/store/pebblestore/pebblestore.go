@@ -589,6 +589,26 @@ func (s *Store) SetMeta(key string, value []byte) error {
 	return nil
 }
 
+// SetMetaLazy implements store.LazyMetaSetter: the value is written to Pebble without a
+// sync and becomes durable with the next synced write, Sync, or the periodic sync of pending
+// deletes (Options.DeleteSyncInterval).
+//
+// Errors: store.ErrClosed, store.ErrInvalidName, or a sticky write error.
+func (s *Store) SetMetaLazy(key string, value []byte) error {
+	if err := store.CheckName(key); err != nil {
+		return err
+	}
+	if err := s.enter(true); err != nil {
+		return err
+	}
+	defer s.exit()
+	if err := s.db.Set(metaKey(key), value, pebble.NoSync); err != nil {
+		return s.fail(wrapErr("set meta", err))
+	}
+	s.dirty.Store(true)
+	return nil
+}
+
 // Meta implements store.Store.
 //
 // Errors: store.ErrClosed, store.ErrInvalidName, or a read error.
