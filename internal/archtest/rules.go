@@ -5,7 +5,12 @@ const Module = "github.com/titan-broker/titan"
 
 // Patterns are the pattern packages: each is an adapter behind ports the router declares
 // (internal/cluster holds the cluster-mode adapters on NATS JetStream).
-var Patterns = []string{"internal/event", "internal/pointqueue", "internal/eventlog", "internal/rpc", "internal/cluster"}
+var Patterns = append(append([]string{}, SingleNodePatterns...), "internal/cluster")
+
+// SingleNodePatterns are the single-node pattern packages. The cluster adapters sit one
+// layer above them: internal/cluster may wrap one (its request/response keeps rpc's pending
+// requests and timeouts and adds NATS for what crosses nodes), never the reverse.
+var SingleNodePatterns = []string{"internal/event", "internal/pointqueue", "internal/eventlog", "internal/rpc"}
 
 // Rule forbids packages From from depending, directly or through others, on any package
 // matching Forbidden (a path relative to Module; "x/..." matches x and everything under it;
@@ -43,8 +48,13 @@ var Rules = []Rule{
 	},
 	{
 		Name:      "pattern packages import each other only through declared ports",
-		From:      Patterns,
+		From:      SingleNodePatterns,
 		Forbidden: append([]string{"internal/router", "internal/broker", "internal/admin"}, Patterns...),
+	},
+	{
+		Name:      "the cluster adapters wrap single-node patterns but never reach the router, broker or admin",
+		From:      []string{"internal/cluster"},
+		Forbidden: []string{"internal/router", "internal/broker", "internal/admin"},
 	},
 	{
 		Name:      "config imports no runtime package",
