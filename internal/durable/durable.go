@@ -368,9 +368,10 @@ func (l *Log) SeekTime(id dest.Identity, t time.Time) (uint64, error) {
 	return last + 1, err
 }
 
-// SavePosition implements eventlog.LogStore (fsync'd).
+// SavePosition implements eventlog.LogStore (fsync'd). The value is the position and the
+// time of the save (see positionValue).
 func (l *Log) SavePosition(key string, seq uint64) error {
-	return l.st.SetMeta(key, binary.BigEndian.AppendUint64(nil, seq))
+	return l.st.SetMeta(key, positionValue(seq, time.Now()))
 }
 
 // Position implements eventlog.LogStore.
@@ -379,10 +380,11 @@ func (l *Log) Position(key string) (uint64, bool, error) {
 	if err != nil || !ok {
 		return 0, false, err
 	}
-	if len(v) != 8 {
+	seq, _, ok := parsePosition(v)
+	if !ok {
 		return 0, false, fmt.Errorf("durable: position %s: malformed value", key)
 	}
-	return binary.BigEndian.Uint64(v), true, nil
+	return seq, true, nil
 }
 
 // EnforceRetention trims every events-store log to the retention bounds settings gives for

@@ -1271,6 +1271,7 @@ def sc_session(args, out):
       {"op": "connect", "conn"}
       {"op": "subscribe", "conn", "dest", "ack", "headers"}     → {"id"}
       {"op": "unsubscribe", "conn", "id"}
+      {"op": "try_subscribe", "conn", "dest", "ack", "headers"} → state, once its RECEIPT or an ERROR came
       {"op": "send", "conn", "dest", "body", "headers", "wait"} → {"receipt"} (wait: for it)
       {"op": "wait_receipt", "conn", "receipt", "timeout"}      → {"ok": true} or {"error"}
       {"op": "wait_reply", "conn", "receipt", "timeout"}        → state, once the RECEIPT or an ERROR came
@@ -1295,6 +1296,14 @@ def sc_session(args, out):
                 c = conns[cmd["conn"]]
                 if op == "subscribe":
                     res["id"] = c.subscribe(cmd["dest"], ack=cmd.get("ack", "auto"), headers=cmd.get("headers"))
+                elif op == "try_subscribe":
+                    sid, rid = str(len(c.subs) + 1), c.rid("sub")
+                    h = dict(cmd.get("headers") or {})
+                    h["receipt"] = rid
+                    c.conn.subscribe(cmd["dest"], sid, ack=cmd.get("ack", "auto"), headers=h)
+                    c.subs[sid] = cmd["dest"]
+                    c.col.wait(lambda col: rid in col.receipts or col.errors, c.timeout, "RECEIPT %s or an ERROR" % rid)
+                    res["id"] = sid
                 elif op == "unsubscribe":
                     rid = c.rid("unsub")
                     c.conn.unsubscribe(cmd["id"], headers={"receipt": rid})
@@ -1329,7 +1338,7 @@ def sc_session(args, out):
                     c.kill()
                 elif op != "state":
                     raise ValueError("unknown op %r" % op)
-                if op in ("wait_messages", "state", "wait_reply", "wait_closed"):
+                if op in ("wait_messages", "state", "wait_reply", "wait_closed", "try_subscribe"):
                     with c.col.cond:
                         res["messages"] = [full_record(h, b) for h, b in c.col.messages]
                         res["receipts"] = list(c.col.receipts)
