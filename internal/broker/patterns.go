@@ -80,7 +80,8 @@ func (b *Broker) wire(fanout bool, settings dispatch.SettingsSource, clk clock.C
 	d.RegisterLog(dest.PatternEventsStore)
 	p := &patterns{dispatcher: d, deliveries: &delivery.Registry{EgressDropped: &d.EgressHeadersDropped}}
 	sp := spawner{b}
-	eo := event.Options{FanoutMode: fanout, Spawner: sp, Flow: &b.flow, Logger: log.With("component", "events")}
+	eo := event.Options{FanoutMode: fanout, Spawner: sp, Flow: &b.flow, Logger: log.With("component", "events"),
+		SlowConsumerTimeout: b.cfg.FlowControl.Subscriber.SlowConsumerTimeoutDuration()}
 	if r, ok := settings.(*config.Resolver); ok && r.HasDropPolicy() {
 		eo.DropPolicy = r
 	}
