@@ -1272,7 +1272,8 @@ def sc_session(args, out):
       {"op": "subscribe", "conn", "dest", "ack", "headers"}     → {"id"}
       {"op": "unsubscribe", "conn", "id"}
       {"op": "try_subscribe", "conn", "dest", "ack", "headers"} → state, once its RECEIPT or an ERROR came
-      {"op": "send", "conn", "dest", "body", "headers", "wait"} → {"receipt"} (wait: for it)
+      {"op": "send", "conn", "dest", "body", "pad", "headers", "wait"} → {"receipt"} (wait: for it;
+                                                                 pad: that many "h" appended to body)
       {"op": "wait_receipt", "conn", "receipt", "timeout"}      → {"ok": true} or {"error"}
       {"op": "wait_reply", "conn", "receipt", "timeout"}        → state, once the RECEIPT or an ERROR came
       {"op": "wait_closed", "conn"}                             → state, once the broker closed it
@@ -1280,6 +1281,7 @@ def sc_session(args, out):
       {"op": "state", "conn"}                                   → {"messages", "receipts", "errors"}
       {"op": "ack"|"nack", "conn", "index"}
       {"op": "disconnect"|"kill", "conn"}
+    "trunc": N on any command cuts the message bodies it answers with to N characters.
     When stdin closes, the final line is {"done": true}."""
     conns = {}
     for line in sys.stdin:
@@ -1312,7 +1314,7 @@ def sc_session(args, out):
                     rid = c.rid("send")
                     h = dict(cmd.get("headers") or {})
                     h["receipt"] = rid
-                    c.conn.send(cmd["dest"], cmd.get("body", ""), headers=h)
+                    c.conn.send(cmd["dest"], cmd.get("body", "") + "h" * cmd.get("pad", 0), headers=h)
                     if cmd.get("wait", True):
                         c.col.wait_receipt(rid, c.timeout)
                     res["receipt"] = rid
@@ -1341,6 +1343,9 @@ def sc_session(args, out):
                 if op in ("wait_messages", "state", "wait_reply", "wait_closed", "try_subscribe"):
                     with c.col.cond:
                         res["messages"] = [full_record(h, b) for h, b in c.col.messages]
+                        if cmd.get("trunc"):
+                            for r in res["messages"]:
+                                r["body"] = r["body"][:cmd["trunc"]]
                         res["receipts"] = list(c.col.receipts)
                         res["errors"] = list(c.col.errors)
         except Exception as e:  # noqa: BLE001 - reported to the Go test
