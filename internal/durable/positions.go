@@ -20,8 +20,9 @@ type MetaStore interface {
 }
 
 // ErrNoMetaScan is returned by Positions and DeletePositions when the store cannot list or
-// delete metadata (it does not implement MetaStore).
-var ErrNoMetaScan = errors.New("durable: the store cannot list or delete metadata")
+// delete metadata (it does not implement MetaStore). It wraps errors.ErrUnsupported, which
+// is what consumers test for.
+var ErrNoMetaScan = fmt.Errorf("durable: the store cannot list or delete metadata: %w", errors.ErrUnsupported)
 
 // positionValue encodes a saved position: the last acknowledged sequence and when it was
 // saved (the subscription's last activity), 16 bytes:

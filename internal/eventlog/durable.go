@@ -1,6 +1,7 @@
 package eventlog
 
 import (
+	"errors"
 	"sort"
 	"strings"
 	"sync"
@@ -52,10 +53,11 @@ func parseDurableKey(key string) (group, channel, name string, ok bool) {
 // readers use. mu serialises creation, deletion and expiry, and is held while calling the
 // store; p.mu may be taken under it, never the reverse.
 type durables struct {
-	mu     sync.Mutex
-	loaded bool           // guarded by mu: count is known
-	count  int            // guarded by mu: durable subscriptions the store holds
-	live   map[string]int // guarded by mu: live readers by position key
+	mu       sync.Mutex
+	loaded   bool           // guarded by mu: count is known (or unlisted)
+	unlisted bool           // guarded by mu: the store cannot list positions; nothing is counted
+	count    int            // guarded by mu: durable subscriptions the store holds
+	live     map[string]int // guarded by mu: live readers by position key
 
 	refused atomic.Uint64 // SUBSCRIBEs refused by the limit
 }
@@ -98,7 +100,14 @@ func (p *Pattern) loadDurablesLocked() error {
 		return nil
 	}
 	n := 0
-	if err := ds.Positions(durablePrefix, func(string, uint64, time.Time) bool { n++; return true }); err != nil {
+	err := ds.Positions(durablePrefix, func(string, uint64, time.Time) bool { n++; return true })
+	if errors.Is(err, errors.ErrUnsupported) {
+		// A store that cannot list its metadata: durable subscriptions work as before,
+		// uncounted (the limit is not enforced), unlisted and not deletable.
+		r.unlisted, r.loaded = true, true
+		return nil
+	}
+	if err != nil {
 		return err
 	}
 	r.count, r.loaded = n, true
@@ -127,7 +136,7 @@ func (p *Pattern) attachDurable(key string, from uint64) (uint64, error) {
 		r.live[key]++
 		return pos + 1, nil // resume after the last acknowledged sequence
 	}
-	if limit := p.opts.MaxDurableSubscriptions; limit > 0 && r.count >= limit {
+	if limit := p.opts.MaxDurableSubscriptions; limit > 0 && !r.unlisted && r.count >= limit {
 		r.refused.Add(1)
 		return 0, dispatch.ErrDurableSubscriptionLimit
 	}
@@ -155,13 +164,16 @@ func (p *Pattern) releaseDurable(key string) {
 }
 
 // DurableCount returns how many durable subscriptions the store holds (counting them on
-// first use). Errors: the store's.
+// first use). Errors: the store's; errors.ErrUnsupported when the store cannot list them.
 func (p *Pattern) DurableCount() (int, error) {
 	r := &p.durables
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if err := p.loadDurablesLocked(); err != nil {
 		return 0, err
+	}
+	if r.unlisted {
+		return 0, errors.ErrUnsupported
 	}
 	return r.count, nil
 }
@@ -176,6 +188,9 @@ func (p *Pattern) Durables() ([]DurableInfo, error) {
 	r := &p.durables
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if err := p.loadDurablesLocked(); err != nil || r.unlisted {
+		return nil, err
+	}
 	var out []DurableInfo
 	err := ds.Positions(durablePrefix, func(key string, seq uint64, at time.Time) bool {
 		g, c, n, ok := parseDurableKey(key)
@@ -211,7 +226,7 @@ func (p *Pattern) DeleteDurable(id dest.Identity, name string) error {
 		return dispatch.ErrNoDurableSubscription
 	}
 	ds := p.durableStore()
-	if ds == nil {
+	if ds == nil || r.unlisted {
 		return dispatch.ErrNoDurableSubscription
 	}
 	if err := ds.DeletePositions(key); err != nil {
@@ -232,7 +247,7 @@ func (p *Pattern) ExpireDurables(idle time.Duration, now time.Time) ([]string, e
 	r := &p.durables
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if err := p.loadDurablesLocked(); err != nil {
+	if err := p.loadDurablesLocked(); err != nil || r.unlisted {
 		return nil, err
 	}
 	cutoff := now.Add(-idle)
