@@ -88,6 +88,13 @@ func logIdentity(ref QueueRef) (dest.Identity, error) {
 	return dest.IdentityOf(g, d), nil
 }
 
+// canonicalLog is the prefixed destination of id's log ("/events-store/orders"), the form
+// durable subscriptions are reported under: a bare destination routed to events-store
+// ("/orders") names the same log and the same durable subscriptions.
+func canonicalLog(id dest.Identity) string {
+	return dest.Identity{Group: id.Group, Channel: id.Channel, Pattern: dest.PatternEventsStore}.Destination()
+}
+
 // DurableSubscriptions lists the durable subscriptions, filtered by ref's group and
 // destination when set. Errors (*Error): invalid filters, the store's.
 func (a *Admin) DurableSubscriptions(ref QueueRef) (*DurableSubscriptionList, error) {
@@ -98,7 +105,7 @@ func (a *Admin) DurableSubscriptions(ref QueueRef) (*DurableSubscriptionList, er
 		if err != nil {
 			return nil, err
 		}
-		want = id.Destination()
+		want = canonicalLog(id)
 	}
 	if ref.Group != "" && !dest.ValidGroup(ref.Group) {
 		return nil, newError(CodeInvalidGroup, "invalid group: names match ^[a-zA-Z0-9_-]{1,64}$", ErrInvalidGroup)
@@ -156,8 +163,8 @@ func (a *Admin) DeleteDurableSubscription(ref QueueRef, name string) (*DeleteDur
 	default:
 		return nil, asError(err)
 	}
-	a.log.Info("durable subscription deleted", "group", id.Group, "destination", id.Destination(), "name", name)
-	return &DeleteDurableResult{Node: a.node(), Group: id.Group, Destination: id.Destination(), Name: name, Deleted: true}, nil
+	a.log.Info("durable subscription deleted", "group", id.Group, "destination", canonicalLog(id), "name", name)
+	return &DeleteDurableResult{Node: a.node(), Group: id.Group, Destination: canonicalLog(id), Name: name, Deleted: true}, nil
 }
 
 func (a *Admin) serveDurables(w http.ResponseWriter, r *http.Request) {
