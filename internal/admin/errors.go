@@ -94,11 +94,11 @@ func (e *Error) Status() int {
 		return http.StatusUnauthorized
 	case CodeForbidden:
 		return http.StatusForbidden
-	case CodeQueueNotFound, CodeNotFound, CodeConnectionNotFound:
+	case CodeQueueNotFound, CodeNotFound, CodeConnectionNotFound, CodeDurableNotFound:
 		return http.StatusNotFound
 	case CodeMethodNotAllowed:
 		return http.StatusMethodNotAllowed
-	case CodeQueueNotEmpty:
+	case CodeQueueNotEmpty, CodeDurableInUse:
 		return http.StatusConflict
 	case CodeTooLarge:
 		return http.StatusRequestEntityTooLarge

@@ -32,6 +32,7 @@ func (a *Admin) Handler() http.Handler {
 	mux.Handle(PathConnections, methods{http.MethodGet: a.serveConnections, http.MethodDelete: a.serveCloseConnection})
 	mux.Handle(PathSubscriptions, methods{http.MethodGet: a.serveSubscriptions})
 	mux.Handle(PathLogs, methods{http.MethodGet: a.serveLogs})
+	mux.Handle(PathDurableSubscriptions, methods{http.MethodGet: a.serveDurables, http.MethodDelete: a.serveDeleteDurable})
 	mux.Handle(PathQueuesPurge, methods{http.MethodPost: a.servePurge})
 	mux.Handle(PathQueuesMessages, methods{http.MethodGet: a.serveBrowse})
 	mux.Handle(PathQueuesRedrive, methods{http.MethodPost: a.serveRedrive})

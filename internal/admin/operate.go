@@ -131,8 +131,11 @@ type EventLog struct {
 	Subscriptions []LogSubscription `json:"subscriptions"`
 }
 
-// LogSubscription is a live subscription reading an events-store log.
+// LogSubscription is a subscription reading an events-store log: a live one, or an offline
+// durable subscription (Offline set, Connection and Subscription empty).
 type LogSubscription struct {
+	// Offline marks a durable subscription no SUBSCRIBE reads now; it resumes at Position.
+	Offline bool `json:"offline,omitempty"`
 	// Connection is the subscriber's session id; Subscription its subscription id.
 	Connection   string `json:"connection"`
 	Subscription string `json:"subscription"`

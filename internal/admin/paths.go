@@ -25,6 +25,10 @@ const (
 	PathSubscriptions = "/titan/monitor/subscriptions"
 	// PathLogs answers GET (filters: destination, group) with an EventLogList.
 	PathLogs = "/titan/monitor/logs"
+	// PathDurableSubscriptions answers GET (filters: destination, group) with a
+	// DurableSubscriptionList and DELETE (destination, group, name) with a
+	// DeleteDurableResult.
+	PathDurableSubscriptions = "/titan/monitor/durable-subscriptions"
 	// PathQueuesPurge answers POST (destination, group) with a PurgeResult.
 	PathQueuesPurge = "/titan/monitor/queues/purge"
 	// PathQueuesMessages answers GET (destination, group, limit) with a BrowseResult.

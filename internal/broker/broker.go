@@ -370,6 +370,7 @@ func (b *Broker) Start() error {
 	if idle := b.cfg.Limits.DestinationIdleTimeout; idle > 0 {
 		b.goroutine("reclaim", func() { b.reclaimLoop(config.Ms(idle)) })
 	}
+	b.startDurableExpiry()
 	return nil
 }
 

@@ -68,6 +68,7 @@ func (s adminSource) EventLogs() ([]admin.EventLog, error) {
 			Delivered: r.Delivered, Position: r.Position, Pending: r.Pending,
 		})
 	}
+	offline := s.offlineDurables()
 	out := []admin.EventLog{}
 	seen := map[dest.Identity]bool{}
 	for _, st := range streams {
@@ -83,11 +84,17 @@ func (s adminSource) EventLogs() ([]admin.EventLog, error) {
 			RetentionMaxMessages: set.RetentionMaxMessages, RetentionMaxBytes: set.RetentionMaxBytes,
 			RetentionMaxAgeMs: set.RetentionMaxAge.Milliseconds(), Subscriptions: readers[id],
 		})
+		k := [2]string{id.Group, logDestination(id.Group, id.Channel)}
+		out[len(out)-1].Subscriptions = append(out[len(out)-1].Subscriptions, offline[k]...)
+		delete(offline, k)
 	}
 	for id, subs := range readers { // read before anything was written: no stream yet
 		if !seen[id] && !strings.ContainsAny(id.Channel, "*>") {
 			out = append(out, admin.EventLog{Group: id.Group, Destination: id.Destination(), Subscriptions: subs})
 		}
+	}
+	for k, subs := range offline { // durable subscriptions of a log with no stream (yet)
+		out = append(out, admin.EventLog{Group: k[0], Destination: k[1], Subscriptions: subs})
 	}
 	return out, nil
 }

@@ -17,7 +17,8 @@ func openStore(c config.Store, log *slog.Logger) (store.Store, error) {
 	if c.Type == "memory" {
 		return memstore.New(), nil
 	}
-	if err := os.MkdirAll(c.DataDir, 0o750); err != nil {
+	if err := os.MkdirAll(c.DataDir, 0o750); err != nil && !store.IsDiskFault(err) {
+		// A full or read-only file system is not fatal: the store starts down and recovers.
 		return nil, fmt.Errorf("broker: data directory %s: %w", c.DataDir, err)
 	}
 	st, err := pebblestore.Open(c.DataDir, pebblestore.Options{Logger: log.With("component", "pebble")})

@@ -87,6 +87,17 @@ type Limits struct {
 	// without consumers and without a SEND before it is removed, with its store stream
 	// (default 300000; -1 never). Operator-created queues and events-store logs are kept.
 	DestinationIdleTimeout int `yaml:"destination-idle-timeout"`
+	// MaxDurableSubscriptions bounds the events-store durable subscriptions the store holds,
+	// live and offline, over all logs (default 10000; -1 unlimited). A SUBSCRIBE with a
+	// durable-name that would create one more gets ERROR `durable subscription limit
+	// reached`; resuming an existing one is never refused. Operators delete unused ones
+	// with `titan durable delete` (DELETE /titan/monitor/durable-subscriptions). Reloadable:
+	// no (read at start-up).
+	MaxDurableSubscriptions int `yaml:"max-durable-subscriptions"`
+	// DurableSubscriptionIdleTimeout is how long (ms) a durable subscription may stay
+	// offline (no SUBSCRIBE reading it) before it is deleted with its position (default -1:
+	// never, as in Artemis and RabbitMQ; 0 means the default).
+	DurableSubscriptionIdleTimeout int `yaml:"durable-subscription-idle-timeout"`
 }
 
 // Cluster is titan.cluster: cluster mode on NATS JetStream (issue 15). Either an embedded
@@ -513,6 +524,12 @@ func (c *Config) ApplyDefaults() {
 	}
 	if c.Limits.DestinationIdleTimeout == 0 {
 		c.Limits.DestinationIdleTimeout = 300000
+	}
+	if c.Limits.MaxDurableSubscriptions == 0 {
+		c.Limits.MaxDurableSubscriptions = 10000
+	}
+	if c.Limits.DurableSubscriptionIdleTimeout == 0 {
+		c.Limits.DurableSubscriptionIdleTimeout = -1
 	}
 	if c.Store.Type == "" {
 		c.Store.Type = "pebble"

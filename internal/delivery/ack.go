@@ -14,6 +14,8 @@ func (c *Conn) Ack(key, subID string, nack bool) error {
 	for _, r := range res {
 		if r.src != nil {
 			r.sub.acking++
+		} else {
+			r.sub.releaseCreditLocked() // events: the credit is free now
 		}
 	}
 	c.mu.Unlock()

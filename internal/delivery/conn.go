@@ -43,6 +43,9 @@ type Subscription struct {
 	stalled bool // a write was refused for outbound limits; resume on drain
 	acking  int  // deliveries taken by an ACK/NACK that their source has not settled yet
 
+	creditWait  chan struct{} // producers waiting for credit (credit.go); closed when some frees up
+	creditTimer *time.Timer   // slow-consumer timer of creditWait
+
 	Delivered atomic.Uint64 // MESSAGE frames written
 	Dropped   atomic.Uint64 // events not delivered because the subscription or connection was full
 }
@@ -196,6 +199,7 @@ func (c *Conn) Detach(sub *Subscription) {
 		delete(c.subs, sub.ID)
 	}
 	sub.closed = true
+	sub.releaseCreditLocked()
 	var unacked []Unacked
 	for _, d := range sub.pending { // consumption order
 		delete(c.pending, d.key)

@@ -27,6 +27,16 @@ var (
 	// ErrGroupLimit is returned when a SEND would create the first destination of a group
 	// while Options.MaxGroups groups hold destinations. Nothing is created.
 	ErrGroupLimit = errors.New("dispatch: group limit reached")
+	// ErrDurableSubscriptionLimit is returned when a SUBSCRIBE would create a new durable
+	// subscription (an events-store durable-name never seen on that log) while the broker
+	// already holds max-durable-subscriptions of them. Nothing is created.
+	ErrDurableSubscriptionLimit = errors.New("dispatch: durable subscription limit reached")
+	// ErrNoDurableSubscription is returned when deleting a durable subscription that does
+	// not exist.
+	ErrNoDurableSubscription = errors.New("dispatch: no such durable subscription")
+	// ErrDurableSubscriptionInUse is returned when deleting (or expiring) a durable
+	// subscription that a live SUBSCRIBE is reading; it is kept.
+	ErrDurableSubscriptionInUse = errors.New("dispatch: durable subscription in use")
 	// ErrNotStored is returned when a message of a durable pattern was not (or could not
 	// be) committed to the store, or the pattern needs a store and none is configured.
 	ErrNotStored = errors.New("dispatch: message not stored")

@@ -368,9 +368,10 @@ func (l *Log) SeekTime(id dest.Identity, t time.Time) (uint64, error) {
 	return last + 1, err
 }
 
-// SavePosition implements eventlog.LogStore (fsync'd).
+// SavePosition implements eventlog.LogStore (fsync'd). The value is the position and the
+// time of the save (see positionValue).
 func (l *Log) SavePosition(key string, seq uint64) error {
-	return l.st.SetMeta(key, binary.BigEndian.AppendUint64(nil, seq))
+	return l.st.SetMeta(key, positionValue(seq, time.Now()))
 }
 
 // SavePositionLazy implements eventlog.LogStore: SavePosition without an fsync of its own
@@ -378,9 +379,7 @@ func (l *Log) SavePosition(key string, seq uint64) error {
 // a receipt waits for, the next Append, or the store's periodic sync); fsync'd otherwise.
 func (l *Log) SavePositionLazy(key string, seq uint64) error {
 	if lz, ok := l.st.(store.LazyMetaSetter); ok {
-		var b [8]byte
-		binary.BigEndian.PutUint64(b[:], seq)
-		return lz.SetMetaLazy(key, b[:])
+		return lz.SetMetaLazy(key, positionValue(seq, time.Now()))
 	}
 	return l.SavePosition(key, seq)
 }
@@ -391,10 +390,11 @@ func (l *Log) Position(key string) (uint64, bool, error) {
 	if err != nil || !ok {
 		return 0, false, err
 	}
-	if len(v) != 8 {
+	seq, _, ok := parsePosition(v)
+	if !ok {
 		return 0, false, fmt.Errorf("durable: position %s: malformed value", key)
 	}
-	return binary.BigEndian.Uint64(v), true, nil
+	return seq, true, nil
 }
 
 // EnforceRetention trims every events-store log to the retention bounds settings gives for

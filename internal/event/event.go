@@ -48,6 +48,10 @@ type Options struct {
 	DropPolicy DropPolicy
 	// Logger receives the rate-limited log of drops by policy (nil: discarded).
 	Logger *slog.Logger
+	// SlowConsumerTimeout is how long a client-ack subscription at its prefetch may keep
+	// producers waiting for an acknowledgement before its connection is closed as a slow
+	// consumer (0: never). See credit.go.
+	SlowConsumerTimeout time.Duration
 }
 
 // DropPolicy says which events destinations drop messages for a subscriber over its
@@ -144,6 +148,9 @@ func (p *Pattern) fanout(id dest.Identity, m *message.Message, cancel <-chan str
 	}
 	f := fan{p: p, id: id, m: m}
 	sl.Match(id.Channel, f.deliver)
+	for _, sub := range f.starved {
+		f.awaitCredit(sub, cancel)
+	}
 	if len(f.waits) > 0 {
 		p.opts.Flow.Wait(f.waits, cancel, p.d.Stop())
 	}
@@ -160,14 +167,11 @@ type fan struct {
 	policy   int8              // 0 unknown, 1 pause producers, 2 drop
 	waits    []<-chan struct{} // congested subscribers' resume channels
 	lastWait <-chan struct{}
+	starved  []*delivery.Subscription // client-ack subscriptions at their prefetch (credit.go)
 }
 
 func (f *fan) deliver(sub *delivery.Subscription) {
 	if sub.Allow != nil && !sub.Allow(f.id.Channel) {
-		return
-	}
-	if !sub.EventCredit() {
-		f.drop(sub, false)
 		return
 	}
 	if f.policy == 0 {
@@ -176,6 +180,19 @@ func (f *fan) deliver(sub *delivery.Subscription) {
 			f.policy = 2
 		}
 	}
+	if !sub.EventCredit() {
+		if f.policy == 2 {
+			f.drop(sub, true)
+			return
+		}
+		f.starved = append(f.starved, sub) // delivered once it has credit
+		return
+	}
+	f.write(sub)
+}
+
+// write writes f.m to sub, recording a congested connection for the producer to wait on.
+func (f *fan) write(sub *delivery.Subscription) {
 	ok, congested := sub.Conn.DeliverEvent(sub, f.m, f.policy == 2)
 	if !ok {
 		f.drop(sub, f.policy == 2)
@@ -188,8 +205,9 @@ func (f *fan) deliver(sub *delivery.Subscription) {
 	}
 }
 
-// drop counts a message not delivered to sub: its prefetch is used up (client ack), its
-// connection is closing, or (byPolicy) it is over its limit under slow-consumer-policy DROP.
+// drop counts a message not delivered to sub: its connection is closing (or closed as a
+// slow consumer), the producer's own wait was canceled, or (byPolicy) it is over its limit
+// or at its prefetch under slow-consumer-policy DROP.
 func (f *fan) drop(sub *delivery.Subscription, byPolicy bool) {
 	sub.Dropped.Add(1)
 	f.p.d.EventsDropped.Add(1)

@@ -63,6 +63,11 @@ type Options struct {
 	Spawner Spawner
 	// Logger receives the pattern's events; nil discards them.
 	Logger *slog.Logger
+	// MaxDurableSubscriptions bounds the durable subscriptions the store holds (live and
+	// offline); a SUBSCRIBE that would create one more fails with
+	// dispatch.ErrDurableSubscriptionLimit. 0 means unlimited. Enforced when Store is also
+	// a DurableStore.
+	MaxDurableSubscriptions int
 }
 
 // Pattern is the events-store pattern. Create with New.
@@ -77,6 +82,8 @@ type Pattern struct {
 	tails   map[dest.Identity]*tail            // shared live tail of every log with readers
 	readers map[*delivery.Subscription]*reader // live readers by subscription
 	closed  bool                               // Close ran: no poller starts
+
+	durables durables // durable subscriptions: count, limit, live keys (durable.go)
 }
 
 // New returns the events-store pattern; d supplies the counters.
@@ -136,6 +143,7 @@ func (p *Pattern) Subscribe(sub *delivery.Subscription) error {
 	if p.closed {
 		p.mu.Unlock()
 		p.dropTail(id)
+		p.releaseDurable(ls.key)
 		sub.Conn.Remove(sub)
 		return dispatch.ErrNotStored
 	}

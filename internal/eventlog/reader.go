@@ -59,19 +59,16 @@ func (p *Pattern) newReader(sub *delivery.Subscription, id dest.Identity, t *tai
 			return nil, err
 		}
 	}
-	if sub.DurableName != "" {
-		ls.key = "durable/" + id.Group + "/" + id.Channel + "/" + sub.DurableName
-		pos, ok, err := st.Position(ls.key)
-		if err != nil {
-			return nil, err
-		}
-		if ok {
-			from = pos + 1 // resume after the last acknowledged sequence
-		}
-		ls.saved = from - 1
-	}
 	if from == 0 {
 		from = 1
+	}
+	if sub.DurableName != "" {
+		ls.key = durableKey(id, sub.DurableName)
+		if from, err = p.attachDurable(ls.key, from); err != nil {
+			ls.key = ""
+			return nil, err
+		}
+		ls.saved = from - 1
 	}
 	ls.lastDelivered = from - 1
 	src := func(from uint64, fn func(uint64, []byte) bool) error {
@@ -225,7 +222,20 @@ func (ls *reader) savePosition(lazy bool) {
 	}
 }
 
+// stop ends the reader: its poller stops, a durable subscription's position is saved
+// (always, so that the save time records when it went offline, for idle expiry) and its key
+// is released.
 func (ls *reader) stop() {
 	ls.poller.Stop()
-	ls.savePosition(false) // unsubscribe or disconnect: durable now
+	if ls.key == "" {
+		return
+	}
+	ls.mu.Lock()
+	pos := max(ls.positionLocked(), ls.saved)
+	ls.saved, ls.sinceSave = pos, 0
+	ls.mu.Unlock()
+	if err := ls.p.opts.Store.SavePosition(ls.key, pos); err != nil {
+		ls.p.log.Error("saving durable position", "key", ls.key, "err", err)
+	}
+	ls.p.releaseDurable(ls.key)
 }

@@ -2,6 +2,7 @@ package flow
 
 import (
 	"math"
+	"runtime"
 	"runtime/debug"
 	"runtime/metrics"
 	"sync"
@@ -102,8 +103,16 @@ func HeapBytes() uint64 {
 	return s[0].Value.Uint64()
 }
 
+// forceGCEvery is how often Run forces a garbage collection while the heap is over its
+// high watermark and not yet back at the low one. Producers are paused then, so little is
+// allocated and the collector may not run on its own for minutes: the heap sample (live
+// plus not yet swept objects) would stay high after consumers drained what filled it, and
+// the producers would stay paused. A forced collection on a paused broker is cheap.
+const forceGCEvery = time.Second
+
 // Run samples HeapBytes every interval until stop closes; onChange (may be nil) is called
-// after each state change with the state now (true: over the high watermark).
+// after each state change with the state now (true: over the high watermark). While over
+// the high watermark it forces a collection at most every forceGCEvery (see there).
 func (h *Heap) Run(stop <-chan struct{}, interval time.Duration, onChange func(over bool, bytes uint64)) {
 	if h.High == 0 {
 		return
@@ -111,12 +120,18 @@ func (h *Heap) Run(stop <-chan struct{}, interval time.Duration, onChange func(o
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	defer h.Release()
+	var lastGC time.Time
 	for {
 		select {
 		case <-stop:
 			return
 		case <-t.C:
 			b := HeapBytes()
+			if h.Congested() != nil && b > h.Low && time.Since(lastGC) >= forceGCEvery {
+				runtime.GC()
+				lastGC = time.Now()
+				b = HeapBytes()
+			}
 			if h.Update(b) && onChange != nil {
 				onChange(h.Congested() != nil, b)
 			}

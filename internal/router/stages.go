@@ -324,6 +324,8 @@ func (s attachStage) Apply(c *Context) {
 	case err == nil:
 	case errors.Is(err, delivery.ErrDuplicateSubscription):
 		c.fail("duplicate subscription id", "subscription "+frame.Echo(sub.ID)+" is already active")
+	case errors.Is(err, dispatch.ErrDurableSubscriptionLimit):
+		c.failWith("durable subscription limit reached", "the broker holds its maximum number of durable subscriptions (max-durable-subscriptions); reuse a durable-name or ask an operator to delete unused ones", err)
 	default:
 		c.fail("subscribe failed", "the subscription could not be started")
 	}

@@ -89,6 +89,19 @@
 // Pebble complete when a flush succeeds. A failed MANIFEST write, which Pebble declares
 // fatal, takes it down and through the same recovery. Corruption takes it down for good.
 //
+// A fault met at Open (store.IsDiskFault: no space, a quota, a read-only file system) is
+// not an error either: Open probes with the same small synced write before Pebble, and on
+// a fault returns a store that is already down with that cause, reading from a read-only
+// Pebble (without Pebble's directory lock, which a read-only file system cannot create) or,
+// when the directory holds no database yet, from an empty in-memory one. The recoverer then
+// creates the directory and takes Titan's lock if Open could not, and reopens read-write.
+// Recoveries do not start until Open has returned.
+//
+// # Metadata
+//
+// Meta keys ('m' | key) are listed by prefix with ScanMeta (one bounded iterator) and
+// removed with DeleteMeta (one synced batch); durable subscriptions' positions are such keys.
+//
 // # Concurrency
 //
 // A Store is safe for concurrent use. Lock order: Store.mu (call accounting, sticky error;

@@ -100,7 +100,7 @@ func (s *Store) fail(err error) error {
 	if corrupt && !errors.Is(s.health.cause, store.ErrCorrupt) {
 		s.health.cause = err // corruption outranks an I/O error: no recovery
 	}
-	startRecoverer := !corrupt && !s.health.recovering
+	startRecoverer := !corrupt && !s.health.recovering && !s.opening
 	if startRecoverer {
 		s.health.recovering = true
 		s.recoverDone = make(chan struct{})
@@ -217,6 +217,9 @@ func (s *Store) recoverLoop(done chan struct{}) {
 // the files on disk (replaying the WAL up to where it failed), reloads the streams and
 // commits a synced batch. On success the store is OK again.
 func (s *Store) recover() error {
+	if err := s.prepareDir(); err != nil {
+		return err
+	}
 	if err := s.probe(); err != nil {
 		return err
 	}
@@ -267,6 +270,36 @@ func (s *Store) recover() error {
 	return nil
 }
 
+// prepareDir creates the data directory and takes its lock when a start-up on a faulty
+// file system could not (Open's degraded start); otherwise it does nothing. Only the
+// recoverer calls it.
+func (s *Store) prepareDir() error {
+	if s.dirLock != nil {
+		return nil
+	}
+	if err := s.fs.MkdirAll(s.dir, 0o755); err != nil {
+		return fmt.Errorf("pebblestore: create data directory: %w", err)
+	}
+	lock, err := s.fs.Lock(s.fs.PathJoin(s.dir, lockFile))
+	if err != nil {
+		if store.IsDiskFault(err) {
+			return fmt.Errorf("pebblestore: lock data directory: %w", err)
+		}
+		return fmt.Errorf("%w: %s (stop the other titan process): %v", store.ErrLocked, s.dir, err)
+	}
+	s.mu.Lock()
+	closed := s.closed
+	if !closed {
+		s.dirLock = lock
+	}
+	s.mu.Unlock()
+	if closed {
+		_ = lock.Close()
+		return store.ErrClosed
+	}
+	return nil
+}
+
 // probe writes, syncs and removes a small file in the data directory.
 func (s *Store) probe() error {
 	name := s.fs.PathJoin(s.dir, probeFile)
@@ -295,7 +328,7 @@ func (s *Store) reopen() error {
 	// The old database's stall and failure streak end with it.
 	s.stalled.Store(false)
 	s.bgFailures.Store(0)
-	if err := s.openDB(); err != nil {
+	if err := s.openDB(false); err != nil {
 		return err
 	}
 	streams, err := s.loadStreams()

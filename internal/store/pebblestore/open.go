@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -22,6 +23,12 @@ import (
 // untouched so that it can be inspected or restored); store.ErrIncompatible when dir holds
 // something other than a Titan store of this format. Any other error comes from the file
 // system.
+//
+// A disk fault at start-up (no space left, a quota exceeded, a read-only file system:
+// store.IsDiskFault) is not an error: the store comes up down, with the fault as the cause
+// of its Health, refuses writes with it (an *store.UnavailableError), serves reads of what
+// is stored from a read-only view, and recovers on its own once writes succeed again,
+// exactly as after a fault while running.
 func Open(dir string, opts Options) (*Store, error) {
 	if opts.CacheBytes < 0 || opts.MemTableBytes < 0 {
 		return nil, fmt.Errorf("pebblestore: negative CacheBytes (%d) or MemTableBytes (%d)", opts.CacheBytes, opts.MemTableBytes)
@@ -50,22 +57,37 @@ func Open(dir string, opts Options) (*Store, error) {
 	opts.MaxRetryInterval = max(opts.MaxRetryInterval, opts.RetryInterval)
 	fs := opts.FS
 
-	if err := fs.MkdirAll(dir, 0o755); err != nil {
-		return nil, fmt.Errorf("pebblestore: create data directory: %w", err)
-	}
-	lock, err := fs.Lock(fs.PathJoin(dir, lockFile))
-	if err != nil {
-		return nil, fmt.Errorf("%w: %s (stop the other titan process or choose another --data-dir): %v", store.ErrLocked, dir, err)
-	}
-
 	s := &Store{
-		dir: dir, fs: fs, dirLock: lock, log: opts.Logger, opts: opts,
+		dir: dir, fs: fs, log: opts.Logger, opts: opts,
 		streams: make(map[string]*stream),
 		stop:    make(chan struct{}),
 	}
 	s.idle.L = &s.mu
 	s.health = newHealth(time.Now())
-	if err := s.openDB(); err != nil {
+	s.opening = true // no recoverer may touch s.db before Open is done
+	if err := fs.MkdirAll(dir, 0o755); err != nil {
+		if !store.IsDiskFault(err) {
+			return nil, fmt.Errorf("pebblestore: create data directory: %w", err)
+		}
+		return s.openDegraded(fmt.Errorf("pebblestore: create data directory: %w", err))
+	}
+	lock, err := fs.Lock(fs.PathJoin(dir, lockFile))
+	if err != nil {
+		if store.IsDiskFault(err) { // the lock file cannot be created: the recoverer takes the lock
+			return s.openDegraded(fmt.Errorf("pebblestore: lock data directory: %w", err))
+		}
+		return nil, fmt.Errorf("%w: %s (stop the other titan process or choose another --data-dir): %v", store.ErrLocked, dir, err)
+	}
+	s.dirLock = lock
+	// A small synced write first: a file system that refuses writes is met here, before
+	// Pebble, whose failed writable open may leave files open behind it.
+	if err := s.probe(); err != nil && store.IsDiskFault(err) {
+		return s.openDegraded(err)
+	}
+	if err := s.openDB(false); err != nil {
+		if store.IsDiskFault(err) {
+			return s.openDegraded(err)
+		}
 		return nil, errors.Join(err, lock.Close())
 	}
 	streams, err := s.loadStreams()
@@ -73,23 +95,105 @@ func Open(dir string, opts Options) (*Store, error) {
 		err = s.wal.faultErr()
 	}
 	if err != nil {
-		return nil, errors.Join(err, s.db.Close(), lock.Close())
+		err = errors.Join(err, s.db.Close())
+		if store.IsDiskFault(err) {
+			s.db = nil
+			return s.openDegraded(err)
+		}
+		return nil, errors.Join(err, lock.Close())
 	}
 	s.streams = streams
+	s.startLoops()
+	s.mu.Lock()
+	s.opening = false
+	s.mu.Unlock()
+	return s, nil
+}
+
+// startLoops starts the committer and the delete syncer.
+func (s *Store) startLoops() {
 	s.flights = make(chan flight, 1)
 	s.committerDone = make(chan struct{})
 	go s.commitLoop()
-	if opts.DeleteSyncInterval > 0 {
+	if s.opts.DeleteSyncInterval > 0 {
 		s.syncerDone = make(chan struct{})
-		go s.syncLoop(opts.DeleteSyncInterval)
+		go s.syncLoop(s.opts.DeleteSyncInterval)
 	}
+}
+
+// openDegraded finishes an Open that met a disk fault (cause: no space, a quota, a
+// read-only file system): the store comes up down, with cause as its health's cause and
+// writes refused, and the recoverer retries with backoff, taking the directory lock and
+// reopening read-write once the file system accepts writes. Meanwhile what is stored is
+// readable: the database is opened read-only (without Pebble's own lock, which a read-only
+// file system cannot create), or, when the directory holds no database yet, an empty one
+// in memory stands in. A directory whose database cannot be read even so is an error.
+func (s *Store) openDegraded(cause error) (*Store, error) {
+	closeLock := func() error {
+		if s.dirLock != nil {
+			return s.dirLock.Close()
+		}
+		return nil
+	}
+	err := s.openDB(true)
+	if errors.Is(err, pebble.ErrDBDoesNotExist) || (err != nil && !dirExists(s.fs, s.dir)) {
+		err = s.openEmpty()
+	}
+	if err != nil {
+		return nil, errors.Join(cause, fmt.Errorf("pebblestore: reading the store read-only: %w", err), closeLock())
+	}
+	streams, err := s.loadStreams()
+	if err != nil {
+		return nil, errors.Join(cause, err, s.closeDB(), closeLock())
+	}
+	s.streams = streams
+	s.startLoops()
+	s.mu.Lock()
+	s.opening = false
+	s.mu.Unlock()
+	s.fail(wrapErr("open", cause))
+	s.mu.Lock()
+	s.health.cause = wrapErr("open", cause) // the fault itself, over what Pebble logged on the way
+	s.mu.Unlock()
 	return s, nil
 }
+
+// dirExists reports whether dir exists.
+func dirExists(fs vfs.FS, dir string) bool {
+	_, err := fs.Stat(dir)
+	return err == nil
+}
+
+// openEmpty sets s.db to an empty database in memory: the stand-in of a store whose
+// directory holds no database yet while the file system refuses writes.
+func (s *Store) openEmpty() error {
+	mem := vfs.NewMem()
+	db, err := pebble.Open("empty", &pebble.Options{FS: mem, Logger: pebbleLogger{l: discardLogger(), fault: func(string) {}}})
+	if err != nil {
+		return err
+	}
+	s.db = db
+	s.wal = &walFS{FS: mem, walSyncs: &s.walSyncs, onFault: func(error) {}}
+	return nil
+}
+
+// noLockFS is a file system whose Lock does nothing: a read-only Pebble still locks its
+// directory, which a read-only file system refuses (the file cannot be created).
+type noLockFS struct{ vfs.FS }
+
+func (noLockFS) Lock(string) (io.Closer, error) { return nopCloser{}, nil }
+
+type nopCloser struct{}
+
+func (nopCloser) Close() error { return nil }
 
 // openDB checks the newest WAL, opens Pebble in s.dir over a new walFS and checks (or
 // writes) the format version; on success it sets s.db and s.wal. The caller guarantees that
 // no call uses s.db meanwhile. A panic inside Pebble is turned into an error.
-func (s *Store) openDB() (err error) {
+//
+// With readOnly the database is opened read-only, without Pebble's directory lock, and a
+// missing format key is not written (pebble.ErrDBDoesNotExist when there is no database).
+func (s *Store) openDB(readOnly bool) (err error) {
 	wal := &walFS{FS: s.fs, walSyncs: &s.walSyncs, onFault: func(err error) { s.fail(wrapErr("write-ahead log", err)) }}
 	cache := pebble.NewCache(s.opts.CacheBytes)
 	defer cache.Unref()
@@ -122,6 +226,10 @@ func (s *Store) openDB() (err error) {
 			WriteStallEnd:   func() { s.writeStall(false) },
 		},
 	}
+	if readOnly {
+		popts.ReadOnly = true
+		popts.FS = noLockFS{wal}
+	}
 	if err := checkWALTail(s.fs, s.dir, logger); err != nil {
 		return err
 	}
@@ -139,7 +247,7 @@ func (s *Store) openDB() (err error) {
 		}
 		return fmt.Errorf("pebblestore: open %s: %w", s.dir, err)
 	}
-	if err := checkVersion(db); err != nil {
+	if err := checkVersion(db, readOnly); err != nil {
 		return errors.Join(err, db.Close())
 	}
 	s.db, s.wal = db, wal
@@ -147,7 +255,8 @@ func (s *Store) openDB() (err error) {
 }
 
 // checkVersion reads the format key, writing it into an empty database.
-func checkVersion(db *pebble.DB) error {
+// With readOnly an empty database is accepted as it is.
+func checkVersion(db *pebble.DB, readOnly bool) error {
 	v, closer, err := db.Get(versionKey)
 	if errors.Is(err, pebble.ErrNotFound) {
 		it, err := db.NewIter(nil)
@@ -160,6 +269,9 @@ func checkVersion(db *pebble.DB) error {
 		}
 		if nonEmpty {
 			return fmt.Errorf("%w: pebblestore: the directory holds a Pebble database that is not a Titan store", store.ErrIncompatible)
+		}
+		if readOnly {
+			return nil
 		}
 		if err := db.Set(versionKey, binary.BigEndian.AppendUint32(nil, formatVersion), pebble.Sync); err != nil {
 			return wrapErr("open", err)

@@ -41,6 +41,7 @@ type Store struct {
 	idle      sync.Cond // on mu; broadcast when inflight drops to 0 after closed or reopening is set
 	closed    bool      // guarded by mu
 	reopening bool      // guarded by mu: the recoverer is replacing db
+	opening   bool      // guarded by mu: Open runs; a fault does not start the recoverer yet
 	inflight  int       // guarded by mu: calls between enter and exit
 	health    health    // guarded by mu
 
@@ -690,5 +691,8 @@ func (s *Store) Close() error {
 	if s.db != nil {
 		err = s.closeDB()
 	}
-	return errors.Join(err, s.dirLock.Close())
+	if s.dirLock != nil { // nil after a degraded start that never recovered
+		err = errors.Join(err, s.dirLock.Close())
+	}
+	return err
 }

@@ -34,6 +34,7 @@ func Run(t *testing.T, open OpenFunc) {
 		{"Trim", testTrim},
 		{"Streams", testStreams},
 		{"Meta", testMeta},
+		{"MetaPrefix", testMetaPrefix},
 		{"InvalidArguments", testInvalidArguments},
 		{"ScanCallbackReentry", testScanCallbackReentry},
 		{"ConcurrentAppenders", testConcurrentAppenders},
@@ -313,6 +314,50 @@ func testMeta(t *testing.T, h *harness) {
 	requireEqual(t, ok, true)
 	requireEqual(t, len(v), 0)
 	requireSliceEqual(t, scanAll(t, s, "sub/1", 0), []entry{{1, "rec"}})
+}
+
+// metaPrefixer is the metadata listing and deletion every adapter offers (durable.MetaStore
+// declares it where it is consumed).
+type metaPrefixer interface {
+	ScanMeta(prefix string, fn func(key string, value []byte) bool) error
+	DeleteMeta(keys ...string) error
+}
+
+// testMetaPrefix: ScanMeta lists exactly the keys under a prefix, in order, stops when fn
+// returns false, and DeleteMeta's deletions are durable.
+func testMetaPrefix(t *testing.T, h *harness) {
+	s := h.store()
+	mp, ok := s.(metaPrefixer)
+	if !ok {
+		t.Fatalf("%T has no ScanMeta/DeleteMeta", s)
+	}
+	list := func(mp metaPrefixer, prefix string) []string {
+		var keys []string
+		requireNoError(t, mp.ScanMeta(prefix, func(k string, v []byte) bool {
+			keys = append(keys, k+"="+string(v))
+			return true
+		}))
+		return keys
+	}
+	for _, k := range []string{"durable/a/x", "durable/b/y", "durable/a/z", "durable0", "durablf", "other", "durable/\xff"} {
+		requireNoError(t, s.SetMeta(k, []byte("v"+k[len(k)-1:])))
+	}
+	requireSliceEqual(t, list(mp, "durable/a/"), []string{"durable/a/x=vx", "durable/a/z=vz"})
+	requireEqual(t, len(list(mp, "durable/")), 4)
+	requireEqual(t, len(list(mp, "")), 7)
+	requireEqual(t, len(list(mp, "nothing")), 0)
+	n := 0
+	requireNoError(t, mp.ScanMeta("durable", func(string, []byte) bool { n++; return n < 2 }))
+	requireEqual(t, n, 2)
+	requireNoError(t, mp.DeleteMeta("durable/a/x", "missing"))
+	requireErrorIs(t, mp.DeleteMeta(""), store.ErrInvalidName)
+
+	s = h.restart()
+	mp = s.(metaPrefixer)
+	requireSliceEqual(t, list(mp, "durable/a/"), []string{"durable/a/z=vz"})
+	_, ok, err := s.Meta("durable/a/x")
+	requireNoError(t, err)
+	requireEqual(t, ok, false)
 }
 
 func testInvalidArguments(t *testing.T, h *harness) {

@@ -1271,7 +1271,9 @@ def sc_session(args, out):
       {"op": "connect", "conn"}
       {"op": "subscribe", "conn", "dest", "ack", "headers"}     → {"id"}
       {"op": "unsubscribe", "conn", "id"}
-      {"op": "send", "conn", "dest", "body", "headers", "wait"} → {"receipt"} (wait: for it)
+      {"op": "try_subscribe", "conn", "dest", "ack", "headers"} → state, once its RECEIPT or an ERROR came
+      {"op": "send", "conn", "dest", "body", "pad", "headers", "wait"} → {"receipt"} (wait: for it;
+                                                                 pad: that many "h" appended to body)
       {"op": "wait_receipt", "conn", "receipt", "timeout"}      → {"ok": true} or {"error"}
       {"op": "wait_reply", "conn", "receipt", "timeout"}        → state, once the RECEIPT or an ERROR came
       {"op": "wait_closed", "conn"}                             → state, once the broker closed it
@@ -1279,6 +1281,7 @@ def sc_session(args, out):
       {"op": "state", "conn"}                                   → {"messages", "receipts", "errors"}
       {"op": "ack"|"nack", "conn", "index"}
       {"op": "disconnect"|"kill", "conn"}
+    "trunc": N on any command cuts the message bodies it answers with to N characters.
     When stdin closes, the final line is {"done": true}."""
     conns = {}
     for line in sys.stdin:
@@ -1295,6 +1298,14 @@ def sc_session(args, out):
                 c = conns[cmd["conn"]]
                 if op == "subscribe":
                     res["id"] = c.subscribe(cmd["dest"], ack=cmd.get("ack", "auto"), headers=cmd.get("headers"))
+                elif op == "try_subscribe":
+                    sid, rid = str(len(c.subs) + 1), c.rid("sub")
+                    h = dict(cmd.get("headers") or {})
+                    h["receipt"] = rid
+                    c.conn.subscribe(cmd["dest"], sid, ack=cmd.get("ack", "auto"), headers=h)
+                    c.subs[sid] = cmd["dest"]
+                    c.col.wait(lambda col: rid in col.receipts or col.errors, c.timeout, "RECEIPT %s or an ERROR" % rid)
+                    res["id"] = sid
                 elif op == "unsubscribe":
                     rid = c.rid("unsub")
                     c.conn.unsubscribe(cmd["id"], headers={"receipt": rid})
@@ -1303,7 +1314,7 @@ def sc_session(args, out):
                     rid = c.rid("send")
                     h = dict(cmd.get("headers") or {})
                     h["receipt"] = rid
-                    c.conn.send(cmd["dest"], cmd.get("body", ""), headers=h)
+                    c.conn.send(cmd["dest"], cmd.get("body", "") + "h" * cmd.get("pad", 0), headers=h)
                     if cmd.get("wait", True):
                         c.col.wait_receipt(rid, c.timeout)
                     res["receipt"] = rid
@@ -1329,9 +1340,12 @@ def sc_session(args, out):
                     c.kill()
                 elif op != "state":
                     raise ValueError("unknown op %r" % op)
-                if op in ("wait_messages", "state", "wait_reply", "wait_closed"):
+                if op in ("wait_messages", "state", "wait_reply", "wait_closed", "try_subscribe"):
                     with c.col.cond:
                         res["messages"] = [full_record(h, b) for h, b in c.col.messages]
+                        if cmd.get("trunc"):
+                            for r in res["messages"]:
+                                r["body"] = r["body"][:cmd["trunc"]]
                         res["receipts"] = list(c.col.receipts)
                         res["errors"] = list(c.col.errors)
         except Exception as e:  # noqa: BLE001 - reported to the Go test

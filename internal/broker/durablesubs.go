@@ -1,0 +1,143 @@
+package broker
+
+import (
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/titan-broker/titan/internal/admin"
+	"github.com/titan-broker/titan/internal/config"
+	"github.com/titan-broker/titan/internal/dest"
+	"github.com/titan-broker/titan/internal/eventlog"
+)
+
+// This file wires the events-store durable subscriptions: their limit
+// (limits.max-durable-subscriptions), idle expiry (limits.durable-subscription-idle-timeout),
+// the operator views and deletion (admin.DurableOperator) and their metrics.
+
+// maxDurableSubscriptions is the limit handed to the events-store pattern (0: unlimited).
+func (b *Broker) maxDurableSubscriptions() int {
+	return max(b.cfg.Limits.MaxDurableSubscriptions, 0)
+}
+
+// startDurableExpiry starts the loop deleting offline durable subscriptions idle for
+// limits.durable-subscription-idle-timeout, when one is set.
+func (b *Broker) startDurableExpiry() {
+	idle := b.cfg.Limits.DurableSubscriptionIdleTimeout
+	if idle <= 0 || b.p == nil || b.p.log == nil {
+		return
+	}
+	b.goroutine("durable-expiry", func() { b.durableExpiryLoop(config.Ms(idle)) })
+}
+
+// durableExpiryLoop runs ExpireDurables every idle/4 (between 10 ms and 1 minute) until
+// shutdown; each expired subscription is logged.
+func (b *Broker) durableExpiryLoop(idle time.Duration) {
+	t := time.NewTicker(min(max(idle/4, 10*time.Millisecond), time.Minute))
+	defer t.Stop()
+	for {
+		select {
+		case <-b.stop:
+			return
+		case <-t.C:
+		}
+		keys, err := b.p.log.ExpireDurables(idle, time.Now())
+		if err != nil {
+			b.log.Debug("expiring idle durable subscriptions", "err", err)
+			continue
+		}
+		for _, k := range keys {
+			b.log.Info("durable subscription expired: offline longer than the idle timeout", "key", k, "idle_timeout", idle)
+		}
+	}
+}
+
+// logDestination is the canonical destination of the events-store log (group, channel).
+func logDestination(group, channel string) string {
+	return dest.Identity{Group: group, Channel: channel, Pattern: dest.PatternEventsStore}.Destination()
+}
+
+// DurableSubscriptions implements admin.DurableOperator.
+func (s adminSource) DurableSubscriptions() ([]admin.DurableSubscription, error) {
+	all, err := s.b.p.log.Durables()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]admin.DurableSubscription, 0, len(all))
+	for _, d := range all {
+		out = append(out, durableView(d))
+	}
+	return out, nil
+}
+
+func durableView(d eventlog.DurableInfo) admin.DurableSubscription {
+	v := admin.DurableSubscription{
+		Group: d.Group, Destination: logDestination(d.Group, d.Channel), Name: d.Name, Position: d.Position, Live: d.Live,
+	}
+	if !d.SavedAt.IsZero() {
+		at := d.SavedAt.UTC()
+		v.LastActive = &at
+	}
+	return v
+}
+
+// DeleteDurableSubscription implements admin.DurableOperator.
+func (s adminSource) DeleteDurableSubscription(id dest.Identity, name string) error {
+	return s.b.p.log.DeleteDurable(id, name)
+}
+
+// offlineDurables returns the offline durable subscriptions by log (group and canonical
+// destination), as log subscriptions, for GET /titan/monitor/logs. A store error yields none.
+func (s adminSource) offlineDurables() map[[2]string][]admin.LogSubscription {
+	all, err := s.b.p.log.Durables()
+	if err != nil {
+		return nil
+	}
+	out := map[[2]string][]admin.LogSubscription{}
+	for _, d := range all {
+		if d.Live > 0 {
+			continue
+		}
+		k := [2]string{d.Group, logDestination(d.Group, d.Channel)}
+		out[k] = append(out[k], admin.LogSubscription{Offline: true, DurableName: d.Name, Delivered: d.Position, Position: d.Position})
+	}
+	return out
+}
+
+// durableCollector serves titan_durable_subscriptions (held by the store, live and
+// offline), titan_durable_subscriptions_max (0: unlimited) and
+// titan_durable_subscriptions_refused_total.
+type durableCollector struct {
+	b                     *Broker
+	count, limit, refused *prometheus.Desc
+}
+
+func newDurableCollector(b *Broker) *durableCollector {
+	return &durableCollector{
+		b:       b,
+		count:   prometheus.NewDesc("titan_durable_subscriptions", "Events-store durable subscriptions the store holds, live and offline.", nil, nil),
+		limit:   prometheus.NewDesc("titan_durable_subscriptions_max", "The durable subscription limit (max-durable-subscriptions; 0: unlimited).", nil, nil),
+		refused: prometheus.NewDesc("titan_durable_subscriptions_refused_total", "SUBSCRIBEs refused because they would create a durable subscription over the limit.", nil, nil),
+	}
+}
+
+// Describe implements prometheus.Collector.
+func (c *durableCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- c.count
+	ch <- c.limit
+	ch <- c.refused
+}
+
+// Collect implements prometheus.Collector. A store error omits the count for that scrape.
+func (c *durableCollector) Collect(ch chan<- prometheus.Metric) {
+	if c.b.p == nil || c.b.p.log == nil {
+		return
+	}
+	if n, err := c.b.p.log.DurableCount(); err == nil {
+		ch <- prometheus.MustNewConstMetric(c.count, prometheus.GaugeValue, float64(n))
+	}
+	ch <- prometheus.MustNewConstMetric(c.limit, prometheus.GaugeValue, float64(c.b.maxDurableSubscriptions()))
+	ch <- prometheus.MustNewConstMetric(c.refused, prometheus.CounterValue, float64(c.b.p.log.DurableRefusals()))
+}
+
+var _ admin.DurableOperator = adminSource{}
