@@ -1,0 +1,338 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/titan-broker/titan/internal/dest"
+)
+
+// Modes of Status.Mode.
+const (
+	// ModeEmbedded: this node embeds a clustered nats-server.
+	ModeEmbedded = "embedded"
+	// ModeExternal: this node is a client of a NATS cluster its operators run.
+	ModeExternal = "external"
+)
+
+// StatusTimeout bounds one Status call (every JetStream API request it makes).
+const StatusTimeout = 5 * time.Second
+
+// Status is the cluster as this node sees it: the nodes, the JetStream meta leader, every
+// Titan stream with its leader and replicas, and every queue as JetStream sees it. Stream
+// and consumer information is answered by each stream's (consumer's) leader, so it is the
+// same whichever node is asked.
+type Status struct {
+	// Mode is ModeEmbedded or ModeExternal.
+	Mode string
+	// Cluster is the NATS cluster name.
+	Cluster string
+	// Node is this node's name.
+	Node string
+	// MetaLeader names the JetStream meta leader ("" while none is elected).
+	MetaLeader string
+	// Nodes are the cluster's nodes sorted by name: in embedded mode the JetStream meta
+	// group's peers; with an external NATS every server named as a stream replica.
+	Nodes []NodeStatus
+	// Streams are Titan's streams (TITAN_*) sorted by name.
+	Streams []StreamStatus
+	// Queues are the queues' durable consumers sorted by group, then destination.
+	Queues []QueueStatus
+	// Errors are the parts that could not be read (for example a stream without a leader
+	// during an election); the rest is still reported.
+	Errors []string
+}
+
+// NodeStatus is one node of the cluster.
+type NodeStatus struct {
+	// Name is the node's (nats-server's) name.
+	Name string
+	// Up is true when this node is connected to it (a route) or it is this node; with an
+	// external NATS, when no stream reports it offline.
+	Up bool
+	// MetaLeader is true for the JetStream meta leader.
+	MetaLeader bool
+	// Leads are the streams it leads, sorted.
+	Leads []string
+}
+
+// ReplicaStatus is one replica of a stream or consumer as its leader reports it
+// (nats-server's PeerInfo).
+type ReplicaStatus struct {
+	// Name is the replica's node.
+	Name string
+	// Current is true when it was seen recently and is caught up.
+	Current bool
+	// Offline is true when it was not seen recently.
+	Offline bool
+	// Lag is how many Raft operations it is behind.
+	Lag uint64
+	// Active is the time since its leader last heard from it.
+	Active time.Duration
+}
+
+// StreamStatus is one Titan stream.
+type StreamStatus struct {
+	// Name is the stream's name (TITAN_<group>_Q, TITAN_<group>_ES).
+	Name string
+	// Group is the destination group it holds.
+	Group string
+	// Kind is "queues" or "events-store".
+	Kind string
+	// Leader names the node leading it ("" during an election).
+	Leader string
+	// Replicas are the other replicas, as the leader reports them.
+	Replicas []ReplicaStatus
+	// Messages and Bytes are what it stores.
+	Messages, Bytes uint64
+	// LastSeq is the sequence of the last message stored (its total traffic).
+	LastSeq uint64
+	// Consumers counts its consumers.
+	Consumers int
+}
+
+// QueueStatus is one queue: its durable consumer on the group's queue stream.
+type QueueStatus struct {
+	// Identity is the queue's (group, destination).
+	Identity dest.Identity
+	// Stream is the stream holding its messages.
+	Stream string
+	// Pending counts messages stored and not yet delivered.
+	Pending uint64
+	// Delivering counts messages delivered and not yet acknowledged.
+	Delivering int
+	// Redelivered counts messages delivered more than once and not yet acknowledged.
+	Redelivered int
+	// Waiting counts pull requests waiting (nodes with subscribers that have credit).
+	Waiting int
+	// Delivered counts deliveries made by the consumer.
+	Delivered uint64
+	// Leader names the node leading the consumer.
+	Leader string
+	// Replicas are the consumer's other replicas.
+	Replicas []ReplicaStatus
+}
+
+// Status reads the cluster's state: one JetStream API request per Titan stream and one
+// consumer listing per queue stream, bounded by StatusTimeout. Parts that cannot be read
+// are listed in Status.Errors; an error is returned only when not even the stream list
+// answers (no meta leader). Safe for concurrent use.
+func (n *Node) Status(ctx context.Context) (*Status, error) {
+	ctx, cancel := context.WithTimeout(ctx, StatusTimeout)
+	defer cancel()
+	st := &Status{Mode: ModeExternal, Node: n.Name(), Cluster: n.cfg.Name}
+	nodes := map[string]*NodeStatus{}
+	node := func(name string) *NodeStatus {
+		if name == "" {
+			return nil
+		}
+		ns := nodes[name]
+		if ns == nil {
+			ns = &NodeStatus{Name: name}
+			nodes[name] = ns
+		}
+		return ns
+	}
+	if n.srv != nil {
+		st.Mode = ModeEmbedded
+		n.embeddedNodes(st, node)
+	} else {
+		node(st.Node).Up = true
+	}
+
+	var infos []*jetstream.StreamInfo
+	lister := n.js.ListStreams(ctx)
+	for si := range lister.Info() {
+		if strings.HasPrefix(si.Config.Name, "TITAN_") {
+			infos = append(infos, si)
+		}
+	}
+	if err := lister.Err(); err != nil && !errors.Is(err, jetstream.ErrEndOfData) {
+		if len(infos) == 0 {
+			return st, err
+		}
+		st.Errors = append(st.Errors, "listing streams: "+err.Error())
+	}
+	for _, si := range infos {
+		ss := streamStatus(si)
+		st.Streams = append(st.Streams, ss)
+		if l := node(ss.Leader); l != nil {
+			l.Leads = append(l.Leads, ss.Name)
+			if n.srv == nil {
+				l.Up = true
+			}
+		}
+		for _, r := range ss.Replicas {
+			rn := node(r.Name)
+			if n.srv == nil && !r.Offline {
+				rn.Up = true
+			}
+		}
+		if ss.Kind == "queues" {
+			st.Errors = append(st.Errors, n.queueStatuses(ctx, st, si.Config.Name, ss.Group)...)
+		}
+	}
+	slices.SortFunc(st.Streams, func(a, b StreamStatus) int { return strings.Compare(a.Name, b.Name) })
+	slices.SortFunc(st.Queues, func(a, b QueueStatus) int {
+		if c := strings.Compare(a.Identity.Group, b.Identity.Group); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Identity.Destination(), b.Identity.Destination())
+	})
+	for _, ns := range nodes {
+		slices.Sort(ns.Leads)
+		ns.MetaLeader = ns.Name == st.MetaLeader
+		st.Nodes = append(st.Nodes, *ns)
+	}
+	slices.SortFunc(st.Nodes, func(a, b NodeStatus) int { return strings.Compare(a.Name, b.Name) })
+	return st, nil
+}
+
+// embeddedNodes fills the meta leader and the nodes from the embedded server: the meta
+// group's peers, up when a route to them is connected.
+func (n *Node) embeddedNodes(st *Status, node func(string) *NodeStatus) {
+	node(st.Node).Up = true
+	if jsi, err := n.srv.Jsz(&server.JSzOptions{}); err == nil && jsi.Meta != nil {
+		st.MetaLeader = jsi.Meta.Leader
+		if jsi.Meta.Name != "" {
+			st.Cluster = jsi.Meta.Name
+		}
+		node(jsi.Meta.Leader)
+		for _, p := range jsi.Meta.Replicas {
+			node(p.Name)
+		}
+	}
+	if rz, err := n.srv.Routez(&server.RoutezOptions{}); err == nil {
+		for _, r := range rz.Routes {
+			if r.RemoteName != "" {
+				node(r.RemoteName).Up = true
+			}
+		}
+	}
+}
+
+// queueStatuses appends the queue consumers of stream (group's queue stream) to st and
+// returns what could not be read.
+func (n *Node) queueStatuses(ctx context.Context, st *Status, stream, group string) []string {
+	s, err := n.js.Stream(ctx, stream)
+	if err != nil {
+		return []string{"stream " + stream + ": " + err.Error()}
+	}
+	var errs []string
+	cl := s.ListConsumers(ctx)
+	for ci := range cl.Info() {
+		if !strings.HasPrefix(ci.Name, "q_") {
+			continue
+		}
+		id, ok := identityOfSubject(ci.Config.FilterSubject)
+		if !ok || id.Group != group {
+			continue
+		}
+		qs := QueueStatus{Identity: id, Stream: stream, Pending: ci.NumPending, Delivering: ci.NumAckPending,
+			Redelivered: ci.NumRedelivered, Waiting: ci.NumWaiting, Delivered: ci.Delivered.Consumer}
+		if ci.Cluster != nil {
+			qs.Leader, qs.Replicas = ci.Cluster.Leader, replicas(ci.Cluster.Replicas)
+		}
+		st.Queues = append(st.Queues, qs)
+	}
+	if err := cl.Err(); err != nil && !errors.Is(err, jetstream.ErrEndOfData) {
+		errs = append(errs, "consumers of "+stream+": "+err.Error())
+	}
+	return errs
+}
+
+func streamStatus(si *jetstream.StreamInfo) StreamStatus {
+	ss := StreamStatus{Name: si.Config.Name, Messages: si.State.Msgs, Bytes: si.State.Bytes,
+		LastSeq: si.State.LastSeq, Consumers: si.State.Consumers}
+	rest := strings.TrimPrefix(si.Config.Name, "TITAN_")
+	switch {
+	case strings.HasSuffix(rest, "_Q"):
+		ss.Group, ss.Kind = strings.TrimSuffix(rest, "_Q"), "queues"
+	case strings.HasSuffix(rest, "_ES"):
+		ss.Group, ss.Kind = strings.TrimSuffix(rest, "_ES"), "events-store"
+	default:
+		ss.Group, ss.Kind = rest, "other"
+	}
+	if si.Cluster != nil {
+		ss.Leader, ss.Replicas = si.Cluster.Leader, replicas(si.Cluster.Replicas)
+	}
+	return ss
+}
+
+func replicas(ps []*jetstream.PeerInfo) []ReplicaStatus {
+	out := make([]ReplicaStatus, 0, len(ps))
+	for _, p := range ps {
+		out = append(out, ReplicaStatus{Name: p.Name, Current: p.Current, Offline: p.Offline, Lag: p.Lag, Active: p.Active})
+	}
+	slices.SortFunc(out, func(a, b ReplicaStatus) int { return strings.Compare(a.Name, b.Name) })
+	return out
+}
+
+// identityOfSubject is Subject's inverse for a queue subject (t.<group>.q.<tokens> or
+// t.<group>.qb.<tokens>): it undoes appendToken's percent-encoding.
+func identityOfSubject(subject string) (dest.Identity, bool) {
+	parts := strings.SplitN(subject, ".", 4)
+	if len(parts) != 4 || parts[0] != "t" {
+		return dest.Identity{}, false
+	}
+	id := dest.Identity{Group: parts[1], Pattern: dest.PatternQueues}
+	switch parts[2] {
+	case kindQueue:
+	case kindQueueBare:
+		id.Bare = true
+	default:
+		return dest.Identity{}, false
+	}
+	toks := strings.Split(parts[3], ".")
+	for i, tok := range toks {
+		dec, ok := decodeToken(tok)
+		if !ok {
+			return dest.Identity{}, false
+		}
+		toks[i] = dec
+	}
+	id.Channel = strings.Join(toks, ".")
+	return id, true
+}
+
+// decodeToken undoes appendToken.
+func decodeToken(tok string) (string, bool) {
+	if !strings.Contains(tok, "%") {
+		return tok, true
+	}
+	var b strings.Builder
+	for i := 0; i < len(tok); i++ {
+		if tok[i] != '%' {
+			b.WriteByte(tok[i])
+			continue
+		}
+		if i+2 >= len(tok) {
+			return "", false
+		}
+		hi, lo := unhex(tok[i+1]), unhex(tok[i+2])
+		if hi < 0 || lo < 0 {
+			return "", false
+		}
+		b.WriteByte(byte(hi<<4 | lo))
+		i += 2
+	}
+	return b.String(), true
+}
+
+func unhex(c byte) int {
+	switch {
+	case c >= '0' && c <= '9':
+		return int(c - '0')
+	case c >= 'A' && c <= 'F':
+		return int(c-'A') + 10
+	case c >= 'a' && c <= 'f':
+		return int(c-'a') + 10
+	}
+	return -1
+}
