@@ -115,6 +115,8 @@ type ClusterQueue struct {
 	Identity dest.Identity
 	// Stream is the stream holding it.
 	Stream string
+	// Stored counts the messages the stream holds for it (ready and delivering).
+	Stored uint64
 	// Pending counts messages stored and not yet delivered.
 	Pending uint64
 	// Delivering counts messages delivered and not yet acknowledged.
@@ -206,7 +208,7 @@ func (a *Admin) clusterQueues(o QueuesOptions, want dest.Identity, out *QueueLis
 		}
 		s := a.settingsOf(id)
 		qi := QueueInfo{Group: id.Group, Destination: id.Destination(), Pattern: dest.PatternQueues.String(),
-			Size: int(cq.Pending) + cq.Delivering, Consumers: cq.Waiting, Delivering: cq.Delivering,
+			Size: int(cq.Stored), Consumers: cq.Waiting, Delivering: cq.Delivering,
 			Dispatched: cq.Delivered, Leader: cq.Leader, Replicas: cq.Replicas, Settings: s}
 		if qi.Replicas == nil {
 			qi.Replicas = []ClusterReplica{}

@@ -26,7 +26,7 @@ func (c clusterAdmin) ClusterStatus(ctx context.Context) (*admin.ClusterStatus, 
 			Replicas: adminReplicas(s.Replicas), Messages: s.Messages, Bytes: s.Bytes, LastSeq: s.LastSeq, Consumers: s.Consumers})
 	}
 	for _, q := range st.Queues {
-		out.Queues = append(out.Queues, admin.ClusterQueue{Identity: q.Identity, Stream: q.Stream, Pending: q.Pending,
+		out.Queues = append(out.Queues, admin.ClusterQueue{Identity: q.Identity, Stream: q.Stream, Stored: q.Stored, Pending: q.Pending,
 			Delivering: q.Delivering, Waiting: q.Waiting, Delivered: q.Delivered, Leader: q.Leader, Replicas: adminReplicas(q.Replicas)})
 	}
 	return out, nil

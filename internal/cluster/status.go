@@ -103,6 +103,12 @@ type QueueStatus struct {
 	Identity dest.Identity
 	// Stream is the stream holding its messages.
 	Stream string
+	// Stored counts the messages the stream holds for it (undelivered and delivered but
+	// not yet acknowledged; a WorkQueue stream removes a message when it is acknowledged).
+	Stored uint64
+	// Consumer is false for a queue with messages and no durable consumer yet (no node
+	// ever had a subscriber for it); the consumer fields are then zero.
+	Consumer bool
 	// Pending counts messages stored and not yet delivered.
 	Pending uint64
 	// Delivering counts messages delivered and not yet acknowledged.
@@ -113,9 +119,10 @@ type QueueStatus struct {
 	Waiting int
 	// Delivered counts deliveries made by the consumer.
 	Delivered uint64
-	// Leader names the node leading the consumer.
+	// Leader names the node leading the consumer (the stream's leader while the queue has
+	// no consumer).
 	Leader string
-	// Replicas are the consumer's other replicas.
+	// Replicas are the consumer's other replicas (the stream's while it has none).
 	Replicas []ReplicaStatus
 }
 
@@ -175,7 +182,7 @@ func (n *Node) Status(ctx context.Context) (*Status, error) {
 			}
 		}
 		if ss.Kind == "queues" {
-			st.Errors = append(st.Errors, n.queueStatuses(ctx, st, si.Config.Name, ss.Group)...)
+			st.Errors = append(st.Errors, n.queueStatuses(ctx, st, ss)...)
 		}
 	}
 	slices.SortFunc(st.Streams, func(a, b StreamStatus) int { return strings.Compare(a.Name, b.Name) })
@@ -217,14 +224,36 @@ func (n *Node) embeddedNodes(st *Status, node func(string) *NodeStatus) {
 	}
 }
 
-// queueStatuses appends the queue consumers of stream (group's queue stream) to st and
-// returns what could not be read.
-func (n *Node) queueStatuses(ctx context.Context, st *Status, stream, group string) []string {
+// queueStatuses appends the queues of stream (group's queue stream) to st: every subject
+// holding messages and every queue consumer, and returns what could not be read.
+func (n *Node) queueStatuses(ctx context.Context, st *Status, ss StreamStatus) []string {
+	stream, group := ss.Name, ss.Group
 	s, err := n.js.Stream(ctx, stream)
 	if err != nil {
 		return []string{"stream " + stream + ": " + err.Error()}
 	}
 	var errs []string
+	byID := map[dest.Identity]*QueueStatus{}
+	var order []dest.Identity
+	get := func(id dest.Identity) *QueueStatus {
+		qs := byID[id]
+		if qs == nil {
+			// Until a consumer exists the queue lives on the stream's leader and replicas.
+			qs = &QueueStatus{Identity: id, Stream: stream, Leader: ss.Leader, Replicas: ss.Replicas}
+			byID[id] = qs
+			order = append(order, id)
+		}
+		return qs
+	}
+	if si, err := s.Info(ctx, jetstream.WithSubjectFilter("t."+group+".>")); err != nil {
+		errs = append(errs, "subjects of "+stream+": "+err.Error())
+	} else {
+		for subj, count := range si.State.Subjects {
+			if id, ok := identityOfSubject(subj); ok && id.Group == group {
+				get(id).Stored = count
+			}
+		}
+	}
 	cl := s.ListConsumers(ctx)
 	for ci := range cl.Info() {
 		if !strings.HasPrefix(ci.Name, "q_") {
@@ -234,15 +263,19 @@ func (n *Node) queueStatuses(ctx context.Context, st *Status, stream, group stri
 		if !ok || id.Group != group {
 			continue
 		}
-		qs := QueueStatus{Identity: id, Stream: stream, Pending: ci.NumPending, Delivering: ci.NumAckPending,
-			Redelivered: ci.NumRedelivered, Waiting: ci.NumWaiting, Delivered: ci.Delivered.Consumer}
+		qs := get(id)
+		qs.Consumer = true
+		qs.Pending, qs.Delivering, qs.Redelivered = ci.NumPending, ci.NumAckPending, ci.NumRedelivered
+		qs.Waiting, qs.Delivered = ci.NumWaiting, ci.Delivered.Consumer
 		if ci.Cluster != nil {
 			qs.Leader, qs.Replicas = ci.Cluster.Leader, replicas(ci.Cluster.Replicas)
 		}
-		st.Queues = append(st.Queues, qs)
 	}
 	if err := cl.Err(); err != nil && !errors.Is(err, jetstream.ErrEndOfData) {
 		errs = append(errs, "consumers of "+stream+": "+err.Error())
+	}
+	for _, id := range order {
+		st.Queues = append(st.Queues, *byID[id])
 	}
 	return errs
 }
