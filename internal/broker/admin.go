@@ -84,7 +84,7 @@ func (b *Broker) Admin() *admin.Admin {
 	node := nodeName()
 	var clusterSrc admin.ClusterSource
 	if n := b.clusterNode(); n != nil { // cluster mode: nodes by their cluster names, metrics labelled
-		node, clusterSrc = n.Name(), clusterAdmin{n}
+		node, clusterSrc = clusterNodeName(n, b.cfg.Cluster.NodeName, node), clusterAdmin{n}
 		extra = append(extra, n.Collector())
 	}
 	return admin.New(adminSource{b}, admin.Options{

@@ -47,3 +47,16 @@ func (b *Broker) clusterNode() *cluster.Node {
 	}
 	return b.p.cluster.node
 }
+
+// clusterNodeName names this Titan node in the monitor API and on /metrics: the embedded
+// nats-server's name, or with an external NATS (whose servers several Titan nodes may
+// share) titan.cluster.node-name, else host (the host name).
+func clusterNodeName(n *cluster.Node, configured, host string) string {
+	switch {
+	case n.Embedded():
+		return n.Name()
+	case configured != "":
+		return configured
+	}
+	return host
+}

@@ -31,7 +31,7 @@ var (
 
 // Collector returns a Prometheus collector of the cluster gauges: nodes and nodes up, meta
 // leadership, and per Titan stream its leadership, messages and each replica's lag and
-// currency. Each scrape calls Status (bounded by 3 s); a scrape that cannot list the
+// currency. Each scrape reads the cluster's state as Status does, without the queues (bounded by 3 s); a scrape that cannot list the
 // streams reports only the node gauges. Safe for concurrent use.
 func (n *Node) Collector() prometheus.Collector { return nodeCollector{n} }
 
@@ -46,7 +46,7 @@ func (c nodeCollector) Describe(ch chan<- *prometheus.Desc) {
 func (c nodeCollector) Collect(ch chan<- prometheus.Metric) {
 	ctx, cancel := context.WithTimeout(context.Background(), metricsTimeout)
 	defer cancel()
-	st, err := c.n.Status(ctx)
+	st, err := c.n.status(ctx, false)
 	errs := len(st.Errors)
 	if err != nil {
 		errs++

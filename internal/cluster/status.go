@@ -130,7 +130,13 @@ type QueueStatus struct {
 // consumer listing per queue stream, bounded by StatusTimeout. Parts that cannot be read
 // are listed in Status.Errors; an error is returned only when not even the stream list
 // answers (no meta leader). Safe for concurrent use.
-func (n *Node) Status(ctx context.Context) (*Status, error) {
+func (n *Node) Status(ctx context.Context) (*Status, error) { return n.status(ctx, true) }
+
+// Embedded reports whether this node embeds its nats-server (false: an external NATS).
+func (n *Node) Embedded() bool { return n.srv != nil }
+
+// status is Status; without queues it skips the queue listing (Status.Queues stays empty).
+func (n *Node) status(ctx context.Context, queues bool) (*Status, error) {
 	ctx, cancel := context.WithTimeout(ctx, StatusTimeout)
 	defer cancel()
 	st := &Status{Mode: ModeExternal, Node: n.Name(), Cluster: n.cfg.Name}
@@ -181,7 +187,7 @@ func (n *Node) Status(ctx context.Context) (*Status, error) {
 				rn.Up = true
 			}
 		}
-		if ss.Kind == "queues" {
+		if queues && ss.Kind == "queues" {
 			st.Errors = append(st.Errors, n.queueStatuses(ctx, st, ss)...)
 		}
 	}
