@@ -276,3 +276,29 @@ func TestClusterOperatorView(t *testing.T) {
 		}, "the console's destinations list /queue/ops")
 	})
 }
+
+// checkExternalClusterView checks the cluster view of titan nodes on an external NATS
+// cluster (servers ext0..ext2): mode external, the NATS servers as nodes, and the queue
+// stream with a leader among them and two replicas.
+func checkExternalClusterView(t *testing.T, nodes []*clusterNode) {
+	t.Helper()
+	for _, n := range nodes {
+		var v clusterView
+		eventually(t, 20*time.Second, 100*time.Millisecond, func() bool {
+			var ok bool
+			v, ok = getCluster(n)
+			s, found := v.stream("TITAN_default_Q")
+			return ok && found && s.Leader != "" && len(s.Replicas) == 2 && len(v.Nodes) == 3
+		}, "titan %s on external NATS: a cluster view with 3 NATS servers and TITAN_default_Q (last %+v)", n.name, &v)
+		requireEqual(t, "external", v.Mode, "mode")
+		for _, x := range v.Nodes {
+			if !strings.HasPrefix(x.Name, "ext") || !x.Up {
+				t.Errorf("titan %s: node %+v, want the NATS servers ext0..ext2, up", n.name, x)
+			}
+		}
+		scrape := scrapeMetrics(t, n.broker())
+		if !strings.Contains(scrape, `titan_cluster_nodes{node=`) {
+			t.Errorf("titan %s: /metrics lacks titan_cluster_nodes", n.name)
+		}
+	}
+}

@@ -632,4 +632,5 @@ cluster { name: ext, listen: 127.0.0.1:%d, routes: [%s] }
 	if want := sorted(numbered("q", 10)); !slices.Equal(want, sorted(all)) {
 		t.Errorf("acknowledged = %q, want each of %q exactly once", sorted(all), want)
 	}
+	checkExternalClusterView(t, nodes) // cluster_ops_test.go
 }
