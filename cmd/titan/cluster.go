@@ -53,6 +53,11 @@ func writeCluster(w io.Writer, st styler, s admin.ClusterStatus) error {
 		return err
 	}
 	leader := s.MetaLeader
+	for _, n := range s.Nodes {
+		if n.Name == leader && !n.Up {
+			leader = "none reachable (last: " + leader + ", down)"
+		}
+	}
 	if leader == "" {
 		leader = "none elected"
 	}
@@ -76,9 +81,12 @@ func writeCluster(w io.Writer, st styler, s admin.ClusterStatus) error {
 		return err
 	}
 	fmt.Fprintln(w)
-	if len(s.Streams) == 0 {
+	switch {
+	case len(s.Streams) == 0 && len(s.Errors) > 0:
+		fmt.Fprintln(w, "Streams unavailable: JetStream did not answer (is a quorum of the nodes up?).")
+	case len(s.Streams) == 0:
 		fmt.Fprintln(w, "No streams yet (a group's stream is made by its first queue or events-store SEND).")
-	} else {
+	default:
 		t = newTable(w, st, "STREAM", "GROUP", "KIND", "LEADER", "MESSAGES", "LAST SEQ", "REPLICAS")
 		for _, x := range s.Streams {
 			t.row(x.Name, x.Group, x.Kind, orDash(x.Leader), u64(x.Messages), u64(x.LastSeq), replicaText(x.Replicas))

@@ -13,8 +13,10 @@ type clusterAdmin struct{ n *cluster.Node }
 
 // ClusterStatus implements admin.ClusterSource.
 func (c clusterAdmin) ClusterStatus(ctx context.Context) (*admin.ClusterStatus, error) {
+	// Without a quorum the stream list fails, but the nodes this node sees (and which are
+	// down) are what an operator needs then: answer them, with the failure in Errors.
 	st, err := c.n.Status(ctx)
-	if err != nil {
+	if err != nil && len(st.Nodes) == 0 {
 		return nil, err
 	}
 	out := &admin.ClusterStatus{Mode: st.Mode, Cluster: st.Cluster, Node: st.Node, MetaLeader: st.MetaLeader, Errors: st.Errors}

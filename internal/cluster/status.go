@@ -21,8 +21,10 @@ const (
 	ModeExternal = "external"
 )
 
-// StatusTimeout bounds one Status call (every JetStream API request it makes).
-const StatusTimeout = 5 * time.Second
+// StatusTimeout bounds one Status call (every JetStream API request it makes); it stays
+// below the CLI's default 5 s request timeout, so `titan cluster` gets the nodes even when
+// JetStream cannot answer.
+const StatusTimeout = 4 * time.Second
 
 // Status is the cluster as this node sees it: the nodes, the JetStream meta leader, every
 // Titan stream with its leader and replicas, and every queue as JetStream sees it. Stream
@@ -128,8 +130,10 @@ type QueueStatus struct {
 
 // Status reads the cluster's state: one JetStream API request per Titan stream and one
 // consumer listing per queue stream, bounded by StatusTimeout. Parts that cannot be read
-// are listed in Status.Errors; an error is returned only when not even the stream list
-// answers (no meta leader). Safe for concurrent use.
+// are listed in Status.Errors. When not even the stream list answers (no meta leader, this
+// node cut off from a quorum) it returns that error too, with a Status that still holds
+// what this node knows by itself (its nodes, up or not). Never a nil Status. Safe for
+// concurrent use.
 func (n *Node) Status(ctx context.Context) (*Status, error) { return n.status(ctx, true) }
 
 // Embedded reports whether this node embeds its nats-server (false: an external NATS).
@@ -166,9 +170,10 @@ func (n *Node) status(ctx context.Context, queues bool) (*Status, error) {
 			infos = append(infos, si)
 		}
 	}
+	var listErr error
 	if err := lister.Err(); err != nil && !errors.Is(err, jetstream.ErrEndOfData) {
 		if len(infos) == 0 {
-			return st, err
+			listErr = err
 		}
 		st.Errors = append(st.Errors, "listing streams: "+err.Error())
 	}
@@ -204,7 +209,7 @@ func (n *Node) status(ctx context.Context, queues bool) (*Status, error) {
 		st.Nodes = append(st.Nodes, *ns)
 	}
 	slices.SortFunc(st.Nodes, func(a, b NodeStatus) int { return strings.Compare(a.Name, b.Name) })
-	return st, nil
+	return st, listErr
 }
 
 // embeddedNodes fills the meta leader and the nodes from the embedded server: the meta

@@ -275,6 +275,31 @@ func TestClusterOperatorView(t *testing.T) {
 			return strings.Contains(text("dests"), "/queue/ops")
 		}, "the console's destinations list /queue/ops")
 	})
+	// Last, as it breaks the cluster: with two of three nodes killed, the survivor still
+	// answers which nodes are down (JetStream itself, without a quorum, cannot answer).
+	t.Run("a node without quorum still shows the nodes", func(t *testing.T) {
+		nodes[0].kill9(t)
+		nodes[1].kill9(t)
+		var v clusterView
+		eventually(t, 30*time.Second, 200*time.Millisecond, func() bool {
+			var ok bool
+			v, ok = getCluster(nodes[2])
+			up := 0
+			for _, x := range v.Nodes {
+				if x.Up {
+					up++
+				}
+			}
+			return ok && len(v.Nodes) == 3 && up == 1
+		}, "node n2 reports 1 of 3 nodes up (last %+v)", &v)
+		out := requireCLIOK(t, nodes[2].broker(), "cluster").stdout
+		for _, want := range []string{"n0", "n1", "down", "n2 (this node)"} {
+			if !strings.Contains(out, want) {
+				t.Errorf("`titan cluster` without quorum lacks %q:\n%s", want, out)
+			}
+		}
+		t.Logf("`titan cluster` on the survivor:\n%s", out)
+	})
 }
 
 // checkExternalClusterView checks the cluster view of titan nodes on an external NATS
