@@ -3,6 +3,7 @@ package main
 import (
 	"net/http"
 	"net/url"
+	"slices"
 
 	"github.com/spf13/cobra"
 
@@ -38,6 +39,9 @@ func newQueueListCmd(g *globalOptions) *cobra.Command {
 			out := cmd.OutOrStdout()
 			if g.output == outputJSON {
 				return printJSON(out, list)
+			}
+			if slices.ContainsFunc(list.Queues, func(q admin.QueueInfo) bool { return q.Leader != "" }) {
+				return writeClusterQueueTable(out, newStyler(g, out), list.Queues, list.Summary) // cluster mode
 			}
 			return writeQueueTable(out, newStyler(g, out), list.Queues, list.Summary)
 		},

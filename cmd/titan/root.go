@@ -92,7 +92,7 @@ func newRootCmd() *cobra.Command {
 	dash.flags(root)
 
 	root.AddCommand(newServeCmd(), newUserCmd(g))
-	root.AddCommand(newQueueCmd(g), newConnectionCmd(g), newDurableCmd(g))
+	root.AddCommand(newQueueCmd(g), newConnectionCmd(g), newDurableCmd(g), newClusterCmd(g))
 	root.AddCommand(newSendCmd(g), newSubscribeCmd(g), newBenchCmd(g))
 	root.AddCommand(newVersionCmd(g))
 	root.Version = readBuildInfo().String()

@@ -79,6 +79,10 @@ type Options struct {
 	// Node names this broker in every answer of the operator routes (the "node" field, for
 	// the cluster-aware shape); "" leaves it empty.
 	Node string
+	// Cluster, set in cluster mode, is where GET /titan/monitor/cluster and the queue list
+	// read the cluster-wide state; every /metrics series then carries the const label
+	// node=Node. Nil in single-node mode (metrics unlabelled).
+	Cluster ClusterSource
 	// Logger receives request failures (5xx); nil discards them.
 	Logger *slog.Logger
 }

@@ -18,7 +18,7 @@ import (
 // fresh Prometheus registry, so call it once per server. Safe for concurrent use.
 func (a *Admin) Handler() http.Handler {
 	mux := http.NewServeMux()
-	reg := metrics.NewRegistry(a.src, a.opts.Collectors...)
+	reg := a.registry()
 	mux.Handle(PathHealth, methods{http.MethodGet: a.serveHealth})
 	mux.Handle(PathSnapshot, methods{http.MethodGet: a.serveSnapshot})
 	mux.Handle(PathQueues, methods{
@@ -33,6 +33,7 @@ func (a *Admin) Handler() http.Handler {
 	mux.Handle(PathSubscriptions, methods{http.MethodGet: a.serveSubscriptions})
 	mux.Handle(PathLogs, methods{http.MethodGet: a.serveLogs})
 	mux.Handle(PathDurableSubscriptions, methods{http.MethodGet: a.serveDurables, http.MethodDelete: a.serveDeleteDurable})
+	mux.Handle(PathCluster, methods{http.MethodGet: a.serveCluster})
 	mux.Handle(PathQueuesPurge, methods{http.MethodPost: a.servePurge})
 	mux.Handle(PathQueuesMessages, methods{http.MethodGet: a.serveBrowse})
 	mux.Handle(PathQueuesRedrive, methods{http.MethodPost: a.serveRedrive})

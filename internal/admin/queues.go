@@ -76,6 +76,11 @@ type QueueInfo struct {
 	// Settings are the queue's effective settings and the address-setting match they came
 	// from.
 	Settings QueueSettings `json:"settings"`
+	// Leader names the node leading the queue's JetStream consumer (cluster mode only).
+	Leader string `json:"leader,omitempty"`
+	// Replicas are the consumer's other replicas as its leader reports them (cluster mode
+	// only).
+	Replicas []ClusterReplica `json:"replicas,omitempty"`
 }
 
 func queueInfo(st dispatch.QueueStats) QueueInfo {
@@ -189,6 +194,7 @@ func (a *Admin) Queues(o QueuesOptions) (*QueueList, error) {
 		}
 		out.Queues = append(out.Queues, queueInfo(q.Stats()))
 	}
+	a.clusterQueues(o, want, out) // cluster mode: the queues as JetStream sees them
 	out.Summary = summarize(out.Queues)
 	return out, nil
 }

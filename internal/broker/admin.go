@@ -81,13 +81,20 @@ func (b *Broker) Admin() *admin.Admin {
 	if !b.sec.auth.Open() {
 		users = adminUsers{b.sec.auth}
 	}
+	node := nodeName()
+	var clusterSrc admin.ClusterSource
+	if n := b.clusterNode(); n != nil { // cluster mode: nodes by their cluster names, metrics labelled
+		node, clusterSrc = clusterNodeName(n, b.cfg.Cluster.NodeName, node), clusterAdmin{n}
+		extra = append(extra, n.Collector())
+	}
 	return admin.New(adminSource{b}, admin.Options{
 		Users:        users,
 		Hosts:        monitorHosts(b.cfg.Monitor),
 		Token:        b.cfg.Monitor.Token,
 		MaxBodyBytes: b.cfg.Servers[0].ProtocolOptions.MaxBodyLength,
 		Collectors:   extra,
-		Node:         nodeName(),
+		Node:         node,
+		Cluster:      clusterSrc,
 		Logger:       b.log.With("component", "admin"),
 	})
 }

@@ -40,6 +40,9 @@ type clusterNode struct {
 	cfgPath   string
 	stompPort int
 	natsPort  int // the embedded nats-server's client port on 127.0.0.1
+	// monitorAddr is the monitor API's address from the latest run's ready line (guarded
+	// by mu).
+	monitorAddr string
 
 	mu     sync.Mutex
 	cmd    *exec.Cmd
@@ -70,6 +73,11 @@ func (n *clusterNode) launch(t *testing.T) {
 		for sc.Scan() {
 			if !once && strings.Contains(sc.Text(), " ready: ") {
 				once = true
+				if m := readyLineAll.FindStringSubmatch(sc.Text()); m != nil {
+					n.mu.Lock()
+					n.monitorAddr = m[2]
+					n.mu.Unlock()
+				}
 				close(ready)
 			}
 		}
@@ -625,4 +633,5 @@ cluster { name: ext, listen: 127.0.0.1:%d, routes: [%s] }
 		t.Errorf("acknowledged = %q, want each of %q exactly once", sorted(all), want)
 	}
 	checkRequestsAcrossNodes(t, nodes, "xr")
+	checkExternalClusterView(t, nodes) // cluster_ops_test.go
 }

@@ -1,0 +1,262 @@
+package admin
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/titan-broker/titan/internal/dest"
+	"github.com/titan-broker/titan/internal/metrics"
+)
+
+// PathCluster answers GET with a ClusterStatus: the cluster's nodes, which node leads each
+// stream, and each stream's replicas (current, lag, offline). In single-node mode the mode
+// is "single" and the only node is this one.
+const PathCluster = "/titan/monitor/cluster"
+
+// Cluster modes of ClusterStatus.Mode.
+const (
+	// ClusterModeSingle is single-node Titan (no titan.cluster section).
+	ClusterModeSingle = "single"
+	// ClusterModeEmbedded is cluster mode with an embedded, clustered nats-server.
+	ClusterModeEmbedded = "embedded"
+	// ClusterModeExternal is cluster mode on a NATS cluster run by its operators.
+	ClusterModeExternal = "external"
+)
+
+// ClusterSource is the port the admin API reads cluster mode's state through (implemented
+// by internal/broker over internal/cluster). Nil in single-node mode. ClusterStatus must be
+// safe for concurrent use and bounded in time; it returns an error only when the cluster
+// cannot be read at all (no JetStream meta leader).
+type ClusterSource interface {
+	ClusterStatus(ctx context.Context) (*ClusterStatus, error)
+}
+
+// ClusterStatus is the answer of GET /titan/monitor/cluster. Stream and queue figures come
+// from each stream's (consumer's) leader, so every node answers the same.
+type ClusterStatus struct {
+	// Mode is "single", "embedded" or "external".
+	Mode string `json:"mode"`
+	// Cluster is the cluster's name ("" in single-node mode).
+	Cluster string `json:"cluster,omitempty"`
+	// Node is the name of the node that answered.
+	Node string `json:"node"`
+	// MetaLeader names the JetStream meta leader ("" while none is elected).
+	MetaLeader string `json:"metaLeader,omitempty"`
+	// Nodes are the cluster's nodes sorted by name. Never nil.
+	Nodes []ClusterNode `json:"nodes"`
+	// Streams are Titan's JetStream streams sorted by name. Never nil.
+	Streams []ClusterStream `json:"streams"`
+	// Errors name the parts that could not be read (a stream without a leader during an
+	// election, for example); everything else is still reported.
+	Errors []string `json:"errors,omitempty"`
+	// Queues are the queues as JetStream sees them (served through GET
+	// /titan/monitor/queues, not here).
+	Queues []ClusterQueue `json:"-"`
+}
+
+// ClusterNode is one node of the cluster.
+type ClusterNode struct {
+	// Name is the node's name (titan.cluster.node-name).
+	Name string `json:"name"`
+	// Up is true when the answering node is connected to it (or it is that node).
+	Up bool `json:"up"`
+	// Self is true for the node that answered.
+	Self bool `json:"self,omitempty"`
+	// MetaLeader is true for the JetStream meta leader.
+	MetaLeader bool `json:"metaLeader,omitempty"`
+	// Leads are the streams it leads. Never nil.
+	Leads []string `json:"leads"`
+}
+
+// ClusterReplica is one replica of a stream (or a queue's consumer) as its leader reports
+// it.
+type ClusterReplica struct {
+	// Name is the replica's node.
+	Name string `json:"name"`
+	// Current is true when it was seen recently and is caught up.
+	Current bool `json:"current"`
+	// Offline is true when it was not seen recently.
+	Offline bool `json:"offline,omitempty"`
+	// Lag is how many Raft operations it is behind the leader.
+	Lag uint64 `json:"lag"`
+	// ActiveMs is the time since the leader last heard from it, in milliseconds.
+	ActiveMs int64 `json:"activeMs"`
+}
+
+// ClusterStream is one of Titan's JetStream streams: a group's queues (TITAN_<group>_Q)
+// or events-store logs (TITAN_<group>_ES).
+type ClusterStream struct {
+	// Name is the stream's name.
+	Name string `json:"name"`
+	// Group is the destination group it holds.
+	Group string `json:"group"`
+	// Kind is "queues" or "events-store".
+	Kind string `json:"kind"`
+	// Leader names the node leading it ("" during an election).
+	Leader string `json:"leader"`
+	// Replicas are its other replicas. Never nil.
+	Replicas []ClusterReplica `json:"replicas"`
+	// Messages and Bytes are what it stores.
+	Messages uint64 `json:"messages"`
+	Bytes    uint64 `json:"bytes"`
+	// LastSeq is the sequence of its last message (the stream's total traffic).
+	LastSeq uint64 `json:"lastSeq"`
+	// Consumers counts its JetStream consumers.
+	Consumers int `json:"consumers"`
+}
+
+// ClusterQueue is one queue as JetStream sees it: its durable consumer.
+type ClusterQueue struct {
+	// Identity is the queue's (group, destination).
+	Identity dest.Identity
+	// Stream is the stream holding it.
+	Stream string
+	// Stored counts the messages the stream holds for it (ready and delivering).
+	Stored uint64
+	// Pending counts messages stored and not yet delivered.
+	Pending uint64
+	// Delivering counts messages delivered and not yet acknowledged.
+	Delivering int
+	// Waiting counts waiting pull requests (nodes whose subscribers have credit).
+	Waiting int
+	// Delivered counts deliveries.
+	Delivered uint64
+	// Leader names the node leading the consumer.
+	Leader string
+	// Replicas are the consumer's other replicas.
+	Replicas []ClusterReplica
+}
+
+// Cluster returns the cluster's state: in cluster mode as the ClusterSource reads it
+// (Errors: CodeInternal, 500, when the cluster cannot be read at all); in single-node mode
+// {mode: single} with this node alone.
+func (a *Admin) Cluster(ctx context.Context) (*ClusterStatus, error) {
+	if a.opts.Cluster == nil {
+		return &ClusterStatus{Mode: ClusterModeSingle, Node: a.node(),
+			Nodes:   []ClusterNode{{Name: a.node(), Up: true, Self: true, Leads: []string{}}},
+			Streams: []ClusterStream{}}, nil
+	}
+	st, err := a.opts.Cluster.ClusterStatus(ctx)
+	if err != nil {
+		return nil, newError(CodeInternal, "cluster state unavailable: "+err.Error(), err)
+	}
+	if st.Nodes == nil {
+		st.Nodes = []ClusterNode{}
+	}
+	if st.Streams == nil {
+		st.Streams = []ClusterStream{}
+	}
+	for i := range st.Nodes {
+		st.Nodes[i].Self = st.Nodes[i].Name == st.Node
+		if st.Nodes[i].Leads == nil {
+			st.Nodes[i].Leads = []string{}
+		}
+	}
+	for i := range st.Streams {
+		if st.Streams[i].Replicas == nil {
+			st.Streams[i].Replicas = []ClusterReplica{}
+		}
+	}
+	return st, nil
+}
+
+func (a *Admin) serveCluster(w http.ResponseWriter, r *http.Request) {
+	st, err := a.Cluster(r.Context())
+	a.respond(w, r, http.StatusOK, st, err)
+}
+
+// clusterQueues appends to out the queues JetStream holds (cluster mode) that o selects.
+// A queue this node's dispatcher also lists is not listed twice. A cluster that cannot be
+// read adds nothing: the list then shows this node's state only.
+func (a *Admin) clusterQueues(o QueuesOptions, want dest.Identity, out *QueueList) {
+	if a.opts.Cluster == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	st, err := a.opts.Cluster.ClusterStatus(ctx)
+	if err != nil {
+		a.log.Warn("cluster queues unavailable", "err", err)
+		return
+	}
+	listed := map[dest.Identity]bool{}
+	for _, q := range out.Queues {
+		listed[dest.Identity{Group: q.Group, Pattern: dest.PatternQueues, Channel: channelOf(q.Destination), Bare: !strings.HasPrefix(q.Destination, "/queue/")}] = true
+	}
+	var match []string
+	if o.Match != "" {
+		if d, err := dest.ParseFilter(strings.Replace(o.Match, "/queue/", "/topic/", 1), dest.PatternEvents); err == nil {
+			match = strings.Split(d.Channel, ".")
+		}
+	}
+	g := o.Group
+	if g == "" && o.Match != "" {
+		g = dest.DefaultGroup
+	}
+	for _, cq := range st.Queues {
+		id := cq.Identity
+		switch {
+		case listed[id],
+			g != "" && id.Group != g,
+			o.Destination != "" && (id.Channel != want.Channel || id.Bare != want.Bare || want.Pattern != dest.PatternQueues),
+			match != nil && !matchChannel(match, strings.Split(id.Channel, ".")):
+			continue
+		}
+		s := a.settingsOf(id)
+		qi := QueueInfo{Group: id.Group, Destination: id.Destination(), Pattern: dest.PatternQueues.String(),
+			Size: int(cq.Stored), Consumers: cq.Waiting, Delivering: cq.Delivering,
+			Dispatched: cq.Delivered, Leader: cq.Leader, Replicas: cq.Replicas, Settings: s}
+		if qi.Replicas == nil {
+			qi.Replicas = []ClusterReplica{}
+		}
+		out.Queues = append(out.Queues, qi)
+	}
+}
+
+// settingsOf is id's effective settings when the dispatcher can say (its address
+// settings), else the zero settings.
+func (a *Admin) settingsOf(id dest.Identity) QueueSettings {
+	d := a.src.Dispatcher()
+	if d == nil {
+		return QueueSettings{}
+	}
+	s := d.Settings(id)
+	return QueueSettings{
+		Capacity: s.Capacity, MaxPendingBytes: s.MaxPendingBytes, AddressFullPolicy: s.FullPolicy.String(),
+		BlockTimeoutMs: s.BlockTimeout.Milliseconds(), RingSize: s.RingSize, MaxDeliveries: s.MaxDeliveries,
+		DeadLetter: s.DeadLetter, RedeliveryDelayMs: s.RedeliveryDelay.Milliseconds(), Match: s.Match,
+	}
+}
+
+// channelOf is the channel of a canonical queue destination ("/queue/a/b" → "a.b").
+func channelOf(destination string) string {
+	d := strings.TrimPrefix(strings.TrimPrefix(destination, "/queue/"), "/")
+	return strings.ReplaceAll(d, "/", ".")
+}
+
+// matchChannel reports whether channel segments ch match filter segments f (`*` one
+// segment, `>` one or more trailing segments).
+func matchChannel(f, ch []string) bool {
+	for i, s := range f {
+		if s == ">" {
+			return len(ch) > i
+		}
+		if i >= len(ch) || (s != "*" && s != ch[i]) {
+			return false
+		}
+	}
+	return len(f) == len(ch)
+}
+
+// registry is the Prometheus registry of /metrics: in cluster mode every series carries
+// the const label node=<this node's name>, so one scrape config covers every node.
+func (a *Admin) registry() *prometheus.Registry {
+	if a.opts.Cluster != nil {
+		return metrics.NewNodeRegistry(a.node(), a.src, a.opts.Collectors...)
+	}
+	return metrics.NewRegistry(a.src, a.opts.Collectors...)
+}

@@ -1,0 +1,64 @@
+package broker
+
+import (
+	"context"
+
+	"github.com/titan-broker/titan/internal/admin"
+	"github.com/titan-broker/titan/internal/cluster"
+)
+
+// clusterAdmin adapts the cluster node to admin.ClusterSource (the monitor API's cluster
+// view and the cluster-wide queue list).
+type clusterAdmin struct{ n *cluster.Node }
+
+// ClusterStatus implements admin.ClusterSource.
+func (c clusterAdmin) ClusterStatus(ctx context.Context) (*admin.ClusterStatus, error) {
+	// Without a quorum the stream list fails, but the nodes this node sees (and which are
+	// down) are what an operator needs then: answer them, with the failure in Errors.
+	st, err := c.n.Status(ctx)
+	if err != nil && len(st.Nodes) == 0 {
+		return nil, err
+	}
+	out := &admin.ClusterStatus{Mode: st.Mode, Cluster: st.Cluster, Node: st.Node, MetaLeader: st.MetaLeader, Errors: st.Errors}
+	for _, n := range st.Nodes {
+		out.Nodes = append(out.Nodes, admin.ClusterNode{Name: n.Name, Up: n.Up, MetaLeader: n.MetaLeader, Leads: n.Leads})
+	}
+	for _, s := range st.Streams {
+		out.Streams = append(out.Streams, admin.ClusterStream{Name: s.Name, Group: s.Group, Kind: s.Kind, Leader: s.Leader,
+			Replicas: adminReplicas(s.Replicas), Messages: s.Messages, Bytes: s.Bytes, LastSeq: s.LastSeq, Consumers: s.Consumers})
+	}
+	for _, q := range st.Queues {
+		out.Queues = append(out.Queues, admin.ClusterQueue{Identity: q.Identity, Stream: q.Stream, Stored: q.Stored, Pending: q.Pending,
+			Delivering: q.Delivering, Waiting: q.Waiting, Delivered: q.Delivered, Leader: q.Leader, Replicas: adminReplicas(q.Replicas)})
+	}
+	return out, nil
+}
+
+func adminReplicas(rs []cluster.ReplicaStatus) []admin.ClusterReplica {
+	out := make([]admin.ClusterReplica, 0, len(rs))
+	for _, r := range rs {
+		out = append(out, admin.ClusterReplica{Name: r.Name, Current: r.Current, Offline: r.Offline, Lag: r.Lag, ActiveMs: r.Active.Milliseconds()})
+	}
+	return out
+}
+
+// clusterNode is the cluster node in cluster mode, else nil.
+func (b *Broker) clusterNode() *cluster.Node {
+	if b.p == nil || b.p.cluster == nil {
+		return nil
+	}
+	return b.p.cluster.node
+}
+
+// clusterNodeName names this Titan node in the monitor API and on /metrics: the embedded
+// nats-server's name, or with an external NATS (whose servers several Titan nodes may
+// share) titan.cluster.node-name, else host (the host name).
+func clusterNodeName(n *cluster.Node, configured, host string) string {
+	switch {
+	case n.Embedded():
+		return n.Name()
+	case configured != "":
+		return configured
+	}
+	return host
+}

@@ -1,0 +1,421 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/titan-broker/titan/internal/dest"
+)
+
+// Modes of Status.Mode.
+const (
+	// ModeEmbedded: this node embeds a clustered nats-server.
+	ModeEmbedded = "embedded"
+	// ModeExternal: this node is a client of a NATS cluster its operators run.
+	ModeExternal = "external"
+)
+
+// StatusTimeout bounds one Status call (every JetStream API request it makes); it stays
+// below the CLI's default 5 s request timeout, so `titan cluster` gets the nodes even when
+// JetStream cannot answer.
+const StatusTimeout = 4 * time.Second
+
+// Status is the cluster as this node sees it: the nodes, the JetStream meta leader, every
+// Titan stream with its leader and replicas, and every queue as JetStream sees it. Stream
+// and consumer information is answered by each stream's (consumer's) leader, so it is the
+// same whichever node is asked.
+type Status struct {
+	// Mode is ModeEmbedded or ModeExternal.
+	Mode string
+	// Cluster is the NATS cluster name.
+	Cluster string
+	// Node is this node's name.
+	Node string
+	// MetaLeader names the JetStream meta leader ("" while none is elected).
+	MetaLeader string
+	// Nodes are the cluster's nodes sorted by name: in embedded mode the JetStream meta
+	// group's peers; with an external NATS every server named as a stream replica.
+	Nodes []NodeStatus
+	// Streams are Titan's streams (TITAN_*) sorted by name.
+	Streams []StreamStatus
+	// Queues are the queues' durable consumers sorted by group, then destination.
+	Queues []QueueStatus
+	// Errors are the parts that could not be read (for example a stream without a leader
+	// during an election); the rest is still reported.
+	Errors []string
+}
+
+// NodeStatus is one node of the cluster.
+type NodeStatus struct {
+	// Name is the node's (nats-server's) name.
+	Name string
+	// Up is true when this node is connected to it (a route) or it is this node; with an
+	// external NATS, when no stream reports it offline.
+	Up bool
+	// MetaLeader is true for the JetStream meta leader.
+	MetaLeader bool
+	// Leads are the streams it leads, sorted.
+	Leads []string
+}
+
+// ReplicaStatus is one replica of a stream or consumer as its leader reports it
+// (nats-server's PeerInfo).
+type ReplicaStatus struct {
+	// Name is the replica's node.
+	Name string
+	// Current is true when it was seen recently and is caught up.
+	Current bool
+	// Offline is true when it was not seen recently.
+	Offline bool
+	// Lag is how many Raft operations it is behind.
+	Lag uint64
+	// Active is the time since its leader last heard from it.
+	Active time.Duration
+}
+
+// StreamStatus is one Titan stream.
+type StreamStatus struct {
+	// Name is the stream's name (TITAN_<group>_Q, TITAN_<group>_ES).
+	Name string
+	// Group is the destination group it holds.
+	Group string
+	// Kind is "queues" or "events-store".
+	Kind string
+	// Leader names the node leading it ("" during an election).
+	Leader string
+	// Replicas are the other replicas, as the leader reports them.
+	Replicas []ReplicaStatus
+	// Messages and Bytes are what it stores.
+	Messages, Bytes uint64
+	// LastSeq is the sequence of the last message stored (its total traffic).
+	LastSeq uint64
+	// Consumers counts its consumers.
+	Consumers int
+}
+
+// QueueStatus is one queue: its durable consumer on the group's queue stream.
+type QueueStatus struct {
+	// Identity is the queue's (group, destination).
+	Identity dest.Identity
+	// Stream is the stream holding its messages.
+	Stream string
+	// Stored counts the messages the stream holds for it (undelivered and delivered but
+	// not yet acknowledged; a WorkQueue stream removes a message when it is acknowledged).
+	Stored uint64
+	// Consumer is false for a queue with messages and no durable consumer yet (no node
+	// ever had a subscriber for it); the consumer fields are then zero.
+	Consumer bool
+	// Pending counts messages stored and not yet delivered.
+	Pending uint64
+	// Delivering counts messages delivered and not yet acknowledged.
+	Delivering int
+	// Redelivered counts messages delivered more than once and not yet acknowledged.
+	Redelivered int
+	// Waiting counts pull requests waiting (nodes with subscribers that have credit).
+	Waiting int
+	// Delivered counts deliveries made by the consumer.
+	Delivered uint64
+	// Leader names the node leading the consumer (the stream's leader while the queue has
+	// no consumer).
+	Leader string
+	// Replicas are the consumer's other replicas (the stream's while it has none).
+	Replicas []ReplicaStatus
+}
+
+// Status reads the cluster's state: one JetStream API request per Titan stream and one
+// consumer listing per queue stream, bounded by StatusTimeout. Parts that cannot be read
+// are listed in Status.Errors. When not even the stream list answers (no meta leader, this
+// node cut off from a quorum) it returns that error too, with a Status that still holds
+// what this node knows by itself (its nodes, up or not). Never a nil Status. Safe for
+// concurrent use.
+func (n *Node) Status(ctx context.Context) (*Status, error) { return n.status(ctx, true) }
+
+// Embedded reports whether this node embeds its nats-server (false: an external NATS).
+func (n *Node) Embedded() bool { return n.srv != nil }
+
+// status is Status; without queues it skips the queue listing (Status.Queues stays empty).
+func (n *Node) status(ctx context.Context, queues bool) (*Status, error) {
+	ctx, cancel := context.WithTimeout(ctx, StatusTimeout)
+	defer cancel()
+	st := &Status{Mode: ModeExternal, Node: n.Name(), Cluster: n.cfg.Name}
+	nodes := map[string]*NodeStatus{}
+	node := func(name string) *NodeStatus {
+		if name == "" {
+			return nil
+		}
+		ns := nodes[name]
+		if ns == nil {
+			ns = &NodeStatus{Name: name}
+			nodes[name] = ns
+		}
+		return ns
+	}
+	if n.srv != nil {
+		st.Mode = ModeEmbedded
+		n.embeddedNodes(st, node)
+	} else {
+		node(st.Node).Up = true
+	}
+
+	var infos []*jetstream.StreamInfo
+	lister := n.js.ListStreams(ctx)
+	for si := range lister.Info() {
+		if strings.HasPrefix(si.Config.Name, "TITAN_") {
+			infos = append(infos, si)
+		}
+	}
+	var listErr error
+	if err := lister.Err(); err != nil && !errors.Is(err, jetstream.ErrEndOfData) {
+		if len(infos) == 0 {
+			listErr = err
+		}
+		st.Errors = append(st.Errors, "listing streams: "+err.Error())
+	}
+	for _, si := range infos {
+		ss := streamStatus(si)
+		st.Streams = append(st.Streams, ss)
+		if l := node(ss.Leader); l != nil {
+			l.Leads = append(l.Leads, ss.Name)
+			if n.srv == nil {
+				l.Up = true
+			}
+		}
+		for _, r := range ss.Replicas {
+			rn := node(r.Name)
+			if n.srv == nil && !r.Offline {
+				rn.Up = true
+			}
+		}
+		if queues && ss.Kind == "queues" {
+			st.Errors = append(st.Errors, n.queueStatuses(ctx, st, ss)...)
+		}
+	}
+	slices.SortFunc(st.Streams, func(a, b StreamStatus) int { return strings.Compare(a.Name, b.Name) })
+	slices.SortFunc(st.Queues, func(a, b QueueStatus) int {
+		if c := strings.Compare(a.Identity.Group, b.Identity.Group); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Identity.Destination(), b.Identity.Destination())
+	})
+	for _, ns := range nodes {
+		slices.Sort(ns.Leads)
+		ns.MetaLeader = ns.Name == st.MetaLeader
+		st.Nodes = append(st.Nodes, *ns)
+	}
+	slices.SortFunc(st.Nodes, func(a, b NodeStatus) int { return strings.Compare(a.Name, b.Name) })
+	return st, listErr
+}
+
+// embeddedNodes fills the meta leader and the nodes from the embedded server: the meta
+// group's peers, up when a route to them is connected.
+func (n *Node) embeddedNodes(st *Status, node func(string) *NodeStatus) {
+	node(st.Node).Up = true
+	if jsi, err := n.srv.Jsz(&server.JSzOptions{}); err == nil && jsi.Meta != nil {
+		st.MetaLeader = jsi.Meta.Leader
+		if jsi.Meta.Name != "" {
+			st.Cluster = jsi.Meta.Name
+		}
+		node(jsi.Meta.Leader)
+		for _, p := range jsi.Meta.Replicas {
+			node(p.Name)
+		}
+	}
+	if rz, err := n.srv.Routez(&server.RoutezOptions{}); err == nil {
+		for _, r := range rz.Routes {
+			if r.RemoteName != "" {
+				node(r.RemoteName).Up = true
+			}
+		}
+	}
+}
+
+// queueStatuses appends the queues of stream (group's queue stream) to st: every subject
+// holding messages and every queue consumer, and returns what could not be read.
+func (n *Node) queueStatuses(ctx context.Context, st *Status, ss StreamStatus) []string {
+	stream, group := ss.Name, ss.Group
+	s, err := n.js.Stream(ctx, stream)
+	if err != nil {
+		return []string{"stream " + stream + ": " + err.Error()}
+	}
+	var errs []string
+	byID := map[dest.Identity]*QueueStatus{}
+	var order []dest.Identity
+	get := func(id dest.Identity) *QueueStatus {
+		qs := byID[id]
+		if qs == nil {
+			// Until a consumer exists the queue lives on the stream's leader and replicas.
+			qs = &QueueStatus{Identity: id, Stream: stream, Leader: ss.Leader, Replicas: ss.Replicas}
+			byID[id] = qs
+			order = append(order, id)
+		}
+		return qs
+	}
+	if si, err := s.Info(ctx, jetstream.WithSubjectFilter("t."+group+".>")); err != nil {
+		errs = append(errs, "subjects of "+stream+": "+err.Error())
+	} else {
+		for subj, count := range si.State.Subjects {
+			if id, ok := identityOfSubject(subj); ok && id.Group == group {
+				get(id).Stored = count
+			}
+		}
+	}
+	cl := s.ListConsumers(ctx)
+	for ci := range cl.Info() {
+		if !strings.HasPrefix(ci.Name, "q_") {
+			continue
+		}
+		id, ok := identityOfSubject(ci.Config.FilterSubject)
+		if !ok || id.Group != group {
+			continue
+		}
+		qs := get(id)
+		qs.Consumer = true
+		qs.Pending, qs.Delivering, qs.Redelivered = ci.NumPending, ci.NumAckPending, ci.NumRedelivered
+		qs.Waiting, qs.Delivered = ci.NumWaiting, ci.Delivered.Consumer
+		if ci.Cluster != nil {
+			qs.Leader, qs.Replicas = ci.Cluster.Leader, replicas(ci.Cluster.Replicas)
+		}
+	}
+	if err := cl.Err(); err != nil && !errors.Is(err, jetstream.ErrEndOfData) {
+		errs = append(errs, "consumers of "+stream+": "+err.Error())
+	}
+	for _, id := range order {
+		st.Queues = append(st.Queues, *byID[id])
+	}
+	return errs
+}
+
+func streamStatus(si *jetstream.StreamInfo) StreamStatus {
+	ss := StreamStatus{Name: si.Config.Name, Messages: si.State.Msgs, Bytes: si.State.Bytes,
+		LastSeq: si.State.LastSeq, Consumers: si.State.Consumers}
+	ss.Group, ss.Kind = streamKind(si.Config.Name)
+	if si.Cluster != nil {
+		ss.Leader, ss.Replicas = si.Cluster.Leader, replicas(si.Cluster.Replicas)
+	}
+	return ss
+}
+
+// streamKind is the group and kind ("queues", "events-store" or "other") of a Titan stream
+// name (semantics.go): TITAN_<g>_Q and ring queues' TITAN_<g>_Q_R<N>; TITAN_<g>_ES and
+// retention classes' TITAN_<g>_ES_<8 hex>.
+func streamKind(name string) (group, kind string) {
+	rest := strings.TrimPrefix(name, "TITAN_")
+	if i := strings.LastIndex(rest, "_"); i > 0 {
+		switch tail := rest[i+1:]; {
+		case len(tail) > 1 && tail[0] == 'R' && digits(tail[1:]) && strings.HasSuffix(rest[:i], "_Q"):
+			rest = rest[:i]
+		case len(tail) == 8 && isHex(tail) && strings.HasSuffix(rest[:i], "_ES"):
+			rest = rest[:i]
+		}
+	}
+	switch {
+	case strings.HasSuffix(rest, "_Q"):
+		return strings.TrimSuffix(rest, "_Q"), "queues"
+	case strings.HasSuffix(rest, "_ES"):
+		return strings.TrimSuffix(rest, "_ES"), "events-store"
+	}
+	return rest, "other"
+}
+
+func digits(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return s != ""
+}
+
+func isHex(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if !(s[i] >= '0' && s[i] <= '9' || s[i] >= 'a' && s[i] <= 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+func replicas(ps []*jetstream.PeerInfo) []ReplicaStatus {
+	out := make([]ReplicaStatus, 0, len(ps))
+	for _, p := range ps {
+		out = append(out, ReplicaStatus{Name: p.Name, Current: p.Current, Offline: p.Offline, Lag: p.Lag, Active: p.Active})
+	}
+	slices.SortFunc(out, func(a, b ReplicaStatus) int { return strings.Compare(a.Name, b.Name) })
+	return out
+}
+
+// identityOfSubject is Subject's inverse for a queue subject (t.<group>.q.<tokens> or
+// t.<group>.qb.<tokens>, and a ring queue's t.<group>.r<N>.<tokens> or rb<N>): it undoes
+// appendToken's percent-encoding.
+func identityOfSubject(subject string) (dest.Identity, bool) {
+	parts := strings.SplitN(subject, ".", 4)
+	if len(parts) != 4 || parts[0] != "t" {
+		return dest.Identity{}, false
+	}
+	id := dest.Identity{Group: parts[1], Pattern: dest.PatternQueues}
+	switch parts[2] {
+	case kindQueue:
+	case kindQueueBare:
+		id.Bare = true
+	default:
+		switch k := parts[2]; {
+		case len(k) > 2 && k[:2] == "rb" && digits(k[2:]):
+			id.Bare = true
+		case len(k) > 1 && k[0] == 'r' && digits(k[1:]):
+		default:
+			return dest.Identity{}, false
+		}
+	}
+	toks := strings.Split(parts[3], ".")
+	for i, tok := range toks {
+		dec, ok := decodeToken(tok)
+		if !ok {
+			return dest.Identity{}, false
+		}
+		toks[i] = dec
+	}
+	id.Channel = strings.Join(toks, ".")
+	return id, true
+}
+
+// decodeToken undoes appendToken.
+func decodeToken(tok string) (string, bool) {
+	if !strings.Contains(tok, "%") {
+		return tok, true
+	}
+	var b strings.Builder
+	for i := 0; i < len(tok); i++ {
+		if tok[i] != '%' {
+			b.WriteByte(tok[i])
+			continue
+		}
+		if i+2 >= len(tok) {
+			return "", false
+		}
+		hi, lo := unhex(tok[i+1]), unhex(tok[i+2])
+		if hi < 0 || lo < 0 {
+			return "", false
+		}
+		b.WriteByte(byte(hi<<4 | lo))
+		i += 2
+	}
+	return b.String(), true
+}
+
+func unhex(c byte) int {
+	switch {
+	case c >= '0' && c <= '9':
+		return int(c - '0')
+	case c >= 'A' && c <= 'F':
+		return int(c-'A') + 10
+	case c >= 'a' && c <= 'f':
+		return int(c-'a') + 10
+	}
+	return -1
+}
