@@ -51,24 +51,14 @@ func (s messageStage) Apply(c *Context) {
 	for _, h := range c.Native() {
 		hdrs = setHeader(hdrs, h.Key, h.Value)
 	}
-	src := frame.Frame{Headers: hdrs, Body: f.Body}
-	var packed frame.Frame
-	src.CloneInto(&packed)
 	now := s.clock().UnixMilli()
-	id := cloneIdentity(c.Identity)
-	destination := id.Destination()
-	if strings.HasSuffix(destination, id.Channel) && !strings.Contains(id.Channel, ".") {
-		// The channel is the destination's tail: share it instead of a second copy.
-		id.Channel = destination[len(destination)-len(id.Channel):]
-	} else {
-		id.Channel = strings.Clone(id.Channel)
-	}
-	m := &message.Message{
-		ID:          message.NewID(s.idPrefix),
-		Group:       id.Group,
-		Destination: destination,
-		Headers:     packed.Headers,
-		Body:        packed.Body,
+	var destBuf [128]byte
+	parts := message.Parts{
+		IDPrefix:    s.idPrefix,
+		Group:       c.Identity.Group,
+		Destination: c.Identity.AppendDestination(destBuf[:0]),
+		Headers:     hdrs,
+		Body:        f.Body,
 		TimestampMs: now,
 		Persistent:  headerValue(hdrs, frame.HdrPersistent) != "false",
 	}
@@ -78,7 +68,7 @@ func (s messageStage) Apply(c *Context) {
 			c.failWith("invalid expires header", "expires is an absolute time in Unix milliseconds", message.ErrInvalidHeader)
 			return
 		}
-		m.ExpiresMs = ms
+		parts.ExpiresMs = ms
 	}
 	if v := headerValue(hdrs, "delay"); v != "" {
 		ms, err := strconv.ParseInt(v, 10, 64)
@@ -87,22 +77,22 @@ func (s messageStage) Apply(c *Context) {
 			return
 		}
 		if ms > 0 {
-			m.DeliverAtMs = now + ms
+			parts.DeliverAtMs = now + ms
 		}
+	}
+	m := message.Pack(&parts)
+	id := c.Identity
+	if id.Group != "" {
+		id.Group = m.Group // detached from the read buffer (the default group is a constant)
+	}
+	if strings.HasSuffix(m.Destination, id.Channel) && !strings.Contains(id.Channel, ".") {
+		// The channel is the destination's tail: share it instead of a second copy.
+		id.Channel = m.Destination[len(m.Destination)-len(id.Channel):]
+	} else {
+		id.Channel = strings.Clone(id.Channel)
 	}
 	c.Message = m
 	c.Identity = id
-}
-
-// cloneIdentity detaches id's group from the read buffer (the default group is a constant,
-// not copied). The channel is left to the caller.
-func cloneIdentity(id dest.Identity) dest.Identity {
-	if id.Group == dest.DefaultGroup {
-		id.Group = dest.DefaultGroup
-	} else {
-		id.Group = strings.Clone(id.Group)
-	}
-	return id
 }
 
 // duplicateStage is duplicate detection (DESIGN: Durability): a SEND whose duplicate id

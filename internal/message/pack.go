@@ -1,0 +1,274 @@
+package message
+
+import (
+	"strconv"
+	"unsafe"
+
+	"github.com/titan-broker/titan/internal/frame"
+)
+
+// Parts are the fields of a Message that Pack copies into the message's own memory. Every
+// string and slice of Parts may point into a read buffer: Pack keeps none of them.
+type Parts struct {
+	// IDPrefix is the message-id's prefix; Pack appends "-<n>" from the process-wide counter
+	// NewID uses.
+	IDPrefix string
+	// ID, when set, is the message-id as is (IDPrefix is not used): a message rebuilt from
+	// another keeps its id.
+	ID string
+	// Group is the destination group ("default" is kept as the constant, not copied).
+	Group string
+	// Destination is the canonical egress destination, as bytes (often built on the stack).
+	Destination []byte
+	// Headers are the user headers after ingress mapping.
+	Headers []frame.Header
+	// Body is the payload.
+	Body []byte
+	// TimestampMs, ExpiresMs, DeliverAtMs and Persistent are copied to the Message as given.
+	TimestampMs, ExpiresMs, DeliverAtMs int64
+	Persistent                          bool
+}
+
+// inlineHeaders is the number of user headers a packed message holds without a separate
+// header slice (most SENDs carry content-type and at most a few custom headers).
+const inlineHeaders = 4
+
+// defaultGroup is dest.DefaultGroup (not imported: message sits below dest).
+const defaultGroup = "default"
+
+// block is a Message, its headers and its bytes in one allocation. A is a byte array type
+// (the size class); buf holds the STOMP 1.2 shared MESSAGE tail, from which ID, Destination,
+// Group, the header strings and Body are sliced, then the raw copies of those that 1.2
+// escaping changed.
+type block[A any] struct {
+	m   Message
+	hdr [inlineHeaders]frame.Header
+	buf A
+}
+
+// newBlock allocates a block of size class A and returns its message, inline headers and
+// byte area.
+func newBlock[A any]() (*Message, []frame.Header, []byte) {
+	b := new(block[A])
+	return &b.m, b.hdr[:0:inlineHeaders], unsafe.Slice((*byte)(unsafe.Pointer(&b.buf)), unsafe.Sizeof(b.buf))
+}
+
+// allocBlock returns a message, room for nh headers and n bytes in as few allocations as
+// possible: one for up to inlineHeaders headers and 4 KiB of bytes (the message, headers and
+// bytes together), one more for each of the headers and the bytes beyond that.
+func allocBlock(nh, n int) (*Message, []frame.Header, []byte) {
+	var (
+		m   *Message
+		hdr []frame.Header
+		buf []byte
+	)
+	switch {
+	case n <= 128:
+		m, hdr, buf = newBlock[[128]byte]()
+	case n <= 256:
+		m, hdr, buf = newBlock[[256]byte]()
+	case n <= 512:
+		m, hdr, buf = newBlock[[512]byte]()
+	case n <= 1024:
+		m, hdr, buf = newBlock[[1024]byte]()
+	case n <= 2048:
+		m, hdr, buf = newBlock[[2048]byte]()
+	case n <= 4096:
+		m, hdr, buf = newBlock[[4096]byte]()
+	default:
+		m, hdr, _ = newBlock[[0]byte]()
+		buf = make([]byte, n)
+	}
+	if nh > inlineHeaders {
+		hdr = make([]frame.Header, 0, nh)
+	}
+	return m, hdr, buf[:0:n]
+}
+
+// escaped12 returns the length of s escaped for STOMP 1.2 (STOMP 1.2 "Value Encoding": CR,
+// LF, colon and backslash take two bytes).
+func escaped12(s string) int {
+	n := len(s)
+	for i := 0; i < len(s); i++ {
+		switch s[i] {
+		case '\r', '\n', ':', '\\':
+			n++
+		}
+	}
+	return n
+}
+
+// noop marks a sync.Once as done.
+func noop() {}
+
+// Pack builds a Message from p with its STOMP 1.2 shared MESSAGE tail (see Shared) already
+// encoded, in one allocation when p has at most 4 headers and its tail fits 4 KiB (the
+// message, its headers, its tail; every string of the message is a slice of the tail or of
+// the bytes after it). The message-id is IDPrefix-<n> from the counter NewID uses. Safe for
+// concurrent use; keeps no reference into p.
+func Pack(p *Parts) *Message {
+	var digits [21]byte
+	prefix, num := p.ID, []byte(nil)
+	if prefix == "" {
+		prefix = p.IDPrefix
+		num = strconv.AppendUint(append(digits[:0], '-'), idCounter.Add(1), 10)
+	}
+	custom := p.Group != defaultGroup && p.Group != ""
+
+	// Sizes: the tail, then the raw copies of strings that escaping changed.
+	idLen := len(prefix) + len(num)
+	destEsc := escaped12(unsafe.String(unsafe.SliceData(p.Destination), len(p.Destination)))
+	idEsc := escaped12(prefix) + len(num)
+	n := len(frame.HdrDestination) + 2 + destEsc + len(frame.HdrMessageID) + 2 + idEsc
+	extra := 0
+	if destEsc != len(p.Destination) {
+		extra += len(p.Destination)
+	}
+	if idEsc != idLen {
+		extra += idLen
+	}
+	if custom {
+		g := escaped12(p.Group)
+		n += len(frame.HdrGroup) + 2 + g
+		if g != len(p.Group) {
+			extra += len(p.Group)
+		}
+	}
+	var cl [20]byte
+	clen := strconv.AppendInt(cl[:0], int64(len(p.Body)), 10)
+	n += len(frame.HdrContentLength) + 2 + len(clen)
+	dropped := 0
+	for _, h := range p.Headers {
+		if !frame.Representable(h.Key, h.Value, frame.V12, false) {
+			dropped++
+			extra += len(h.Key) + len(h.Value)
+			continue
+		}
+		k, v := escaped12(h.Key), escaped12(h.Value)
+		n += k + 1 + v + 1
+		if k != len(h.Key) {
+			extra += len(h.Key)
+		}
+		if v != len(h.Value) {
+			extra += len(h.Value)
+		}
+	}
+	n += 1 + len(p.Body) + len(frame.Terminator)
+
+	m, hdr, b := allocBlock(len(p.Headers), n+extra)
+	destination := unsafe.String(unsafe.SliceData(p.Destination), len(p.Destination))
+	destAt := len(b) + len(frame.HdrDestination) + 1
+	b, _ = frame.AppendHeader(b, frame.HdrDestination, destination, frame.V12, false)
+	idAt := len(b) + len(frame.HdrMessageID) + 1
+	b = append(b, frame.HdrMessageID...)
+	b = append(b, ':')
+	b = appendEscaped12(b, prefix)
+	b = append(b, num...)
+	b = append(b, '\n')
+	groupAt := len(b) + len(frame.HdrGroup) + 1
+	if custom {
+		b, _ = frame.AppendHeader(b, frame.HdrGroup, p.Group, frame.V12, false)
+	}
+	b = append(b, frame.HdrContentLength...)
+	b = append(b, ':')
+	b = append(b, clen...)
+	b = append(b, '\n')
+	var spots [8]int // where each header's key starts in the tail; -1 when left out
+	keyAt := spots[:0]
+	for _, h := range p.Headers {
+		at := len(b)
+		var ok bool
+		if b, ok = frame.AppendHeader(b, h.Key, h.Value, frame.V12, false); !ok {
+			at = -1
+		}
+		keyAt = append(keyAt, at)
+	}
+	b = append(b, '\n')
+	bodyAt := len(b)
+	b = append(b, p.Body...)
+	b = frame.AppendTerminator(b)
+	tail := b[:len(b):len(b)]
+
+	// Raw strings: slices of the tail where escaping left them alone, copies after it otherwise.
+	m.Destination, b = rawString(b, destination, destAt, destEsc)
+	if idEsc == idLen {
+		m.ID = unsafe.String(&b[idAt], idLen)
+	} else {
+		from := len(b)
+		b = append(b, prefix...)
+		b = append(b, num...)
+		m.ID = unsafe.String(&b[from], idLen)
+	}
+	m.Group = defaultGroup
+	if custom {
+		m.Group, b = rawString(b, p.Group, groupAt, escaped12(p.Group))
+	}
+	for i, h := range p.Headers {
+		var key, value string
+		if at := keyAt[i]; at < 0 {
+			key, b = rawString(b, h.Key, 0, -1)
+			value, b = rawString(b, h.Value, 0, -1)
+		} else {
+			kEsc := escaped12(h.Key)
+			key, b = rawString(b, h.Key, at, kEsc)
+			value, b = rawString(b, h.Value, at+kEsc+1, escaped12(h.Value))
+		}
+		hdr = append(hdr, frame.Header{Key: key, Value: value})
+	}
+	if len(hdr) > 0 {
+		m.Headers = hdr
+	}
+	if p.Body != nil {
+		m.Body = tail[bodyAt : bodyAt+len(p.Body) : bodyAt+len(p.Body)]
+	}
+	m.TimestampMs, m.ExpiresMs, m.DeliverAtMs, m.Persistent = p.TimestampMs, p.ExpiresMs, p.DeliverAtMs, p.Persistent
+	m.enc[frame.V12-1] = tail
+	m.dropped[frame.V12-1] = int32(dropped)
+	m.once[frame.V12-1].Do(noop)
+	return m
+}
+
+// rawString returns s as held by b: the unescaped bytes at b[at:] when escaping left s
+// alone (esc == len(s)), else a copy appended to b (which has the room: its capacity was
+// sized by Pack, so it never moves).
+func rawString(b []byte, s string, at, esc int) (string, []byte) {
+	if len(s) == 0 {
+		return "", b
+	}
+	if esc != len(s) {
+		at = len(b)
+		b = append(b, s...)
+	}
+	return unsafe.String(&b[at], len(s)), b
+}
+
+// appendEscaped12 appends s escaped for STOMP 1.2 header text.
+func appendEscaped12(b []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; c {
+		case '\r':
+			b = append(b, '\\', 'r')
+		case '\n':
+			b = append(b, '\\', 'n')
+		case ':':
+			b = append(b, '\\', 'c')
+		case '\\':
+			b = append(b, '\\', '\\')
+		default:
+			b = append(b, c)
+		}
+	}
+	return b
+}
+
+// Rebuilt returns a packed copy of m with headers instead of m's (same id, group,
+// destination, body, times and persistence): messages are immutable once built, so a stage
+// that changes headers builds a new one.
+func Rebuilt(m *Message, headers []frame.Header) *Message {
+	var destBuf [128]byte
+	return Pack(&Parts{
+		ID: m.ID, Group: m.Group, Destination: append(destBuf[:0], m.Destination...),
+		Headers: headers, Body: m.Body,
+		TimestampMs: m.TimestampMs, ExpiresMs: m.ExpiresMs, DeliverAtMs: m.DeliverAtMs, Persistent: m.Persistent,
+	})
+}
