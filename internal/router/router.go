@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"runtime/debug"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -309,7 +310,8 @@ func (r *Router) run(c *Context, stages []Stage) (rest []Stage) {
 // detached from the read buffer.
 func (r *Router) deferTail(c *Context, rest []Stage) {
 	conn := c.Conn
-	d := &deferredSend{r: r, conn: conn, tail: *c, rest: rest, wait: c.durable}
+	d := deferredSends.Get().(*deferredSend)
+	*d = deferredSend{r: r, conn: conn, tail: *c, rest: rest, wait: c.durable}
 	d.tail.Frame, d.tail.durable = nil, nil
 	d.tail.Receipt = strings.Clone(c.Receipt)
 	if conn.pipe == nil {
@@ -336,8 +338,9 @@ func (r *Router) deferTail(c *Context, rest []Stage) {
 	conn.pipe.push(d)
 }
 
-// deferredSend is a SEND waiting on its connection's pipeline for its store commit (one
-// allocation per deferred SEND).
+// deferredSend is a SEND waiting on its connection's pipeline for its store commit. Pooled
+// (deferredSends): finish returns it, as nothing keeps a Context past its route (the same
+// rule that lets Conn.scratch be reused per frame).
 type deferredSend struct {
 	r     *Router
 	conn  *Conn
@@ -347,7 +350,16 @@ type deferredSend struct {
 	early bool // published before the commit (queues)
 }
 
+var deferredSends = sync.Pool{New: func() any { return new(deferredSend) }}
+
 func (d *deferredSend) finish() {
+	d.answer()
+	*d = deferredSend{}
+	deferredSends.Put(d)
+}
+
+// answer waits for the commit, finishes the route and answers.
+func (d *deferredSend) answer() {
 	r, conn, tail := d.r, d.conn, &d.tail
 	err := d.wait()
 	switch {
