@@ -601,7 +601,7 @@ func (l *Log) PersistAsync(id dest.Identity, m *message.Message) (wait func() er
 	}
 	eb := encodeBufs.Get().(*encodeBuf)
 	eb.b = message.Encode(eb.b[:0], m)
-	eb.one[0] = eb.b // the variadic argument, in the pooled buffer rather than on the heap
+	eb.one[0] = eb.b                                          // the variadic argument, in the pooled buffer rather than on the heap
 	seq, w, err := aa.AppendAsync(l.stream(id), eb.one[:]...) // the store copies the record
 	putEncodeBuf(eb)
 	if err != nil {
