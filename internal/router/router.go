@@ -95,7 +95,9 @@ type Options struct {
 	MaxRequestTimeout time.Duration
 	// MessageIDPrefix prefixes broker-assigned message ids (default "titan").
 	MessageIDPrefix string
-	// Clock is the time source (default time.Now).
+	// Clock is the time source of message timestamps and start positions (default
+	// time.Now); read once per SEND, it needs millisecond precision only (the broker passes
+	// a clock.Coarse).
 	Clock Clock
 	// Logger receives routing events; nil discards them.
 	Logger *slog.Logger
