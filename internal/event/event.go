@@ -48,6 +48,9 @@ type Options struct {
 	DropPolicy DropPolicy
 	// Logger receives the rate-limited log of drops by policy (nil: discarded).
 	Logger *slog.Logger
+	// ConsumerLinger is how long a fanout-mode queue's consumer goroutine waits for more
+	// messages once its queue is empty before it ends (default DefaultConsumerLinger).
+	ConsumerLinger time.Duration
 }
 
 // DropPolicy says which events destinations drop messages for a subscriber over its
@@ -78,6 +81,9 @@ func New(d *dispatch.Dispatcher, o Options) *Pattern {
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.ConsumerLinger <= 0 {
+		o.ConsumerLinger = DefaultConsumerLinger
 	}
 	p := &Pattern{d: d, opts: o, subs: make(map[string]*sublist.Sublist[*delivery.Subscription])}
 	d.Register(dest.PatternEvents, p, true) // operator-made queues and their state survive restarts
@@ -248,5 +254,5 @@ func (p *Pattern) NewQueue(id dest.Identity, s address.Settings) dispatch.Queue 
 	if s.Capacity == 0 && s.MaxPendingBytes == 0 {
 		s.Capacity = address.DefaultEventsCapacity
 	}
-	return &Queue{id: id, p: p, settings: s, space: make(chan struct{})}
+	return &Queue{id: id, p: p, settings: s, space: make(chan struct{}), wake: make(chan struct{}, 1)}
 }
