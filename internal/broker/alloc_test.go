@@ -87,9 +87,17 @@ func TestAllocsSendTopic(t *testing.T) {
 	}
 }
 
+// pooledOnQueuePath counts the sync.Pools a queue SEND takes objects from (deferred SEND,
+// commit-latency wait, record buffer, auto-acked list, retired sequences): under -race a
+// pool drops a random share of what is put back, so each may allocate again.
+const pooledOnQueuePath = 5
+
 func TestAllocsSendQueue(t *testing.T) {
-	const budget = 3
-	if got := sendAllocs(t, "/queue/alloc"); got > budget {
+	budget := 3
+	if raceEnabled {
+		budget += pooledOnQueuePath
+	}
+	if got := sendAllocs(t, "/queue/alloc"); got > float64(budget) {
 		t.Fatalf("SEND to a queue with one subscriber: %.1f allocations, budget %d", got, budget)
 	} else {
 		t.Logf("SEND to a queue with one subscriber: %.1f allocations (budget %d)", got, budget)

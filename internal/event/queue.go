@@ -255,6 +255,9 @@ func (q *Queue) SetRingSize(int) (address.Settings, error) {
 // Purge implements dispatch.Queue: buffered messages are discarded and the consumer ends.
 func (q *Queue) Purge() {
 	q.mu.Lock()
+	if !q.deleted {
+		q.p.queues.Add(-1)
+	}
 	wake := q.idle
 	q.idle = false
 	q.deleted = true
