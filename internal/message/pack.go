@@ -216,7 +216,7 @@ func Pack(p *Parts) *Message {
 		hdr = append(hdr, frame.Header{Key: key, Value: value})
 	}
 	if len(hdr) > 0 {
-		m.Headers = hdr
+		m.Headers = hdr[:len(hdr):len(hdr)] // clipped: an append copies, never writes in place
 	}
 	if p.Body != nil {
 		m.Body = tail[bodyAt : bodyAt+len(p.Body) : bodyAt+len(p.Body)]
