@@ -55,7 +55,9 @@ func newBlock[A any]() (*Message, []frame.Header, []byte) {
 
 // allocBlock returns a message, room for nh headers and n bytes in as few allocations as
 // possible: one for up to inlineHeaders headers and 4 KiB of bytes (the message, headers and
-// bytes together), one more for each of the headers and the bytes beyond that.
+// bytes together), one more for each of the headers and the bytes beyond that. The byte
+// area comes in steps of 64 to 512 bytes (about an eighth of n), so that little of a block
+// is unused beyond what the allocator's own size classes round up.
 func allocBlock(nh, n int) (*Message, []frame.Header, []byte) {
 	var (
 		m   *Message
@@ -63,16 +65,44 @@ func allocBlock(nh, n int) (*Message, []frame.Header, []byte) {
 		buf []byte
 	)
 	switch {
+	case n <= 64:
+		m, hdr, buf = newBlock[[64]byte]()
 	case n <= 128:
 		m, hdr, buf = newBlock[[128]byte]()
+	case n <= 192:
+		m, hdr, buf = newBlock[[192]byte]()
 	case n <= 256:
 		m, hdr, buf = newBlock[[256]byte]()
+	case n <= 320:
+		m, hdr, buf = newBlock[[320]byte]()
+	case n <= 384:
+		m, hdr, buf = newBlock[[384]byte]()
+	case n <= 448:
+		m, hdr, buf = newBlock[[448]byte]()
 	case n <= 512:
 		m, hdr, buf = newBlock[[512]byte]()
+	case n <= 640:
+		m, hdr, buf = newBlock[[640]byte]()
+	case n <= 768:
+		m, hdr, buf = newBlock[[768]byte]()
+	case n <= 896:
+		m, hdr, buf = newBlock[[896]byte]()
 	case n <= 1024:
 		m, hdr, buf = newBlock[[1024]byte]()
+	case n <= 1280:
+		m, hdr, buf = newBlock[[1280]byte]()
+	case n <= 1536:
+		m, hdr, buf = newBlock[[1536]byte]()
+	case n <= 1792:
+		m, hdr, buf = newBlock[[1792]byte]()
 	case n <= 2048:
 		m, hdr, buf = newBlock[[2048]byte]()
+	case n <= 2560:
+		m, hdr, buf = newBlock[[2560]byte]()
+	case n <= 3072:
+		m, hdr, buf = newBlock[[3072]byte]()
+	case n <= 3584:
+		m, hdr, buf = newBlock[[3584]byte]()
 	case n <= 4096:
 		m, hdr, buf = newBlock[[4096]byte]()
 	default:

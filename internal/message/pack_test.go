@@ -89,3 +89,19 @@ func BenchmarkPack(b *testing.B) {
 		Pack(&p)
 	}
 }
+
+// TestPackEverySizeClass checks the tail and body of packed messages whose tails fall in
+// every size class and beyond the largest.
+func TestPackEverySizeClass(t *testing.T) {
+	for n := 0; n < 5000; n += 37 {
+		body := bytes.Repeat([]byte{'b'}, n)
+		m := Pack(&Parts{IDPrefix: "p", Group: "g", Destination: []byte("/queue/q"),
+			Headers: []frame.Header{{Key: "k", Value: "v"}}, Body: body})
+		ref := &Message{ID: m.ID, Group: "g", Destination: "/queue/q", Headers: []frame.Header{{Key: "k", Value: "v"}}, Body: body}
+		got, _ := m.Shared(frame.V12)
+		want, _ := ref.Shared(frame.V12)
+		if !bytes.Equal(got, want) || !bytes.Equal(m.Body, body) {
+			t.Fatalf("body of %d bytes: tail %q, want %q", n, got, want)
+		}
+	}
+}
