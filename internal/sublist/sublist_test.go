@@ -538,24 +538,29 @@ func TestCachePatched(t *testing.T) {
 }
 
 // BenchmarkMatchAfterSubscribe measures what a subscription change costs the publishers: per
-// iteration one wildcard subscription is inserted and removed again, then 16 warm channels
-// are matched (before patching, every change emptied the cache and each Match missed).
+// iteration one subscription (exact, or a wildcard over some of the channels) is inserted and
+// removed again, then 16 warm channels with subscribers are matched (before patching, every
+// change emptied the cache and each Match missed: a trie walk and a new result slice).
 func BenchmarkMatchAfterSubscribe(b *testing.B) {
-	s, _ := buildIndex(10)
-	hot := make([]string, 16)
-	for i := range hot {
-		hot[i] = "t" + strconv.Itoa(i) + ".svc1.evt.e1"
-		s.Match(hot[i], func(int) {})
+	for _, filter := range []string{"t3.svc3.evt.new", "t3.*.evt.>"} {
+		b.Run(map[bool]string{false: "exact", true: "wildcard"}[strings.Contains(filter, "*")], func(b *testing.B) {
+			s, chans := buildIndex(10)
+			hot := make([]string, 16)
+			for i := range hot {
+				hot[i] = chans[i*37+1] // i*37+1 is never a multiple of 10: an exact filter's channel
+				s.Match(hot[i], func(int) {})
+			}
+			n := 0
+			fn := func(int) { n++ }
+			b.ReportAllocs()
+			for b.Loop() {
+				s.Insert(filter, -1)
+				s.Remove(filter, -1)
+				for _, ch := range hot {
+					s.Match(ch, fn)
+				}
+			}
+			benchSink += n
+		})
 	}
-	n := 0
-	fn := func(int) { n++ }
-	b.ReportAllocs()
-	for b.Loop() {
-		s.Insert("t3.*.evt.>", -1)
-		s.Remove("t3.*.evt.>", -1)
-		for _, ch := range hot {
-			s.Match(ch, fn)
-		}
-	}
-	benchSink += n
 }
