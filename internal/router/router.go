@@ -222,6 +222,39 @@ type Conn struct {
 	// unpublished: a queue SEND's early publication failed fatally, so the SENDs read after
 	// it are not published (read goroutine only); the pipeline answers the failure in order.
 	unpublished bool
+	// names are detached copies of the channels and groups this connection's SENDs named
+	// (intern; read goroutine only), allocated on the first SEND.
+	names     *[internedNames]string
+	namesNext uint8
+}
+
+// internedNames is how many channel and group names a connection keeps detached copies of.
+const internedNames = 8
+
+// intern returns a copy of s that does not point into a read buffer or a message: the same
+// copy for the last internedNames distinct names this connection's SENDs used, so that a
+// producer's steady traffic allocates none. An Identity that the patterns may keep (a
+// queue's or a metric's map key) must hold such copies: a slice of a message would keep the
+// whole message (its body included) alive. Read goroutine only.
+func (c *Conn) intern(s string) string {
+	switch s {
+	case "":
+		return ""
+	case dest.DefaultGroup:
+		return dest.DefaultGroup
+	}
+	if c.names == nil {
+		c.names = new([internedNames]string)
+	}
+	for _, n := range c.names {
+		if n == s {
+			return n
+		}
+	}
+	n := strings.Clone(s)
+	c.names[c.namesNext%internedNames] = n
+	c.namesNext++
+	return n
 }
 
 // Open returns the router state for a newly connected client.

@@ -81,15 +81,12 @@ func (s messageStage) Apply(c *Context) {
 		}
 	}
 	m := message.Pack(&parts)
+	// The identity's strings are the connection's detached copies, not slices of m: the
+	// patterns may keep an Identity (a queue's map key) far longer than m.
 	id := c.Identity
+	id.Group, id.Channel = c.Conn.intern(id.Group), c.Conn.intern(id.Channel)
 	if id.Group != "" {
-		id.Group = m.Group // detached from the read buffer (the default group is a constant)
-	}
-	if strings.HasSuffix(m.Destination, id.Channel) && !strings.Contains(id.Channel, ".") {
-		// The channel is the destination's tail: share it instead of a second copy.
-		id.Channel = m.Destination[len(m.Destination)-len(id.Channel):]
-	} else {
-		id.Channel = strings.Clone(id.Channel)
+		m.Group = id.Group // before m is shared: the same value, without holding m's block
 	}
 	c.Message = m
 	c.Identity = id
