@@ -116,20 +116,35 @@ func allocBlock(nh, n int) (*Message, []frame.Header, []byte) {
 }
 
 // escaped12 returns the length of s escaped for STOMP 1.2 (STOMP 1.2 "Value Encoding": CR,
-// LF, colon and backslash take two bytes).
-func escaped12(s string) int {
-	n := len(s)
+// LF, colon and backslash take two bytes) and whether s holds a NUL, which no version can
+// carry.
+func escaped12(s string) (n int, nul bool) {
+	n = len(s)
 	for i := 0; i < len(s); i++ {
 		switch s[i] {
 		case '\r', '\n', ':', '\\':
 			n++
+		case 0:
+			nul = true
 		}
 	}
-	return n
+	return n, nul
+}
+
+// appendText12 appends s, whose escaped length is esc, escaped for STOMP 1.2.
+func appendText12(b []byte, s string, esc int) []byte {
+	if esc == len(s) {
+		return append(b, s...)
+	}
+	return appendEscaped12(b, s)
 }
 
 // noop marks a sync.Once as done.
 func noop() {}
+
+// headerLen is one header's escaped key and value lengths; kEsc < 0 marks a header 1.2
+// cannot carry (an empty name, a NUL), which the tail leaves out (see frame.Representable).
+type headerLen struct{ kEsc, vEsc, at int }
 
 // Pack builds a Message from p with its STOMP 1.2 shared MESSAGE tail (see Shared) already
 // encoded, in one allocation when p has at most 4 headers and its tail fits 4 KiB (the
@@ -144,23 +159,26 @@ func Pack(p *Parts) *Message {
 		num = strconv.AppendUint(append(digits[:0], '-'), idCounter.Add(1), 10)
 	}
 	custom := p.Group != defaultGroup && p.Group != ""
+	destination := unsafe.String(unsafe.SliceData(p.Destination), len(p.Destination))
 
 	// Sizes: the tail, then the raw copies of strings that escaping changed.
 	idLen := len(prefix) + len(num)
-	destEsc := escaped12(unsafe.String(unsafe.SliceData(p.Destination), len(p.Destination)))
-	idEsc := escaped12(prefix) + len(num)
+	destEsc, _ := escaped12(destination)
+	prefixEsc, _ := escaped12(prefix)
+	idEsc := prefixEsc + len(num)
 	n := len(frame.HdrDestination) + 2 + destEsc + len(frame.HdrMessageID) + 2 + idEsc
 	extra := 0
-	if destEsc != len(p.Destination) {
-		extra += len(p.Destination)
+	if destEsc != len(destination) {
+		extra += len(destination)
 	}
 	if idEsc != idLen {
 		extra += idLen
 	}
+	groupEsc := 0
 	if custom {
-		g := escaped12(p.Group)
-		n += len(frame.HdrGroup) + 2 + g
-		if g != len(p.Group) {
+		groupEsc, _ = escaped12(p.Group)
+		n += len(frame.HdrGroup) + 2 + groupEsc
+		if groupEsc != len(p.Group) {
 			extra += len(p.Group)
 		}
 	}
@@ -168,13 +186,17 @@ func Pack(p *Parts) *Message {
 	clen := strconv.AppendInt(cl[:0], int64(len(p.Body)), 10)
 	n += len(frame.HdrContentLength) + 2 + len(clen)
 	dropped := 0
+	var lensArr [8]headerLen
+	lens := lensArr[:0]
 	for _, h := range p.Headers {
-		if !frame.Representable(h.Key, h.Value, frame.V12, false) {
+		k, knul := escaped12(h.Key)
+		v, vnul := escaped12(h.Value)
+		if h.Key == "" || knul || vnul {
 			dropped++
 			extra += len(h.Key) + len(h.Value)
+			lens = append(lens, headerLen{kEsc: -1})
 			continue
 		}
-		k, v := escaped12(h.Key), escaped12(h.Value)
 		n += k + 1 + v + 1
 		if k != len(h.Key) {
 			extra += len(h.Key)
@@ -182,36 +204,44 @@ func Pack(p *Parts) *Message {
 		if v != len(h.Value) {
 			extra += len(h.Value)
 		}
+		lens = append(lens, headerLen{kEsc: k, vEsc: v})
 	}
 	n += 1 + len(p.Body) + len(frame.Terminator)
 
 	m, hdr, b := allocBlock(len(p.Headers), n+extra)
-	destination := unsafe.String(unsafe.SliceData(p.Destination), len(p.Destination))
-	destAt := len(b) + len(frame.HdrDestination) + 1
-	b, _ = frame.AppendHeader(b, frame.HdrDestination, destination, frame.V12, false)
-	idAt := len(b) + len(frame.HdrMessageID) + 1
+	b = append(b, frame.HdrDestination...)
+	b = append(b, ':')
+	destAt := len(b)
+	b = appendText12(b, destination, destEsc)
+	b = append(b, '\n')
 	b = append(b, frame.HdrMessageID...)
 	b = append(b, ':')
-	b = appendEscaped12(b, prefix)
+	idAt := len(b)
+	b = appendText12(b, prefix, prefixEsc)
 	b = append(b, num...)
 	b = append(b, '\n')
-	groupAt := len(b) + len(frame.HdrGroup) + 1
+	groupAt := 0
 	if custom {
-		b, _ = frame.AppendHeader(b, frame.HdrGroup, p.Group, frame.V12, false)
+		b = append(b, frame.HdrGroup...)
+		b = append(b, ':')
+		groupAt = len(b)
+		b = appendText12(b, p.Group, groupEsc)
+		b = append(b, '\n')
 	}
 	b = append(b, frame.HdrContentLength...)
 	b = append(b, ':')
 	b = append(b, clen...)
 	b = append(b, '\n')
-	var spots [8]int // where each header's key starts in the tail; -1 when left out
-	keyAt := spots[:0]
-	for _, h := range p.Headers {
-		at := len(b)
-		var ok bool
-		if b, ok = frame.AppendHeader(b, h.Key, h.Value, frame.V12, false); !ok {
-			at = -1
+	for i, h := range p.Headers {
+		l := &lens[i]
+		if l.kEsc < 0 {
+			continue
 		}
-		keyAt = append(keyAt, at)
+		l.at = len(b)
+		b = appendText12(b, h.Key, l.kEsc)
+		b = append(b, ':')
+		b = appendText12(b, h.Value, l.vEsc)
+		b = append(b, '\n')
 	}
 	b = append(b, '\n')
 	bodyAt := len(b)
@@ -231,17 +261,16 @@ func Pack(p *Parts) *Message {
 	}
 	m.Group = defaultGroup
 	if custom {
-		m.Group, b = rawString(b, p.Group, groupAt, escaped12(p.Group))
+		m.Group, b = rawString(b, p.Group, groupAt, groupEsc)
 	}
 	for i, h := range p.Headers {
 		var key, value string
-		if at := keyAt[i]; at < 0 {
+		if l := lens[i]; l.kEsc < 0 {
 			key, b = rawString(b, h.Key, 0, -1)
 			value, b = rawString(b, h.Value, 0, -1)
 		} else {
-			kEsc := escaped12(h.Key)
-			key, b = rawString(b, h.Key, at, kEsc)
-			value, b = rawString(b, h.Value, at+kEsc+1, escaped12(h.Value))
+			key, b = rawString(b, h.Key, l.at, l.kEsc)
+			value, b = rawString(b, h.Value, l.at+l.kEsc+1, l.vEsc)
 		}
 		hdr = append(hdr, frame.Header{Key: key, Value: value})
 	}

@@ -33,6 +33,7 @@ func TestPackMatchesLazyEncoding(t *testing.T) {
 		{"group", "g-1", "/queue/a/b", nil, []byte("x")},
 		{"escaped", "default", "/topic/a", []frame.Header{{Key: "k:1", Value: "a\\b\nc\rd"}, {Key: "plain", Value: "v"}}, []byte("b")},
 		{"not representable", "default", "/topic/a", []frame.Header{{Key: "nul", Value: "a\x00b"}, {Key: "after", Value: "1"}}, []byte("b")},
+		{"empty key", "default", "/topic/a", []frame.Header{{Key: "", Value: "x"}, {Key: "k", Value: ""}}, []byte("b")},
 		{"many headers", "default", "/topic/a", many, []byte("b")},
 		{"size classes", "default", "/topic/a", nil, bytes.Repeat([]byte{'z'}, 3000)},
 		{"large", "default", "/topic/a", []frame.Header{{Key: "content-type", Value: "x"}}, bytes.Repeat([]byte{0, 1, 2}, 5000)},
