@@ -95,10 +95,12 @@ type Options struct {
 	MaxRequestTimeout time.Duration
 	// MessageIDPrefix prefixes broker-assigned message ids (default "titan").
 	MessageIDPrefix string
-	// Clock is the time source of message timestamps and start positions (default
-	// time.Now); read once per SEND, it needs millisecond precision only (the broker passes
-	// a clock.Coarse).
+	// Clock is the time source (default time.Now): scheduled delivery times (a SEND's
+	// delay header) and start positions.
 	Clock Clock
+	// Stamp is the time source of message timestamps, read once per SEND, where a
+	// millisecond is precise enough (default Clock; the broker passes a clock.Coarse).
+	Stamp Clock
 	// Logger receives routing events; nil discards them.
 	Logger *slog.Logger
 	// Store is the durable-acceptance port; nil keeps durable patterns in memory only.
@@ -189,6 +191,9 @@ func New(ports Ports, o Options) *Router {
 	}
 	if o.Clock == nil {
 		o.Clock = time.Now
+	}
+	if o.Stamp == nil {
+		o.Stamp = o.Clock
 	}
 	if ports.Deliveries == nil {
 		ports.Deliveries = &delivery.Registry{}

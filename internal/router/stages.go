@@ -40,7 +40,8 @@ const maxDelayMs = 365 * 24 * 3600 * 1000
 // metadata of an in-process publisher (Context.Native), broker-assigned message-id and
 // timestamp, persistence, expiry and scheduling (read from the mapped headers).
 type messageStage struct {
-	clock    Clock
+	clock    Clock // scheduled delivery times
+	stamp    Clock // the message timestamp (millisecond precision)
 	idPrefix string
 }
 
@@ -51,7 +52,7 @@ func (s messageStage) Apply(c *Context) {
 	for _, h := range c.Native() {
 		hdrs = setHeader(hdrs, h.Key, h.Value)
 	}
-	now := s.clock().UnixMilli()
+	now := s.stamp().UnixMilli()
 	var destBuf [128]byte
 	parts := message.Parts{
 		IDPrefix:    s.idPrefix,
@@ -77,7 +78,8 @@ func (s messageStage) Apply(c *Context) {
 			return
 		}
 		if ms > 0 {
-			parts.DeliverAtMs = now + ms
+			// The exact clock: a coarse one may lag, and the message would be due early.
+			parts.DeliverAtMs = s.clock().UnixMilli() + ms
 		}
 	}
 	m := message.Pack(&parts)
