@@ -321,13 +321,15 @@ func appendEscaped12(b []byte, s string) []byte {
 }
 
 // Rebuilt returns a packed copy of m with headers instead of m's (same id, group,
-// destination, body, times and persistence): messages are immutable once built, so a stage
-// that changes headers builds a new one.
+// destination, body, times, persistence and sequence): messages are immutable once built, so
+// a stage that changes headers builds a new one.
 func Rebuilt(m *Message, headers []frame.Header) *Message {
 	var destBuf [128]byte
-	return Pack(&Parts{
+	r := Pack(&Parts{
 		ID: m.ID, Group: m.Group, Destination: append(destBuf[:0], m.Destination...),
 		Headers: headers, Body: m.Body,
 		TimestampMs: m.TimestampMs, ExpiresMs: m.ExpiresMs, DeliverAtMs: m.DeliverAtMs, Persistent: m.Persistent,
 	})
+	r.Sequence = m.Sequence
+	return r
 }

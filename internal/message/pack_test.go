@@ -106,3 +106,22 @@ func TestPackEverySizeClass(t *testing.T) {
 		}
 	}
 }
+
+// TestRebuilt checks that a rebuilt message keeps everything but its headers.
+func TestRebuilt(t *testing.T) {
+	m := Pack(&Parts{IDPrefix: "titan", Group: "g", Destination: []byte("/queue/a"),
+		Headers: []frame.Header{{Key: "a", Value: "1"}}, Body: []byte("body"), TimestampMs: 1, ExpiresMs: 2, DeliverAtMs: 3, Persistent: true})
+	m.Sequence = 7
+	r := Rebuilt(m, []frame.Header{{Key: "a", Value: "1"}, {Key: "correlation-id", Value: m.ID}})
+	if r.ID != m.ID || r.Group != "g" || r.Destination != "/queue/a" || string(r.Body) != "body" || r.TimestampMs != 1 ||
+		r.ExpiresMs != 2 || r.DeliverAtMs != 3 || !r.Persistent || r.Sequence != 7 || len(r.Headers) != 2 {
+		t.Fatalf("rebuilt %+v from %+v", r, m)
+	}
+	if v, _ := r.Header("correlation-id"); v != m.ID {
+		t.Fatalf("correlation-id %q", v)
+	}
+	tail, _ := r.Shared(frame.V12)
+	if !bytes.Contains(tail, []byte("correlation-id:"+m.ID+"\n")) {
+		t.Fatalf("tail %q lacks the new header", tail)
+	}
+}
