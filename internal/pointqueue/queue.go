@@ -100,7 +100,7 @@ func (p *Queue) enqueueAndUnlock(m *message.Message, size, deliveryCount int) {
 	putAcked(bp, acked)
 }
 
-// ackedBufs holds the slices enqueueAndUnlock collects auto-acked messages in: the Retirer
+// ackedBufs holds the slices enqueueAndUnlock and ack collect acknowledged messages in: the Retirer
 // reads them during the call and keeps none, so a slice is free again once finish returns.
 var ackedBufs = sync.Pool{New: func() any { s := make([]*message.Message, 0, 8); return &s }}
 
@@ -268,7 +268,8 @@ func (p *Queue) removeConsumer(s *delivery.Subscription, seqs []uint64) {
 
 func (p *Queue) ack(seqs []uint64) {
 	p.mu.Lock()
-	var acked []*message.Message
+	bp := ackedBufs.Get().(*[]*message.Message)
+	acked := (*bp)[:0]
 	for _, s := range seqs {
 		if m, ok := p.q.Ack(s); ok {
 			acked = append(acked, m.Value.(*message.Message))
@@ -277,6 +278,7 @@ func (p *Queue) ack(seqs []uint64) {
 	acked, removed := p.dispatchLocked(p.now(), acked, nil)
 	p.mu.Unlock()
 	p.finish(acked, removed)
+	putAcked(bp, acked)
 }
 
 func (p *Queue) nack(seqs []uint64) {
