@@ -72,14 +72,14 @@ func sendAllocs(t *testing.T, destination string) float64 {
 
 // Allocation budgets of the path a SEND takes through the router (issue 13). The issue's
 // goals are at most 1 allocation per SEND to a topic with subscribers and at most 3 per SEND
-// to a queue; these tests assert the numbers reached so far — 7 and 14, down from 13 and 22
-// (13 on the performance branch alone; the stages merged beside it — destination limits,
-// duplicate ids, receipt latency — cost one more on the queue path) — see docs/design.md,
-// "Hot path" — so that a change that adds an allocation fails here.
-// The queue case runs on the memory store (its Append copies the record: 1 allocation) with
-// an ack:auto subscriber (the auto-acked list: 1).
+// to a queue; these tests assert the numbers reached — see docs/design.md, "Hot path" — so
+// that a change that adds an allocation fails here. A topic SEND is the packed Message alone
+// (message.Pack: the message, its headers, its 1.2 MESSAGE tail and every string in one
+// block). A queue SEND (memory store, ack:auto subscriber) is that message, the store's copy
+// of its record (memstore.Append) and the queue's element (queue.Message); the deferred
+// SEND, the commit-latency wait, the auto-acked list and the retired sequences are pooled.
 func TestAllocsSendTopic(t *testing.T) {
-	const budget = 7
+	const budget = 1
 	if got := sendAllocs(t, "/topic/alloc"); got > budget {
 		t.Fatalf("SEND to a topic with one subscriber: %.1f allocations, budget %d", got, budget)
 	} else {
@@ -87,9 +87,17 @@ func TestAllocsSendTopic(t *testing.T) {
 	}
 }
 
+// pooledOnQueuePath counts the sync.Pools a queue SEND takes objects from (deferred SEND,
+// commit-latency wait, record buffer, auto-acked list, retired sequences): under -race a
+// pool drops a random share of what is put back, so each may allocate again.
+const pooledOnQueuePath = 5
+
 func TestAllocsSendQueue(t *testing.T) {
-	const budget = 14
-	if got := sendAllocs(t, "/queue/alloc"); got > budget {
+	budget := 3
+	if raceEnabled {
+		budget += pooledOnQueuePath
+	}
+	if got := sendAllocs(t, "/queue/alloc"); got > float64(budget) {
 		t.Fatalf("SEND to a queue with one subscriber: %.1f allocations, budget %d", got, budget)
 	} else {
 		t.Logf("SEND to a queue with one subscriber: %.1f allocations (budget %d)", got, budget)
@@ -97,3 +105,31 @@ func TestAllocsSendQueue(t *testing.T) {
 }
 
 var _ router.Client = (*nullClient)(nil)
+
+// BenchmarkHandleSend measures one SEND through router.Handle to a destination with one
+// ack:auto subscriber (the path TestAllocsSend* budgets), on the memory store.
+func BenchmarkHandleSend(b *testing.B) {
+	for _, destination := range []string{"/topic/alloc", "/queue/alloc"} {
+		b.Run(destination[1:], func(b *testing.B) {
+			br, err := broker.New(brokertest.DefaultTestConfig(), broker.Options{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			r := br.Router()
+			sub := newNullClient("titan-sub")
+			sc := r.Open(sub)
+			r.Handle(sc, sendFrame(frame.CmdSubscribe, "", "id", "1", "destination", destination, "ack", "auto"))
+			pub := newNullClient("titan-pub")
+			pc := r.Open(pub)
+			send := sendFrame(frame.CmdSend, "0123456789012345678901234567890123456789", "destination", destination, "content-type", "text/plain")
+			b.ReportAllocs()
+			b.ResetTimer()
+			for b.Loop() {
+				r.Handle(pc, send)
+			}
+			b.StopTimer()
+			r.Close(pc)
+			r.Close(sc)
+		})
+	}
+}

@@ -43,7 +43,9 @@ var ErrServerClosed = errors.New("broker: server closed")
 type Options struct {
 	// Logger receives the broker's logs (default: discard).
 	Logger *slog.Logger
-	// Clock is the broker's time source (default time.Now).
+	// Clock is the broker's time source (default time.Now; per-message timestamps — a
+	// message's broker timestamp, publish-to-deliver latency — then come from a
+	// millisecond clock.Coarse instead).
 	Clock func() time.Time
 	// Timers arms the timers the patterns own — scheduled messages, redelivery delays,
 	// request timeouts — (default clock.Real; the time itself comes from Clock). Tests
@@ -82,8 +84,9 @@ type Broker struct {
 	startTime time.Time
 	stop      chan struct{} // closed when shutdown begins
 	resolver  *config.Resolver
-	flow      flow.Stats // flow-control counters (flow.go)
-	heap      *flow.Heap // heap watermarks (flow.go)
+	flow      flow.Stats    // flow-control counters (flow.go)
+	heap      *flow.Heap    // heap watermarks (flow.go)
+	coarse    *clock.Coarse // per-message timestamps when Options.Clock is nil; stopped at shutdown
 	// Connections counts accepted connections; Closed counts closes per reason.
 	Connections atomic.Uint64
 	Closed      [16]atomic.Uint64
@@ -104,10 +107,14 @@ func New(cfg config.Config, opts Options) (*Broker, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	if opts.Clock == nil {
-		opts.Clock = time.Now
-	}
 	b := &Broker{cfg: cfg, opts: opts, log: opts.Logger, sessions: make(map[*session.Session]struct{}), stop: make(chan struct{})}
+	stamp := opts.Clock // the time of per-message timestamps
+	if opts.Clock == nil {
+		b.coarse = new(clock.Coarse)
+		stamp = b.coarse.Now
+		opts.Clock = time.Now
+		b.opts.Clock = time.Now
+	}
 	hf := cfg.FlowControl.Heap
 	b.heap = flow.NewHeap(flow.HeapLimit(hf.MaxBytes), hf.HighWatermark, hf.LowWatermark)
 	st := opts.Store
@@ -140,6 +147,7 @@ func New(cfg config.Config, opts Options) (*Broker, error) {
 	p, ports := b.wire(fanout, resolver, clock.WithNow(opts.Timers, opts.Clock), b.log)
 	b.p = p
 	p.deliveries.Latency = b.inst.Deliver
+	p.deliveries.Now = stamp
 	var persister router.Persister = b.durable
 	var batch router.BatchPublisher
 	idPrefix := ""
@@ -188,6 +196,7 @@ func New(cfg config.Config, opts Options) (*Broker, error) {
 		MaxTempQueuesPerConnection:   first.MaxTempQueuesByClient,
 		DefaultPrefetch:              first.DefaultPrefetch,
 		Clock:                        opts.Clock,
+		Stamp:                        stamp,
 		Logger:                       b.log.With("component", "router"),
 		SendStages:                   opts.SendStages,
 		Store:                        persister,
@@ -493,6 +502,9 @@ func (b *Broker) Shutdown(ctx context.Context) error {
 	}
 	b.closing = true
 	close(b.stop)
+	if b.coarse != nil {
+		defer b.coarse.Stop() // its ticker, if running; later reads use the system clock
+	}
 	b.p.dispatcher.Close() // producers blocked on full queues give up now
 	servers := b.servers
 	sessions := make([]*session.Session, 0, len(b.sessions))

@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"runtime"
 	"strconv"
 	"sync/atomic"
 	"testing"
@@ -126,5 +127,34 @@ func BenchmarkEventsDirect(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// BenchmarkFanoutBursts measures fanout-mode publication in bursts: 8 messages to one
+// destination with one subscriber, then a wait until they are delivered (the consumer goes
+// idle between bursts, as under request/response-like traffic). One op is one burst.
+func BenchmarkFanoutBursts(b *testing.B) {
+	e := newEngine(engineOptions{FanoutMode: true})
+	defer e.Dispatcher.Close()
+	w := &countingWriter{}
+	id := dest.Identity{Group: "default", Pattern: dest.PatternEvents, Channel: "bursts"}
+	sub := &delivery.Subscription{ID: "1", Conn: delivery.NewConn(w, nil), Group: "default", Dest: dest.Destination{Pattern: dest.PatternEvents, Channel: id.Channel}}
+	if err := e.Subscribe(sub); err != nil {
+		b.Fatal(err)
+	}
+	body := make([]byte, 100)
+	want := int64(0)
+	b.ReportAllocs()
+	for b.Loop() {
+		for range 8 {
+			m := &message.Message{ID: "m", Group: "default", Destination: "/topic/bursts", Body: body}
+			if _, err := e.Publish(id, m); err != nil {
+				b.Fatal(err)
+			}
+		}
+		want += 8
+		for w.n.Load() < want {
+			runtime.Gosched()
+		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -524,4 +525,94 @@ func TestEventsPublishPausesOnCongestedSubscriber(t *testing.T) {
 	waitFor(t, func() bool { return len(w.got()) == 1 })
 	close(cancel)
 	<-done
+}
+
+// countingSpawner starts goroutines and counts them, and lets a test wait for them.
+type countingSpawner struct {
+	started atomic.Int32
+	wg      sync.WaitGroup
+}
+
+func (s *countingSpawner) Go(_ string, fn func()) bool {
+	s.started.Add(1)
+	s.wg.Add(1)
+	go func() { defer s.wg.Done(); fn() }()
+	return true
+}
+
+// TestFanoutConsumerLingersAndEnds checks the life of a fanout-mode consumer: bursts that come
+// within its linger time reuse one goroutine; it ends by itself once its queue stayed empty
+// for the linger time, and the next SEND starts a new one; it ends at once when the
+// dispatcher closes (no goroutine outlives shutdown), and when its queue is purged.
+func TestFanoutConsumerLingersAndEnds(t *testing.T) {
+	run := func(linger time.Duration) (*dispatch.Dispatcher, *event.Pattern, *countingSpawner, *recordingWriter) {
+		d := dispatch.New(dispatch.Options{})
+		sp := &countingSpawner{}
+		p := event.New(d, event.Options{FanoutMode: true, Spawner: sp, ConsumerLinger: linger})
+		w := &recordingWriter{}
+		sub := &delivery.Subscription{ID: "s", Conn: delivery.NewConn(w, nil), Group: "default", Dest: dest.Destination{Pattern: dest.PatternEvents, Channel: "l"}}
+		if err := p.Subscribe(sub); err != nil {
+			t.Fatal(err)
+		}
+		return d, p, sp, w
+	}
+	consumers := func(d *dispatch.Dispatcher) int32 {
+		q, ok := d.Lookup(events("l"))
+		if !ok {
+			return 0
+		}
+		return q.(*event.Queue).Consumers.Load()
+	}
+
+	// A long linger: ten bursts, one goroutine; closing the dispatcher ends it.
+	d, p, sp, w := run(time.Hour)
+	for burst := range 10 {
+		for i := range 5 {
+			if _, err := p.Publish(events("l"), msg(strconv.Itoa(burst*5+i)), nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+		waitFor(t, func() bool { return len(w.got()) == (burst+1)*5 })
+	}
+	if n := sp.started.Load(); n != 1 {
+		t.Fatalf("%d consumer goroutines for 10 bursts, want 1", n)
+	}
+	for i, b := range w.got() {
+		if b != strconv.Itoa(i) {
+			t.Fatalf("delivery %d is %q: not FIFO", i, b)
+		}
+	}
+	d.Close()
+	sp.wg.Wait() // returns: the lingering consumer saw the dispatcher close
+	if consumers(d) != 0 {
+		t.Fatal("a consumer is counted after close")
+	}
+
+	// A short linger: the idle consumer ends by itself; the next SEND starts another.
+	d, p, sp, w = run(time.Millisecond)
+	if _, err := p.Publish(events("l"), msg("a"), nil); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, func() bool { return len(w.got()) == 1 && consumers(d) == 0 })
+	sp.wg.Wait()
+	if _, err := p.Publish(events("l"), msg("b"), nil); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, func() bool { return len(w.got()) == 2 })
+	if n := sp.started.Load(); n != 2 {
+		t.Fatalf("%d consumer goroutines, want 2 (one per burst after an idle end)", n)
+	}
+	sp.wg.Wait()
+	d.Close()
+
+	// Purge ends a lingering consumer at once.
+	d, p, sp, w = run(time.Hour)
+	if _, err := p.Publish(events("l"), msg("c"), nil); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, func() bool { return len(w.got()) == 1 })
+	q, _ := d.Lookup(events("l"))
+	q.Purge()
+	sp.wg.Wait()
+	d.Close()
 }

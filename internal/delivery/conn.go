@@ -111,8 +111,9 @@ type Conn struct {
 	nextTag uint64                   // guarded by mu
 	closed  bool                     // guarded by mu
 
-	egressDropped *atomic.Uint64 // counter of headers left out on egress; may be nil
-	latency       Observer       // publish-to-deliver seconds; may be nil
+	egressDropped *atomic.Uint64   // counter of headers left out on egress; may be nil
+	latency       Observer         // publish-to-deliver seconds; may be nil
+	now           func() time.Time // latency's clock (Registry.Now)
 }
 
 // NewConn returns the delivery state for a connection writing through w. egressDropped,
@@ -297,7 +298,7 @@ func (c *Conn) deliver(sub *Subscription, m *message.Message, src Source, seq ui
 		return false
 	}
 	if c.latency != nil && m.TimestampMs > 0 {
-		c.latency.Observe(max(0, float64(time.Now().UnixMilli()-m.TimestampMs)/1e3))
+		c.latency.Observe(max(0, float64(c.now().UnixMilli()-m.TimestampMs)/1e3))
 	}
 	if dl != nil {
 		c.pending[dl.key] = dl
@@ -317,6 +318,9 @@ type Registry struct {
 	// the broker's acceptance (message timestamp, ms resolution) to its hand-off to the
 	// connection's writer.
 	Latency Observer
+	// Now is the clock Latency is measured with (default time.Now; the broker passes a
+	// millisecond clock.Coarse, as precise as the message timestamp it is compared with).
+	Now func() time.Time
 }
 
 // Observer takes one observation (prometheus.Histogram implements it).
@@ -326,6 +330,10 @@ type Observer interface{ Observe(float64) }
 func (r *Registry) NewConn(w Writer) *Conn {
 	c := NewConn(w, r.EgressDropped)
 	c.latency = r.Latency
+	c.now = r.Now
+	if c.now == nil {
+		c.now = time.Now
+	}
 	return c
 }
 

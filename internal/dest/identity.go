@@ -36,5 +36,22 @@ func (id Identity) Destination() string {
 	return "/" + id.Pattern.Prefix() + "/" + ch
 }
 
+// AppendDestination appends id.Destination() to dst without building the string.
+func (id Identity) AppendDestination(dst []byte) []byte {
+	dst = append(dst, '/')
+	if !id.Bare {
+		dst = append(dst, id.Pattern.Prefix()...)
+		dst = append(dst, '/')
+	}
+	for i := 0; i < len(id.Channel); i++ {
+		if c := id.Channel[i]; c == '.' {
+			dst = append(dst, '/')
+		} else {
+			dst = append(dst, c)
+		}
+	}
+	return dst
+}
+
 // String renders "group:/destination" for logs.
 func (id Identity) String() string { return id.Group + ":" + id.Destination() }

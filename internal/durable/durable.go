@@ -142,10 +142,11 @@ func (l *Log) Persist(id dest.Identity, m *message.Message) error {
 	if l.CommitLatency != nil {
 		defer observeSince(l.CommitLatency, time.Now())
 	}
-	bp := encodeBufs.Get().(*[]byte)
-	*bp = message.Encode((*bp)[:0], m)
-	seq, err := l.st.Append(l.stream(id), *bp)
-	putEncodeBuf(bp)
+	eb := encodeBufs.Get().(*encodeBuf)
+	eb.b = message.Encode(eb.b[:0], m)
+	eb.one[0] = eb.b
+	seq, err := l.st.Append(l.stream(id), eb.one[:]...)
+	putEncodeBuf(eb)
 	if err != nil {
 		return fmt.Errorf("durable: persist %s: %w", id, err)
 	}
@@ -214,8 +215,9 @@ func (l *Log) retryDeferred() {
 // Retire deletes the stored copies of messages a queue is done with (acknowledged, or removed
 // by the ring, expiry or dead-lettering). It implements pointqueue.Retirer.
 func (l *Log) Retire(id dest.Identity, acked []*message.Message, removed []queue.Removed) {
-	var arr [16]uint64
-	seqs := arr[:0]
+	sp := seqBufs.Get().(*[]uint64)
+	seqs := (*sp)[:0]
+	defer func() { putSeqs(sp, seqs) }()
 	for _, m := range acked {
 		if m.Sequence != 0 {
 			seqs = append(seqs, m.Sequence)
@@ -235,6 +237,18 @@ func (l *Log) Retire(id dest.Identity, acked []*message.Message, removed []queue
 		return
 	}
 	l.Deleted.Add(uint64(len(seqs)))
+}
+
+// seqBufs holds Retire's sequence lists: the store reads them during Delete only (a
+// deferred delete copies them).
+var seqBufs = sync.Pool{New: func() any { s := make([]uint64, 0, 16); return &s }}
+
+// putSeqs returns seqs (grown from *sp) to seqBufs.
+func putSeqs(sp *[]uint64, seqs []uint64) {
+	if cap(seqs) <= 4096 {
+		*sp = seqs[:0]
+		seqBufs.Put(sp)
+	}
 }
 
 // RecoverQueues calls fn, stream by stream in sequence order, for every stored queue message.
@@ -597,31 +611,61 @@ func (l *Log) PersistAsync(id dest.Identity, m *message.Message) (wait func() er
 	if l.CommitLatency != nil {
 		start = time.Now()
 	}
-	bp := encodeBufs.Get().(*[]byte)
-	*bp = message.Encode((*bp)[:0], m)
-	seq, w, err := aa.AppendAsync(l.stream(id), *bp) // the store copies the record
-	putEncodeBuf(bp)
+	eb := encodeBufs.Get().(*encodeBuf)
+	eb.b = message.Encode(eb.b[:0], m)
+	eb.one[0] = eb.b                                          // the variadic argument, in the pooled buffer rather than on the heap
+	seq, w, err := aa.AppendAsync(l.stream(id), eb.one[:]...) // the store copies the record
+	putEncodeBuf(eb)
 	if err != nil {
 		return nil, fmt.Errorf("durable: persist %s: %w", id, err)
 	}
 	m.Sequence = seq
 	l.Appended.Add(1)
 	if !start.IsZero() {
-		return func() error { // the store's error (its Refusal text is what a client sees)
-			defer observeSince(l.CommitLatency, start)
-			return w()
-		}, nil
+		tw := timedWaits.Get().(*timedWait)
+		tw.l, tw.start, tw.w = l, start, w
+		return tw.fn, nil
 	}
 	return w, nil // the store's error (its Refusal text is what a client sees)
 }
 
-// encodeBufs holds record encoding buffers: stores copy what they are given, so a buffer is
-// free again once Append returns.
-var encodeBufs = sync.Pool{New: func() any { b := make([]byte, 0, 512); return &b }}
+// timedWait is PersistAsync's wait when CommitLatency is observed: the store's wait, then the
+// observation. Pooled, with its method value made once, so that it costs no allocation; it
+// returns to the pool when called (wait is called exactly once).
+type timedWait struct {
+	l     *Log
+	start time.Time
+	w     func() error
+	fn    func() error // tw.wait, bound once
+}
 
-func putEncodeBuf(bp *[]byte) {
-	if cap(*bp) <= 64<<10 {
-		encodeBufs.Put(bp)
+var timedWaits sync.Pool // of *timedWait; New is set in init (it refers to wait, which puts)
+
+func init() {
+	timedWaits.New = func() any { tw := &timedWait{}; tw.fn = tw.wait; return tw }
+}
+
+func (tw *timedWait) wait() error {
+	err := tw.w() // the store's error (its Refusal text is what a client sees)
+	observeSince(tw.l.CommitLatency, tw.start)
+	tw.l, tw.w = nil, nil
+	timedWaits.Put(tw)
+	return err
+}
+
+// encodeBuf is a record encoding buffer and the one-record argument list that carries it:
+// stores copy what they are given, so both are free again once Append returns.
+type encodeBuf struct {
+	b   []byte
+	one [1][]byte
+}
+
+var encodeBufs = sync.Pool{New: func() any { return &encodeBuf{b: make([]byte, 0, 512)} }}
+
+func putEncodeBuf(eb *encodeBuf) {
+	eb.one[0] = nil
+	if cap(eb.b) <= 64<<10 {
+		encodeBufs.Put(eb)
 	}
 }
 

@@ -9,12 +9,14 @@
 //
 // # Concurrency
 //
-// Everything exported is safe for concurrent use. Pattern.mu guards the subscription
-// indexes and is never held while taking a Queue's or a delivery.Conn's lock.
+// Everything exported is safe for concurrent use. Pattern.mu serializes changes of the
+// subscription indexes (a publication reads them without it) and is never held while taking
+// a Queue's or a delivery.Conn's lock.
 package event
 
 import (
 	"log/slog"
+	"maps"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -52,6 +54,9 @@ type Options struct {
 	// producers waiting for an acknowledgement before its connection is closed as a slow
 	// consumer (0: never). See credit.go.
 	SlowConsumerTimeout time.Duration
+	// ConsumerLinger is how long a fanout-mode queue's consumer goroutine waits for more
+	// messages once its queue is empty before it ends (default DefaultConsumerLinger).
+	ConsumerLinger time.Duration
 }
 
 // DropPolicy says which events destinations drop messages for a subscriber over its
@@ -68,8 +73,14 @@ type Pattern struct {
 	d    *dispatch.Dispatcher
 	opts Options
 
-	mu   sync.RWMutex                                        // guards subs
-	subs map[string]*sublist.Sublist[*delivery.Subscription] // by key(group, bare)
+	mu sync.Mutex // serializes changes of subs
+	// subs holds the subscription indexes by key(group, bare), copied on write under mu
+	// (a new group's first subscription, its last one leaving), so that a publication reads
+	// it without a lock.
+	subs atomic.Pointer[map[subsKey]*sublist.Sublist[*delivery.Subscription]]
+	// queues counts the fanout-mode queues this pattern made that were not purged: while it
+	// is 0, a direct-mode publication need not look for an operator-made queue.
+	queues atomic.Int64
 
 	dropLog atomic.Int64 // unix nanoseconds of the last drop-by-policy log line
 }
@@ -83,18 +94,22 @@ func New(d *dispatch.Dispatcher, o Options) *Pattern {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	p := &Pattern{d: d, opts: o, subs: make(map[string]*sublist.Sublist[*delivery.Subscription])}
+	if o.ConsumerLinger <= 0 {
+		o.ConsumerLinger = DefaultConsumerLinger
+	}
+	p := &Pattern{d: d, opts: o}
+	p.subs.Store(&map[subsKey]*sublist.Sublist[*delivery.Subscription]{})
 	d.Register(dest.PatternEvents, p, true) // operator-made queues and their state survive restarts
 	return p
 }
 
 // key keys the subscription indexes: one per group, and within a group one for prefixed
 // (/topic/...) and one for bare destinations, which are different identities.
-func key(group string, bare bool) string {
-	if bare {
-		return group + "\x00b"
-	}
-	return group
+func key(group string, bare bool) subsKey { return subsKey{group, bare} }
+
+type subsKey struct {
+	group string
+	bare  bool
 }
 
 func (p *Pattern) goroutine(name string, fn func()) bool {
@@ -112,7 +127,7 @@ func (p *Pattern) goroutine(name string, fn func()) bool {
 func (p *Pattern) Publish(id dest.Identity, m *message.Message, cancel <-chan struct{}) (dropped bool, err error) {
 	p.d.Published.Add(1)
 	if !p.opts.FanoutMode {
-		if _, explicit := p.d.Lookup(id); !explicit {
+		if explicit := p.queues.Load() > 0 && p.hasQueue(id); !explicit {
 			if p.fanout(id, m, cancel) == 0 {
 				p.d.EventsNoSub.Add(1)
 			}
@@ -140,9 +155,7 @@ func (p *Pattern) Publish(id dest.Identity, m *message.Message, cancel <-chan st
 // slow-consumer-policy DROP the message is dropped for such a subscription instead, and
 // counted.
 func (p *Pattern) fanout(id dest.Identity, m *message.Message, cancel <-chan struct{}) int {
-	p.mu.RLock()
-	sl := p.subs[key(id.Group, id.Bare)]
-	p.mu.RUnlock()
+	sl := (*p.subs.Load())[key(id.Group, id.Bare)]
 	if sl == nil {
 		return 0
 	}
@@ -236,14 +249,23 @@ func (p *Pattern) Subscribe(sub *delivery.Subscription) error {
 	}
 	k := key(sub.Group, sub.Dest.Bare)
 	p.mu.Lock()
-	sl := p.subs[k]
+	subs := *p.subs.Load()
+	sl := subs[k]
 	if sl == nil {
 		sl = sublist.New[*delivery.Subscription]()
-		p.subs[k] = sl
+		next := maps.Clone(subs)
+		next[k] = sl
+		p.subs.Store(&next)
 	}
 	sl.Insert(sub.Dest.Channel, sub)
 	p.mu.Unlock()
 	return nil
+}
+
+// hasQueue reports whether id has a dispatcher queue (an operator made one).
+func (p *Pattern) hasQueue(id dest.Identity) bool {
+	_, ok := p.d.Lookup(id)
+	return ok
 }
 
 // Detach implements delivery.Owner: sub leaves the index (a group's index lives only while
@@ -251,10 +273,13 @@ func (p *Pattern) Subscribe(sub *delivery.Subscription) error {
 func (p *Pattern) Detach(sub *delivery.Subscription, _ []delivery.Unacked) {
 	k := key(sub.Group, sub.Dest.Bare)
 	p.mu.Lock()
-	if sl := p.subs[k]; sl != nil {
+	subs := *p.subs.Load()
+	if sl := subs[k]; sl != nil {
 		sl.Remove(sub.Dest.Channel, sub)
 		if sl.Count() == 0 {
-			delete(p.subs, k)
+			next := maps.Clone(subs)
+			delete(next, k)
+			p.subs.Store(&next)
 		}
 	}
 	p.mu.Unlock()
@@ -266,5 +291,6 @@ func (p *Pattern) NewQueue(id dest.Identity, s address.Settings) dispatch.Queue 
 	if s.Capacity == 0 && s.MaxPendingBytes == 0 {
 		s.Capacity = address.DefaultEventsCapacity
 	}
-	return &Queue{id: id, p: p, settings: s, space: make(chan struct{})}
+	p.queues.Add(1)
+	return &Queue{id: id, p: p, settings: s, space: make(chan struct{}), wake: make(chan struct{}, 1)}
 }

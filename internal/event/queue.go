@@ -3,6 +3,7 @@ package event
 import (
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/titan-broker/titan/internal/address"
 	"github.com/titan-broker/titan/internal/dest"
@@ -13,8 +14,11 @@ import (
 // Queue is the fanout-mode hand-off buffer of one events identity (reference 000's
 // DispatcherQueue): a bounded FIFO drained by exactly one consumer goroutine, which exports
 // each message to the subscriptions present at that moment. A message drained with no
-// subscriber is dropped and counted; nothing is retained for later subscribers. An idle
-// consumer ends and the next Enqueue starts a new one. Safe for concurrent use.
+// subscriber is dropped and counted; nothing is retained for later subscribers. The consumer
+// stays for Options.ConsumerLinger after the queue empties, woken by the next Enqueue, so that a
+// destination with steady traffic keeps one goroutine; it ends after that idle time (an
+// idle destination holds no goroutine), when the queue is paused or deleted, and when the
+// dispatcher closes (it never outlives the broker's shutdown). Safe for concurrent use.
 type Queue struct {
 	id dest.Identity
 	p  *Pattern
@@ -25,7 +29,9 @@ type Queue struct {
 	settings address.Settings
 	paused   bool
 	deleted  bool
-	running  bool // a consumer goroutine is draining
+	running  bool          // a consumer goroutine is draining or lingering
+	idle     bool          // the consumer waits on wake for more messages
+	wake     chan struct{} // buffered 1: Enqueue's signal to a lingering consumer
 	space    chan struct{}
 	blocked  atomic.Int32 // producers waiting in admit for room
 
@@ -59,16 +65,40 @@ func (q *Queue) enqueue(m *message.Message, w dispatch.Wait) (dropped bool, err 
 	q.buf = append(q.buf, m)
 	q.bytes += int64(size)
 	q.Enqueued.Add(1)
-	start := !q.running && !q.paused
-	if start {
-		q.running = true
-	}
+	start, wake := q.wantConsumerLocked()
 	q.mu.Unlock()
 	if start {
 		q.startConsumer()
+	} else if wake {
+		q.signal()
 	}
 	return false, nil
 }
+
+// signal wakes a lingering consumer (a pending signal is enough).
+func (q *Queue) signal() {
+	select {
+	case q.wake <- struct{}{}:
+	default:
+	}
+}
+
+// wantConsumerLocked reports, for a queue with messages, whether a consumer must be started
+// or a lingering one woken, and records it. q.mu held.
+func (q *Queue) wantConsumerLocked() (start, wake bool) {
+	switch {
+	case q.paused || len(q.buf) == 0:
+	case !q.running:
+		q.running, start = true, true
+	case q.idle:
+		q.idle, wake = false, true
+	}
+	return start, wake
+}
+
+// DefaultConsumerLinger is how long a fanout-mode consumer waits for more messages once its
+// queue is empty before it ends (Options.ConsumerLinger).
+const DefaultConsumerLinger = 100 * time.Millisecond
 
 func (q *Queue) startConsumer() {
 	if !q.p.goroutine("events-consumer", q.drain) {
@@ -78,25 +108,44 @@ func (q *Queue) startConsumer() {
 	}
 }
 
-// drain is the one consumer of this identity: it pops everything queued, exports it in FIFO
-// order and exits when the queue is empty, paused or deleted.
+// drain is the one consumer of this identity: it pops everything queued and exports it in
+// FIFO order; when the queue is empty it lingers (see Queue). It exits when the queue is
+// paused or deleted, when it stayed empty for Options.ConsumerLinger, and once the dispatcher closed
+// and the queue is empty.
 func (q *Queue) drain() {
 	q.Consumers.Store(1)
 	defer q.Consumers.Store(0)
-	var batch []*message.Message
+	var (
+		batch []*message.Message
+		timer *time.Timer
+	)
+	defer func() {
+		if timer != nil {
+			timer.Stop()
+		}
+	}()
+	stop := q.p.d.Stop()
 	for {
 		q.mu.Lock()
-		if len(q.buf) == 0 || q.paused || q.deleted {
-			q.running = false
+		if q.paused || q.deleted {
+			q.running, q.idle = false, false
 			q.mu.Unlock()
 			return
+		}
+		if len(q.buf) == 0 {
+			if !q.linger(&timer, stop) {
+				return
+			}
+			continue
 		}
 		batch, q.buf = q.buf, batch[:0]
 		for _, m := range batch {
 			q.bytes -= int64(m.Size())
 		}
-		close(q.space)
-		q.space = make(chan struct{})
+		if q.blocked.Load() > 0 { // producers wait for room (they count under q.mu)
+			close(q.space)
+			q.space = make(chan struct{})
+		}
 		q.mu.Unlock()
 		for i, m := range batch {
 			if q.p.fanout(q.id, m, nil) == 0 {
@@ -106,6 +155,41 @@ func (q *Queue) drain() {
 			batch[i] = nil
 		}
 	}
+}
+
+// linger waits, with q.mu held on entry and released, for Enqueue's wake, the idle timeout
+// or the dispatcher's stop. It reports whether the consumer goes on; when it does not, it
+// has recorded that none runs.
+func (q *Queue) linger(timer **time.Timer, stop <-chan struct{}) bool {
+	select {
+	case <-stop:
+		q.running, q.idle = false, false
+		q.mu.Unlock()
+		return false
+	default:
+	}
+	q.idle = true
+	q.mu.Unlock()
+	if *timer == nil {
+		*timer = time.NewTimer(q.p.opts.ConsumerLinger)
+	} else {
+		(*timer).Reset(q.p.opts.ConsumerLinger)
+	}
+	select {
+	case <-q.wake:
+		return true
+	case <-(*timer).C:
+	case <-stop:
+	}
+	q.mu.Lock()
+	if len(q.buf) > 0 && !q.paused && !q.deleted {
+		q.idle = false // an Enqueue raced the timeout: its wake, if sent, is harmless
+		q.mu.Unlock()
+		return true
+	}
+	q.running, q.idle = false, false
+	q.mu.Unlock()
+	return false
 }
 
 // FullErrLocked implements dispatch.Admission: paused or full. q.mu held.
@@ -151,13 +235,15 @@ func (q *Queue) SetPaused(paused bool) {
 	q.paused = paused
 	close(q.space)
 	q.space = make(chan struct{})
-	start := !paused && !q.running && len(q.buf) > 0
-	if start {
-		q.running = true
+	start, wake := q.wantConsumerLocked()
+	if paused && q.idle {
+		q.idle, wake = false, true // the lingering consumer ends now
 	}
 	q.mu.Unlock()
 	if start {
 		q.startConsumer()
+	} else if wake {
+		q.signal()
 	}
 }
 
@@ -169,10 +255,18 @@ func (q *Queue) SetRingSize(int) (address.Settings, error) {
 // Purge implements dispatch.Queue: buffered messages are discarded and the consumer ends.
 func (q *Queue) Purge() {
 	q.mu.Lock()
+	if !q.deleted {
+		q.p.queues.Add(-1)
+	}
+	wake := q.idle
+	q.idle = false
 	q.deleted = true
 	q.buf = nil
 	q.bytes = 0
 	close(q.space)
 	q.space = make(chan struct{})
 	q.mu.Unlock()
+	if wake {
+		q.signal() // the lingering consumer ends now
+	}
 }

@@ -5,7 +5,9 @@
 // connection it reaches. The part of a MESSAGE frame that is the same for every subscriber
 // (destination, content-length, user headers, body) is encoded once per STOMP version and
 // cached on the Message; only the per-delivery headers (subscription, message-id, ack,
-// redelivered) are written per subscriber ("encode once, send many").
+// redelivered) are written per subscriber ("encode once, send many"). A SEND's message is
+// built by Pack, which encodes the STOMP 1.2 tail at once and keeps the message, its
+// headers, the tail and every string in one allocation.
 package message
 
 import (

@@ -35,6 +35,7 @@ import (
 // Retirer is told (without locks held) about queue messages that were acknowledged or
 // removed, so that their durable copies can be deleted (implemented by durable.Log).
 type Retirer interface {
+	// Retire may read acked and removed during the call only: the queue reuses them.
 	Retire(id dest.Identity, acked []*message.Message, removed []queue.Removed)
 }
 

@@ -93,9 +93,25 @@ func (p *Queue) enqueueAndUnlock(m *message.Message, size, deliveryCount int) {
 	}
 	removed := cloneRemoved(p.q.Enqueue(qm, now))
 	p.Enqueued.Add(1)
-	acked, removed := p.dispatchLocked(now, nil, removed)
+	bp := ackedBufs.Get().(*[]*message.Message)
+	acked, removed := p.dispatchLocked(now, (*bp)[:0], removed)
 	p.mu.Unlock()
 	p.finish(acked, removed)
+	putAcked(bp, acked)
+}
+
+// ackedBufs holds the slices enqueueAndUnlock and ack collect acknowledged messages in: the Retirer
+// reads them during the call and keeps none, so a slice is free again once finish returns.
+var ackedBufs = sync.Pool{New: func() any { s := make([]*message.Message, 0, 8); return &s }}
+
+// putAcked returns acked (grown from *bp) to ackedBufs, cleared so that it keeps no message.
+func putAcked(bp *[]*message.Message, acked []*message.Message) {
+	if cap(acked) > 1024 {
+		return
+	}
+	clear(acked)
+	*bp = acked[:0]
+	ackedBufs.Put(bp)
 }
 
 func cloneRemoved(r []queue.Removed) []queue.Removed {
@@ -252,7 +268,8 @@ func (p *Queue) removeConsumer(s *delivery.Subscription, seqs []uint64) {
 
 func (p *Queue) ack(seqs []uint64) {
 	p.mu.Lock()
-	var acked []*message.Message
+	bp := ackedBufs.Get().(*[]*message.Message)
+	acked := (*bp)[:0]
 	for _, s := range seqs {
 		if m, ok := p.q.Ack(s); ok {
 			acked = append(acked, m.Value.(*message.Message))
@@ -261,6 +278,7 @@ func (p *Queue) ack(seqs []uint64) {
 	acked, removed := p.dispatchLocked(p.now(), acked, nil)
 	p.mu.Unlock()
 	p.finish(acked, removed)
+	putAcked(bp, acked)
 }
 
 func (p *Queue) nack(seqs []uint64) {

@@ -26,7 +26,7 @@ var sendRoutes = [dest.MaxPattern + 1]Route{
 func (r *Router) build() {
 	o, p := &r.opts, r.ports
 	group := groupStage{}
-	build := messageStage{clock: o.Clock, idPrefix: o.MessageIDPrefix}
+	build := messageStage{clock: o.Clock, stamp: o.Stamp, idPrefix: o.MessageIDPrefix}
 	tx := txBufferStage{max: o.MaxFramesInTransaction, maxBytes: o.MaxTransactionBytes}
 	custom := o.SendStages
 	sub := subscriptionStage{opts: o}

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"runtime/debug"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -94,8 +95,12 @@ type Options struct {
 	MaxRequestTimeout time.Duration
 	// MessageIDPrefix prefixes broker-assigned message ids (default "titan").
 	MessageIDPrefix string
-	// Clock is the time source (default time.Now).
+	// Clock is the time source (default time.Now): scheduled delivery times (a SEND's
+	// delay header) and start positions.
 	Clock Clock
+	// Stamp is the time source of message timestamps, read once per SEND, where a
+	// millisecond is precise enough (default Clock; the broker passes a clock.Coarse).
+	Stamp Clock
 	// Logger receives routing events; nil discards them.
 	Logger *slog.Logger
 	// Store is the durable-acceptance port; nil keeps durable patterns in memory only.
@@ -191,6 +196,9 @@ func New(ports Ports, o Options) *Router {
 	if o.Clock == nil {
 		o.Clock = time.Now
 	}
+	if o.Stamp == nil {
+		o.Stamp = o.Clock
+	}
 	if ports.Deliveries == nil {
 		ports.Deliveries = &delivery.Registry{}
 	}
@@ -223,6 +231,39 @@ type Conn struct {
 	// unpublished: a queue SEND's early publication failed fatally, so the SENDs read after
 	// it are not published (read goroutine only); the pipeline answers the failure in order.
 	unpublished bool
+	// names are detached copies of the channels and groups this connection's SENDs named
+	// (intern; read goroutine only), allocated on the first SEND.
+	names     *[internedNames]string
+	namesNext uint8
+}
+
+// internedNames is how many channel and group names a connection keeps detached copies of.
+const internedNames = 8
+
+// intern returns a copy of s that does not point into a read buffer or a message: the same
+// copy for the last internedNames distinct names this connection's SENDs used, so that a
+// producer's steady traffic allocates none. An Identity that the patterns may keep (a
+// queue's or a metric's map key) must hold such copies: a slice of a message would keep the
+// whole message (its body included) alive. Read goroutine only.
+func (c *Conn) intern(s string) string {
+	switch s {
+	case "":
+		return ""
+	case dest.DefaultGroup:
+		return dest.DefaultGroup
+	}
+	if c.names == nil {
+		c.names = new([internedNames]string)
+	}
+	for _, n := range c.names {
+		if n == s {
+			return n
+		}
+	}
+	n := strings.Clone(s)
+	c.names[c.namesNext%internedNames] = n
+	c.namesNext++
+	return n
 }
 
 // Open returns the router state for a newly connected client.
@@ -313,7 +354,8 @@ func (r *Router) run(c *Context, stages []Stage) (rest []Stage) {
 // detached from the read buffer.
 func (r *Router) deferTail(c *Context, rest []Stage) {
 	conn := c.Conn
-	d := &deferredSend{r: r, conn: conn, tail: *c, rest: rest, wait: c.durable}
+	d := deferredSends.Get().(*deferredSend)
+	*d = deferredSend{r: r, conn: conn, tail: *c, rest: rest, wait: c.durable}
 	d.tail.Frame, d.tail.durable = nil, nil
 	d.tail.Receipt = strings.Clone(c.Receipt)
 	if conn.pipe == nil {
@@ -340,8 +382,9 @@ func (r *Router) deferTail(c *Context, rest []Stage) {
 	conn.pipe.push(d)
 }
 
-// deferredSend is a SEND waiting on its connection's pipeline for its store commit (one
-// allocation per deferred SEND).
+// deferredSend is a SEND waiting on its connection's pipeline for its store commit. Pooled
+// (deferredSends): finish returns it, as nothing keeps a Context past its route (the same
+// rule that lets Conn.scratch be reused per frame).
 type deferredSend struct {
 	r     *Router
 	conn  *Conn
@@ -351,7 +394,16 @@ type deferredSend struct {
 	early bool // published before the commit (queues)
 }
 
+var deferredSends = sync.Pool{New: func() any { return new(deferredSend) }}
+
 func (d *deferredSend) finish() {
+	d.answer()
+	*d = deferredSend{}
+	deferredSends.Put(d)
+}
+
+// answer waits for the commit, finishes the route and answers.
+func (d *deferredSend) answer() {
 	r, conn, tail := d.r, d.conn, &d.tail
 	err := d.wait()
 	switch {

@@ -2,12 +2,14 @@ package router
 
 import (
 	"errors"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/titan-broker/titan/internal/dispatch"
 	"github.com/titan-broker/titan/internal/frame"
+	"github.com/titan-broker/titan/internal/message"
 )
 
 // tempQueueStage scopes /temp-queue/ destinations to their owning connection (RabbitMQ
@@ -62,15 +64,18 @@ func (s requestStage) Apply(c *Context) {
 		timeout = min(time.Duration(ms)*time.Millisecond, opts.MaxRequestTimeout)
 	}
 	corr, ok := m.Header(frame.HdrCorrelationID)
+	headers := slices.Clone(m.Headers)
 	if !ok || corr == "" {
 		corr = m.ID
-		m.Headers = append(m.Headers, frame.Header{Key: frame.HdrCorrelationID, Value: corr})
+		headers = append(headers, frame.Header{Key: frame.HdrCorrelationID, Value: corr})
 	}
-	for i := range m.Headers {
-		if m.Headers[i].Key == frame.HdrReplyTo {
-			m.Headers[i].Value = replyTo.Destination()
+	for i := range headers {
+		if headers[i].Key == frame.HdrReplyTo {
+			headers[i].Value = replyTo.Destination()
 		}
 	}
+	m = message.Rebuilt(m, headers) // a message is immutable once built (its tail is encoded)
+	c.Message = m
 	if err := s.router.ports.Requests.Request(c.Identity, m, replyTo, corr, timeout); err != nil {
 		if errors.Is(err, dispatch.ErrCanceled) {
 			c.failWith("server shutting down", "the request was not accepted", err)

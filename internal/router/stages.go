@@ -40,7 +40,8 @@ const maxDelayMs = 365 * 24 * 3600 * 1000
 // metadata of an in-process publisher (Context.Native), broker-assigned message-id and
 // timestamp, persistence, expiry and scheduling (read from the mapped headers).
 type messageStage struct {
-	clock    Clock
+	clock    Clock // scheduled delivery times
+	stamp    Clock // the message timestamp (millisecond precision)
 	idPrefix string
 }
 
@@ -51,24 +52,14 @@ func (s messageStage) Apply(c *Context) {
 	for _, h := range c.Native() {
 		hdrs = setHeader(hdrs, h.Key, h.Value)
 	}
-	src := frame.Frame{Headers: hdrs, Body: f.Body}
-	var packed frame.Frame
-	src.CloneInto(&packed)
-	now := s.clock().UnixMilli()
-	id := cloneIdentity(c.Identity)
-	destination := id.Destination()
-	if strings.HasSuffix(destination, id.Channel) && !strings.Contains(id.Channel, ".") {
-		// The channel is the destination's tail: share it instead of a second copy.
-		id.Channel = destination[len(destination)-len(id.Channel):]
-	} else {
-		id.Channel = strings.Clone(id.Channel)
-	}
-	m := &message.Message{
-		ID:          message.NewID(s.idPrefix),
-		Group:       id.Group,
-		Destination: destination,
-		Headers:     packed.Headers,
-		Body:        packed.Body,
+	now := s.stamp().UnixMilli()
+	var destBuf [128]byte
+	parts := message.Parts{
+		IDPrefix:    s.idPrefix,
+		Group:       c.Identity.Group,
+		Destination: c.Identity.AppendDestination(destBuf[:0]),
+		Headers:     hdrs,
+		Body:        f.Body,
 		TimestampMs: now,
 		Persistent:  headerValue(hdrs, frame.HdrPersistent) != "false",
 	}
@@ -78,7 +69,7 @@ func (s messageStage) Apply(c *Context) {
 			c.failWith("invalid expires header", "expires is an absolute time in Unix milliseconds", message.ErrInvalidHeader)
 			return
 		}
-		m.ExpiresMs = ms
+		parts.ExpiresMs = ms
 	}
 	if v := headerValue(hdrs, "delay"); v != "" {
 		ms, err := strconv.ParseInt(v, 10, 64)
@@ -87,22 +78,20 @@ func (s messageStage) Apply(c *Context) {
 			return
 		}
 		if ms > 0 {
-			m.DeliverAtMs = now + ms
+			// The exact clock: a coarse one may lag, and the message would be due early.
+			parts.DeliverAtMs = s.clock().UnixMilli() + ms
 		}
+	}
+	m := message.Pack(&parts)
+	// The identity's strings are the connection's detached copies, not slices of m: the
+	// patterns may keep an Identity (a queue's map key) far longer than m.
+	id := c.Identity
+	id.Group, id.Channel = c.Conn.intern(id.Group), c.Conn.intern(id.Channel)
+	if id.Group != "" {
+		m.Group = id.Group // before m is shared: the same value, without holding m's block
 	}
 	c.Message = m
 	c.Identity = id
-}
-
-// cloneIdentity detaches id's group from the read buffer (the default group is a constant,
-// not copied). The channel is left to the caller.
-func cloneIdentity(id dest.Identity) dest.Identity {
-	if id.Group == dest.DefaultGroup {
-		id.Group = dest.DefaultGroup
-	} else {
-		id.Group = strings.Clone(id.Group)
-	}
-	return id
 }
 
 // duplicateStage is duplicate detection (DESIGN: Durability): a SEND whose duplicate id

@@ -6,7 +6,7 @@ import (
 )
 
 // Cache bounds. When a miss would store entry number cacheMaxEntries, the miss first sweeps
-// the cache down to cacheSweepEntries (stale generations first, then arbitrary entries), so
+// the cache down to cacheSweepEntries (arbitrary entries), so
 // the sweep costs O(cacheMaxEntries) once every cacheMaxEntries-cacheSweepEntries misses.
 const (
 	cacheMaxEntries   = 1024
@@ -29,10 +29,12 @@ const setMinEntries = 16
 // (filter, v) pairs: inserting the same pair twice stores it once. A subscriber inserted under
 // two different filters that both match a channel is reported twice.
 //
-// Match results are cached per channel, at most about 1024 entries; any Insert or Remove that
-// changes the index bumps a generation counter that invalidates every cached result at once.
-// A stale entry is dropped lazily (replaced on the next miss for its channel, or swept when
-// the cache is full), so it may keep a removed subscriber reachable for the GC until then.
+// Match results are cached per channel, at most about 1024 entries. An Insert or Remove that
+// changes the index patches the cached results it affects instead of dropping the cache
+// (after nats-server's addToCache/removeFromCache): a filter without wildcards touches the
+// one entry keyed by that channel, a wildcard filter every entry whose channel it matches.
+// A generation counter, bumped by every change, keeps a Match that raced a change from
+// storing a result computed before it.
 //
 // A Sublist is safe for concurrent use. The zero value is not usable; call New.
 type Sublist[T comparable] struct {
@@ -44,10 +46,10 @@ type Sublist[T comparable] struct {
 	cache map[string]cacheEntry[T]
 }
 
-// cacheEntry is one cached Match result, valid while gen equals Sublist.gen. subs is never
-// modified after it is stored (it is clipped, so even an append would copy).
+// cacheEntry is one cached Match result, kept exact by Insert and Remove. subs is never
+// modified after it is stored (it is clipped, so even an append would copy): a patch stores
+// a new slice, so a Match iterating the old one outside the lock is not disturbed.
 type cacheEntry[T comparable] struct {
-	gen  uint64
 	subs []T
 }
 
@@ -144,7 +146,8 @@ func (l *level[T]) child(tok string) *node[T] {
 // memory. Filters that dest.ParseFilter would reject are stored with dest.Match's meaning: a
 // '>' that is not the last token makes the filter match nothing, empty tokens are literal.
 //
-// Insert takes the write lock; it invalidates the match cache when it changes the index.
+// Insert takes the write lock; when it changes the index it patches the cached results of
+// the channels filter matches.
 func (s *Sublist[T]) Insert(filter string, v T) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -181,13 +184,91 @@ func (s *Sublist[T]) Insert(filter string, v T) {
 	n.add(v)
 	s.count++
 	s.gen++
+	s.patchLocked(filter, func(subs []T) []T { return append(subs[:len(subs):len(subs)], v) })
+}
+
+// patchLocked replaces the cached result of every channel filter matches by edit(result):
+// the entry keyed by filter when it has no wildcard, else every matching entry. edit must
+// return a new slice (never write into its argument). s.mu held for writing.
+func (s *Sublist[T]) patchLocked(filter string, edit func([]T) []T) {
+	if !hasWildcard(filter) {
+		if e, ok := s.cache[filter]; ok {
+			e.subs = clip(edit(e.subs))
+			s.cache[filter] = e
+		}
+		return
+	}
+	for ch, e := range s.cache {
+		if filterMatches(filter, ch) {
+			e.subs = clip(edit(e.subs))
+			s.cache[ch] = e
+		}
+	}
+}
+
+func clip[T any](s []T) []T {
+	if len(s) == 0 {
+		return nil
+	}
+	return s[:len(s):len(s)]
+}
+
+// without returns a copy of subs with one occurrence of v removed (a subscriber inserted
+// under two matching filters appears once per filter).
+func without[T comparable](subs []T, v T) []T {
+	for i, s := range subs {
+		if s == v {
+			out := make([]T, 0, len(subs)-1)
+			out = append(out, subs[:i]...)
+			return append(out, subs[i+1:]...)
+		}
+	}
+	return subs
+}
+
+// hasWildcard reports whether filter has a "*" or ">" token.
+func hasWildcard(filter string) bool {
+	for rest, more := filter, true; more; {
+		var tok string
+		tok, rest, more = strings.Cut(rest, ".")
+		if tok == "*" || tok == ">" {
+			return true
+		}
+	}
+	return false
+}
+
+// filterMatches reports whether filter matches the concrete channel by the trie's rule (that
+// of dest.Match): "*" is one token, ">" the rest (one token or more) and only as the last
+// token (elsewhere the filter matches nothing); other tokens, empty ones included, are
+// literal.
+func filterMatches(filter, channel string) bool {
+	f, c := filter, channel
+	for {
+		ftok, frest, fmore := strings.Cut(f, ".")
+		ctok, crest, cmore := strings.Cut(c, ".")
+		switch ftok {
+		case ">":
+			return !fmore
+		case "*":
+		default:
+			if ftok != ctok {
+				return false
+			}
+		}
+		if !fmore || !cmore {
+			return !fmore && !cmore
+		}
+		f, c = frest, crest
+	}
 }
 
 // Remove deletes the pair (filter, v) inserted by Insert and reports whether it was present.
 // Nodes and levels left without subscribers or children are pruned, so an index that has
 // every filter removed again holds no memory beyond the root.
 //
-// Remove takes the write lock; it invalidates the match cache when it changes the index.
+// Remove takes the write lock; when it changes the index it patches the cached results of
+// the channels filter matches.
 func (s *Sublist[T]) Remove(filter string, v T) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -223,6 +304,7 @@ func (s *Sublist[T]) Remove(filter string, v T) bool {
 	n.del(i)
 	s.count--
 	s.gen++
+	s.patchLocked(filter, func(subs []T) []T { return without(subs, v) })
 
 	for k := len(path) - 1; k >= 0; k-- {
 		st := path[k]
@@ -264,7 +346,7 @@ func (s *Sublist[T]) Remove(filter string, v T) bool {
 func (s *Sublist[T]) Match(channel string, fn func(T)) {
 	s.mu.RLock()
 	e, hit := s.cache[channel]
-	if hit && e.gen == s.gen {
+	if hit {
 		s.mu.RUnlock()
 		for _, v := range e.subs {
 			fn(v)
@@ -278,8 +360,8 @@ func (s *Sublist[T]) Match(channel string, fn func(T)) {
 
 	subs = subs[:len(subs):len(subs)]
 	s.mu.Lock()
-	if s.gen == gen {
-		s.storeLocked(channel, subs, gen)
+	if s.gen == gen { // no change since the walk: subs is still exact
+		s.storeLocked(channel, subs)
 	}
 	s.mu.Unlock()
 
@@ -290,19 +372,14 @@ func (s *Sublist[T]) Match(channel string, fn func(T)) {
 
 // storeLocked caches subs for channel, sweeping the cache first when it is full. s.mu must be
 // held for writing.
-func (s *Sublist[T]) storeLocked(channel string, subs []T, gen uint64) {
+func (s *Sublist[T]) storeLocked(channel string, subs []T) {
 	if e, ok := s.cache[channel]; ok {
 		// Reuse the stored key: only the value changes.
-		e.gen, e.subs = gen, subs
+		e.subs = subs
 		s.cache[channel] = e
 		return
 	}
 	if len(s.cache) >= cacheMaxEntries {
-		for k, e := range s.cache {
-			if e.gen != gen {
-				delete(s.cache, k)
-			}
-		}
 		for k := range s.cache {
 			if len(s.cache) <= cacheSweepEntries {
 				break
@@ -310,7 +387,7 @@ func (s *Sublist[T]) storeLocked(channel string, subs []T, gen uint64) {
 			delete(s.cache, k)
 		}
 	}
-	s.cache[strings.Clone(channel)] = cacheEntry[T]{gen: gen, subs: subs}
+	s.cache[strings.Clone(channel)] = cacheEntry[T]{subs: subs}
 }
 
 // match appends to out the subscribers of every filter under l that matches channel.

@@ -481,3 +481,86 @@ func BenchmarkInsert(b *testing.B) {
 		}
 	})
 }
+
+// TestCachePatched checks that Insert and Remove keep every cached result exact instead of
+// dropping the cache: after each random change, every entry still cached equals what
+// dest.Match says of the live pairs, and a warm channel is answered from the cache.
+func TestCachePatched(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	s := New[int]()
+	live := map[pair]int{}
+	channels := make([]string, 200)
+	for i := range channels {
+		channels[i] = randChannel(r)
+	}
+	for step := range 3000 {
+		p := pair{randFilter(r), r.IntN(8)}
+		if r.IntN(3) == 0 {
+			if s.Remove(p.filter, p.v) {
+				delete(live, p)
+			}
+		} else {
+			s.Insert(p.filter, p.v)
+			live[p] = 1
+		}
+		if step%10 == 0 {
+			for _, ch := range channels {
+				s.Match(ch, func(int) {})
+			}
+		}
+		s.mu.RLock()
+		entries := len(s.cache)
+		for ch, e := range s.cache {
+			var want []int
+			for p := range live {
+				if dest.Match(p.filter, ch) {
+					want = append(want, p.v)
+				}
+			}
+			got := slices.Clone(e.subs)
+			slices.Sort(got)
+			slices.Sort(want)
+			if !slices.Equal(got, want) {
+				s.mu.RUnlock()
+				t.Fatalf("step %d: cached %q = %v, want %v", step, ch, got, want)
+			}
+		}
+		s.mu.RUnlock()
+		if step > 0 && step%10 == 0 && entries == 0 {
+			t.Fatalf("step %d: the cache was dropped", step)
+		}
+	}
+	// A change leaves the other channels' entries in place: the next Match is a hit.
+	s.Match("a.b", func(int) {})
+	s.Insert("c.c.c.c.c.c", 99)
+	allocs := testing.AllocsPerRun(10, func() { s.Match("a.b", func(int) {}) })
+	requireEqual(t, allocs, 0, "allocs per Match of a warm channel after an unrelated Insert")
+}
+
+// BenchmarkMatchAfterSubscribe measures what a subscription change costs the publishers: per
+// iteration one subscription (exact, or a wildcard over some of the channels) is inserted and
+// removed again, then 16 warm channels with subscribers are matched (before patching, every
+// change emptied the cache and each Match missed: a trie walk and a new result slice).
+func BenchmarkMatchAfterSubscribe(b *testing.B) {
+	for _, filter := range []string{"t3.svc3.evt.new", "t3.*.evt.>"} {
+		b.Run(map[bool]string{false: "exact", true: "wildcard"}[strings.Contains(filter, "*")], func(b *testing.B) {
+			s, chans := buildIndex(10)
+			hot := make([]string, 16)
+			for i := range hot {
+				hot[i] = chans[i*37+1] // i*37+1 is never a multiple of 10: an exact filter's channel
+				s.Match(hot[i], func(int) {})
+			}
+			n := 0
+			fn := func(int) { n++ }
+			b.ReportAllocs()
+			for b.Loop() {
+				s.Insert(filter, -1)
+				s.Remove(filter, -1)
+				for _, ch := range hot {
+					s.Match(ch, fn)
+				}
+			}
+			benchSink += n
+		})
+	}
+}
