@@ -260,19 +260,24 @@ func (l *Log) RecoverQueues(fn func(id dest.Identity, m *message.Message)) (reco
 		return 0, err
 	}
 	dropper, _ := l.st.(store.Dropper)
+	var empty []string
+	defer func() {
+		// An empty queue's stream holds nothing to recover: drop them all, in one write, so
+		// that the next start does not load them (start-up stays proportional to stored
+		// messages).
+		if dropper != nil && len(empty) > 0 {
+			if err := dropper.Drop(empty...); err != nil && !errors.Is(err, store.ErrNotEmpty) {
+				l.log.Warn("dropping empty queue streams", "streams", len(empty), "err", err)
+			}
+		}
+	}()
 	for _, s := range streams {
 		id, ok := ParseStream(s.Name)
 		if !ok || id.Pattern != dest.PatternQueues {
 			continue
 		}
 		if s.Count == 0 {
-			// An empty queue's stream holds nothing to recover: drop it so that the next
-			// start does not load it (start-up stays proportional to stored messages).
-			if dropper != nil {
-				if err := dropper.Drop(s.Name); err != nil && !errors.Is(err, store.ErrNotEmpty) {
-					l.log.Warn("dropping empty queue stream", "stream", s.Name, "err", err)
-				}
-			}
+			empty = append(empty, s.Name)
 			continue
 		}
 		err := l.st.Scan(s.Name, 0, func(seq uint64, data []byte) bool {

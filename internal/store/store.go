@@ -120,10 +120,11 @@ type AsyncAppender interface {
 // streams of reclaimed and empty queues). It is the one exception to "sequences are never
 // reused": a dropped stream's next Append starts again at 1.
 type Dropper interface {
-	// Drop removes stream if it holds no records; a stream that holds records is left
-	// alone (ErrNotEmpty), and an unknown stream is not an error. Durable at the next sync,
-	// like Delete.
-	Drop(stream string) error
+	// Drop removes each of streams that holds no records, in one write; a stream that
+	// holds records is left alone (the result is then ErrNotEmpty, after the empty ones are
+	// dropped), and an unknown stream is not an error. Durable at the next sync, like
+	// Delete.
+	Drop(streams ...string) error
 }
 
 // LazyMetaSetter is implemented by stores that can write metadata without an fsync of its

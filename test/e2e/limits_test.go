@@ -241,7 +241,11 @@ func TestRestartTimeIndependentOfNamesUsed(t *testing.T) {
 		tMany = min(tMany, restart(many))
 	}
 	t.Logf("restart: 10 names %v; 20000 names: first %v, then %v", tFew, tFirst, tMany)
-	if tFirst > 5*tFew+2*time.Second {
+	// The first restart replays the WAL written while the names were used (a burst of
+	// 40,000 writes, bounded by Pebble's memtable, not by names ever used) and drops the
+	// empty streams in one write: about 0.5 s on an idle machine, several seconds under a
+	// race build on a loaded one. Its bound only catches a start that walks every name.
+	if tFirst > 5*tFew+15*time.Second {
 		t.Errorf("the first restart after using 20000 names took %v, against %v after 10", tFirst, tFew)
 	}
 	if tMany > 3*tFew+time.Second {

@@ -3,6 +3,7 @@ package pebblestore
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -127,4 +128,50 @@ func TestDrop(t *testing.T) {
 	if seq, err = s.Append("a", []byte("2")); err != nil || seq != 1 {
 		t.Fatalf("Append after Drop: seq %d, %v; want 1", seq, err)
 	}
+}
+
+// TestDropMany: one Drop forgets every empty stream it names in one write, leaves a stream
+// holding records (ErrNotEmpty once the others are dropped), skips unknown and repeated
+// names, and the result survives a reopen.
+func TestDropMany(t *testing.T) {
+	fs := vfs.NewMem()
+	s, _ := openTimed(t, fs)
+	var names []string
+	for i := range 50 {
+		name := fmt.Sprintf("q%d", i)
+		seq, err := s.Append(name, []byte("x"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i%10 != 0 {
+			if err := s.Delete(name, seq); err != nil {
+				t.Fatal(err)
+			}
+		}
+		names = append(names, name)
+	}
+	err := s.Drop(append(names, "never", "q1")...)
+	if !errors.Is(err, store.ErrNotEmpty) {
+		t.Fatalf("Drop of 45 empty and 5 full streams: %v, want ErrNotEmpty", err)
+	}
+	check := func(when string) {
+		sts, err := s.Streams()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var left []string
+		for _, st := range sts {
+			left = append(left, st.Name)
+		}
+		if want := []string{"q0", "q10", "q20", "q30", "q40"}; !slices.Equal(left, want) {
+			t.Fatalf("streams %s: %q, want %q", when, left, want)
+		}
+	}
+	check("after Drop")
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s, _ = openTimed(t, fs)
+	defer s.Close()
+	check("after reopen")
 }

@@ -499,14 +499,18 @@ func (s *Store) Sync() error {
 	return nil
 }
 
-// Drop implements store.Dropper: it deletes an empty stream's state (unsynced, like
-// Delete) and forgets the stream, so Open no longer loads it; its next Append starts at
-// sequence 1.
+// Drop implements store.Dropper: it deletes the state of every empty stream among names in
+// one batch (unsynced, like Delete) and forgets them, so Open no longer loads them; a dropped
+// stream's next Append starts at sequence 1. Streams holding records are left alone and make
+// the result ErrNotEmpty once the empty ones are dropped; unknown streams are skipped.
 //
-// Errors: store.ErrNotEmpty, store.ErrClosed, store.ErrInvalidName, or a sticky write error.
-func (s *Store) Drop(name string) error {
-	if err := store.CheckName(name); err != nil {
-		return err
+// Errors: store.ErrNotEmpty, store.ErrClosed, store.ErrInvalidName, or a sticky write error
+// (then nothing is dropped).
+func (s *Store) Drop(names ...string) error {
+	for _, name := range names {
+		if err := store.CheckName(name); err != nil {
+			return err
+		}
 	}
 	if err := s.enter(true); err != nil {
 		return err
@@ -514,26 +518,46 @@ func (s *Store) Drop(name string) error {
 	defer s.exit()
 	s.smu.Lock()
 	defer s.smu.Unlock()
-	st := s.streams[name]
-	if st == nil {
-		return nil
-	}
-	st.mu.Lock()
-	defer st.mu.Unlock()
-	if st.count > 0 {
-		return store.ErrNotEmpty
-	}
+	// Every stream to drop stays locked until the batch is applied, so no Append slips a
+	// record in between the count check and the delete (lock order: smu, then stream).
+	drop := make([]*stream, 0, len(names))
+	defer func() {
+		for _, st := range drop {
+			st.mu.Unlock()
+		}
+	}()
+	var notEmpty bool
 	b := s.db.NewBatch()
 	defer b.Close()
-	if err := b.Delete(st.stateKey, nil); err != nil {
-		return wrapErr("drop", err)
+	for _, name := range names {
+		st := s.streams[name]
+		if st == nil || slices.Contains(drop, st) {
+			continue
+		}
+		st.mu.Lock()
+		if st.count > 0 {
+			st.mu.Unlock()
+			notEmpty = true
+			continue
+		}
+		drop = append(drop, st)
+		if err := b.Delete(st.stateKey, nil); err != nil {
+			return wrapErr("drop", err)
+		}
 	}
-	if err := s.db.Apply(b, pebble.NoSync); err != nil {
-		return s.fail(wrapErr("drop", err))
+	if len(drop) > 0 {
+		if err := s.db.Apply(b, pebble.NoSync); err != nil {
+			return s.fail(wrapErr("drop", err))
+		}
+		s.dirty.Store(true)
+		for _, st := range drop {
+			st.dropped = true
+			delete(s.streams, st.name)
+		}
 	}
-	s.dirty.Store(true)
-	st.dropped = true
-	delete(s.streams, name)
+	if notEmpty {
+		return store.ErrNotEmpty
+	}
 	return nil
 }
 
