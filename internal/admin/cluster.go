@@ -170,8 +170,10 @@ func (a *Admin) serveCluster(w http.ResponseWriter, r *http.Request) {
 }
 
 // clusterQueues appends to out the queues JetStream holds (cluster mode) that o selects.
-// A queue this node's dispatcher also lists is not listed twice. A cluster that cannot be
-// read adds nothing: the list then shows this node's state only.
+// A queue this node's dispatcher also lists (a node that took SENDs for it has one) is not
+// listed twice: JetStream's figures (stored, delivering, pull requests, dispatched, leader,
+// replicas) replace the local ones in that entry, so every node gives the same answer. A
+// cluster that cannot be read adds nothing: the list then shows this node's state only.
 func (a *Admin) clusterQueues(o QueuesOptions, want dest.Identity, out *QueueList) {
 	if a.opts.Cluster == nil {
 		return
@@ -183,9 +185,12 @@ func (a *Admin) clusterQueues(o QueuesOptions, want dest.Identity, out *QueueLis
 		a.log.Warn("cluster queues unavailable", "err", err)
 		return
 	}
-	listed := map[dest.Identity]bool{}
-	for _, q := range out.Queues {
-		listed[dest.Identity{Group: q.Group, Pattern: dest.PatternQueues, Channel: channelOf(q.Destination), Bare: !strings.HasPrefix(q.Destination, "/queue/")}] = true
+	listed := map[dest.Identity]int{} // queues-pattern identity → index in out.Queues
+	for i, q := range out.Queues {
+		if q.Pattern != dest.PatternQueues.String() {
+			continue
+		}
+		listed[dest.Identity{Group: q.Group, Pattern: dest.PatternQueues, Channel: channelOf(q.Destination), Bare: !strings.HasPrefix(q.Destination, "/queue/")}] = i
 	}
 	var match []string
 	if o.Match != "" {
@@ -199,9 +204,17 @@ func (a *Admin) clusterQueues(o QueuesOptions, want dest.Identity, out *QueueLis
 	}
 	for _, cq := range st.Queues {
 		id := cq.Identity
+		if i, ok := listed[id]; ok {
+			q := &out.Queues[i]
+			q.Size, q.Consumers, q.Delivering, q.Dispatched = int(cq.Stored), cq.Waiting, cq.Delivering, cq.Delivered
+			q.Leader, q.Replicas = cq.Leader, cq.Replicas
+			if q.Replicas == nil {
+				q.Replicas = []ClusterReplica{}
+			}
+			continue
+		}
 		switch {
-		case listed[id],
-			g != "" && id.Group != g,
+		case g != "" && id.Group != g,
 			o.Destination != "" && (id.Channel != want.Channel || id.Bare != want.Bare || want.Pattern != dest.PatternQueues),
 			match != nil && !matchChannel(match, strings.Split(id.Channel, ".")):
 			continue

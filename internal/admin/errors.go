@@ -19,6 +19,10 @@ var (
 	// ErrUnsupportedPattern is returned when a destination resolves to a pattern that has no
 	// dispatcher queue here (only events and queues have one).
 	ErrUnsupportedPattern = errors.New("admin: destination pattern not supported")
+	// ErrClusterUnsupported is returned, in cluster mode, by the operations that act on a
+	// queue's stored messages (purge, browse, re-drive): the messages are in JetStream, not
+	// in this node's dispatcher, and these operations do not reach them yet.
+	ErrClusterUnsupported = errors.New("admin: not supported in cluster mode")
 	// ErrUnauthorized is returned by the handler when a token is configured and the request
 	// does not carry it.
 	ErrUnauthorized = errors.New("admin: unauthorized")
@@ -61,6 +65,9 @@ const (
 	CodeRejected         = "rejected"
 	// CodeConnectionNotFound: no open connection has the session id given.
 	CodeConnectionNotFound = "connection_not_found"
+	// CodeClusterUnsupported: the operation does not act on cluster mode's JetStream queues
+	// yet (ErrClusterUnsupported); 501.
+	CodeClusterUnsupported = "cluster_unsupported"
 )
 
 // Error is the error every Admin method returns: a stable Code, a one-line Message for
@@ -83,7 +90,8 @@ func (e *Error) Unwrap() error { return e.Err }
 
 // Status returns the HTTP status for the error's Code: 400 for invalid input, 401, 403 for a
 // message a stage of the SEND route rejected, 404, 405, 409 for a non-empty queue, 413, 503
-// for a full queue or a message the store refused, 500 otherwise.
+// for a full queue or a message the store refused, 501 for an operation cluster mode does
+// not support yet, 500 otherwise.
 func (e *Error) Status() int {
 	switch e.Code {
 	case CodeInvalidDestination, CodeInvalidGroup, CodeInvalidParameter, CodeUnsupportedPattern:
@@ -104,6 +112,8 @@ func (e *Error) Status() int {
 		return http.StatusRequestEntityTooLarge
 	case CodeQueueFull, CodeNotStored, CodeStoreUnavailable, CodeDestinationLimit:
 		return http.StatusServiceUnavailable
+	case CodeClusterUnsupported:
+		return http.StatusNotImplemented
 	}
 	return http.StatusInternalServerError
 }

@@ -309,7 +309,9 @@ func (a *Admin) Logs(ref QueueRef) (*EventLogList, error) {
 
 // queueOf resolves ref to a queues-pattern identity (purge, browse and re-drive act on
 // stored queues). Errors (*Error): those of identity; CodeUnsupportedPattern for an events
-// destination.
+// destination; CodeClusterUnsupported in cluster mode, where the queue's messages are in
+// JetStream and not in this node's dispatcher (answering from the dispatcher would report
+// an empty queue, or purge nothing, while JetStream holds its messages).
 func (a *Admin) queueOf(ref QueueRef, what string) (dest.Identity, error) {
 	id, err := a.identity(ref)
 	if err != nil {
@@ -317,6 +319,9 @@ func (a *Admin) queueOf(ref QueueRef, what string) (dest.Identity, error) {
 	}
 	if id.Pattern != dest.PatternQueues {
 		return id, newError(CodeUnsupportedPattern, what+" applies to queues destinations (/queue/...), not "+id.Pattern.String(), ErrUnsupportedPattern)
+	}
+	if a.opts.Cluster != nil {
+		return id, newError(CodeClusterUnsupported, what+" is not supported in cluster mode yet: the messages of "+describe(id)+" are in JetStream", ErrClusterUnsupported)
 	}
 	return id, nil
 }
