@@ -28,7 +28,7 @@ const (
 	// well below JetStream's shortest election after a leader's crash (4 s), so publishes
 	// sent to a dead leader all fail and are retried in order before a new leader can
 	// store a later one.
-	StallFence = time.Second
+	StallFence = 200 * time.Millisecond
 )
 
 // Persister stores durable SENDs to queues and events-store logs in JetStream for the
