@@ -147,11 +147,26 @@ func (p *Persister) build(id dest.Identity, m *message.Message) (pl placement, m
 	return pl, msg, false, dropped
 }
 
-func (p *Persister) ensure(ctx context.Context, pl placement, events bool) error {
+// ensure creates pl's stream unless this node already made it (the common case costs one
+// map lookup and no context).
+func (p *Persister) ensure(pl placement, events bool) error {
+	s := p.q.streams
 	if events {
-		return p.e.ensureStream(ctx, pl)
+		s = p.e.streams
 	}
-	return p.q.ensureStream(ctx, pl)
+	if s.has(pl.cfg.Name) {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), PublishTimeout)
+	defer cancel()
+	return s.ensure(ctx, pl.cfg)
+}
+
+// has reports whether this node saw stream name made.
+func (s *streams) has(name string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.made[name]
 }
 
 // mark sets m.Sequence so that the adapters' Publish knows m is stored (see the type).
@@ -164,12 +179,12 @@ func (p *Persister) Persist(id dest.Identity, m *message.Message) error {
 	if dropped {
 		return nil
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), PublishTimeout)
-	defer cancel()
-	if err := p.ensure(ctx, pl, events); err != nil {
+	if err := p.ensure(pl, events); err != nil {
 		return err
 	}
 	p.gate()
+	ctx, cancel := context.WithTimeout(context.Background(), PublishTimeout)
+	defer cancel()
 	ack, err := publishRetrying(ctx, p.q.js, msg)
 	if err != nil {
 		return fmt.Errorf("cluster: message not stored: %w", err)
@@ -213,9 +228,7 @@ func (p *Persister) PersistAsync(id dest.Identity, m *message.Message) (wait fun
 	if dropped {
 		return func() error { return nil }, nil // the adapter drops it at publish
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), PublishTimeout)
-	defer cancel()
-	if err := p.ensure(ctx, pl, events); err != nil {
+	if err := p.ensure(pl, events); err != nil {
 		return nil, err
 	}
 	p.gate()
