@@ -150,10 +150,12 @@ func New(cfg config.Config, opts Options) (*Broker, error) {
 	p.deliveries.Now = stamp
 	var persister router.Persister = b.durable
 	var batch router.BatchPublisher
+	var journal dedup.Journal = b.durable
 	idPrefix := ""
 	if cfg.Cluster.Enabled() {
-		// Cluster mode: JetStream stores queue messages; the queues adapter's Publish
-		// returns after the PubAck, so the router's RECEIPT follows it (no local store stage).
+		// Cluster mode: JetStream stores queue messages and events-store logs. The router's
+		// store stage publishes them asynchronously (cluster.Persister) and writes each
+		// RECEIPT after its PubAck, in SEND order, so a connection's SENDs are pipelined.
 		n, err := cluster.Start(context.Background(), cfg.Cluster, first.MaxBodyLength, b.log.With("component", "cluster"))
 		if err != nil {
 			_ = st.Close()
@@ -164,8 +166,16 @@ func New(cfg config.Config, opts Options) (*Broker, error) {
 			_ = st.Close()
 			return nil, err
 		}
-		batch = p.cluster.semantics(cfg, resolver, b.log)
-		persister = nil
+		committer := p.cluster.semantics(cfg, resolver, b.log)
+		batch = committer
+		cp, err := cluster.NewPersister(n, p.cluster.queues, p.cluster.store, committer, b.log.With("component", "cluster-publish"))
+		if err != nil {
+			n.Close()
+			_ = st.Close()
+			return nil, err
+		}
+		persister = cp
+		journal = nil // JetStream's Nats-Msg-Id window is the durable record of duplicate ids
 		idPrefix = "titan-" + n.Name() + "-" + strconv.FormatInt(time.Now().UnixNano()%1e9, 36)
 	}
 	sec, err := newSecurity(b)
@@ -184,7 +194,7 @@ func New(cfg config.Config, opts Options) (*Broker, error) {
 	b.dedup = dedup.New(dedup.Options{
 		Window:  config.Ms(cfg.DuplicateDetection.Window),
 		Cap:     cfg.DuplicateDetection.CacheSize,
-		Journal: b.durable,
+		Journal: journal,
 	})
 	b.router = router.New(ports, router.Options{
 		Duplicates:                   b.dedup,

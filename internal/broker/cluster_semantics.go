@@ -5,7 +5,6 @@ import (
 
 	"github.com/titan-broker/titan/internal/cluster"
 	"github.com/titan-broker/titan/internal/config"
-	"github.com/titan-broker/titan/internal/router"
 )
 
 // semantics applies the address settings and duplicate detection that cluster mode keeps
@@ -14,7 +13,7 @@ import (
 // read ring-size from them), and the returned committer is the router's transaction port,
 // so a COMMIT stores its SENDs as JetStream atomic batches. Called once, before the router
 // is built.
-func (c *clusterPatterns) semantics(cfg config.Config, settings cluster.Settings, log *slog.Logger) router.BatchPublisher {
+func (c *clusterPatterns) semantics(cfg config.Config, settings cluster.Settings, log *slog.Logger) *cluster.Committer {
 	w := config.Ms(cfg.DuplicateDetection.Window)
 	c.queues.DuplicateWindow = w
 	c.store.DuplicateWindow = w

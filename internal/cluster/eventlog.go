@@ -65,8 +65,12 @@ func (e *EventsStore) ensureStream(ctx context.Context, p placement) error {
 }
 
 // Publish appends m to id's log and returns after the PubAck. Errors: the publish's after
-// PublishTimeout, or when cancel closes.
+// PublishTimeout, or when cancel closes. A message the Persister stored (m.Sequence set)
+// is not appended again.
 func (e *EventsStore) Publish(id dest.Identity, m *message.Message, cancel <-chan struct{}) (dropped bool, err error) {
+	if m.Sequence != 0 {
+		return false, nil // stored by the router's store stage (Persister)
+	}
 	ctx, stop := context.WithTimeout(context.Background(), PublishTimeout)
 	defer stop()
 	if cancel != nil {

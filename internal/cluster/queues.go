@@ -204,8 +204,12 @@ func publishRetrying(ctx context.Context, js jetstream.JetStream, msg *nats.Msg)
 // Publish stores m on id's queue and returns once JetStream acknowledged it (a quorum of
 // replicas stored it; with sync always, fsync'd). An already-expired message is dropped
 // (dropped true). cancel (the producer's connection closed) abandons the wait. Errors:
-// the publish's after PublishTimeout.
+// the publish's after PublishTimeout. A message the Persister stored (m.Sequence set) is
+// not published again.
 func (q *Queues) Publish(id dest.Identity, m *message.Message, cancel <-chan struct{}) (dropped bool, err error) {
+	if m.Sequence != 0 {
+		return false, nil // stored by the router's store stage (Persister)
+	}
 	p, msg, dropped := q.build(id, m)
 	if dropped {
 		return true, nil

@@ -130,7 +130,9 @@ type Ports struct {
 // Clock is the time source (injectable for tests).
 type Clock func() time.Time
 
-// Persister is the durable-acceptance port (implemented by *durable.Log). Persist commits m
+// Persister is the durable-acceptance port (implemented by *durable.Log; in cluster mode by
+// cluster.Persister, whose PersistAsync publishes to JetStream and whose wait returns after
+// the PubAck). Persist commits m
 // (fsync'd) and sets m.Sequence before m is shared; Forget deletes a persisted message whose
 // admission was then refused.
 //

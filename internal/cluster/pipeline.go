@@ -1,0 +1,358 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/titan-broker/titan/internal/dest"
+	"github.com/titan-broker/titan/internal/message"
+)
+
+// Tunables of pipelined publishes.
+const (
+	// MaxPendingPublishes bounds the asynchronous publishes one node has awaiting their
+	// PubAck (nats.go's PublishAsyncMaxPending); a publish beyond it waits for room, which
+	// stops its connection being read. Each connection also has at most the router's
+	// pipeline depth (256) in flight.
+	MaxPendingPublishes = 4096
+	// StallFence is how long the oldest unanswered publish of a node may be outstanding
+	// before the node stops sending new ones until it is answered (see Persister). It is
+	// well below JetStream's shortest election after a leader's crash (4 s), so publishes
+	// sent to a dead leader all fail and are retried in order before a new leader can
+	// store a later one.
+	StallFence = 200 * time.Millisecond
+)
+
+// Persister stores durable SENDs to queues and events-store logs in JetStream for the
+// router's store stage (the router.Persister port in cluster mode), so that a connection's
+// SENDs are pipelined as on a single node: PersistAsync publishes asynchronously and
+// returns at once, the connection keeps being read, and the wait func it returns (called
+// in SEND order on the connection's pipeline) returns once the PubAck arrived, i.e. a
+// quorum of the stream's replicas stored the message; only then does the router write
+// the RECEIPT. The queues and events-store adapters' Publish then has nothing left to do
+// for that message (m.Sequence is set).
+//
+// Retries and order. A publish that fails (no PubAck within the attempt timeout, no
+// responders, no quorum: a leader change) is retried by its wait func with the same
+// Nats-Msg-Id, so it is stored once, until PublishTimeout from its first send; if it still
+// fails the client gets an ERROR for it and no RECEIPT (and the connection closes, so
+// nothing sent after it is answered). JetStream stores one connection's publishes to a
+// stream in the order they reach the leader, but a retried publish would be stored after
+// a later one that a new leader already accepted. The rule that keeps delivery FIFO per
+// destination through a leader's crash: while any publish of this node has failed and is
+// not yet stored, or the oldest unanswered one has been outstanding for StallFence, no new
+// publish is sent (the producers' connections stop being read); the retries then go out in
+// SEND order, each connection's one after the other, before anything newer. The
+// publishes in flight when a leader crashed were all sent to it within StallFence, which
+// is far shorter than JetStream's election after a crash (at least 4 s), so none of the
+// later ones can reach the next leader before the earlier ones are retried.
+//
+// What the rule cannot cover is a leader hand-over without a crash (the leader's node shut
+// down gracefully, a step-down): JetStream then elects the next leader at once, and
+// publishes that were in flight at the old leader can be stored after later ones even
+// without any failure (seen in TestPersisterLeaderLossStoresOnce: a few messages). Such a
+// publish is detected — its send order and stream sequence disagree with the last publish
+// stored on its subject — counted in Reordered and logged. A strict guarantee needs
+// JetStream's fast batch publishing with gap detection (AllowBatchPublish, nats-server
+// 2.14+), for which nats.go has no client yet.
+//
+// A message refused after it was stored (Forget) stays stored: a stored JetStream message
+// may already be delivered, so it is not deleted (at-least-once, as for any SEND answered
+// with an ERROR). Safe for concurrent use.
+type Persister struct {
+	q   *Queues
+	e   *EventsStore
+	c   *Committer
+	js  jetstream.JetStream // asynchronous publishing context (own error handler and limits)
+	log *slog.Logger
+
+	// sendMu orders sending: a publish's send number and its write to the NATS connection
+	// happen under it, so send order is the order JetStream receives them. Taken before
+	// mu, never the other way round (nats.go calls the error handler, which takes mu,
+	// holding its own lock).
+	sendMu  sync.Mutex
+	sent    uint64 // send numbers; guarded by sendMu
+	mu      sync.Mutex
+	cond    *sync.Cond                    // on mu: a publish resolved
+	order   []*pendingPublish             // unresolved publishes in send order (resolved ones popped from the head)
+	byMsg   map[*nats.Msg]*pendingPublish // unresolved, for the error handler
+	subs    map[string]*subjectState      // subjects with unresolved publishes (reordering check)
+	failing int                           // unresolved publishes that failed at least once
+	stall   time.Duration                 // StallFence (tests shorten it)
+	attempt time.Duration                 // one attempt's PubAck timeout
+	now     func() time.Time              // clock
+	ticket  atomic.Uint64                 // marks m.Sequence of messages stored here
+
+	// Pipelined counts publishes sent asynchronously; Retried those retried after a
+	// failure; Reordered those stored while an earlier publish to the same subject was
+	// still being retried (the FIFO rule's residual case, see the type).
+	Pipelined, Retried, Reordered atomic.Uint64
+}
+
+// pendingPublish is one asynchronous publish until its wait func resolved it.
+type pendingPublish struct {
+	msg    *nats.Msg
+	fut    jetstream.PubAckFuture
+	sent   time.Time
+	n      uint64 // send number
+	events bool   // an events-store append (counted on e)
+	failed bool   // failed at least once (counted in failing)
+	done   bool
+}
+
+// subjectState is a subject's unresolved publishes and the send number and stream
+// sequence of the last one stored: a stored publish whose send order and stream order
+// disagree with it was reordered.
+type subjectState struct {
+	pending int
+	n, seq  uint64
+}
+
+// NewPersister returns the pipelined persister over n's queues and events-store adapters;
+// c (may be nil) stores PersistAll's transactions. Errors: creating the JetStream context.
+func NewPersister(n *Node, q *Queues, e *EventsStore, c *Committer, log *slog.Logger) (*Persister, error) {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	p := &Persister{q: q, e: e, c: c, log: log, byMsg: make(map[*nats.Msg]*pendingPublish),
+		subs: make(map[string]*subjectState), stall: StallFence, attempt: publishAttemptTimeout, now: time.Now}
+	p.cond = sync.NewCond(&p.mu)
+	js, err := jetstream.New(n.nc,
+		jetstream.WithPublishAsyncMaxPending(MaxPendingPublishes),
+		jetstream.WithPublishAsyncTimeout(p.attempt),
+		jetstream.WithPublishAsyncErrHandler(func(_ jetstream.JetStream, msg *nats.Msg, _ error) { p.failed(msg) }))
+	if err != nil {
+		return nil, fmt.Errorf("cluster: async publishing context: %w", err)
+	}
+	p.js = js
+	return p, nil
+}
+
+// build returns the placement and JetStream message of m on id (dropped: an expired queue
+// message, which is not stored).
+func (p *Persister) build(id dest.Identity, m *message.Message) (pl placement, msg *nats.Msg, events, dropped bool) {
+	if id.Pattern == dest.PatternEventsStore {
+		pl, msg = p.e.build(id, m)
+		return pl, msg, true, false
+	}
+	pl, msg, dropped = p.q.build(id, m)
+	return pl, msg, false, dropped
+}
+
+// ensure creates pl's stream unless this node already made it (the common case costs one
+// map lookup and no context).
+func (p *Persister) ensure(pl placement, events bool) error {
+	s := p.q.streams
+	if events {
+		s = p.e.streams
+	}
+	if s.has(pl.cfg.Name) {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), PublishTimeout)
+	defer cancel()
+	return s.ensure(ctx, pl.cfg)
+}
+
+// has reports whether this node saw stream name made.
+func (s *streams) has(name string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.made[name]
+}
+
+// mark sets m.Sequence so that the adapters' Publish knows m is stored (see the type).
+func (p *Persister) mark(m *message.Message) { m.Sequence = p.ticket.Add(1) }
+
+// Persist stores m and returns once it is stored (the router's unpipelined path: an
+// in-process publication). An expired queue message is left to the adapter (dropped).
+func (p *Persister) Persist(id dest.Identity, m *message.Message) error {
+	pl, msg, events, dropped := p.build(id, m)
+	if dropped {
+		return nil
+	}
+	if err := p.ensure(pl, events); err != nil {
+		return err
+	}
+	p.gate()
+	ctx, cancel := context.WithTimeout(context.Background(), PublishTimeout)
+	defer cancel()
+	ack, err := publishRetrying(ctx, p.q.js, msg)
+	if err != nil {
+		return fmt.Errorf("cluster: message not stored: %w", err)
+	}
+	p.count(events, ack)
+	p.mark(m)
+	return nil
+}
+
+// PersistAll stores a transaction's messages through the Committer (one atomic batch per
+// stream). The router sends cluster transactions through Committer directly; this path
+// serves a router built without it.
+func (p *Persister) PersistAll(ids []dest.Identity, ms []*message.Message) error {
+	if p.c == nil {
+		for i := range ids {
+			if err := p.Persist(ids[i], ms[i]); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if err := p.c.PublishBatch(ids, ms, nil); err != nil {
+		return err
+	}
+	for _, m := range ms {
+		p.mark(m)
+	}
+	return nil
+}
+
+// Forget does nothing: a stored JetStream message may already be delivered (see the type).
+func (p *Persister) Forget(dest.Identity, *message.Message) {}
+
+// PersistAsync publishes m to id's stream without waiting for the PubAck and marks m
+// stored; wait (called exactly once, in SEND order per connection) returns once it is
+// stored, after retries (see the type). It may block while the node's publishes are being
+// retried or stalled (back-pressure on the producer). Errors: the stream could not be
+// created, or the publish could not be sent.
+func (p *Persister) PersistAsync(id dest.Identity, m *message.Message) (wait func() error, err error) {
+	pl, msg, events, dropped := p.build(id, m)
+	if dropped {
+		return func() error { return nil }, nil // the adapter drops it at publish
+	}
+	if err := p.ensure(pl, events); err != nil {
+		return nil, err
+	}
+	p.gate()
+	pp := &pendingPublish{msg: msg, events: events}
+	p.sendMu.Lock()
+	p.sent++
+	pp.n = p.sent
+	p.mu.Lock()
+	pp.sent = p.now()
+	p.byMsg[msg] = pp
+	st := p.subs[msg.Subject]
+	if st == nil {
+		st = &subjectState{}
+		p.subs[msg.Subject] = st
+	}
+	st.pending++
+	p.order = append(p.order, pp)
+	p.mu.Unlock()
+	fut, err := p.js.PublishMsgAsync(msg, jetstream.WithStallWait(PublishTimeout))
+	p.sendMu.Unlock()
+	if err != nil {
+		p.resolve(pp, nil)
+		return nil, fmt.Errorf("cluster: message not stored: %w", err)
+	}
+	pp.fut = fut
+	p.Pipelined.Add(1)
+	p.mark(m)
+	return func() error { return p.wait(pp) }, nil
+}
+
+// gate waits while a publish is being retried or the oldest unanswered one stalled.
+func (p *Persister) gate() {
+	p.mu.Lock()
+	for {
+		for len(p.order) > 0 && p.order[0].done {
+			p.order[0] = nil
+			p.order = p.order[1:]
+		}
+		if p.failing == 0 && (len(p.order) == 0 || p.now().Sub(p.order[0].sent) < p.stall) {
+			break
+		}
+		p.cond.Wait()
+	}
+	p.mu.Unlock()
+}
+
+// failed records that msg's publish failed (the async error handler, or its wait func).
+func (p *Persister) failed(msg *nats.Msg) {
+	p.mu.Lock()
+	if pp := p.byMsg[msg]; pp != nil && !pp.failed {
+		pp.failed = true
+		p.failing++
+	}
+	p.mu.Unlock()
+}
+
+// resolve ends pp: stored (ack) or finally failed (nil).
+func (p *Persister) resolve(pp *pendingPublish, ack *jetstream.PubAck) {
+	reordered := false
+	p.mu.Lock()
+	pp.done = true
+	if pp.failed {
+		p.failing--
+	}
+	delete(p.byMsg, pp.msg)
+	if st := p.subs[pp.msg.Subject]; st != nil {
+		if ack != nil && !ack.Duplicate {
+			if st.n != 0 && (st.n < pp.n) != (st.seq < ack.Sequence) {
+				reordered = true
+				p.Reordered.Add(1)
+			}
+			if pp.n > st.n {
+				st.n, st.seq = pp.n, ack.Sequence
+			}
+		}
+		if st.pending--; st.pending == 0 {
+			delete(p.subs, pp.msg.Subject)
+		}
+	}
+	p.mu.Unlock()
+	p.cond.Broadcast()
+	if reordered {
+		p.log.Warn("a retried publish was stored after a later one on its destination (leader change within the stall fence)",
+			"subject", pp.msg.Subject, "stream_seq", ack.Sequence)
+	}
+}
+
+// wait returns once pp is stored, retrying it (same Nats-Msg-Id) after a failure until
+// PublishTimeout from its first send.
+func (p *Persister) wait(pp *pendingPublish) error {
+	var ack *jetstream.PubAck
+	var err error
+	select {
+	case ack = <-pp.fut.Ok():
+	case err = <-pp.fut.Err():
+	}
+	if err == nil {
+		p.count(pp.events, ack)
+		p.resolve(pp, ack)
+		return nil
+	}
+	p.failed(pp.msg)
+	deadline := pp.sent.Add(PublishTimeout)
+	if retryable(err) || errors.Is(err, jetstream.ErrAsyncPublishTimeout) || errors.Is(err, nats.ErrDisconnected) {
+		p.Retried.Add(1)
+		ctx, cancel := context.WithDeadline(context.Background(), deadline)
+		ack, err = publishRetrying(ctx, p.q.js, pp.msg)
+		cancel()
+	}
+	if err != nil {
+		p.resolve(pp, nil)
+		p.log.Warn("publish failed", "subject", pp.msg.Subject, "err", err)
+		return fmt.Errorf("cluster: message not stored: %w", err)
+	}
+	p.count(pp.events, ack)
+	p.resolve(pp, ack)
+	return nil
+}
+
+// count records a stored publish on its adapter.
+func (p *Persister) count(events bool, ack *jetstream.PubAck) {
+	if events {
+		p.e.count(ack)
+		return
+	}
+	p.q.count(ack)
+}
