@@ -125,6 +125,8 @@ type ClusterQueue struct {
 	Waiting int
 	// Delivered counts deliveries.
 	Delivered uint64
+	// Paused is true while the queue's deliveries are paused cluster-wide.
+	Paused bool
 	// Leader names the node leading the consumer.
 	Leader string
 	// Replicas are the consumer's other replicas.
@@ -208,7 +210,7 @@ func (a *Admin) clusterQueues(o QueuesOptions, want dest.Identity, out *QueueLis
 		}
 		s := a.settingsOf(id)
 		qi := QueueInfo{Group: id.Group, Destination: id.Destination(), Pattern: dest.PatternQueues.String(),
-			Size: int(cq.Stored), Consumers: cq.Waiting, Delivering: cq.Delivering,
+			Size: int(cq.Stored), Consumers: cq.Waiting, Delivering: cq.Delivering, Paused: cq.Paused,
 			Dispatched: cq.Delivered, Leader: cq.Leader, Replicas: cq.Replicas, Settings: s}
 		if qi.Replicas == nil {
 			qi.Replicas = []ClusterReplica{}

@@ -102,6 +102,8 @@ func (e *Error) Status() int {
 		return http.StatusConflict
 	case CodeTooLarge:
 		return http.StatusRequestEntityTooLarge
+	case CodeUnsupportedInCluster:
+		return http.StatusNotImplemented
 	case CodeQueueFull, CodeNotStored, CodeStoreUnavailable, CodeDestinationLimit:
 		return http.StatusServiceUnavailable
 	}

@@ -328,11 +328,7 @@ func (q *Queues) Subscribe(sub *delivery.Subscription) error {
 func (q *Queues) newConsumer(ctx context.Context, id dest.Identity) (*queueConsumer, error) {
 	p := q.place(id)
 	subject := p.subject
-	cfg := jetstream.ConsumerConfig{
-		Durable: consumerName(subject), FilterSubject: subject,
-		AckPolicy: jetstream.AckExplicitPolicy, AckWait: AckWait, MaxDeliver: -1,
-		MaxAckPending: 20000, MaxWaiting: 512,
-	}
+	cfg := consumerConfig(subject) // admin.go
 	var cons jetstream.Consumer
 	for {
 		actx, cancel := context.WithTimeout(ctx, attemptTimeout)
@@ -516,6 +512,7 @@ func (c *queueConsumer) run() {
 		batch, err := c.cons.Fetch(min(credit, maxBatch), jetstream.FetchMaxWait(time.Second))
 		if err != nil {
 			c.q.log.Debug("pull failed", "queue", c.id.String(), "err", err)
+			c.reconsume() // admin.go: the consumer may have been deleted
 			select {
 			case <-c.kick:
 			case <-time.After(250 * time.Millisecond):
@@ -527,6 +524,9 @@ func (c *queueConsumer) run() {
 			c.held = append(c.held, m)
 			c.mu.Unlock()
 			c.deliverHeld()
+		}
+		if batch.Error() != nil {
+			c.reconsume() // admin.go: the consumer may have been deleted
 		}
 		select {
 		case <-keepAlive.C:
