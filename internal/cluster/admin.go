@@ -236,8 +236,8 @@ func (q *Queues) Paused(ctx context.Context, id dest.Identity) (bool, error) {
 
 // purgeResponse is JetStream's answer to $JS.API.STREAM.PURGE (nats.go drops the count).
 type purgeResponse struct {
-	Success bool               `json:"success"`
-	Purged  uint64             `json:"purged"`
+	Success bool                `json:"success"`
+	Purged  uint64              `json:"purged"`
 	Error   *jetstream.APIError `json:"error,omitempty"`
 }
 
