@@ -172,8 +172,8 @@ func (a *Admin) serveCluster(w http.ResponseWriter, r *http.Request) {
 }
 
 // clusterQueues appends to out the queues JetStream holds (cluster mode) that o selects.
-// A queue this node's dispatcher also lists is not listed twice. A cluster that cannot be
-// read adds nothing: the list then shows this node's state only.
+// They replace this node's dispatcher entries of queues-pattern queues (local shells). A
+// cluster that cannot be read adds nothing: the list then shows this node's state only.
 func (a *Admin) clusterQueues(o QueuesOptions, want dest.Identity, out *QueueList) {
 	if a.opts.Cluster == nil {
 		return
@@ -185,10 +185,16 @@ func (a *Admin) clusterQueues(o QueuesOptions, want dest.Identity, out *QueueLis
 		a.log.Warn("cluster queues unavailable", "err", err)
 		return
 	}
-	listed := map[dest.Identity]bool{}
+	// Queues-pattern queues live in JetStream: this node's dispatcher entries for them are
+	// local shells (no messages, no state an operator acts on), so the cluster's view
+	// replaces them. Other entries (events dispatcher queues) stay.
+	kept := out.Queues[:0]
 	for _, q := range out.Queues {
-		listed[dest.Identity{Group: q.Group, Pattern: dest.PatternQueues, Channel: channelOf(q.Destination), Bare: !strings.HasPrefix(q.Destination, "/queue/")}] = true
+		if q.Pattern != dest.PatternQueues.String() {
+			kept = append(kept, q)
+		}
 	}
+	out.Queues = kept
 	var match []string
 	if o.Match != "" {
 		if d, err := dest.ParseFilter(strings.Replace(o.Match, "/queue/", "/topic/", 1), dest.PatternEvents); err == nil {
@@ -202,8 +208,7 @@ func (a *Admin) clusterQueues(o QueuesOptions, want dest.Identity, out *QueueLis
 	for _, cq := range st.Queues {
 		id := cq.Identity
 		switch {
-		case listed[id],
-			g != "" && id.Group != g,
+		case g != "" && id.Group != g,
 			o.Destination != "" && (id.Channel != want.Channel || id.Bare != want.Bare || want.Pattern != dest.PatternQueues),
 			match != nil && !matchChannel(match, strings.Split(id.Channel, ".")):
 			continue
@@ -232,12 +237,6 @@ func (a *Admin) settingsOf(id dest.Identity) QueueSettings {
 		BlockTimeoutMs: s.BlockTimeout.Milliseconds(), RingSize: s.RingSize, MaxDeliveries: s.MaxDeliveries,
 		DeadLetter: s.DeadLetter, RedeliveryDelayMs: s.RedeliveryDelay.Milliseconds(), Match: s.Match,
 	}
-}
-
-// channelOf is the channel of a canonical queue destination ("/queue/a/b" → "a.b").
-func channelOf(destination string) string {
-	d := strings.TrimPrefix(strings.TrimPrefix(destination, "/queue/"), "/")
-	return strings.ReplaceAll(d, "/", ".")
 }
 
 // matchChannel reports whether channel segments ch match filter segments f (`*` one

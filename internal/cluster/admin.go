@@ -142,6 +142,18 @@ func (q *Queues) exists(ctx context.Context, id dest.Identity) (placement, jetst
 	return p, s, stored, ci, nil
 }
 
+// stream returns id's placement, stream and the messages stored on its subject. A queue
+// whose group's stream exists reads as empty when JetStream stores nothing for it (browse,
+// purge and re-drive of a drained queue answer empty, as single-node does). Errors:
+// ErrNoQueue when the stream does not exist.
+func (q *Queues) stream(ctx context.Context, id dest.Identity) (placement, jetstream.Stream, uint64, error) {
+	p, s, stored, err := q.lookup(ctx, id)
+	if err == nil && s == nil {
+		err = ErrNoQueue
+	}
+	return p, s, stored, err
+}
+
 // ensureConsumer creates the queue's stream and durable consumer unless they exist;
 // created is true when this call made the consumer.
 func (q *Queues) ensureConsumer(ctx context.Context, id dest.Identity) (p placement, created bool, err error) {
@@ -265,9 +277,10 @@ func (q *Queues) purgeSubject(ctx context.Context, stream, subject string) (uint
 
 // PurgeQueue removes every message JetStream stores for id's queue — ready, in delivery
 // (their ACKs then do nothing) and scheduled — and returns how many. The queue, its
-// consumer and its pause stay. Errors: ErrNoQueue, the JetStream API's.
+// consumer and its pause stay. Errors: ErrNoQueue (no stream for its group), the JetStream
+// API's.
 func (q *Queues) PurgeQueue(ctx context.Context, id dest.Identity) (int, error) {
-	p, s, _, _, err := q.exists(ctx, id)
+	p, s, _, err := q.stream(ctx, id)
 	if err != nil {
 		return 0, err
 	}
@@ -346,9 +359,9 @@ func (q *Queues) holders(ctx context.Context, s jetstream.Stream, p placement, l
 
 // BrowseQueue returns up to max messages JetStream stores for id's queue without consuming
 // them: those in the queue in stream order (ready and in delivery alike), then scheduled
-// ones. Errors: ErrNoQueue, the JetStream API's.
+// ones. Errors: ErrNoQueue (no stream for its group), the JetStream API's.
 func (q *Queues) BrowseQueue(ctx context.Context, id dest.Identity, max int) ([]QueueMessage, error) {
-	p, s, _, _, err := q.exists(ctx, id)
+	p, s, _, err := q.stream(ctx, id)
 	if err != nil {
 		return nil, err
 	}
@@ -382,19 +395,21 @@ func (q *Queues) BrowseQueue(ctx context.Context, id dest.Identity, max int) ([]
 }
 
 // QueueDepth returns how many messages JetStream stores in id's queue (ready and in
-// delivery; not scheduled ones). Errors: ErrNoQueue, the JetStream API's.
+// delivery; not scheduled ones). Errors: ErrNoQueue (no stream for its group), the
+// JetStream API's.
 func (q *Queues) QueueDepth(ctx context.Context, id dest.Identity) (int, error) {
-	_, _, stored, _, err := q.exists(ctx, id)
+	_, _, stored, err := q.stream(ctx, id)
 	return int(stored), err
 }
 
 // MoveQueueHead reads the oldest message stored in id's queue, calls fn with it and, when
 // fn returns nil, deletes it from the stream (fn's error is returned and the message stays
 // otherwise). moved is false when the queue stores nothing. A message in delivery is moved
-// like a ready one (its ACK then does nothing). Errors: ErrNoQueue, fn's, the JetStream
-// API's (after fn succeeded: the message was copied and is still stored).
+// like a ready one (its ACK then does nothing). Errors: ErrNoQueue (no stream for its
+// group), fn's, the JetStream API's (after fn succeeded: the message was copied and is
+// still stored).
 func (q *Queues) MoveQueueHead(ctx context.Context, id dest.Identity, fn func(*message.Message) error) (moved bool, err error) {
-	p, s, _, _, err := q.exists(ctx, id)
+	p, s, _, err := q.stream(ctx, id)
 	if err != nil {
 		return false, err
 	}
@@ -448,6 +463,12 @@ func (q *Queues) DeleteQueue(ctx context.Context, id dest.Identity, force bool) 
 // (DeleteQueue on any node) it binds c to a fresh one, so the node's subscribers go on
 // receiving the queue's new messages. Other failures (a leader election) change nothing.
 func (c *queueConsumer) reconsume() {
+	c.mu.Lock()
+	idle := len(c.subs) == 0
+	c.mu.Unlock()
+	if idle { // the loop is ending: a deleted queue stays deleted
+		return
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), attemptTimeout)
 	defer cancel()
 	p := c.q.place(c.id)

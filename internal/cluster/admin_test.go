@@ -99,8 +99,11 @@ func TestQueueOperatorActions(t *testing.T) {
 	if n, err := op.DeleteQueue(ctx, id, true); err != nil || n != 1 {
 		t.Fatalf("forced delete discarded %d, %v; want 1", n, err)
 	}
-	if _, err := op.QueueDepth(ctx, id); !errors.Is(err, ErrNoQueue) {
-		t.Fatalf("after delete: %v, want ErrNoQueue", err)
+	if _, err := op.DeleteQueue(ctx, id, true); !errors.Is(err, ErrNoQueue) {
+		t.Fatalf("second delete: %v, want ErrNoQueue", err)
+	}
+	if ms, err := op.BrowseQueue(ctx, id, 10); err != nil || len(ms) != 0 {
+		t.Fatalf("browse of the deleted queue: %d messages, %v; want none", len(ms), err)
 	}
 	if created, err := op.CreateQueue(ctx, id); err != nil || !created {
 		t.Fatalf("create = %v, %v", created, err)
