@@ -2,12 +2,24 @@ package e2e
 
 import (
 	"encoding/json"
+	"fmt"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 )
+
+// pyClusterAdmin runs clients/pycluster_admin.py (python3-stomp, on pyclient.py's helpers).
+var pyClusterAdmin = stompClient{
+	name:  "python3-stomp",
+	short: "py",
+	cmd: func(scenario, args string) (string, []string) {
+		return systemPython, []string{filepath.Join("clients", "pycluster_admin.py"), scenario, args}
+	},
+	err: func() error { return pythonErr },
+}
 
 // clusterBrowse runs `titan queue browse DEST -o json` on n and returns the bodies.
 func clusterBrowse(t *testing.T, n *clusterNode, destination string) []string {
@@ -50,7 +62,8 @@ func collectedBodies(c collected) []string {
 // through nodes 1 and 2, and a python3-stomp consumer on another node sees the effect.
 func TestClusterQueueActionsFromAnyNode(t *testing.T) {
 	pythonClient.require(t)
-	nodes := startCluster(t, "")
+	nodes := startCluster(t, `    - {match: "cadm.dead", max-deliveries: 1}
+`)
 	send := func(n *clusterNode, destination string, headers map[string]string, bodies ...string) {
 		t.Helper()
 		var out struct {
@@ -136,13 +149,23 @@ func TestClusterQueueActionsFromAnyNode(t *testing.T) {
 	})
 
 	t.Run("redrive on node 2 back to the original queue", func(t *testing.T) {
-		const work, dlq = "/queue/cadm/work", "/queue/DLQ.cadm.work"
-		// Dead letters as the queues pattern writes them (dlq-original-destination), and one
-		// without the header (re-driven to the queue the DLQ name says).
-		send(nodes[0], dlq, map[string]string{"dlq-original-destination": work, "dlq-reason": "max-deliveries", "x-app": "kept"}, "p1", "p2")
-		send(nodes[0], dlq, nil, "p3")
-		if got := clusterBrowse(t, nodes[1], dlq); !slices.Equal(got, []string{"p1", "p2", "p3"}) {
-			t.Fatalf("node 1 browses the DLQ as %q", got)
+		const dead, dlq = "/queue/cadm/dead", "/queue/DLQ.cadm.dead"
+		// Node 1 NACKs each message once (max-deliveries 1): the queues pattern dead-letters
+		// them with their dlq-* headers.
+		var nacked struct {
+			Seen   []string `json:"seen"`
+			Errors []any    `json:"errors"`
+			Error  string   `json:"error"`
+		}
+		runClusterWith(t, pyClusterAdmin, nodes, "dead_letter", map[string]any{"dest": dead, "bodies": []string{"p1", "p2", "p3"}, "headers": map[string]string{"x-app": "kept"}}, &nacked)
+		requireEqual(t, "", nacked.Error, "dead_letter scenario")
+		var dl []string
+		eventually(t, 10*time.Second, 100*time.Millisecond, func() bool {
+			dl = clusterBrowse(t, nodes[1], dlq)
+			return len(dl) == 3
+		}, "3 dead letters browsed on node 1 (last %q)", &dl)
+		if !slices.Equal(dl, []string{"p1", "p2", "p3"}) {
+			t.Fatalf("node 1 browses the DLQ as %q, want p1 p2 p3", dl)
 		}
 		var res struct {
 			From  string         `json:"from"`
@@ -151,16 +174,33 @@ func TestClusterQueueActionsFromAnyNode(t *testing.T) {
 		}
 		r := requireCLIOK(t, nodes[2].broker(), "queue", "redrive", dlq, "--output", "json")
 		requireNoError(t, json.Unmarshal([]byte(r.stdout), &res), r.stdout)
-		if res.Moved != 3 || res.To[work] != 3 {
-			t.Fatalf("redrive = %+v, want 3 moved to %s", res, work)
+		if res.Moved != 3 || res.To[dead] != 3 || res.From != "/queue/DLQ/cadm/dead" {
+			t.Fatalf("redrive = %+v, want 3 moved from /queue/DLQ/cadm/dead to %s", res, dead)
 		}
 		if got := clusterBrowse(t, nodes[0], dlq); len(got) != 0 {
 			t.Fatalf("after redrive the DLQ holds %q", got)
 		}
+		// Back on their queue in order, without the dlq-* headers, their own headers kept.
+		var back struct {
+			Messages []struct {
+				Body    string            `json:"body"`
+				Headers map[string]string `json:"headers"`
+			} `json:"messages"`
+		}
+		r = requireCLIOK(t, nodes[0].broker(), "queue", "browse", dead, "--output", "json")
+		requireNoError(t, json.Unmarshal([]byte(r.stdout), &back), r.stdout)
+		if len(back.Messages) != 3 {
+			t.Fatalf("after redrive %s holds %s", dead, r.stdout)
+		}
+		for i, m := range back.Messages {
+			if want := fmt.Sprint("p", i+1); m.Body != want || m.Headers["x-app"] != "kept" || m.Headers["dlq-original-destination"] != "" || m.Headers["dlq-reason"] != "" {
+				t.Errorf("re-driven message %d = %q %v, want %s with x-app and no dlq-* headers", i, m.Body, m.Headers, want)
+			}
+		}
 		var got collected
-		pythonClient.run(t, &broker{stompPort: nodes[1].stompPort}, "collect", map[string]any{"dest": work, "count": 3}, &got)
+		pythonClient.run(t, &broker{stompPort: nodes[1].stompPort}, "collect", map[string]any{"dest": dead, "count": 3}, &got)
 		if !slices.Equal(collectedBodies(got), []string{"p1", "p2", "p3"}) {
-			t.Fatalf("the consumer of %s on node 1 received %q, want p1 p2 p3", work, collectedBodies(got))
+			t.Fatalf("the consumer of %s on node 1 received %q, want p1 p2 p3", dead, collectedBodies(got))
 		}
 	})
 
