@@ -217,6 +217,27 @@ func TestClusterQueueActionsFromAnyNode(t *testing.T) {
 		requireCLIFail(t, nodes[1].broker(), "titan: no queue "+jobs+" (see `titan queue list`)\n", "queue", "delete", jobs)
 		requireCLIFail(t, nodes[1].broker(), "titan: no queue /queue/cadm/jobs in group nogroup (see `titan queue list`)\n", "queue", "purge", jobs, "--group", "nogroup")
 
+		// A node still subscribed to a deleted (paused) queue goes on with a fresh consumer:
+		// the discarded messages never arrive, the next SEND does.
+		const live = "/queue/cadm/live"
+		send(nodes[0], live, nil, "old1", "old2")
+		requireCLIOK(t, nodes[2].broker(), "queue", "pause", live)
+		consumer := startScenario(t, pythonClient, "collect", map[string]any{"port": nodes[1].stompPort, "dest": live, "count": 1})
+		consumer.waitReady(t)
+		eventually(t, 10*time.Second, 100*time.Millisecond, func() bool {
+			q, ok := clusterListed(t, nodes[0], live)
+			return ok && q.Consumers > 0
+		}, "node 1's pull request on %s", live)
+		if out := requireCLIOK(t, nodes[2].broker(), "queue", "delete", live, "--force").stdout; !strings.HasSuffix(out, ", discarding 2 messages\n") {
+			t.Fatalf("delete output: %s", out)
+		}
+		send(nodes[0], live, nil, "fresh")
+		var got collected
+		consumer.result(t, &got)
+		if !slices.Equal(collectedBodies(got), []string{"fresh"}) {
+			t.Fatalf("the subscriber of the deleted queue received %q, want only fresh", collectedBodies(got))
+		}
+
 		const made = "/queue/cadm/made"
 		requireCLIOK(t, nodes[1].broker(), "queue", "create", made)
 		if q, ok := clusterListed(t, nodes[2], made); !ok || q.Size != 0 {
