@@ -3,6 +3,7 @@ package e2e
 import (
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -167,6 +168,12 @@ func TestClusterQueueActionsFromAnyNode(t *testing.T) {
 		if !slices.Equal(dl, []string{"p1", "p2", "p3"}) {
 			t.Fatalf("node 1 browses the DLQ as %q, want p1 p2 p3", dl)
 		}
+		// The NACKing subscriber is gone; wait until its node's last pull request expired, so
+		// the re-driven messages go to the next subscriber rather than to that request.
+		eventually(t, 10*time.Second, 100*time.Millisecond, func() bool {
+			q, ok := clusterListed(t, nodes[0], dead)
+			return ok && q.Consumers == 0 && q.Delivering == 0
+		}, "no pull request nor delivery left on %s", dead)
 		var res struct {
 			From  string         `json:"from"`
 			Moved int            `json:"moved"`
@@ -200,6 +207,12 @@ func TestClusterQueueActionsFromAnyNode(t *testing.T) {
 		var got collected
 		pythonClient.run(t, &broker{stompPort: nodes[1].stompPort}, "collect", map[string]any{"dest": dead, "count": 3}, &got)
 		if !slices.Equal(collectedBodies(got), []string{"p1", "p2", "p3"}) {
+			t.Log(requireCLIOK(t, nodes[0].broker(), "queue", "list").stdout)
+			for _, n := range nodes {
+				n.mu.Lock()
+				t.Logf("%s: %s", n.name, grepLines(n.logs[len(n.logs)-1].String(), "cluster-queues"))
+				n.mu.Unlock()
+			}
 			t.Fatalf("the consumer of %s on node 1 received %q, want p1 p2 p3", dead, collectedBodies(got))
 		}
 	})
@@ -246,6 +259,16 @@ func TestClusterQueueActionsFromAnyNode(t *testing.T) {
 		r := titanCLI(t, nodes[2].broker(), "queue", "set", made, "--ring-size", "5")
 		if r.code == 0 || !strings.Contains(r.stderr, "not supported in cluster mode") {
 			t.Fatalf("queue set in cluster mode: %v", r)
+		}
+		resp, err := httpClient.Post(monitorURL(nodes[0].broker())+"/titan/monitor/queues/ring-size?destination=/queue/cadm/made&size=5", "", nil)
+		requireNoError(t, err)
+		var body struct {
+			Code string `json:"code"`
+		}
+		requireNoError(t, json.NewDecoder(resp.Body).Decode(&body))
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusNotImplemented || body.Code != "unsupported_in_cluster" {
+			t.Fatalf("POST ring-size in cluster mode: HTTP %d %q, want 501 unsupported_in_cluster", resp.StatusCode, body.Code)
 		}
 		r = titanCLI(t, nodes[2].broker(), "queue", "create", "/queue/cadm/limited", "--max-pending-bytes", "1024")
 		if r.code == 0 || !strings.Contains(r.stderr, "not supported in cluster mode") {
