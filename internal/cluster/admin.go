@@ -189,28 +189,24 @@ func (q *Queues) CreateQueue(ctx context.Context, id dest.Identity) (created boo
 
 // SetPaused pauses (JetStream consumer pause, until a resume) or resumes deliveries of id's
 // queue on every node, and returns once the consumer's leader applied it; SENDs are still
-// stored meanwhile. Pausing a queue without a consumer
-// creates it first. Errors: ErrNoQueue (resume of a queue JetStream does not hold), the
-// JetStream API's.
+// stored meanwhile. Pausing a queue that has messages and no consumer yet creates its
+// consumer, paused. Errors: ErrNoQueue (JetStream holds neither messages nor a consumer for
+// it), the JetStream API's.
 func (q *Queues) SetPaused(ctx context.Context, id dest.Identity, paused bool) error {
-	var p placement
-	if paused {
-		var err error
+	p, _, _, ci, err := q.exists(ctx, id)
+	if err != nil {
+		return err
+	}
+	switch {
+	case paused && ci == nil: // messages but no consumer yet: make it, paused
 		if p, _, err = q.ensureConsumer(ctx, id); err != nil {
 			return err
 		}
-	} else {
-		var ci *jetstream.ConsumerInfo
-		var err error
-		if p, _, _, ci, err = q.exists(ctx, id); err != nil {
-			return err
-		}
-		if ci == nil || !ci.Paused {
-			return nil // nothing paused: resuming a running queue is a no-op
-		}
+	case paused && ci.Paused, !paused && (ci == nil || !ci.Paused):
+		return nil // pausing a paused queue, resuming a running one: no-ops
 	}
 	name := consumerName(p.subject)
-	err := attempt(ctx, func(ctx context.Context) error {
+	err = attempt(ctx, func(ctx context.Context) error {
 		var err error
 		if paused {
 			_, err = q.js.PauseConsumer(ctx, p.stream, name, time.Now().Add(pauseFor))

@@ -67,6 +67,9 @@ func TestQueueOperatorActions(t *testing.T) {
 		t.Fatalf("after the move the queue holds %v", b)
 	}
 
+	if err := op.SetPaused(ctx, qid("ops", "nothing"), true); !errors.Is(err, ErrNoQueue) {
+		t.Fatalf("pause of a queue the cluster does not hold: %v, want ErrNoQueue", err)
+	}
 	// Pause and resume act on the durable consumer, created by the pause if need be.
 	if err := op.SetPaused(ctx, id, true); err != nil {
 		t.Fatal(err)
