@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/titan-broker/titan/internal/dest"
@@ -455,10 +456,23 @@ func (q *Queues) DeleteQueue(ctx context.Context, id dest.Identity, force bool) 
 	return q.purge(ctx, p, s)
 }
 
-// reconsume is called by a pull loop whose fetch failed: when the queue's consumer is gone
-// (DeleteQueue on any node) it binds c to a fresh one, so the node's subscribers go on
-// receiving the queue's new messages. Other failures (a leader election) change nothing.
-func (c *queueConsumer) reconsume() {
+// reconsumeEvery bounds how often one pull loop checks whether its consumer was deleted.
+const reconsumeEvery = time.Second
+
+// reconsume is called by a pull loop (only run touches c.cons and c.checked) whose fetch
+// failed with err: when the queue's consumer is gone (DeleteQueue on any node) it binds c
+// to a fresh one, so the node's subscribers go on receiving the queue's new messages. Only
+// the errors a missing consumer gives (deleted, not found, no responders for the pull) are
+// checked, at most once per reconsumeEvery, so a leader election costs no extra requests.
+func (c *queueConsumer) reconsume(err error) {
+	if !errors.Is(err, jetstream.ErrConsumerDeleted) && !errors.Is(err, jetstream.ErrConsumerNotFound) &&
+		!errors.Is(err, nats.ErrNoResponders) {
+		return
+	}
+	if time.Since(c.checked) < reconsumeEvery {
+		return
+	}
+	c.checked = time.Now()
 	c.mu.Lock()
 	idle := len(c.subs) == 0
 	c.mu.Unlock()
@@ -471,12 +485,12 @@ func (c *queueConsumer) reconsume() {
 	if _, err := c.q.js.Consumer(ctx, p.stream, consumerName(p.subject)); !errors.Is(err, jetstream.ErrConsumerNotFound) {
 		return
 	}
-	p, _, err := c.q.ensureConsumer(ctx, c.id)
+	p, _, err = c.q.ensureConsumer(ctx, c.id)
 	if err != nil {
 		c.q.log.Warn("queue consumer not recreated", "queue", c.id.String(), "err", err)
 		return
 	}
 	if cons, err := c.q.js.Consumer(ctx, p.stream, consumerName(p.subject)); err == nil {
-		c.cons = cons // only the pull loop (run) reads c.cons
+		c.cons = cons
 	}
 }

@@ -412,6 +412,7 @@ type queueConsumer struct {
 	inflight map[uint64]*inflight
 	tag      uint64
 	held     []jetstream.Msg // pulled, not yet delivered (no credit at arrival)
+	checked  time.Time       // last reconsume check (admin.go); run only
 }
 
 // Kick implements delivery.Feed.
@@ -512,7 +513,7 @@ func (c *queueConsumer) run() {
 		batch, err := c.cons.Fetch(min(credit, maxBatch), jetstream.FetchMaxWait(time.Second))
 		if err != nil {
 			c.q.log.Debug("pull failed", "queue", c.id.String(), "err", err)
-			c.reconsume() // admin.go: the consumer may have been deleted
+			c.reconsume(err) // admin.go: the consumer may have been deleted
 			select {
 			case <-c.kick:
 			case <-time.After(250 * time.Millisecond):
@@ -525,8 +526,8 @@ func (c *queueConsumer) run() {
 			c.mu.Unlock()
 			c.deliverHeld()
 		}
-		if batch.Error() != nil {
-			c.reconsume() // admin.go: the consumer may have been deleted
+		if err := batch.Error(); err != nil {
+			c.reconsume(err) // admin.go: the consumer may have been deleted
 		}
 		select {
 		case <-keepAlive.C:
