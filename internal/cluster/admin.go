@@ -456,8 +456,12 @@ func (q *Queues) DeleteQueue(ctx context.Context, id dest.Identity, force bool) 
 	return q.purge(ctx, p, s)
 }
 
-// reconsumeEvery bounds how often one pull loop checks whether its consumer was deleted.
-const reconsumeEvery = time.Second
+// reconsumeEvery bounds how often one pull loop checks whether its consumer was deleted,
+// and reconsumeLookup how long that check waits.
+const (
+	reconsumeEvery  = time.Second
+	reconsumeLookup = 500 * time.Millisecond
+)
 
 // reconsume is called by a pull loop (only run touches c.cons and c.checked) whose fetch
 // failed with err: when the queue's consumer is gone (DeleteQueue on any node) it binds c
@@ -479,12 +483,16 @@ func (c *queueConsumer) reconsume(err error) {
 	if idle { // the loop is ending: a deleted queue stays deleted
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), attemptTimeout)
-	defer cancel()
+	// A short look-up: during an election it times out rather than stall the loop.
+	lctx, lcancel := context.WithTimeout(context.Background(), reconsumeLookup)
 	p := c.q.place(c.id)
-	if _, err := c.q.js.Consumer(ctx, p.stream, consumerName(p.subject)); !errors.Is(err, jetstream.ErrConsumerNotFound) {
+	_, err = c.q.js.Consumer(lctx, p.stream, consumerName(p.subject))
+	lcancel()
+	if !errors.Is(err, jetstream.ErrConsumerNotFound) {
 		return
 	}
+	ctx, cancel := context.WithTimeout(context.Background(), attemptTimeout)
+	defer cancel()
 	p, _, err = c.q.ensureConsumer(ctx, c.id)
 	if err != nil {
 		c.q.log.Warn("queue consumer not recreated", "queue", c.id.String(), "err", err)
