@@ -8,7 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/titan-broker/titan/internal/dest"
@@ -464,13 +463,15 @@ const (
 )
 
 // reconsume is called by a pull loop (only run touches c.cons and c.checked) whose fetch
-// failed with err: when the queue's consumer is gone (DeleteQueue on any node) it binds c
-// to a fresh one, so the node's subscribers go on receiving the queue's new messages. Only
-// the errors a missing consumer gives (deleted, not found, no responders for the pull) are
-// checked, at most once per reconsumeEvery, so a leader election costs no extra requests.
+// failed with err: when the queue's consumer was deleted (DeleteQueue on any node) it binds
+// c to a fresh one, so the node's subscribers go on receiving the queue's new messages. It
+// acts only on the server's own word that the consumer is gone (the "Consumer Deleted"
+// status sent to waiting pulls, a consumer-not-found answer), at most once per
+// reconsumeEvery: a leader election (no responders, timeouts) costs nothing. A node that
+// had no pull waiting when the consumer was deleted sees only "no responders" afterwards;
+// its subscribers get the fresh queue when they subscribe again.
 func (c *queueConsumer) reconsume(err error) {
-	if !errors.Is(err, jetstream.ErrConsumerDeleted) && !errors.Is(err, jetstream.ErrConsumerNotFound) &&
-		!errors.Is(err, nats.ErrNoResponders) {
+	if !errors.Is(err, jetstream.ErrConsumerDeleted) && !errors.Is(err, jetstream.ErrConsumerNotFound) {
 		return
 	}
 	if time.Since(c.checked) < reconsumeEvery {
@@ -483,13 +484,19 @@ func (c *queueConsumer) reconsume(err error) {
 	if idle { // the loop is ending: a deleted queue stays deleted
 		return
 	}
-	// A short look-up: during an election it times out rather than stall the loop.
-	lctx, lcancel := context.WithTimeout(context.Background(), reconsumeLookup)
+	// Short look-ups until the deletion is visible (the pull may hear of it first).
 	p := c.q.place(c.id)
-	_, err = c.q.js.Consumer(lctx, p.stream, consumerName(p.subject))
-	lcancel()
-	if !errors.Is(err, jetstream.ErrConsumerNotFound) {
-		return
+	for try := 0; ; try++ {
+		lctx, lcancel := context.WithTimeout(context.Background(), reconsumeLookup)
+		_, lerr := c.q.js.Consumer(lctx, p.stream, consumerName(p.subject))
+		lcancel()
+		if errors.Is(lerr, jetstream.ErrConsumerNotFound) {
+			break
+		}
+		if try == 4 || !errors.Is(err, jetstream.ErrConsumerDeleted) {
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), attemptTimeout)
 	defer cancel()
