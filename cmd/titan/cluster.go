@@ -128,12 +128,13 @@ func orDash(s string) string {
 }
 
 // writeClusterQueueTable prints queues as cluster mode reports them: JetStream's depth,
-// deliveries in flight and pull requests, with the consumer's leader and replicas.
+// deliveries in flight and pull requests, with the consumer's leader and replicas, and
+// its state (paused: deliveries stopped cluster-wide).
 func writeClusterQueueTable(w io.Writer, st styler, qs []admin.QueueInfo, sum admin.Summary) error {
-	t := newTable(w, st, "GROUP", "DESTINATION", "SIZE", "DELIVERING", "PULLERS", "DISPATCHED", "LEADER", "REPLICAS")
+	t := newTable(w, st, "GROUP", "DESTINATION", "SIZE", "DELIVERING", "PULLERS", "DISPATCHED", "LEADER", "REPLICAS", "STATE")
 	for _, q := range qs {
-		t.row(q.Group, q.Destination, strconv.Itoa(q.Size), strconv.Itoa(q.Delivering), strconv.Itoa(q.Consumers),
-			u64(q.Dispatched), orDash(q.Leader), replicaText(q.Replicas))
+		t.styledRow(append(cells(q.Group, q.Destination, strconv.Itoa(q.Size), strconv.Itoa(q.Delivering), strconv.Itoa(q.Consumers),
+			u64(q.Dispatched), orDash(q.Leader), replicaText(q.Replicas)), queueState(st, q))...)
 	}
 	if err := t.flush(); err != nil {
 		return err

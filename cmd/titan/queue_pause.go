@@ -16,7 +16,10 @@ func newQueuePauseCmd(g *globalOptions) *cobra.Command {
 		Use:   "pause DESTINATION",
 		Short: "Pause a queue: new SENDs wait (or fail or drop, by policy) until resume",
 		Long: `Pause the queue of DESTINATION in --group. New enqueues wait (BLOCK policy), fail
-(FAIL) or are dropped (DROP) until ` + "`titan queue resume`" + `. Pausing a paused queue does nothing.`,
+(FAIL) or are dropped (DROP) until ` + "`titan queue resume`" + `. Pausing a paused queue does nothing.
+
+In cluster mode a /queue/ destination is paused cluster-wide the other way round: its
+deliveries stop on every node while SENDs are still stored (a JetStream consumer pause).`,
 		Example: "  titan queue pause /orders",
 		Args:    oneDestination,
 		RunE: func(cmd *cobra.Command, args []string) error {

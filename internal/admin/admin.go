@@ -83,6 +83,10 @@ type Options struct {
 	// read the cluster-wide state; every /metrics series then carries the const label
 	// node=Node. Nil in single-node mode (metrics unlabelled).
 	Cluster ClusterSource
+	// ClusterQueues, set in cluster mode, is what the queue actions (create, delete,
+	// pause, resume, purge, browse, re-drive) of queues-pattern destinations act on, so
+	// that they apply cluster-wide; nil: this node's dispatcher.
+	ClusterQueues ClusterQueues
 	// Logger receives request failures (5xx); nil discards them.
 	Logger *slog.Logger
 }

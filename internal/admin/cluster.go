@@ -125,6 +125,8 @@ type ClusterQueue struct {
 	Waiting int
 	// Delivered counts deliveries.
 	Delivered uint64
+	// Paused is true while the queue's deliveries are paused cluster-wide.
+	Paused bool
 	// Leader names the node leading the consumer.
 	Leader string
 	// Replicas are the consumer's other replicas.
@@ -170,9 +172,7 @@ func (a *Admin) serveCluster(w http.ResponseWriter, r *http.Request) {
 }
 
 // clusterQueues appends to out the queues JetStream holds (cluster mode) that o selects.
-// A queue this node's dispatcher also lists (a node that took SENDs for it has one) is not
-// listed twice: JetStream's figures (stored, delivering, pull requests, dispatched, leader,
-// replicas) replace the local ones in that entry, so every node gives the same answer. A
+// They replace this node's dispatcher entries of queues-pattern queues (local shells). A
 // cluster that cannot be read adds nothing: the list then shows this node's state only.
 func (a *Admin) clusterQueues(o QueuesOptions, want dest.Identity, out *QueueList) {
 	if a.opts.Cluster == nil {
@@ -185,13 +185,16 @@ func (a *Admin) clusterQueues(o QueuesOptions, want dest.Identity, out *QueueLis
 		a.log.Warn("cluster queues unavailable", "err", err)
 		return
 	}
-	listed := map[dest.Identity]int{} // queues-pattern identity → index in out.Queues
-	for i, q := range out.Queues {
+	// Queues-pattern queues live in JetStream: this node's dispatcher entries for them are
+	// local shells (no messages, no state an operator acts on), so the cluster's view
+	// replaces them. Other entries (events dispatcher queues) stay.
+	kept := out.Queues[:0]
+	for _, q := range out.Queues {
 		if q.Pattern != dest.PatternQueues.String() {
-			continue
+			kept = append(kept, q)
 		}
-		listed[dest.Identity{Group: q.Group, Pattern: dest.PatternQueues, Channel: channelOf(q.Destination), Bare: !strings.HasPrefix(q.Destination, "/queue/")}] = i
 	}
+	out.Queues = kept
 	var match []string
 	if o.Match != "" {
 		if d, err := dest.ParseFilter(strings.Replace(o.Match, "/queue/", "/topic/", 1), dest.PatternEvents); err == nil {
@@ -204,15 +207,6 @@ func (a *Admin) clusterQueues(o QueuesOptions, want dest.Identity, out *QueueLis
 	}
 	for _, cq := range st.Queues {
 		id := cq.Identity
-		if i, ok := listed[id]; ok {
-			q := &out.Queues[i]
-			q.Size, q.Consumers, q.Delivering, q.Dispatched = int(cq.Stored), cq.Waiting, cq.Delivering, cq.Delivered
-			q.Leader, q.Replicas = cq.Leader, cq.Replicas
-			if q.Replicas == nil {
-				q.Replicas = []ClusterReplica{}
-			}
-			continue
-		}
 		switch {
 		case g != "" && id.Group != g,
 			o.Destination != "" && (id.Channel != want.Channel || id.Bare != want.Bare || want.Pattern != dest.PatternQueues),
@@ -221,7 +215,7 @@ func (a *Admin) clusterQueues(o QueuesOptions, want dest.Identity, out *QueueLis
 		}
 		s := a.settingsOf(id)
 		qi := QueueInfo{Group: id.Group, Destination: id.Destination(), Pattern: dest.PatternQueues.String(),
-			Size: int(cq.Stored), Consumers: cq.Waiting, Delivering: cq.Delivering,
+			Size: int(cq.Stored), Consumers: cq.Waiting, Delivering: cq.Delivering, Paused: cq.Paused,
 			Dispatched: cq.Delivered, Leader: cq.Leader, Replicas: cq.Replicas, Settings: s}
 		if qi.Replicas == nil {
 			qi.Replicas = []ClusterReplica{}
@@ -243,12 +237,6 @@ func (a *Admin) settingsOf(id dest.Identity) QueueSettings {
 		BlockTimeoutMs: s.BlockTimeout.Milliseconds(), RingSize: s.RingSize, MaxDeliveries: s.MaxDeliveries,
 		DeadLetter: s.DeadLetter, RedeliveryDelayMs: s.RedeliveryDelay.Milliseconds(), Match: s.Match,
 	}
-}
-
-// channelOf is the channel of a canonical queue destination ("/queue/a/b" → "a.b").
-func channelOf(destination string) string {
-	d := strings.TrimPrefix(strings.TrimPrefix(destination, "/queue/"), "/")
-	return strings.ReplaceAll(d, "/", ".")
 }
 
 // matchChannel reports whether channel segments ch match filter segments f (`*` one

@@ -19,10 +19,6 @@ var (
 	// ErrUnsupportedPattern is returned when a destination resolves to a pattern that has no
 	// dispatcher queue here (only events and queues have one).
 	ErrUnsupportedPattern = errors.New("admin: destination pattern not supported")
-	// ErrClusterUnsupported is returned, in cluster mode, by the operations that act on a
-	// queue's stored messages (purge, browse, re-drive): the messages are in JetStream, not
-	// in this node's dispatcher, and these operations do not reach them yet.
-	ErrClusterUnsupported = errors.New("admin: not supported in cluster mode")
 	// ErrUnauthorized is returned by the handler when a token is configured and the request
 	// does not carry it.
 	ErrUnauthorized = errors.New("admin: unauthorized")
@@ -65,9 +61,6 @@ const (
 	CodeRejected         = "rejected"
 	// CodeConnectionNotFound: no open connection has the session id given.
 	CodeConnectionNotFound = "connection_not_found"
-	// CodeClusterUnsupported: the operation does not act on cluster mode's JetStream queues
-	// yet (ErrClusterUnsupported); 501.
-	CodeClusterUnsupported = "cluster_unsupported"
 )
 
 // Error is the error every Admin method returns: a stable Code, a one-line Message for
@@ -110,10 +103,10 @@ func (e *Error) Status() int {
 		return http.StatusConflict
 	case CodeTooLarge:
 		return http.StatusRequestEntityTooLarge
+	case CodeUnsupportedInCluster:
+		return http.StatusNotImplemented
 	case CodeQueueFull, CodeNotStored, CodeStoreUnavailable, CodeDestinationLimit:
 		return http.StatusServiceUnavailable
-	case CodeClusterUnsupported:
-		return http.StatusNotImplemented
 	}
 	return http.StatusInternalServerError
 }

@@ -90,11 +90,13 @@ func writeError(w http.ResponseWriter, e *Error) {
 	writeJSON(w, e.Status(), ErrorResponse{Error: e.Message, Code: e.Code})
 }
 
-// respond writes v with status, or err as a JSON error (logging 5xx other than a full queue).
+// respond writes v with status, or err as a JSON error (logging 5xx other than a full queue
+// and the like, and an action cluster mode does not support: answers, not failures).
 func (a *Admin) respond(w http.ResponseWriter, r *http.Request, status int, v any, err error) {
 	if err != nil {
 		e := asError(err)
-		if e.Status() >= 500 && e.Code != CodeQueueFull && e.Code != CodeNotStored && e.Code != CodeStoreUnavailable && e.Code != CodeDestinationLimit {
+		if e.Status() >= 500 && e.Code != CodeQueueFull && e.Code != CodeNotStored && e.Code != CodeStoreUnavailable && e.Code != CodeDestinationLimit &&
+			e.Code != CodeUnsupportedInCluster {
 			a.log.Error("admin request failed", "method", r.Method, "path", r.URL.Path, "err", e.Err)
 		}
 		writeError(w, e)

@@ -309,9 +309,7 @@ func (a *Admin) Logs(ref QueueRef) (*EventLogList, error) {
 
 // queueOf resolves ref to a queues-pattern identity (purge, browse and re-drive act on
 // stored queues). Errors (*Error): those of identity; CodeUnsupportedPattern for an events
-// destination; CodeClusterUnsupported in cluster mode, where the queue's messages are in
-// JetStream and not in this node's dispatcher (answering from the dispatcher would report
-// an empty queue, or purge nothing, while JetStream holds its messages).
+// destination.
 func (a *Admin) queueOf(ref QueueRef, what string) (dest.Identity, error) {
 	id, err := a.identity(ref)
 	if err != nil {
@@ -319,9 +317,6 @@ func (a *Admin) queueOf(ref QueueRef, what string) (dest.Identity, error) {
 	}
 	if id.Pattern != dest.PatternQueues {
 		return id, newError(CodeUnsupportedPattern, what+" applies to queues destinations (/queue/...), not "+id.Pattern.String(), ErrUnsupportedPattern)
-	}
-	if a.opts.Cluster != nil {
-		return id, newError(CodeClusterUnsupported, what+" is not supported in cluster mode yet: the messages of "+describe(id)+" are in JetStream", ErrClusterUnsupported)
 	}
 	return id, nil
 }
@@ -342,6 +337,9 @@ func (a *Admin) Purge(ref QueueRef) (*PurgeResult, error) {
 	id, err := a.queueOf(ref, "purge")
 	if err != nil {
 		return nil, err
+	}
+	if a.inCluster(id) {
+		return a.clusterPurge(id)
 	}
 	n, err := a.src.PurgeQueue(id)
 	if err != nil {
@@ -409,9 +407,14 @@ func (a *Admin) Browse(ref QueueRef, limit int) (*BrowseResult, error) {
 	if limit > MaxBrowseLimit {
 		return nil, invalidParam("limit must be at most " + strconv.Itoa(MaxBrowseLimit) + " messages")
 	}
-	ms, err := a.src.BrowseQueue(id, limit)
+	var ms []StoredMessage
+	if a.inCluster(id) {
+		ms, err = a.clusterBrowse(id, limit)
+	} else if ms, err = a.src.BrowseQueue(id, limit); err != nil {
+		err = a.queueErr(id, err)
+	}
 	if err != nil {
-		return nil, a.queueErr(id, err)
+		return nil, err
 	}
 	out := &BrowseResult{Node: a.node(), Group: id.Group, Destination: id.Destination(), Messages: make([]BrowsedMessage, 0, len(ms))}
 	for _, m := range ms {
@@ -477,16 +480,25 @@ func (a *Admin) Redrive(ref QueueRef, limit int, principal string) (*RedriveResu
 	if !strings.HasPrefix(id.Channel, "DLQ.") {
 		id.Channel = "DLQ." + id.Channel
 	}
-	q, ok := a.src.Dispatcher().Lookup(id)
-	if !ok {
-		return nil, notFound(id, dispatch.ErrNoQueue)
+	held, moveHead := 0, a.src.MoveQueueHead
+	if a.inCluster(id) { // the cluster's copy of the dead-letter queue
+		if held, err = a.clusterDepth(id); err != nil {
+			return nil, err
+		}
+		moveHead = a.clusterMoveHead
+	} else {
+		q, ok := a.src.Dispatcher().Lookup(id)
+		if !ok {
+			return nil, notFound(id, dispatch.ErrNoQueue)
+		}
+		held = q.Stats().Messages
 	}
-	if held := q.Stats().Messages; limit <= 0 || limit > held {
+	if limit <= 0 || limit > held {
 		limit = held // what it holds now: a message that comes back (or arrives) is not moved twice
 	}
 	res := &RedriveResult{Node: a.node(), Group: id.Group, From: id.Destination(), To: map[string]int{}}
 	for res.Moved < limit {
-		moved, err := a.src.MoveQueueHead(id, func(m StoredMessage) error {
+		moved, err := moveHead(id, func(m StoredMessage) error {
 			to := ""
 			hdrs := make([]frame.Header, 0, len(m.Headers)+1)
 			for _, h := range m.Headers {

@@ -230,6 +230,9 @@ func (a *Admin) CreateQueue(o CreateQueueOptions) (*CreateQueueResult, error) {
 	if err != nil {
 		return nil, err
 	}
+	if a.inCluster(id) {
+		return a.clusterCreate(id, o)
+	}
 	e := a.src.Dispatcher()
 	s := e.Settings(id)
 	if o.MaxPendingBytes != nil {
@@ -297,6 +300,9 @@ func (a *Admin) DeleteQueue(o DeleteQueueOptions) (*DeleteQueueResult, error) {
 	if err != nil {
 		return nil, err
 	}
+	if a.inCluster(id) {
+		return a.clusterDelete(id, o.Force)
+	}
 	e := a.src.Dispatcher()
 	held := 0
 	if q, ok := e.Lookup(id); ok {
@@ -338,6 +344,9 @@ func (a *Admin) setPaused(ref QueueRef, paused bool) (*QueueInfo, error) {
 	if err != nil {
 		return nil, err
 	}
+	if a.inCluster(id) {
+		return a.clusterPause(id, paused)
+	}
 	e := a.src.Dispatcher()
 	if err := e.SetPaused(id, paused); err != nil {
 		if errors.Is(err, dispatch.ErrNoQueue) {
@@ -375,6 +384,9 @@ func (a *Admin) SetRingSize(o RingSizeOptions) (*QueueInfo, error) {
 	}
 	if err := a.checkRing(id, o.Size); err != nil {
 		return nil, err
+	}
+	if a.inCluster(id) {
+		return nil, errRingSizeInCluster()
 	}
 	if err := a.src.Dispatcher().SetRingSize(id, o.Size); err != nil {
 		if errors.Is(err, dispatch.ErrNoQueue) {

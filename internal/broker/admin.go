@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/titan-broker/titan/internal/admin"
+	"github.com/titan-broker/titan/internal/cluster"
 	"github.com/titan-broker/titan/internal/dest"
 	"github.com/titan-broker/titan/internal/dispatch"
 	"github.com/titan-broker/titan/internal/eventlog"
@@ -83,19 +84,23 @@ func (b *Broker) Admin() *admin.Admin {
 	}
 	node := nodeName()
 	var clusterSrc admin.ClusterSource
+	var clusterOps admin.ClusterQueues
 	if n := b.clusterNode(); n != nil { // cluster mode: nodes by their cluster names, metrics labelled
 		node, clusterSrc = clusterNodeName(n, b.cfg.Cluster.NodeName, node), clusterAdmin{n}
-		extra = append(extra, n.Collector())
+		c := b.p.cluster
+		clusterOps = clusterQueues{c.queues} // queue actions act on JetStream (cluster_ops.go)
+		extra = append(extra, n.Collector(), cluster.AdapterCollector(c.queues, c.store, c.requests))
 	}
 	return admin.New(adminSource{b}, admin.Options{
-		Users:        users,
-		Hosts:        monitorHosts(b.cfg.Monitor),
-		Token:        b.cfg.Monitor.Token,
-		MaxBodyBytes: b.cfg.Servers[0].ProtocolOptions.MaxBodyLength,
-		Collectors:   extra,
-		Node:         node,
-		Cluster:      clusterSrc,
-		Logger:       b.log.With("component", "admin"),
+		Users:         users,
+		Hosts:         monitorHosts(b.cfg.Monitor),
+		Token:         b.cfg.Monitor.Token,
+		MaxBodyBytes:  b.cfg.Servers[0].ProtocolOptions.MaxBodyLength,
+		Collectors:    extra,
+		Node:          node,
+		Cluster:       clusterSrc,
+		ClusterQueues: clusterOps,
+		Logger:        b.log.With("component", "admin"),
 	})
 }
 

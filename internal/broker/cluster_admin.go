@@ -29,7 +29,7 @@ func (c clusterAdmin) ClusterStatus(ctx context.Context) (*admin.ClusterStatus, 
 	}
 	for _, q := range st.Queues {
 		out.Queues = append(out.Queues, admin.ClusterQueue{Identity: q.Identity, Stream: q.Stream, Stored: q.Stored, Pending: q.Pending,
-			Delivering: q.Delivering, Waiting: q.Waiting, Delivered: q.Delivered, Leader: q.Leader, Replicas: adminReplicas(q.Replicas)})
+			Delivering: q.Delivering, Waiting: q.Waiting, Delivered: q.Delivered, Paused: q.Paused, Leader: q.Leader, Replicas: adminReplicas(q.Replicas)})
 	}
 	return out, nil
 }

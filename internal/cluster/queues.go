@@ -332,11 +332,7 @@ func (q *Queues) Subscribe(sub *delivery.Subscription) error {
 func (q *Queues) newConsumer(ctx context.Context, id dest.Identity) (*queueConsumer, error) {
 	p := q.place(id)
 	subject := p.subject
-	cfg := jetstream.ConsumerConfig{
-		Durable: consumerName(subject), FilterSubject: subject,
-		AckPolicy: jetstream.AckExplicitPolicy, AckWait: AckWait, MaxDeliver: -1,
-		MaxAckPending: 20000, MaxWaiting: 512,
-	}
+	cfg := consumerConfig(subject) // admin.go
 	var cons jetstream.Consumer
 	for {
 		actx, cancel := context.WithTimeout(ctx, attemptTimeout)
@@ -420,6 +416,7 @@ type queueConsumer struct {
 	inflight map[uint64]*inflight
 	tag      uint64
 	held     []jetstream.Msg // pulled, not yet delivered (no credit at arrival)
+	checked  time.Time       // last reconsume check (admin.go); run only
 }
 
 // Kick implements delivery.Feed.
@@ -520,6 +517,7 @@ func (c *queueConsumer) run() {
 		batch, err := c.cons.Fetch(min(credit, maxBatch), jetstream.FetchMaxWait(time.Second))
 		if err != nil {
 			c.q.log.Debug("pull failed", "queue", c.id.String(), "err", err)
+			c.reconsume(err) // admin.go: the consumer may have been deleted
 			select {
 			case <-c.kick:
 			case <-time.After(250 * time.Millisecond):
@@ -531,6 +529,9 @@ func (c *queueConsumer) run() {
 			c.held = append(c.held, m)
 			c.mu.Unlock()
 			c.deliverHeld()
+		}
+		if err := batch.Error(); err != nil {
+			c.reconsume(err) // admin.go: the consumer may have been deleted
 		}
 		select {
 		case <-keepAlive.C:

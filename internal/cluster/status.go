@@ -121,6 +121,9 @@ type QueueStatus struct {
 	Waiting int
 	// Delivered counts deliveries made by the consumer.
 	Delivered uint64
+	// Paused is true while an operator paused the queue's deliveries (JetStream consumer
+	// pause).
+	Paused bool
 	// Leader names the node leading the consumer (the stream's leader while the queue has
 	// no consumer).
 	Leader string
@@ -278,6 +281,7 @@ func (n *Node) queueStatuses(ctx context.Context, st *Status, ss StreamStatus) [
 		qs.Consumer = true
 		qs.Pending, qs.Delivering, qs.Redelivered = ci.NumPending, ci.NumAckPending, ci.NumRedelivered
 		qs.Waiting, qs.Delivered = ci.NumWaiting, ci.Delivered.Consumer
+		qs.Paused = ci.Paused
 		if ci.Cluster != nil {
 			qs.Leader, qs.Replicas = ci.Cluster.Leader, replicas(ci.Cluster.Replicas)
 		}
