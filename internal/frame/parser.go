@@ -156,15 +156,23 @@ func NewParser(rd io.Reader, lim Limits) *Parser {
 		lim:        lim,
 		maxFrame:   lim.MaxHeaderBytes + lim.MaxBodyBytes + 1,
 		version:    V12,
-		buf:        make([]byte, minBufBytes),
 		contentLen: -1,
 	}
 	if ir, ok := rd.(IdleReader); ok {
 		p.idle = ir
-		p.takeFn, p.putFn = p.takeBuf, p.releaseBuf
-		p.buf = nil // taken from readBufPool when input arrives
+		p.takeFn, p.putFn = p.takeBuf, p.releaseBuf // buf is taken from readBufPools when input arrives
+	} else {
+		p.buf = make([]byte, minBufBytes)
 	}
 	return p
+}
+
+// ReleaseScratch drops the header arrays that the frames read so far grew and the last
+// frame, which must no longer be in use: call it after a frame that is rarely followed by
+// another soon (CONNECT, on a connection that may stay idle), so an idle connection holds
+// none; the next frame grows them again.
+func (p *Parser) ReleaseScratch() {
+	p.offs, p.hdrs, p.f = nil, nil, Frame{}
 }
 
 // SetVersion sets the version whose escaping rules apply to later frames (CONNECT, STOMP and

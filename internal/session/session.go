@@ -372,6 +372,7 @@ func (s *Session) handshake() (Link, CloseReason) {
 		s.mu.Unlock()
 	}
 	s.log.Info("connection opened", "version", v.String(), "send_heartbeat", s.sendEvery, "read_timeout", s.readTimeout)
+	s.parser.ReleaseScratch() // f is done with; many connections stay idle after CONNECT
 	return link, 0
 }
 
