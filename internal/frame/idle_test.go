@@ -38,15 +38,15 @@ func (r *idleChunks) Read(b []byte) (int, error) {
 	return r.next(b)
 }
 
-func (r *idleChunks) ReadIdle(get func() []byte, put func()) (int, error) {
+func (r *idleChunks) ReadIdle(b IdleBuffer) (int, error) {
 	r.idleCalls++
 	if r.p.buf != nil {
 		r.heldBuf++
 	}
 	// A first attempt finds nothing (EAGAIN): the buffer goes back while waiting.
-	get()
-	put()
-	return r.next(get())
+	b.Take()
+	b.Put()
+	return r.next(b.Take())
 }
 
 // TestParserHoldsNoBufferWhileIdle: with an IdleReader, the parser waits for every next frame

@@ -44,8 +44,8 @@ type Session struct {
 	conn   net.Conn
 	opts   *Options
 	h      Handler
-	log    *slog.Logger
 	parser *frame.Parser
+	idle   idleReader // what parser reads from on plain TCP (see reader)
 
 	version     atomic.Uint32
 	readTimeout time.Duration // set before the read loop's steady state; read goroutine only
@@ -58,20 +58,20 @@ type Session struct {
 	closing      bool         // no more writes accepted; writer closes after flush; guarded by mu
 	closeReason  CloseReason
 	reasonSet    bool
-	writerActive bool        // a writer goroutine runs: it does while chunks is not empty; guarded by mu
-	lastWrite    time.Time   // when the writer last wrote; guarded by mu
-	hbTimer      *time.Timer // heart-beat timer (nil: none); guarded by mu
-	spare        [][]byte    // the writer's other chunks array, swapped with chunks; guarded by mu
+	writerActive bool          // a writer goroutine runs: it does while chunks is not empty; guarded by mu
+	lastWrite    time.Duration // when the writer last wrote, as time since created; guarded by mu
+	hbTimer      *time.Timer   // heart-beat timer (nil: none); guarded by mu
+	spare        [][]byte      // the writer's other chunks array, swapped with chunks; guarded by mu
 	spareBufs    []*frame.Buf
 	wantDrain    bool   // a limited write was refused; call onDrain once below half the limit; guarded by mu
 	onDrain      func() // set once before Serve's steady state
 
-	flow *flow.Outbound // watermarks over queuedBytes (flow.go), guarded by mu
+	flow flow.Outbound // watermarks over queuedBytes (flow.go), guarded by mu
 
 	progress chan struct{} // 1-slot signal: the writer wrote something (read-side back-pressure); made by waitForWriter, guarded by mu
-	done     chan struct{} // closed when the connection is closed
-	doneOnce sync.Once
-	hbReady  atomic.Bool // the heart-beat parameters are final
+	done     chan struct{} // closed when the connection is closed; made by Done on first use (most connections never need it), guarded by mu
+	closed   bool          // Close ran; guarded by mu
+	hbReady  atomic.Bool   // the heart-beat parameters are final
 
 	outBytes atomic.Int64 // bytes queued but not yet written (for snapshots)
 	created  time.Time
@@ -88,18 +88,22 @@ func New(conn net.Conn, h Handler, opts *Options) *Session {
 		conn:    conn,
 		opts:    opts,
 		h:       h,
-		done:    make(chan struct{}),
 		created: time.Now(),
 	}
-	s.lastWrite = s.created
-	s.log = opts.Logger
-	if s.log == nil {
-		s.log = slog.New(slog.DiscardHandler)
-	}
-	s.log = slog.New(connHandler{s.log.Handler(), s})
 	s.parser = frame.NewParser(s.reader(), opts.Limits)
-	s.flow = flow.NewOutbound(opts.MaxOutboundBytes, opts.ResumeOutboundBytes, opts.SlowConsumerTimeout, s.slowConsumer)
+	s.flow = *flow.NewOutbound(opts.MaxOutboundBytes, opts.ResumeOutboundBytes, opts.SlowConsumerTimeout, s.slowConsumer)
 	return s
+}
+
+// log returns the connection's logger: Options.Logger with the session id and remote
+// address added to every record. It is made per call (connections log rarely) so that no
+// connection holds one.
+func (s *Session) log() *slog.Logger {
+	h := slog.DiscardHandler
+	if l := s.opts.Logger; l != nil {
+		h = l.Handler()
+	}
+	return slog.New(connHandler{h, s})
 }
 
 // connHandler adds the connection's session id and remote address to every record it
@@ -147,7 +151,20 @@ func (s *Session) QueuedBytes() int64 { return s.outBytes.Load() }
 func (s *Session) Created() time.Time { return s.created }
 
 // Done is closed when the connection has closed.
-func (s *Session) Done() <-chan struct{} { return s.done }
+func (s *Session) Done() <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.done == nil {
+		if s.closed {
+			return closedChan
+		}
+		s.done = make(chan struct{})
+	}
+	return s.done
+}
+
+// closedChan is Done's answer for a connection that closed before anyone asked.
+var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
 
 type deadlineReader struct{ s *Session }
 
@@ -171,7 +188,7 @@ func (s *Session) Serve() {
 	reason := CloseReadError
 	defer func() {
 		if r := recover(); r != nil {
-			s.log.Error("session panic", "panic", r, "stack", string(debug.Stack()))
+			s.log().Error("session panic", "panic", r, "stack", string(debug.Stack()))
 			reason = CloseProtocol
 		}
 		s.Close(reason)
@@ -252,7 +269,7 @@ func (s *Session) waitForWriter() {
 		}
 		select {
 		case <-progress:
-		case <-s.done:
+		case <-s.Done():
 			return
 		}
 	}
@@ -263,7 +280,7 @@ func (s *Session) waitDone() {
 	t := time.NewTimer(s.opts.WriteTimeout + time.Second)
 	defer t.Stop()
 	select {
-	case <-s.done:
+	case <-s.Done():
 	case <-t.C:
 	}
 }
@@ -371,7 +388,7 @@ func (s *Session) handshake() (Link, CloseReason) {
 		}
 		s.mu.Unlock()
 	}
-	s.log.Info("connection opened", "version", v.String(), "send_heartbeat", s.sendEvery, "read_timeout", s.readTimeout)
+	s.log().Info("connection opened", "version", v.String(), "send_heartbeat", s.sendEvery, "read_timeout", s.readTimeout)
 	s.parser.ReleaseScratch() // f is done with; many connections stay idle after CONNECT
 	return link, 0
 }
@@ -517,7 +534,7 @@ func (s *Session) Fail(pe *frame.ProtocolError) {
 		hdrs = append(hdrs, frame.Header{Key: frame.HdrContentType, Value: "text/plain"})
 	}
 	hdrs = append(hdrs, frame.Header{Key: frame.HdrContentLength, Value: strconv.Itoa(len(body))})
-	s.log.Info("protocol error", "reason", pe.Reason, "detail", pe.Detail, "err", pe.Err)
+	s.log().Info("protocol error", "reason", pe.Reason, "detail", pe.Detail, "err", pe.Err)
 	s.writeFrame(&frame.Frame{Command: frame.CmdError, Headers: hdrs, Body: body})
 	if pe.Fatal {
 		s.CloseAfterFlush(CloseProtocol)
@@ -549,12 +566,16 @@ func (s *Session) Close(reason CloseReason) {
 	if s.hbTimer != nil {
 		s.hbTimer.Stop()
 	}
+	first, done := !s.closed, s.done
+	s.closed = true
 	s.mu.Unlock()
-	s.doneOnce.Do(func() {
-		close(s.done)
+	if first {
+		if done != nil {
+			close(done)
+		}
 		_ = s.conn.Close()
-		s.log.Info("connection closed", "reason", s.reason().String())
-	})
+		s.log().Info("connection closed", "reason", s.reason().String())
+	}
 }
 
 // setReasonLocked records the first close reason. s.mu must be held.
@@ -600,7 +621,7 @@ func (s *Session) heartBeat() {
 		s.mu.Unlock()
 		return
 	}
-	idle := len(s.chunks) == 0 && time.Since(s.lastWrite) >= half
+	idle := len(s.chunks) == 0 && time.Since(s.created)-s.lastWrite >= half
 	s.hbTimer.Reset(half)
 	s.mu.Unlock()
 	if idle {
@@ -615,7 +636,7 @@ func (s *Session) heartBeat() {
 func (s *Session) writeLoop() {
 	defer func() {
 		if r := recover(); r != nil {
-			s.log.Error("writer panic", "panic", r, "stack", string(debug.Stack()))
+			s.log().Error("writer panic", "panic", r, "stack", string(debug.Stack()))
 			s.mu.Lock()
 			s.writerActive = false
 			s.mu.Unlock()
@@ -665,7 +686,7 @@ func (s *Session) writeLoop() {
 		s.mu.Lock()
 		s.queuedBytes -= n
 		s.flow.Shrink(n)
-		s.lastWrite = time.Now()
+		s.lastWrite = time.Since(s.created)
 		s.spare, s.spareBufs = bufs[:0], release[:0]
 		drained := s.wantDrain && s.queuedBytes <= s.opts.MaxOutboundBytes/2 && !s.closing
 		if drained {
@@ -691,22 +712,16 @@ func (s *Session) writeLoop() {
 			if errors.Is(err, os.ErrDeadlineExceeded) {
 				r = CloseSlowConsumer
 			}
-			s.log.Debug("write failed", "err", err)
+			s.log().Debug("write failed", "err", err)
 			s.Close(r)
 			return
 		}
 	}
 }
 
-// isDone reports whether Close ran (the connection is gone: nothing more is written).
-func (s *Session) isDone() bool {
-	select {
-	case <-s.done:
-		return true
-	default:
-		return false
-	}
-}
+// isDone reports whether Close ran (the connection is gone: nothing more is written). s.mu
+// must be held.
+func (s *Session) isDone() bool { return s.closed }
 
 // String identifies the session in logs.
 func (s *Session) String() string { return fmt.Sprintf("session %s (%s)", s.id, s.RemoteAddr()) }
