@@ -60,7 +60,8 @@ type Session struct {
 	reasonSet    bool
 	writerActive bool          // a writer goroutine runs: it does while chunks is not empty; guarded by mu
 	lastWrite    time.Duration // when the writer last wrote, as time since created; guarded by mu
-	hbTimer      *time.Timer   // heart-beat timer (nil: none); guarded by mu
+	hbDue        time.Duration // when heartBeats next runs heartBeat (since hbEpoch); guarded by heartBeats.mu
+	hbIndex      int32         // s's index in heartBeats' heap, -1 when not in it; guarded by heartBeats.mu
 	spare        [][]byte      // the writer's other chunks array, swapped with chunks; guarded by mu
 	spareBufs    []*frame.Buf
 	wantDrain    bool   // a limited write was refused; call onDrain once below half the limit; guarded by mu
@@ -89,6 +90,7 @@ func New(conn net.Conn, h Handler, opts *Options) *Session {
 		opts:    opts,
 		h:       h,
 		created: time.Now(),
+		hbIndex: -1,
 	}
 	s.parser = frame.NewParser(s.reader(), opts.Limits)
 	s.flow = *flow.NewOutbound(opts.MaxOutboundBytes, opts.ResumeOutboundBytes, opts.SlowConsumerTimeout, s.slowConsumer)
@@ -384,7 +386,7 @@ func (s *Session) handshake() (Link, CloseReason) {
 	if s.sendEvery > 0 {
 		s.mu.Lock()
 		if !s.closing {
-			s.hbTimer = time.AfterFunc(s.sendEvery/2, s.heartBeat)
+			heartBeats.schedule(s, s.sendEvery/2)
 		}
 		s.mu.Unlock()
 	}
@@ -563,9 +565,7 @@ func (s *Session) Close(reason CloseReason) {
 	s.closing = true
 	s.setReasonLocked(reason)
 	s.flow.Close()
-	if s.hbTimer != nil {
-		s.hbTimer.Stop()
-	}
+	heartBeats.cancel(s)
 	first, done := !s.closed, s.done
 	s.closed = true
 	s.mu.Unlock()
@@ -612,7 +612,7 @@ type vectorWriter interface {
 	WriteVectored(bufs [][]byte) (int64, error)
 }
 
-// heartBeat runs on the heart-beat timer every sendEvery/2: it queues a heart-beat EOL when
+// heartBeat runs from heartBeats every sendEvery/2: it queues a heart-beat EOL when
 // nothing was written for sendEvery/2 and nothing is queued (STOMP 1.2, "Heart-beating").
 func (s *Session) heartBeat() {
 	half := s.sendEvery / 2
@@ -622,7 +622,7 @@ func (s *Session) heartBeat() {
 		return
 	}
 	idle := len(s.chunks) == 0 && time.Since(s.created)-s.lastWrite >= half
-	s.hbTimer.Reset(half)
+	heartBeats.schedule(s, half)
 	s.mu.Unlock()
 	if idle {
 		s.enqueue(false, heartBeatEOL)
