@@ -71,6 +71,7 @@ type Session struct {
 
 	progress chan struct{} // 1-slot signal: the writer wrote something (read-side back-pressure); made by waitForWriter, guarded by mu
 	done     chan struct{} // closed when the connection is closed; made by Done on first use (most connections never need it), guarded by mu
+	doneMade atomic.Bool   // done is made (and no longer changes)
 	closed   bool          // Close ran; guarded by mu
 	hbReady  atomic.Bool   // the heart-beat parameters are final
 
@@ -153,7 +154,11 @@ func (s *Session) QueuedBytes() int64 { return s.outBytes.Load() }
 func (s *Session) Created() time.Time { return s.created }
 
 // Done is closed when the connection has closed.
+// The router asks for it on every SEND: once made it is read without the lock.
 func (s *Session) Done() <-chan struct{} {
+	if s.doneMade.Load() {
+		return s.done // never changes once doneMade is set
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.done == nil {
@@ -161,6 +166,7 @@ func (s *Session) Done() <-chan struct{} {
 			return closedChan
 		}
 		s.done = make(chan struct{})
+		s.doneMade.Store(true)
 	}
 	return s.done
 }
