@@ -19,6 +19,7 @@ import (
 	"github.com/titan-broker/titan/internal/clock"
 	"github.com/titan-broker/titan/internal/cluster"
 	"github.com/titan-broker/titan/internal/config"
+	"github.com/titan-broker/titan/internal/delivery"
 	"github.com/titan-broker/titan/internal/dest"
 	"github.com/titan-broker/titan/internal/dispatch"
 	"github.com/titan-broker/titan/internal/durable"
@@ -71,10 +72,9 @@ type Broker struct {
 	closing  bool
 	started  bool
 	servers  []*server
-	sessions map[*session.Session]struct{}
-	inst     *metrics.Instruments // latency histograms, served on /metrics
-	traffic  session.Traffic      // bytes read from and written to clients
-	conns    sync.Map             // *session.Session → *delivery.Conn once CONNECTED (operator views)
+	sessions map[*session.Session]*delivery.Conn // connected sessions → their delivery side once CONNECTED (nil before; operator views)
+	inst     *metrics.Instruments                // latency histograms, served on /metrics
+	traffic  session.Traffic                     // bytes read from and written to clients
 	admin    *adminServer
 	store    store.Store
 	durable  *durable.Log
@@ -107,7 +107,7 @@ func New(cfg config.Config, opts Options) (*Broker, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	b := &Broker{cfg: cfg, opts: opts, log: opts.Logger, sessions: make(map[*session.Session]struct{}), stop: make(chan struct{})}
+	b := &Broker{cfg: cfg, opts: opts, log: opts.Logger, sessions: make(map[*session.Session]*delivery.Conn), stop: make(chan struct{})}
 	stamp := opts.Clock // the time of per-message timestamps
 	if opts.Clock == nil {
 		b.coarse = new(clock.Coarse)
@@ -422,10 +422,9 @@ func (b *Broker) serveConn(s *server, c net.Conn) {
 		_ = c.Close()
 		return
 	}
-	b.sessions[sess] = struct{}{}
+	b.sessions[sess] = nil
 	b.mu.Unlock()
 	sess.Serve()
-	b.conns.Delete(sess)
 	b.mu.Lock()
 	delete(b.sessions, sess)
 	b.mu.Unlock()
@@ -440,7 +439,11 @@ type handler struct{ b *Broker }
 func (h handler) Connect(s *session.Session, _ *frame.Frame) (session.Link, *frame.ProtocolError) {
 	rc := h.b.router.Open(s)
 	s.OnDrain(rc.Delivery.Resume)
-	h.b.conns.Store(s, rc.Delivery)
+	h.b.mu.Lock()
+	if _, ok := h.b.sessions[s]; ok {
+		h.b.sessions[s] = rc.Delivery
+	}
+	h.b.mu.Unlock()
 	return link{r: h.b.router, c: rc}, nil
 }
 
@@ -567,6 +570,14 @@ func (b *Broker) closeStore() {
 
 // Durable returns the durable message log.
 func (b *Broker) Durable() *durable.Log { return b.durable }
+
+// deliveryConn returns the delivery side of a CONNECTED session (nil before CONNECT or after
+// it closed).
+func (b *Broker) deliveryConn(s *session.Session) *delivery.Conn {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.sessions[s]
+}
 
 // Sessions returns a snapshot of the connected sessions.
 func (b *Broker) Sessions() []*session.Session {

@@ -4,7 +4,6 @@ import (
 	"strings"
 
 	"github.com/titan-broker/titan/internal/admin"
-	"github.com/titan-broker/titan/internal/delivery"
 	"github.com/titan-broker/titan/internal/dest"
 	"github.com/titan-broker/titan/internal/dispatch"
 	"github.com/titan-broker/titan/internal/durable"
@@ -29,8 +28,8 @@ func (s adminSource) Connections() []admin.Connection {
 		if send, recv, ok := sess.HeartBeat(); ok {
 			c.HeartBeatSendMs, c.HeartBeatReceiveMs = send.Milliseconds(), recv.Milliseconds()
 		}
-		if v, ok := s.b.conns.Load(sess); ok {
-			for _, si := range v.(*delivery.Conn).Subscriptions() {
+		if dc := s.b.deliveryConn(sess); dc != nil {
+			for _, si := range dc.Subscriptions() {
 				c.Subscriptions = append(c.Subscriptions, admin.Subscription{
 					ID: si.ID, Group: si.Group, Destination: si.Destination, Pattern: si.Pattern, Ack: si.Ack,
 					Prefetch: si.Prefetch, Pending: si.Pending, DurableName: si.DurableName,

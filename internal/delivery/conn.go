@@ -106,8 +106,8 @@ type Conn struct {
 	w Writer
 
 	mu      sync.Mutex               // guards the fields below and every Subscription's guarded fields
-	subs    map[string]*Subscription // by subscription id, guarded by mu
-	pending map[string]*delivery     // by ack key, guarded by mu
+	subs    map[string]*Subscription // by subscription id, made by the first subscribe (idle connections hold none); guarded by mu
+	pending map[string]*delivery     // by ack key, made by the first delivery awaiting an ACK; guarded by mu
 	nextTag uint64                   // guarded by mu
 	closed  bool                     // guarded by mu
 
@@ -120,7 +120,7 @@ type Conn struct {
 // when not nil, counts headers left out of MESSAGE frames that w's STOMP version cannot
 // represent.
 func NewConn(w Writer, egressDropped *atomic.Uint64) *Conn {
-	return &Conn{w: w, subs: make(map[string]*Subscription), pending: make(map[string]*delivery), egressDropped: egressDropped}
+	return &Conn{w: w, egressDropped: egressDropped}
 }
 
 // Writer returns the connection's writer.
@@ -158,6 +158,9 @@ func (c *Conn) Add(sub *Subscription) error {
 	}
 	if sub.Prefetch <= 0 {
 		sub.Prefetch = DefaultPrefetch
+	}
+	if c.subs == nil {
+		c.subs = make(map[string]*Subscription)
 	}
 	c.subs[sub.ID] = sub
 	return nil
@@ -301,6 +304,9 @@ func (c *Conn) deliver(sub *Subscription, m *message.Message, src Source, seq ui
 		c.latency.Observe(max(0, float64(c.now().UnixMilli()-m.TimestampMs)/1e3))
 	}
 	if dl != nil {
+		if c.pending == nil {
+			c.pending = make(map[string]*delivery)
+		}
 		c.pending[dl.key] = dl
 		sub.pending = append(sub.pending, dl)
 	}
@@ -391,6 +397,9 @@ func (c *Conn) DeliverEvent(sub *Subscription, m *message.Message, drop bool) (o
 		return false, nil
 	}
 	if dl != nil {
+		if c.pending == nil {
+			c.pending = make(map[string]*delivery)
+		}
 		c.pending[dl.key] = dl
 		sub.pending = append(sub.pending, dl)
 	}

@@ -3,6 +3,7 @@ package frame
 import (
 	"bytes"
 	"io"
+	"runtime"
 	"strconv"
 	"testing"
 )
@@ -38,15 +39,15 @@ func (r *idleChunks) Read(b []byte) (int, error) {
 	return r.next(b)
 }
 
-func (r *idleChunks) ReadIdle(get func() []byte, put func()) (int, error) {
+func (r *idleChunks) ReadIdle(b IdleBuffer) (int, error) {
 	r.idleCalls++
 	if r.p.buf != nil {
 		r.heldBuf++
 	}
 	// A first attempt finds nothing (EAGAIN): the buffer goes back while waiting.
-	get()
-	put()
-	return r.next(get())
+	b.Take()
+	b.Put()
+	return r.next(b.Take())
 }
 
 // TestParserHoldsNoBufferWhileIdle: with an IdleReader, the parser waits for every next frame
@@ -103,4 +104,42 @@ func BenchmarkParseIdleReader(b *testing.B) {
 			}
 		})
 	}
+}
+
+// A parser whose reader is an IdleReader makes no read buffer until input arrives: an idle
+// connection's parser costs its struct alone (a 4 KiB buffer made and dropped per
+// connection was garbage the heap carried until the next GC).
+func TestNewParserWithIdleReaderAllocatesNoBuffer(t *testing.T) {
+	const n = 100
+	ps := make([]*Parser, n)
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	for i := range ps {
+		ps[i] = NewParser(&idleChunks{}, Limits{})
+	}
+	runtime.ReadMemStats(&after)
+	if per := (after.TotalAlloc - before.TotalAlloc) / n; per > 1024 {
+		t.Fatalf("NewParser with an IdleReader allocates %d B, want its struct alone (< 1 KiB)", per)
+	}
+	runtime.KeepAlive(ps)
+}
+
+// ReleaseScratch drops the header arrays a frame grew; the next frame parses as before.
+func TestReleaseScratch(t *testing.T) {
+	r := &idleChunks{chunks: [][]byte{
+		[]byte("CONNECT\naccept-version:1.2\nhost:h\nheart-beat:0,0\n\n\x00"),
+		[]byte("SEND\ndestination:/q\nx:1\n\nbody\x00"),
+	}}
+	p := NewParser(r, Limits{})
+	r.p = p
+	f, err := p.ReadFrame()
+	requireNoError(t, err)
+	requireEqual(t, f.Value("host"), "h")
+	p.ReleaseScratch()
+	requireEqual(t, p.offs == nil && p.hdrs == nil && p.f.Headers == nil, true)
+	f, err = p.ReadFrame()
+	requireNoError(t, err)
+	requireEqual(t, f.Value("destination"), "/q")
+	requireEqual(t, f.Value("x"), "1")
+	requireEqual(t, string(f.Body), "body")
 }

@@ -113,22 +113,34 @@ type Parser struct {
 	f    Frame
 	hdrs []Header
 
-	idle     IdleReader    // rd as an IdleReader, or nil: then buf is kept between frames
-	takeFn   func() []byte // takeBuf as a value, made once
-	putFn    func()        // releaseBuf as a value, made once
-	bufClass int           // the size class (readBufPools) takeBuf takes
+	idle     IdleReader // rd as an IdleReader, or nil: then buf is kept between frames
+	bufClass int        // the size class (readBufPools) takeBuf takes
 }
 
 // IdleReader is a Reader that can wait for input without holding a buffer. ReadIdle waits
-// until input is ready and reads it into the slice get returns; when a read attempt finds no
-// input after all, it calls put (giving that slice back) before waiting again, so get and
-// put may alternate any number of times and the slice of the last get holds the bytes read.
-// It returns what Read would. Parser reads through ReadIdle whenever it has no bytes
+// until input is ready and reads it into the slice b.Take returns; when a read attempt finds
+// no input after all, it calls b.Put (giving that slice back) before waiting again, so Take
+// and Put may alternate any number of times and the slice of the last Take holds the bytes
+// read. It returns what Read would. Parser reads through ReadIdle whenever it has no bytes
 // buffered, so a connection that waits for its next frame holds no read buffer (as netty
 // and Artemis release theirs while a channel is idle).
 type IdleReader interface {
-	ReadIdle(get func() []byte, put func()) (int, error)
+	ReadIdle(b IdleBuffer) (int, error)
 }
+
+// IdleBuffer is the read buffer an IdleReader fills: Take returns it (taking it from a pool),
+// Put gives it back. Both are called from the goroutine that called ReadIdle.
+type IdleBuffer interface {
+	Take() []byte
+	Put()
+}
+
+// idleBuffer is a Parser as the IdleBuffer it passes to ReadIdle (a pointer: passing it as an
+// interface allocates nothing, and a parser holds no closures for it).
+type idleBuffer Parser
+
+func (b *idleBuffer) Take() []byte { return (*Parser)(b).takeBuf() }
+func (b *idleBuffer) Put()         { (*Parser)(b).releaseBuf() }
 
 // readBufPools hold the read buffers of parsers whose reader is an IdleReader, one pool per
 // size class: minBufBytes << i, up to idleBufBytes. Entries are unsafe.Pointers to the first
@@ -156,15 +168,22 @@ func NewParser(rd io.Reader, lim Limits) *Parser {
 		lim:        lim,
 		maxFrame:   lim.MaxHeaderBytes + lim.MaxBodyBytes + 1,
 		version:    V12,
-		buf:        make([]byte, minBufBytes),
 		contentLen: -1,
 	}
 	if ir, ok := rd.(IdleReader); ok {
-		p.idle = ir
-		p.takeFn, p.putFn = p.takeBuf, p.releaseBuf
-		p.buf = nil // taken from readBufPool when input arrives
+		p.idle = ir // buf is taken from readBufPools when input arrives
+	} else {
+		p.buf = make([]byte, minBufBytes)
 	}
 	return p
+}
+
+// ReleaseScratch drops the header arrays that the frames read so far grew and the last
+// frame, which must no longer be in use: call it after a frame that is rarely followed by
+// another soon (CONNECT, on a connection that may stay idle), so an idle connection holds
+// none; the next frame grows them again.
+func (p *Parser) ReleaseScratch() {
+	p.offs, p.hdrs, p.f = nil, nil, Frame{}
 }
 
 // SetVersion sets the version whose escaping rules apply to later frames (CONNECT, STOMP and
@@ -273,7 +292,7 @@ func (p *Parser) fill(need int) error {
 // fillIdle reads into a pooled buffer through the IdleReader (nothing is buffered: r == w
 // == 0).
 func (p *Parser) fillIdle() error {
-	n, err := p.idle.ReadIdle(p.takeFn, p.putFn)
+	n, err := p.idle.ReadIdle((*idleBuffer)(p))
 	if n <= 0 || p.buf == nil {
 		p.releaseBuf() // nothing read: the connection ends or fails without a buffer
 		if err == nil {

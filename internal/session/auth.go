@@ -81,7 +81,7 @@ func (s *Session) authenticate(f *frame.Frame) bool {
 		t := time.NewTimer(d)
 		select {
 		case <-t.C:
-		case <-s.done:
+		case <-s.Done():
 		}
 		t.Stop()
 	}

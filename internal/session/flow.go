@@ -60,7 +60,7 @@ func (s *Session) slowConsumer() {
 	if st := s.opts.FlowStats; st != nil {
 		st.SlowConsumers.Add(1)
 	}
-	s.log.Warn("slow consumer closed", "queued_bytes", queued+n, "discarded_bytes", n,
+	s.log().Warn("slow consumer closed", "queued_bytes", queued+n, "discarded_bytes", n,
 		"timeout", s.opts.SlowConsumerTimeout.String())
 	body := []byte("the connection's pending output stayed over " + strconv.FormatInt(s.opts.MaxOutboundBytes, 10) +
 		" bytes (max-outbound-bytes) without the client reading for " + s.opts.SlowConsumerTimeout.String() +

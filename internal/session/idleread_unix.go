@@ -8,6 +8,8 @@ import (
 	"os"
 	"syscall"
 	"time"
+
+	"github.com/titan-broker/titan/internal/frame"
 )
 
 // reader returns what the parser reads from: an idleReader when the connection has a file
@@ -15,7 +17,9 @@ import (
 func (s *Session) reader() io.Reader {
 	if sc, ok := s.conn.(syscall.Conn); ok {
 		if raw, err := sc.SyscallConn(); err == nil {
-			return newIdleReader(s, raw)
+			s.idle = idleReader{deadlineReader: deadlineReader{s}, raw: raw}
+			s.idle.readFn = s.idle.read
+			return &s.idle
 		}
 	}
 	return deadlineReader{s}
@@ -24,33 +28,27 @@ func (s *Session) reader() io.Reader {
 // idleReader is the deadlineReader of a connection with a file descriptor (plain TCP): it
 // reads through the raw connection so that the parser takes its read buffer from the pool
 // only once input is ready, and holds none while the connection is idle (frame.IdleReader).
-// It is used by the read goroutine only.
+// It is used by the read goroutine only, and is part of the Session (no allocation of its
+// own).
 type idleReader struct {
 	deadlineReader
 	raw    syscall.RawConn
 	readFn func(fd uintptr) bool // the RawConn.Read callback, made once
-	get    func() []byte         // the current ReadIdle call's
-	put    func()
+	buf    frame.IdleBuffer      // the current ReadIdle call's
 	n      int
 	rerr   error
 }
 
-func newIdleReader(s *Session, raw syscall.RawConn) *idleReader {
-	d := &idleReader{deadlineReader: deadlineReader{s}, raw: raw}
-	d.readFn = d.read
-	return d
-}
-
 // read is the RawConn.Read callback: one non-blocking read into get's buffer; on EAGAIN the
-// buffer goes back (put) and false makes the poller wait for readiness.
+// buffer goes back (Put) and false makes the poller wait for readiness.
 func (d *idleReader) read(fd uintptr) bool {
 	for {
-		d.n, d.rerr = syscall.Read(int(fd), d.get())
+		d.n, d.rerr = syscall.Read(int(fd), d.buf.Take())
 		switch d.rerr {
 		case syscall.EINTR:
 			continue
 		case syscall.EAGAIN:
-			d.put()
+			d.buf.Put()
 			return false
 		}
 		return true
@@ -59,14 +57,14 @@ func (d *idleReader) read(fd uintptr) bool {
 
 // ReadIdle implements frame.IdleReader with the runtime's poller (read deadlines apply, and
 // Close wakes it with net.ErrClosed).
-func (d *idleReader) ReadIdle(get func() []byte, put func()) (int, error) {
+func (d *idleReader) ReadIdle(b frame.IdleBuffer) (int, error) {
 	s := d.s
 	if t := s.readTimeout; t > 0 {
 		_ = s.conn.SetReadDeadline(time.Now().Add(t))
 	}
-	d.get, d.put, d.n, d.rerr = get, put, 0, nil
+	d.buf, d.n, d.rerr = b, 0, nil
 	err := d.raw.Read(d.readFn)
-	d.get, d.put = nil, nil
+	d.buf = nil
 	if err != nil {
 		return 0, err // deadline exceeded or connection closed, wrapped in a *net.OpError
 	}

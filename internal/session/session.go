@@ -44,8 +44,8 @@ type Session struct {
 	conn   net.Conn
 	opts   *Options
 	h      Handler
-	log    *slog.Logger
 	parser *frame.Parser
+	idle   idleReader // what parser reads from on plain TCP (see reader)
 
 	version     atomic.Uint32
 	readTimeout time.Duration // set before the read loop's steady state; read goroutine only
@@ -58,20 +58,22 @@ type Session struct {
 	closing      bool         // no more writes accepted; writer closes after flush; guarded by mu
 	closeReason  CloseReason
 	reasonSet    bool
-	writerActive bool        // a writer goroutine runs: it does while chunks is not empty; guarded by mu
-	lastWrite    time.Time   // when the writer last wrote; guarded by mu
-	hbTimer      *time.Timer // heart-beat timer (nil: none); guarded by mu
-	spare        [][]byte    // the writer's other chunks array, swapped with chunks; guarded by mu
+	writerActive bool          // a writer goroutine runs: it does while chunks is not empty; guarded by mu
+	lastWrite    time.Duration // when the writer last wrote, as time since created; guarded by mu
+	hbDue        time.Duration // when heartBeats next runs heartBeat (since hbEpoch); guarded by heartBeats.mu
+	hbIndex      int32         // s's index in heartBeats' heap, -1 when not in it; guarded by heartBeats.mu
+	spare        [][]byte      // the writer's other chunks array, swapped with chunks; guarded by mu
 	spareBufs    []*frame.Buf
 	wantDrain    bool   // a limited write was refused; call onDrain once below half the limit; guarded by mu
 	onDrain      func() // set once before Serve's steady state
 
-	flow *flow.Outbound // watermarks over queuedBytes (flow.go), guarded by mu
+	flow flow.Outbound // watermarks over queuedBytes (flow.go), guarded by mu
 
 	progress chan struct{} // 1-slot signal: the writer wrote something (read-side back-pressure); made by waitForWriter, guarded by mu
-	done     chan struct{} // closed when the connection is closed
-	doneOnce sync.Once
-	hbReady  atomic.Bool // the heart-beat parameters are final
+	done     chan struct{} // closed when the connection is closed; made by Done on first use (most connections never need it), guarded by mu
+	doneMade atomic.Bool   // done is made (and no longer changes)
+	closed   bool          // Close ran; guarded by mu
+	hbReady  atomic.Bool   // the heart-beat parameters are final
 
 	outBytes atomic.Int64 // bytes queued but not yet written (for snapshots)
 	created  time.Time
@@ -88,18 +90,23 @@ func New(conn net.Conn, h Handler, opts *Options) *Session {
 		conn:    conn,
 		opts:    opts,
 		h:       h,
-		done:    make(chan struct{}),
 		created: time.Now(),
+		hbIndex: -1,
 	}
-	s.lastWrite = s.created
-	s.log = opts.Logger
-	if s.log == nil {
-		s.log = slog.New(slog.DiscardHandler)
-	}
-	s.log = slog.New(connHandler{s.log.Handler(), s})
 	s.parser = frame.NewParser(s.reader(), opts.Limits)
-	s.flow = flow.NewOutbound(opts.MaxOutboundBytes, opts.ResumeOutboundBytes, opts.SlowConsumerTimeout, s.slowConsumer)
+	s.flow = *flow.NewOutbound(opts.MaxOutboundBytes, opts.ResumeOutboundBytes, opts.SlowConsumerTimeout, s.slowConsumer)
 	return s
+}
+
+// log returns the connection's logger: Options.Logger with the session id and remote
+// address added to every record. It is made per call (connections log rarely) so that no
+// connection holds one.
+func (s *Session) log() *slog.Logger {
+	h := slog.DiscardHandler
+	if l := s.opts.Logger; l != nil {
+		h = l.Handler()
+	}
+	return slog.New(connHandler{h, s})
 }
 
 // connHandler adds the connection's session id and remote address to every record it
@@ -147,7 +154,25 @@ func (s *Session) QueuedBytes() int64 { return s.outBytes.Load() }
 func (s *Session) Created() time.Time { return s.created }
 
 // Done is closed when the connection has closed.
-func (s *Session) Done() <-chan struct{} { return s.done }
+// The router asks for it on every SEND: once made it is read without the lock.
+func (s *Session) Done() <-chan struct{} {
+	if s.doneMade.Load() {
+		return s.done // never changes once doneMade is set
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.done == nil {
+		if s.closed {
+			return closedChan
+		}
+		s.done = make(chan struct{})
+		s.doneMade.Store(true)
+	}
+	return s.done
+}
+
+// closedChan is Done's answer for a connection that closed before anyone asked.
+var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
 
 type deadlineReader struct{ s *Session }
 
@@ -171,7 +196,7 @@ func (s *Session) Serve() {
 	reason := CloseReadError
 	defer func() {
 		if r := recover(); r != nil {
-			s.log.Error("session panic", "panic", r, "stack", string(debug.Stack()))
+			s.log().Error("session panic", "panic", r, "stack", string(debug.Stack()))
 			reason = CloseProtocol
 		}
 		s.Close(reason)
@@ -252,7 +277,7 @@ func (s *Session) waitForWriter() {
 		}
 		select {
 		case <-progress:
-		case <-s.done:
+		case <-s.Done():
 			return
 		}
 	}
@@ -263,7 +288,7 @@ func (s *Session) waitDone() {
 	t := time.NewTimer(s.opts.WriteTimeout + time.Second)
 	defer t.Stop()
 	select {
-	case <-s.done:
+	case <-s.Done():
 	case <-t.C:
 	}
 }
@@ -367,11 +392,12 @@ func (s *Session) handshake() (Link, CloseReason) {
 	if s.sendEvery > 0 {
 		s.mu.Lock()
 		if !s.closing {
-			s.hbTimer = time.AfterFunc(s.sendEvery/2, s.heartBeat)
+			heartBeats.schedule(s, s.sendEvery/2)
 		}
 		s.mu.Unlock()
 	}
-	s.log.Info("connection opened", "version", v.String(), "send_heartbeat", s.sendEvery, "read_timeout", s.readTimeout)
+	s.log().Info("connection opened", "version", v.String(), "send_heartbeat", s.sendEvery, "read_timeout", s.readTimeout)
+	s.parser.ReleaseScratch() // f is done with; many connections stay idle after CONNECT
 	return link, 0
 }
 
@@ -516,7 +542,7 @@ func (s *Session) Fail(pe *frame.ProtocolError) {
 		hdrs = append(hdrs, frame.Header{Key: frame.HdrContentType, Value: "text/plain"})
 	}
 	hdrs = append(hdrs, frame.Header{Key: frame.HdrContentLength, Value: strconv.Itoa(len(body))})
-	s.log.Info("protocol error", "reason", pe.Reason, "detail", pe.Detail, "err", pe.Err)
+	s.log().Info("protocol error", "reason", pe.Reason, "detail", pe.Detail, "err", pe.Err)
 	s.writeFrame(&frame.Frame{Command: frame.CmdError, Headers: hdrs, Body: body})
 	if pe.Fatal {
 		s.CloseAfterFlush(CloseProtocol)
@@ -545,15 +571,17 @@ func (s *Session) Close(reason CloseReason) {
 	s.closing = true
 	s.setReasonLocked(reason)
 	s.flow.Close()
-	if s.hbTimer != nil {
-		s.hbTimer.Stop()
-	}
+	heartBeats.cancel(s)
+	first, done := !s.closed, s.done
+	s.closed = true
 	s.mu.Unlock()
-	s.doneOnce.Do(func() {
-		close(s.done)
+	if first {
+		if done != nil {
+			close(done)
+		}
 		_ = s.conn.Close()
-		s.log.Info("connection closed", "reason", s.reason().String())
-	})
+		s.log().Info("connection closed", "reason", s.reason().String())
+	}
 }
 
 // setReasonLocked records the first close reason. s.mu must be held.
@@ -590,7 +618,7 @@ type vectorWriter interface {
 	WriteVectored(bufs [][]byte) (int64, error)
 }
 
-// heartBeat runs on the heart-beat timer every sendEvery/2: it queues a heart-beat EOL when
+// heartBeat runs from heartBeats every sendEvery/2: it queues a heart-beat EOL when
 // nothing was written for sendEvery/2 and nothing is queued (STOMP 1.2, "Heart-beating").
 func (s *Session) heartBeat() {
 	half := s.sendEvery / 2
@@ -599,8 +627,8 @@ func (s *Session) heartBeat() {
 		s.mu.Unlock()
 		return
 	}
-	idle := len(s.chunks) == 0 && time.Since(s.lastWrite) >= half
-	s.hbTimer.Reset(half)
+	idle := len(s.chunks) == 0 && time.Since(s.created)-s.lastWrite >= half
+	heartBeats.schedule(s, half)
 	s.mu.Unlock()
 	if idle {
 		s.enqueue(false, heartBeatEOL)
@@ -614,7 +642,7 @@ func (s *Session) heartBeat() {
 func (s *Session) writeLoop() {
 	defer func() {
 		if r := recover(); r != nil {
-			s.log.Error("writer panic", "panic", r, "stack", string(debug.Stack()))
+			s.log().Error("writer panic", "panic", r, "stack", string(debug.Stack()))
 			s.mu.Lock()
 			s.writerActive = false
 			s.mu.Unlock()
@@ -664,7 +692,7 @@ func (s *Session) writeLoop() {
 		s.mu.Lock()
 		s.queuedBytes -= n
 		s.flow.Shrink(n)
-		s.lastWrite = time.Now()
+		s.lastWrite = time.Since(s.created)
 		s.spare, s.spareBufs = bufs[:0], release[:0]
 		drained := s.wantDrain && s.queuedBytes <= s.opts.MaxOutboundBytes/2 && !s.closing
 		if drained {
@@ -690,22 +718,16 @@ func (s *Session) writeLoop() {
 			if errors.Is(err, os.ErrDeadlineExceeded) {
 				r = CloseSlowConsumer
 			}
-			s.log.Debug("write failed", "err", err)
+			s.log().Debug("write failed", "err", err)
 			s.Close(r)
 			return
 		}
 	}
 }
 
-// isDone reports whether Close ran (the connection is gone: nothing more is written).
-func (s *Session) isDone() bool {
-	select {
-	case <-s.done:
-		return true
-	default:
-		return false
-	}
-}
+// isDone reports whether Close ran (the connection is gone: nothing more is written). s.mu
+// must be held.
+func (s *Session) isDone() bool { return s.closed }
 
 // String identifies the session in logs.
 func (s *Session) String() string { return fmt.Sprintf("session %s (%s)", s.id, s.RemoteAddr()) }

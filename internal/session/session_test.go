@@ -360,3 +360,28 @@ func TestHeartBeatAtTheClientsInterval(t *testing.T) {
 		t.Fatalf("%d heart-beats in 1 s at a 100 ms interval", eols)
 	}
 }
+
+// Done's channel is made on first use: one asked for before Close is closed by Close, and
+// one asked for after Close is already closed.
+func TestDoneBeforeAndAfterClose(t *testing.T) {
+	_, _, _, s1 := serve(t, DefaultOptions())
+	d := s1.Done()
+	select {
+	case <-d:
+		t.Fatal("Done closed before Close")
+	default:
+	}
+	s1.Close(CloseClientEOF)
+	select {
+	case <-d:
+	case <-time.After(5 * time.Second):
+		t.Fatal("Close did not close the channel Done returned before it")
+	}
+	_, _, _, s2 := serve(t, DefaultOptions())
+	s2.Close(CloseClientEOF)
+	select {
+	case <-s2.Done():
+	default:
+		t.Fatal("Done after Close returned an open channel")
+	}
+}

@@ -47,7 +47,7 @@ func TestShutdownIsNotAProtocolError(t *testing.T) {
 	if r := <-link.closed; r != CloseShutdown {
 		t.Fatalf("close reason %s, want shutdown", r)
 	}
-	<-s.done
+	<-s.Done()
 	out := logs.String()
 	if strings.Contains(out, "protocol error") {
 		t.Fatalf("shutdown logged as a protocol error:\n%s", out)

@@ -21,7 +21,7 @@ func (s *Session) CloseSlowConsumer(detail string) {
 	if st := s.opts.FlowStats; st != nil {
 		st.SlowConsumers.Add(1)
 	}
-	s.log.Warn("slow consumer closed", "cause", "unacknowledged messages at the prefetch", "timeout", s.opts.SlowConsumerTimeout.String())
+	s.log().Warn("slow consumer closed", "cause", "unacknowledged messages at the prefetch", "timeout", s.opts.SlowConsumerTimeout.String())
 	body := []byte(detail + "\n")
 	s.writeFrame(&frame.Frame{Command: frame.CmdError, Headers: []frame.Header{
 		{Key: frame.HdrMessage, Value: ReasonSlowConsumer},
