@@ -1,0 +1,91 @@
+package e2e
+
+import (
+	"fmt"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+)
+
+// readMessages reads n MESSAGE frames from c (failing on anything else).
+func readMessages(t *testing.T, c *rawConn, n int) []*rawFrame {
+	t.Helper()
+	out := make([]*rawFrame, 0, n)
+	for len(out) < n {
+		f, err := c.readFrame(10 * time.Second)
+		requireNoError(t, err, "reading MESSAGE %d of %d", len(out)+1, n)
+		if f.command != "MESSAGE" {
+			t.Fatalf("got %s, want MESSAGE", f)
+		}
+		out = append(out, f)
+	}
+	return out
+}
+
+// durableBodies subscribes to an events-store durable subscription (client-individual) and
+// returns the bodies delivered until the connection is quiet for quiet.
+func durableBodies(t *testing.T, c *rawConn, destination, name string, quiet time.Duration) []string {
+	t.Helper()
+	requireNoError(t, c.write(fmt.Sprintf("SUBSCRIBE\ndestination:%s\nid:d\nack:client-individual\ndurable-name:%s\n\n\x00", destination, name)))
+	var out []string
+	for {
+		f, err := c.readFrame(quiet)
+		if err != nil {
+			return out
+		}
+		if f.command != "MESSAGE" {
+			t.Fatalf("got %s, want MESSAGE", f)
+		}
+		out = append(out, string(f.body))
+	}
+}
+
+// TestDurableIndividualAckWithReceiptNotRedelivered: a durable events-store subscription with
+// ack:client-individual whose ACKs (with receipts) skip over an unacknowledged message keeps
+// those acknowledgements: neither resuming it on a new connection nor a kill -9 delivers an
+// acknowledged-with-receipt message again (README "Durability": a message whose ACK was
+// receipted is never delivered again), while the unacknowledged ones come back.
+func TestDurableIndividualAckWithReceiptNotRedelivered(t *testing.T) {
+	n := newTitanNode(t, pebbleConfig(filepath.Join(t.TempDir(), "data"), ""))
+	b := n.start().broker()
+	const dst, name = "/events-store/attack-ind", "ind"
+	p := dialRaw(t, b)
+	p.connect()
+	for i := range 6 {
+		requireReceipt(t, sendExpect(t, p, dst, fmt.Sprintf("m%d", i)), "events-store SEND")
+	}
+	c := dialRaw(t, b)
+	c.connect()
+	requireNoError(t, c.write(fmt.Sprintf("SUBSCRIBE\ndestination:%s\nid:s\nack:client-individual\ndurable-name:%s\nstart-position:first\nreceipt:sub\n\n\x00", dst, name)))
+	f, err := c.readFrame(10 * time.Second)
+	requireNoError(t, err)
+	requireReceipt(t, f, "durable SUBSCRIBE")
+	ms := readMessages(t, c, 6)
+	// m0 and m3 stay unacknowledged; m1, m2, m4 and m5 are acknowledged with receipts.
+	for _, i := range []int{1, 2, 4, 5} {
+		ack, _ := ms[i].get("ack")
+		requireNoError(t, c.write(fmt.Sprintf("ACK\nid:%s\nreceipt:a%d\n\n\x00", ack, i)))
+		f, err := c.readFrame(10 * time.Second)
+		requireNoError(t, err)
+		requireReceipt(t, f, "ACK with receipt")
+	}
+	_ = c.conn.Close()
+	want := []string{"m0", "m3"}
+
+	c = dialRaw(t, b)
+	c.connect()
+	got := durableBodies(t, c, dst, name, 2*time.Second)
+	requireEqual(t, fmt.Sprint(want), fmt.Sprint(got), "bodies delivered when the durable subscription resumes on a new connection")
+	_ = c.conn.Close()
+
+	// The acknowledgements survive kill -9 too.
+	n.kill()
+	b = n.start().broker()
+	c = dialRaw(t, b)
+	c.connect()
+	got = durableBodies(t, c, dst, name, 2*time.Second)
+	slices.Sort(got)
+	requireEqual(t, fmt.Sprint(want), fmt.Sprint(got), "bodies delivered after kill -9")
+	n.stop()
+}
