@@ -89,3 +89,34 @@ func TestDurableIndividualAckWithReceiptNotRedelivered(t *testing.T) {
 	requireEqual(t, fmt.Sprint(want), fmt.Sprint(got), "bodies delivered after kill -9")
 	n.stop()
 }
+
+// TestEarlierReceiptBeforeLaterError: frames of one connection are answered in order. A
+// persistent SEND whose RECEIPT waits for its group commit is not overtaken by the ERROR of
+// a later SEND refused before the store (an invalid header, here): the producer gets the
+// first RECEIPT, then the ERROR, so it knows the first message was accepted (it used to get
+// only the ERROR, the connection closed, and the stored message's RECEIPT was lost).
+func TestEarlierReceiptBeforeLaterError(t *testing.T) {
+	n := newTitanNode(t, pebbleConfig(filepath.Join(t.TempDir(), "data"), ""))
+	b := n.start().broker()
+	for _, dst := range []string{"/queue/attack-order", "/events-store/attack-order"} {
+		for _, bad := range []string{"delay:soon", "expires:-3"} {
+			for i := range 5 {
+				p := dialRaw(t, b)
+				p.connect()
+				requireNoError(t, p.write(fmt.Sprintf("SEND\ndestination:%s\nreceipt:first\n\nok\x00SEND\ndestination:%s\n%s\nreceipt:second\n\nbad\x00", dst, dst, bad)))
+				var got []string
+				for {
+					f, err := p.readFrame(5 * time.Second)
+					if err != nil {
+						break
+					}
+					id, _ := f.get("receipt-id")
+					got = append(got, f.command+" "+id)
+				}
+				requireEqual(t, "[RECEIPT first ERROR second]", fmt.Sprint(got), "%s, %s, try %d: frames answered", dst, bad, i)
+				_ = p.conn.Close()
+			}
+		}
+	}
+	n.stop()
+}
