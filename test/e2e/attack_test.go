@@ -120,3 +120,38 @@ func TestEarlierReceiptBeforeLaterError(t *testing.T) {
 	}
 	n.stop()
 }
+
+// TestReplyToDestinationLimits: a request's reply-to makes its destination (the broker
+// answers there, "no responder" included), so it is admitted like a SEND's destination: a
+// connection's own temp-queues count against max-temp-queues-by-client and the queues it
+// names against max-destinations-by-client, and one past the limit is refused with the ERROR
+// naming it, nothing created. (Requests with a fresh reply-to each used to make any number
+// of temp-queues and queues from one connection.)
+func TestReplyToDestinationLimits(t *testing.T) {
+	b := startBroker(t, yamlConfigWith("max-destinations-by-client: 20, max-temp-queues-by-client: 5",
+		"  limits: {max-destinations: 1000, destination-idle-timeout: -1}\n"))
+	request := func(c *rawConn, replyTo string) *rawFrame {
+		t.Helper()
+		requireNoError(t, c.write(fmt.Sprintf("SEND\ndestination:/command/attack\nreply-to:%s\nreceipt:r\n\nx\x00", replyTo)))
+		f, err := c.readFrame(10 * time.Second)
+		requireNoError(t, err, "reading the answer to a request replying to %s", replyTo)
+		return f
+	}
+	c := dialRaw(t, b)
+	c.connect()
+	for i := range 5 {
+		requireReceipt(t, request(c, fmt.Sprintf("/temp-queue/r%d", i)), "request replying to a temp-queue within the limit")
+	}
+	requireReceipt(t, request(c, "/temp-queue/r0"), "request replying to an existing temp-queue")
+	requireErrorMessage(t, request(c, "/temp-queue/r5"), "temp-queue limit reached", "6th reply-to temp-queue")
+
+	c = dialRaw(t, b)
+	c.connect()
+	for i := range 20 {
+		requireReceipt(t, request(c, fmt.Sprintf("/queue/attack-reply-%d", i)), "request replying to a new queue within the limit")
+	}
+	requireErrorMessage(t, request(c, "/queue/attack-reply-20"), "destination limit reached", "21st reply-to queue")
+	if _, ok := monitorQueue(t, b, "/queue/attack-reply-20", ""); ok {
+		t.Fatal("the refused reply-to queue /queue/attack-reply-20 exists")
+	}
+}
