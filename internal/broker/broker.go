@@ -60,11 +60,14 @@ type Options struct {
 
 // Broker is one Titan server. Create with New, then Start (or Run). Safe for concurrent use.
 type Broker struct {
-	cfg    config.Config
-	opts   Options
-	log    *slog.Logger
-	p      *patterns
-	router *router.Router
+	// largeFrames is the read-buffer budget of large frames in progress, shared by every
+	// server (limits.max-large-frame-bytes; nil: unlimited).
+	largeFrames *frame.Budget
+	cfg         config.Config
+	opts        Options
+	log         *slog.Logger
+	p           *patterns
+	router      *router.Router
 
 	wg       sync.WaitGroup
 	mu       sync.Mutex // guards the fields below
@@ -329,6 +332,8 @@ func (b *Broker) Start() error {
 		}
 		return err
 	}
+	largeFrames := frame.NewBudget(b.cfg.Limits.MaxLargeFrameBytes) // one for every server
+	b.largeFrames = largeFrames
 	for _, sc := range b.cfg.Servers {
 		tlsConf, err := serverTLS(sc)
 		if err != nil {
@@ -345,6 +350,7 @@ func (b *Broker) Start() error {
 			return fail(fmt.Errorf("broker: server %s: listen %s: %w", sc.Name, sc.Addr(), err))
 		}
 		sopts := sessionOptions(sc, log)
+		sopts.Limits.LargeFrames = largeFrames
 		b.applyFlow(sopts, sc)
 		sopts.Authenticator = sessionAuth{b.sec.auth}
 		sopts.Traffic = &b.traffic

@@ -98,6 +98,12 @@ type Limits struct {
 	// offline (no SUBSCRIBE reading it) before it is deleted with its position (default -1:
 	// never, as in Artemis and RabbitMQ; 0 means the default).
 	DurableSubscriptionIdleTimeout int `yaml:"durable-subscription-idle-timeout"`
+	// MaxLargeFrameBytes bounds, over all connections, the bytes held in read buffers of
+	// frames over 64 KiB still being received (default 536870912, 512 MiB; -1 unlimited). A
+	// frame that would take more gets ERROR `large frame memory limit reached` and its
+	// connection closes: connections that each start a maximal frame and never finish it
+	// cannot hold max-body-length each without bound.
+	MaxLargeFrameBytes int64 `yaml:"max-large-frame-bytes"`
 }
 
 // Cluster is titan.cluster: cluster mode on NATS JetStream (issue 15). Either an embedded
@@ -530,6 +536,9 @@ func (c *Config) ApplyDefaults() {
 	}
 	if c.Limits.DurableSubscriptionIdleTimeout == 0 {
 		c.Limits.DurableSubscriptionIdleTimeout = -1
+	}
+	if c.Limits.MaxLargeFrameBytes == 0 {
+		c.Limits.MaxLargeFrameBytes = 512 << 20
 	}
 	if c.Store.Type == "" {
 		c.Store.Type = "pebble"

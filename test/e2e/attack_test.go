@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 )
@@ -154,4 +155,59 @@ func TestReplyToDestinationLimits(t *testing.T) {
 	if _, ok := monitorQueue(t, b, "/queue/attack-reply-20", ""); ok {
 		t.Fatal("the refused reply-to queue /queue/attack-reply-20 exists")
 	}
+}
+
+// TestLargeFrameBudget: frames in progress cannot hold memory without a broker-wide bound.
+// Connections that each start a large SEND and never finish it (a hostile client: 40 of
+// them held 600 MB of read buffers before) take from limits.max-large-frame-bytes; once it
+// is spent a further large frame gets ERROR `large frame memory limit reached` and its
+// connection closes, small frames still pass, and when the holders go away their share
+// comes back.
+func TestLargeFrameBudget(t *testing.T) {
+	b := startBroker(t, yamlConfigWith("", "  limits: {max-large-frame-bytes: 8388608}\n"))
+	const declared = 4_000_000
+	var holders []*rawConn
+	for range 2 {
+		h := dialRaw(t, b)
+		h.connect()
+		requireNoError(t, h.write(fmt.Sprintf("SEND\ndestination:/queue/attack-big\ncontent-length:%d\n\n%s", declared, strings.Repeat("x", declared-10))))
+		holders = append(holders, h)
+	}
+	big := func(c *rawConn) *rawFrame {
+		t.Helper()
+		requireNoError(t, c.write(fmt.Sprintf("SEND\ndestination:/queue/attack-big\nreceipt:r\ncontent-length:%d\n\n%s\x00", declared, strings.Repeat("y", declared))))
+		f, err := c.readFrame(10 * time.Second)
+		requireNoError(t, err, "reading the answer to a large SEND")
+		return f
+	}
+	var refused *rawFrame
+	eventually(t, 10*time.Second, 50*time.Millisecond, func() bool {
+		c := dialRaw(t, b)
+		c.connect()
+		defer c.conn.Close()
+		if f := big(c); f.command == "ERROR" {
+			refused = f
+			return true
+		}
+		return false
+	}, "a large SEND refused while two unfinished large frames hold the budget")
+	if got, _ := refused.get("message"); got != "large frame memory limit reached" {
+		t.Fatalf("got %s, want ERROR message:large frame memory limit reached", refused)
+	}
+	m := scrapeMetrics(t, b)
+	if metricSum(m, "titan_large_frame_refusals_total") < 1 || metricSum(m, "titan_large_frame_bytes_max") != 8388608 {
+		t.Errorf("large frame metrics: refusals %v, max %v", metricSum(m, "titan_large_frame_refusals_total"), metricSum(m, "titan_large_frame_bytes_max"))
+	}
+	small := dialRaw(t, b)
+	small.connect()
+	requireReceipt(t, sendExpect(t, small, "/queue/attack-big", "small"), "a small SEND while the budget is spent")
+	for _, h := range holders {
+		_ = h.conn.Close()
+	}
+	eventually(t, 10*time.Second, 50*time.Millisecond, func() bool {
+		c := dialRaw(t, b)
+		c.connect()
+		defer c.conn.Close()
+		return big(c).command == "RECEIPT"
+	}, "a large SEND accepted once the unfinished frames' connections closed")
 }
