@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"fmt"
+	"net"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -210,4 +211,40 @@ func TestLargeFrameBudget(t *testing.T) {
 		defer c.conn.Close()
 		return big(c).command == "RECEIPT"
 	}, "a large SEND accepted once the unfinished frames' connections closed")
+}
+
+// TestClientAckSlowConsumerReleasesProducersAtTimeout: a client-ack topic subscriber at its
+// prefetch that also stops reading its socket (a hung process: the broker cannot even write
+// it the ERROR) is a slow consumer after slow-consumer-timeout, and the producers it held go
+// on then — not once the write of its last frames times out (30 s), which is when its
+// connection finally closes.
+func TestClientAckSlowConsumerReleasesProducersAtTimeout(t *testing.T) {
+	b := startBroker(t, yamlConfigWith("", `  flow-control:
+    subscriber: {slow-consumer-timeout: 1000}
+`))
+	const topic = "/topic/attack-slow-ack"
+	stuck := dialRaw(t, b)
+	if tc, ok := stuck.conn.(*net.TCPConn); ok {
+		requireNoError(t, tc.SetReadBuffer(4096))
+	}
+	stuck.connect()
+	requireNoError(t, stuck.write("SUBSCRIBE\nid:s\ndestination:"+topic+"\nack:client\nprefetch-count:4\nreceipt:r-s\n\n\x00"))
+	f, err := stuck.readFrame(10 * time.Second)
+	requireNoError(t, err)
+	requireReceipt(t, f, "SUBSCRIBE")
+	// From here the stuck client reads nothing.
+	p := dialRaw(t, b)
+	p.connect()
+	body := strings.Repeat("m", 1<<20)
+	start := time.Now()
+	for i := range 20 {
+		requireReceipt(t, sendExpect(t, p, topic, body), fmt.Sprintf("SEND %d", i))
+	}
+	if took := time.Since(start); took > 15*time.Second {
+		t.Fatalf("20 SENDs took %v: the producer waited for the stuck subscriber's write timeout, not its 1 s slow-consumer-timeout", took.Round(time.Millisecond))
+	}
+	m := scrapeMetrics(t, b)
+	if metricSum(m, "titan_slow_consumers_closed_total") < 1 {
+		t.Error("titan_slow_consumers_closed_total is 0")
+	}
 }
