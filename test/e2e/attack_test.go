@@ -248,3 +248,16 @@ func TestClientAckSlowConsumerReleasesProducersAtTimeout(t *testing.T) {
 		t.Error("titan_slow_consumers_closed_total is 0")
 	}
 }
+
+// TestDestinationNotUTF8Refused: STOMP 1.2 headers are UTF-8; a SEND whose destination is
+// not gets ERROR `invalid destination` and creates nothing (such a queue used to be created,
+// listed by the monitor API under a name with U+FFFD that no operator command could reach).
+func TestDestinationNotUTF8Refused(t *testing.T) {
+	b := startBroker(t, yamlConfig(""))
+	c := dialRaw(t, b)
+	c.connect()
+	requireErrorMessage(t, sendExpect(t, c, "/queue/attack-\xff\xfe", "x"), "invalid destination", "SEND to a destination that is not UTF-8")
+	if n := metricSum(scrapeMetrics(t, b), "titan_destinations"); n != 0 {
+		t.Fatalf("titan_destinations is %v after the refused SEND, want 0", n)
+	}
+}
