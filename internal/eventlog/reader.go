@@ -47,8 +47,9 @@ type reader struct {
 	// position until the reader passes them.
 	skip []uint64
 	// ackedDirty is set when an acknowledgement may have changed the individually
-	// acknowledged sequences to save.
+	// acknowledged sequences to save; savedAcked are the ones last saved.
 	ackedDirty bool
+	savedAcked []uint64
 }
 
 func (p *Pattern) newReader(sub *delivery.Subscription, id dest.Identity, t *tail) (*reader, error) {
@@ -285,7 +286,13 @@ func (ls *reader) savePosition(lazy bool) {
 	}
 	pos = max(pos, ls.saved)
 	acked := ls.ackedAboveLocked(pos)
-	ls.saved, ls.ackedDirty = pos, false
+	if pos == ls.saved && slices.Equal(acked, ls.savedAcked) {
+		// Nothing to write: an ACK past maxAckedAbove, say.
+		ls.ackedDirty = false
+		ls.mu.Unlock()
+		return
+	}
+	ls.saved, ls.ackedDirty, ls.savedAcked = pos, false, acked
 	ls.sinceSave = 0
 	ls.mu.Unlock()
 	save := ls.p.opts.Store.SavePosition
@@ -308,7 +315,7 @@ func (ls *reader) stop() {
 	ls.mu.Lock()
 	pos := max(ls.positionLocked(), ls.saved)
 	acked := ls.ackedAboveLocked(pos)
-	ls.saved, ls.sinceSave, ls.ackedDirty = pos, 0, false
+	ls.saved, ls.sinceSave, ls.ackedDirty, ls.savedAcked = pos, 0, false, acked
 	ls.mu.Unlock()
 	if err := ls.p.opts.Store.SavePosition(ls.key, pos, acked); err != nil {
 		ls.p.log.Error("saving durable position", "key", ls.key, "err", err)
