@@ -324,7 +324,6 @@ func (b *Broker) Start() error {
 		b.log.Info("recovered stored messages", "messages", n, "unreadable_skipped", b.durable.Corrupt.Load())
 	}
 	b.restorePaused()
-	b.startHeapWatch()
 	var servers []*server
 	fail := func(err error) error {
 		for _, s := range servers {
@@ -369,6 +368,7 @@ func (b *Broker) Start() error {
 	b.mu.Lock()
 	b.servers = servers
 	b.mu.Unlock()
+	b.startHeapWatch() // after the last way Start can fail: nothing stops it on that path
 	for _, s := range servers {
 		s := s
 		b.log.Info("listening", "server", s.cfg.Name, "transport", s.cfg.Transport, "addr", s.ln.Addr().String())
