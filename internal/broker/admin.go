@@ -70,7 +70,7 @@ func (a *adminServer) shutdown(ctx context.Context) { _ = a.srv.Shutdown(ctx) }
 // Each call returns a new, independent value; it is cheap. Stages in Options.SendStages that
 // are also prometheus.Collectors (such as metrics.DestinationStage) are served on /metrics.
 func (b *Broker) Admin() *admin.Admin {
-	extra := []prometheus.Collector{newAuthCollector(b.sec), metrics.NewLogCollector(adminSource{b}.logStats), newDurableCollector(b)}
+	extra := []prometheus.Collector{newAuthCollector(b.sec), metrics.NewLogCollector(adminSource{b}.logStats), newDurableCollector(b), newLargeFrameCollector(b)}
 	extra = append(extra, b.inst.Collectors()...)
 	extra = append(extra, metrics.TrafficCollectors(b.traffic.In.Load, b.traffic.Out.Load)...)
 	for _, s := range b.opts.SendStages {
@@ -176,4 +176,40 @@ func nodeName() string {
 		return "titan"
 	}
 	return h
+}
+
+// largeFrameCollector serves titan_large_frame_bytes (read buffers of large frames in
+// progress), titan_large_frame_bytes_max (limits.max-large-frame-bytes; 0: unlimited) and
+// titan_large_frame_refusals_total.
+type largeFrameCollector struct {
+	b                    *Broker
+	used, limit, refused *prometheus.Desc
+}
+
+func newLargeFrameCollector(b *Broker) *largeFrameCollector {
+	return &largeFrameCollector{
+		b:       b,
+		used:    prometheus.NewDesc("titan_large_frame_bytes", "Bytes of read buffers held by frames over 64 KiB still being received.", nil, nil),
+		limit:   prometheus.NewDesc("titan_large_frame_bytes_max", "The bound of titan_large_frame_bytes (max-large-frame-bytes; 0: unlimited).", nil, nil),
+		refused: prometheus.NewDesc("titan_large_frame_refusals_total", "Frames refused with ERROR large frame memory limit reached.", nil, nil),
+	}
+}
+
+// Describe implements prometheus.Collector.
+func (c *largeFrameCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- c.used
+	ch <- c.limit
+	ch <- c.refused
+}
+
+// Collect implements prometheus.Collector.
+func (c *largeFrameCollector) Collect(ch chan<- prometheus.Metric) {
+	var used, limit int64
+	var refused uint64
+	if lf := c.b.largeFrames; lf != nil {
+		used, limit, refused = lf.Used(), lf.Max(), lf.Refused()
+	}
+	ch <- prometheus.MustNewConstMetric(c.used, prometheus.GaugeValue, float64(used))
+	ch <- prometheus.MustNewConstMetric(c.limit, prometheus.GaugeValue, float64(limit))
+	ch <- prometheus.MustNewConstMetric(c.refused, prometheus.CounterValue, float64(refused))
 }

@@ -61,11 +61,14 @@ type Options struct {
 
 // Broker is one Titan server. Create with New, then Start (or Run). Safe for concurrent use.
 type Broker struct {
-	cfg    config.Config
-	opts   Options
-	log    *slog.Logger
-	p      *patterns
-	router *router.Router
+	// largeFrames is the read-buffer budget of large frames in progress, shared by every
+	// server (limits.max-large-frame-bytes; nil: unlimited).
+	largeFrames *frame.Budget
+	cfg         config.Config
+	opts        Options
+	log         *slog.Logger
+	p           *patterns
+	router      *router.Router
 
 	wg       sync.WaitGroup
 	mu       sync.Mutex // guards the fields below
@@ -331,7 +334,6 @@ func (b *Broker) Start() error {
 		b.log.Info("recovered stored messages", "messages", n, "unreadable_skipped", b.durable.Corrupt.Load())
 	}
 	b.restorePaused()
-	b.startHeapWatch()
 	var servers []*server
 	fail := func(err error) error {
 		for _, s := range servers {
@@ -339,6 +341,8 @@ func (b *Broker) Start() error {
 		}
 		return err
 	}
+	largeFrames := frame.NewBudget(b.cfg.Limits.MaxLargeFrameBytes) // one for every server
+	b.largeFrames = largeFrames
 	for _, sc := range b.cfg.Servers {
 		tlsConf, err := serverTLS(sc)
 		if err != nil {
@@ -355,6 +359,7 @@ func (b *Broker) Start() error {
 			return fail(fmt.Errorf("broker: server %s: listen %s: %w", sc.Name, sc.Addr(), err))
 		}
 		sopts := sessionOptions(sc, log)
+		sopts.Limits.LargeFrames = largeFrames
 		b.applyFlow(sopts, sc)
 		sopts.Authenticator = sessionAuth{b.sec.auth}
 		sopts.Traffic = &b.traffic
@@ -373,6 +378,7 @@ func (b *Broker) Start() error {
 	b.mu.Lock()
 	b.servers = servers
 	b.mu.Unlock()
+	b.startHeapWatch() // after the last way Start can fail: nothing stops it on that path
 	for _, s := range servers {
 		s := s
 		b.log.Info("listening", "server", s.cfg.Name, "transport", s.cfg.Transport, "addr", s.ln.Addr().String())

@@ -89,8 +89,9 @@ func TestEventsStoreDurableSubscriptionSurvivesRestart(t *testing.T) {
 }
 
 // TestEventsStoreDurablePositionOutOfOrderAcks: the saved position is the sequence before
-// the lowest unacknowledged one whatever order ACKs come in, and a NACKed sequence holds it
-// back: with 1-3, 5 and 6 acknowledged (out of order) and 4 NACKed, a resume starts at 4.
+// the lowest unacknowledged one whatever order ACKs come in, a NACKed sequence holds it
+// back, and the sequences acknowledged above it are kept with it: with 1-3, 5 and 6
+// acknowledged (out of order) and 4 NACKed, a resume delivers 4 only.
 func TestEventsStoreDurablePositionOutOfOrderAcks(t *testing.T) {
 	dir := t.TempDir()
 	b, stop := startStop(t, durableConfig(dir))
@@ -114,5 +115,6 @@ func TestEventsStoreDurablePositionOutOfOrderAcks(t *testing.T) {
 	c2 := brokertest.Connect(t, b2.Addrs()[0])
 	c2.SendFrame("SUBSCRIBE", "", "destination:/events-store/ooo", "id:a", "ack:client-individual",
 		"durable-name:ooo", "start-position:first")
-	expectSeqs(t, c2, "a", 4, 5, 6)
+	expectSeqs(t, c2, "a", 4)
+	c2.ExpectNothing(300 * time.Millisecond) // 5 and 6 were acknowledged
 }

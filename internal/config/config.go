@@ -98,6 +98,12 @@ type Limits struct {
 	// offline (no SUBSCRIBE reading it) before it is deleted with its position (default -1:
 	// never, as in Artemis and RabbitMQ; 0 means the default).
 	DurableSubscriptionIdleTimeout int `yaml:"durable-subscription-idle-timeout"`
+	// MaxLargeFrameBytes bounds, over all connections, the bytes held in read buffers of
+	// frames over 64 KiB still being received (default 536870912, 512 MiB; -1 unlimited). A
+	// frame that would take more gets ERROR `large frame memory limit reached` and its
+	// connection closes: connections that each start a maximal frame and never finish it
+	// cannot hold max-body-length each without bound.
+	MaxLargeFrameBytes int64 `yaml:"max-large-frame-bytes"`
 }
 
 // Cluster is titan.cluster: cluster mode on NATS JetStream (issue 15). Either an embedded
@@ -305,15 +311,17 @@ type QueueFlow struct {
 }
 
 // HeapFlow is the pair of heap watermarks (DESIGN §9): fractions of MaxBytes, or of the Go
-// memory limit (GOMEMLIMIT) when MaxBytes is 0. Past HighWatermark every producer pauses
-// before publishing until the heap falls to LowWatermark. With neither MaxBytes nor a
-// memory limit the heap watermarks are off.
+// memory limit (GOMEMLIMIT) when MaxBytes is 0, else of half the memory available to the
+// process. Past HighWatermark every producer pauses before publishing until the heap falls
+// to LowWatermark. MaxBytes -1 turns the heap watermarks off.
 type HeapFlow struct {
 	// HighWatermark is the fraction of the limit that pauses producers (default 0.9).
 	HighWatermark float64 `yaml:"high-watermark"`
 	// LowWatermark is the fraction at which they resume (default 0.7).
 	LowWatermark float64 `yaml:"low-watermark"`
-	// MaxBytes is the heap size the fractions refer to (default 0: GOMEMLIMIT).
+	// MaxBytes is the heap size the fractions refer to (default 0: GOMEMLIMIT, else half of
+	// the memory available to the process — the cgroup's memory.max, else physical memory —
+	// as Artemis's global-max-size defaults to half the JVM heap; -1: no heap watermarks).
 	MaxBytes int64 `yaml:"max-bytes"`
 }
 
@@ -531,6 +539,9 @@ func (c *Config) ApplyDefaults() {
 	if c.Limits.DurableSubscriptionIdleTimeout == 0 {
 		c.Limits.DurableSubscriptionIdleTimeout = -1
 	}
+	if c.Limits.MaxLargeFrameBytes == 0 {
+		c.Limits.MaxLargeFrameBytes = 512 << 20
+	}
 	if c.Store.Type == "" {
 		c.Store.Type = "pebble"
 	}
@@ -599,8 +610,8 @@ func (c *Config) Validate() error {
 	if f := c.FlowControl.Subscriber; f.MaxPendingBytes < 0 || f.ResumePendingBytes < 0 || (f.MaxPendingBytes > 0 && f.ResumePendingBytes >= f.MaxPendingBytes) {
 		add("titan.flow-control.subscriber: want 0 <= resume-pending-bytes < max-pending-bytes (got %d, %d)", f.ResumePendingBytes, f.MaxPendingBytes)
 	}
-	if h := c.FlowControl.Heap; h.HighWatermark < 0 || h.HighWatermark > 1 || h.LowWatermark < 0 || (h.HighWatermark > 0 && h.LowWatermark >= h.HighWatermark) || h.MaxBytes < 0 {
-		add("titan.flow-control.heap: want 0 <= low-watermark < high-watermark <= 1 and max-bytes >= 0 (got %g, %g, %d)", h.LowWatermark, h.HighWatermark, h.MaxBytes)
+	if h := c.FlowControl.Heap; h.HighWatermark < 0 || h.HighWatermark > 1 || h.LowWatermark < 0 || (h.HighWatermark > 0 && h.LowWatermark >= h.HighWatermark) || h.MaxBytes < -1 {
+		add("titan.flow-control.heap: want 0 <= low-watermark < high-watermark <= 1 and max-bytes >= -1 (got %g, %g, %d)", h.LowWatermark, h.HighWatermark, h.MaxBytes)
 	}
 	for i, s := range c.Servers {
 		where := fmt.Sprintf("titan.servers[%d] (%s)", i, s.Name)

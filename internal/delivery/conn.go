@@ -45,6 +45,10 @@ type Subscription struct {
 
 	creditWait  chan struct{} // producers waiting for credit (credit.go); closed when some frees up
 	creditTimer *time.Timer   // slow-consumer timer of creditWait
+	// slow is set when the subscription was closed as a slow consumer (credit.go): producers
+	// no longer wait for it, although its connection may take until its write timeout to
+	// close (a client that reads nothing cannot even be written its ERROR).
+	slow bool
 
 	Delivered atomic.Uint64 // MESSAGE frames written
 	Dropped   atomic.Uint64 // events not delivered because the subscription or connection was full

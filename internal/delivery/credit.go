@@ -22,12 +22,14 @@ type SlowCloser interface {
 // there is none and the subscription is open, wait is closed as soon as an acknowledgement
 // frees credit or the subscription ends. While a wait is outstanding and slowAfter > 0, a
 // timer closes the subscriber's connection as a slow consumer (SlowCloser) if no credit
-// came back within slowAfter. ok false with wait nil means the subscription is closed.
+// came back within slowAfter; the waiting producers are then released and later calls
+// report the subscription closed. ok false with wait nil means the subscription is closed
+// (or was closed as a slow consumer).
 func (s *Subscription) EventCreditWait(slowAfter time.Duration) (ok bool, wait <-chan struct{}) {
 	c := s.Conn
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if s.closed || c.closed {
+	if s.closed || c.closed || s.slow {
 		return false, nil
 	}
 	if s.Ack == AckAuto || len(s.pending)+s.acking < s.Prefetch {
@@ -40,6 +42,13 @@ func (s *Subscription) EventCreditWait(slowAfter time.Duration) (ok bool, wait <
 			s.creditTimer = time.AfterFunc(slowAfter, func() {
 				c.mu.Lock()
 				still := s.creditWait == ch
+				if still {
+					// The waiting producers go on now, without this subscriber: its
+					// connection closes only once the ERROR is written (or the write
+					// times out, if the client reads nothing).
+					s.slow = true
+					s.releaseCreditLocked()
+				}
 				c.mu.Unlock()
 				if still {
 					sc.CloseSlowConsumer("subscription " + s.ID + " kept " + strconv.Itoa(s.Prefetch) +

@@ -3,6 +3,7 @@ package dest
 import (
 	"fmt"
 	"strings"
+	"unicode/utf8"
 )
 
 // MaxBytes is the longest destination Parse accepts, in bytes, measured on the raw header
@@ -242,7 +243,7 @@ func parse(raw string, def Pattern, filter bool) (Destination, error) {
 
 	// One pass over the channel part: tokens are separated by '/' (segments) or '.' (literal
 	// dots); none may be empty; find control characters and wildcards.
-	slash := false
+	slash, multibyte := false, false
 	start := 0
 	for i := 0; i <= len(rest); i++ {
 		var c byte
@@ -252,6 +253,7 @@ func parse(raw string, def Pattern, filter bool) (Destination, error) {
 				if c < 0x20 || c == 0x7f {
 					return Destination{}, invalid(fmt.Sprintf("control character 0x%02x", c))
 				}
+				multibyte = multibyte || c >= utf8.RuneSelf
 				continue
 			}
 		}
@@ -280,6 +282,11 @@ func parse(raw string, def Pattern, filter bool) (Destination, error) {
 			slash = true
 		}
 		start = i + 1
+	}
+	if multibyte && !utf8.ValidString(rest) {
+		// STOMP 1.2 headers are UTF-8; a name that is not could not be shown, named to the
+		// monitor API or deleted by an operator.
+		return Destination{}, invalid("not valid UTF-8")
 	}
 	if d.Wildcard {
 		if !filter {

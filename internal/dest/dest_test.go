@@ -41,6 +41,11 @@ func TestParse(t *testing.T) {
 		{raw: "/temp-queue/x", ok: true, want: Destination{Pattern: PatternTempQueue, Channel: "x"}, egress: "/temp-queue/x"},
 		{raw: "/temp-queue/r/1", ok: true, want: Destination{Pattern: PatternTempQueue, Channel: "r.1"}, egress: "/temp-queue/r/1"},
 
+		// Channels are UTF-8 (STOMP 1.2 headers): multi-byte names pass, invalid bytes do not.
+		{raw: "/queue/grüße", ok: true, want: Destination{Pattern: PatternQueues, Channel: "grüße"}, egress: "/queue/grüße"},
+		{raw: "/queue/\xff\xfe"},
+		{raw: "/topic/a/\xc3"},
+
 		// Literal dot passes through; both spellings are the same channel, egress uses '/'.
 		{raw: "/topic/a.b", ok: true, want: ev("a.b"), egress: "/topic/a/b"},
 		{raw: "/topic/a/b", ok: true, want: ev("a.b"), egress: "/topic/a/b"},

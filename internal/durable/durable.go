@@ -387,33 +387,35 @@ func (l *Log) SeekTime(id dest.Identity, t time.Time) (uint64, error) {
 	return last + 1, err
 }
 
-// SavePosition implements eventlog.LogStore (fsync'd). The value is the position and the
-// time of the save (see positionValue).
-func (l *Log) SavePosition(key string, seq uint64) error {
-	return l.st.SetMeta(key, positionValue(seq, time.Now()))
+// SavePosition implements eventlog.LogStore (fsync'd). The value is the position, the time
+// of the save and the sequences above the position acknowledged individually (see
+// positionValue).
+func (l *Log) SavePosition(key string, seq uint64, acked []uint64) error {
+	return l.st.SetMeta(key, positionValue(seq, time.Now(), acked))
 }
 
 // SavePositionLazy implements eventlog.LogStore: SavePosition without an fsync of its own
 // when the store is a store.LazyMetaSetter (durable at the next sync: Sync, which an ACK with
 // a receipt waits for, the next Append, or the store's periodic sync); fsync'd otherwise.
-func (l *Log) SavePositionLazy(key string, seq uint64) error {
+func (l *Log) SavePositionLazy(key string, seq uint64, acked []uint64) error {
 	if lz, ok := l.st.(store.LazyMetaSetter); ok {
-		return lz.SetMetaLazy(key, positionValue(seq, time.Now()))
+		return lz.SetMetaLazy(key, positionValue(seq, time.Now(), acked))
 	}
-	return l.SavePosition(key, seq)
+	return l.SavePosition(key, seq, acked)
 }
 
-// Position implements eventlog.LogStore.
-func (l *Log) Position(key string) (uint64, bool, error) {
+// Position implements eventlog.LogStore: the saved position and the sequences above it
+// acknowledged individually (ascending; nil when none).
+func (l *Log) Position(key string) (seq uint64, acked []uint64, ok bool, err error) {
 	v, ok, err := l.st.Meta(key)
 	if err != nil || !ok {
-		return 0, false, err
+		return 0, nil, false, err
 	}
-	seq, _, ok := parsePosition(v)
+	seq, _, ok = parsePosition(v)
 	if !ok {
-		return 0, false, fmt.Errorf("durable: position %s: malformed value", key)
+		return 0, nil, false, fmt.Errorf("durable: position %s: malformed value", key)
 	}
-	return seq, true, nil
+	return seq, parseAcked(v), true, nil
 }
 
 // EnforceRetention trims every events-store log to the retention bounds settings gives for

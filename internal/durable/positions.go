@@ -24,29 +24,50 @@ type MetaStore interface {
 // is what consumers test for.
 var ErrNoMetaScan = fmt.Errorf("durable: the store cannot list or delete metadata: %w", errors.ErrUnsupported)
 
-// positionValue encodes a saved position: the last acknowledged sequence and when it was
-// saved (the subscription's last activity), 16 bytes:
+// positionValue encodes a saved position: the last acknowledged sequence below which
+// everything was acknowledged, when it was saved (the subscription's last activity) and the
+// sequences above it that were acknowledged individually (ack:client-individual past an
+// unacknowledged message), 16 + 8·len(acked) bytes:
 //
-//	offset 0  seq        u64 BE
-//	offset 8  savedAtMs  i64 BE  Unix milliseconds
+//	offset 0   seq        u64 BE
+//	offset 8   savedAtMs  i64 BE  Unix milliseconds
+//	offset 16  acked      u64 BE each, ascending, all > seq
 //
-// Stores written before the time was added hold only the first 8 bytes.
-func positionValue(seq uint64, at time.Time) []byte {
-	b := make([]byte, 0, 16)
+// Stores written before the time was added hold only the first 8 bytes, before the
+// acknowledged sequences only the first 16.
+func positionValue(seq uint64, at time.Time, acked []uint64) []byte {
+	b := make([]byte, 0, 16+8*len(acked))
 	b = binary.BigEndian.AppendUint64(b, seq)
-	return binary.BigEndian.AppendUint64(b, uint64(at.UnixMilli()))
+	b = binary.BigEndian.AppendUint64(b, uint64(at.UnixMilli()))
+	for _, a := range acked {
+		b = binary.BigEndian.AppendUint64(b, a)
+	}
+	return b
 }
 
 // parsePosition decodes positionValue; at is zero for an 8-byte value (saved by an older
 // build: its last activity is unknown).
 func parsePosition(v []byte) (seq uint64, at time.Time, ok bool) {
-	switch len(v) {
-	case 8:
+	switch {
+	case len(v) == 8:
 		return binary.BigEndian.Uint64(v), time.Time{}, true
-	case 16:
+	case len(v) >= 16 && len(v)%8 == 0:
 		return binary.BigEndian.Uint64(v), time.UnixMilli(int64(binary.BigEndian.Uint64(v[8:]))), true
 	}
 	return 0, time.Time{}, false
+}
+
+// parseAcked returns the individually acknowledged sequences of a positionValue (nil when
+// there are none); v must have passed parsePosition.
+func parseAcked(v []byte) []uint64 {
+	if len(v) <= 16 {
+		return nil
+	}
+	acked := make([]uint64, 0, (len(v)-16)/8)
+	for i := 16; i+8 <= len(v); i += 8 {
+		acked = append(acked, binary.BigEndian.Uint64(v[i:]))
+	}
+	return acked
 }
 
 // Positions calls fn, in key order, for every saved position whose key starts with prefix:

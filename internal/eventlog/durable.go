@@ -119,33 +119,34 @@ func (p *Pattern) loadDurablesLocked() error {
 // subscription's position (from-1) is saved before the SUBSCRIBE is answered, so messages
 // appended while it is offline are delivered when it comes back; creating one beyond
 // Options.MaxDurableSubscriptions fails with dispatch.ErrDurableSubscriptionLimit and
-// creates nothing. Errors: that, the store's.
-func (p *Pattern) attachDurable(key string, from uint64) (uint64, error) {
+// creates nothing. It also returns the sequences a resumed subscription acknowledged
+// individually above its position, which are not delivered again. Errors: that, the store's.
+func (p *Pattern) attachDurable(key string, from uint64) (uint64, []uint64, error) {
 	r := &p.durables
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if err := p.loadDurablesLocked(); err != nil {
-		return 0, err
+		return 0, nil, err
 	}
 	st := p.opts.Store
-	pos, ok, err := st.Position(key)
+	pos, acked, ok, err := st.Position(key)
 	if err != nil {
-		return 0, err
+		return 0, nil, err
 	}
 	if ok {
 		r.live[key]++
-		return pos + 1, nil // resume after the last acknowledged sequence
+		return pos + 1, acked, nil // resume after the last acknowledged sequence
 	}
 	if limit := p.opts.MaxDurableSubscriptions; limit > 0 && !r.unlisted && r.count >= limit {
 		r.refused.Add(1)
-		return 0, dispatch.ErrDurableSubscriptionLimit
+		return 0, nil, dispatch.ErrDurableSubscriptionLimit
 	}
-	if err := st.SavePosition(key, from-1); err != nil {
-		return 0, err
+	if err := st.SavePosition(key, from-1, nil); err != nil {
+		return 0, nil, err
 	}
 	r.count++
 	r.live[key]++
-	return from, nil
+	return from, nil, nil
 }
 
 // releaseDurable ends a live reader's use of key.
@@ -218,7 +219,7 @@ func (p *Pattern) DeleteDurable(id dest.Identity, name string) error {
 	if r.live[key] > 0 {
 		return dispatch.ErrDurableSubscriptionInUse
 	}
-	_, ok, err := p.opts.Store.Position(key)
+	_, _, ok, err := p.opts.Store.Position(key)
 	if err != nil {
 		return err
 	}

@@ -37,14 +37,16 @@ type LogStore interface {
 	// SeekTime returns the first sequence whose message was accepted at or after t (last+1
 	// when none).
 	SeekTime(id dest.Identity, t time.Time) (uint64, error)
-	// SavePosition durably records a durable subscription's last acknowledged sequence.
-	SavePosition(key string, seq uint64) error
+	// SavePosition durably records a durable subscription's position — the sequence up to
+	// which everything was acknowledged — and acked, the sequences above it acknowledged
+	// individually (ascending), which a resumed subscription does not deliver again.
+	SavePosition(key string, seq uint64, acked []uint64) error
 	// SavePositionLazy records it durably at the store's next sync (group-committed with
 	// other writes; a Sync makes it durable): a crash before then only moves the position
 	// back, to messages delivered again.
-	SavePositionLazy(key string, seq uint64) error
-	// Position returns a saved position.
-	Position(key string) (seq uint64, ok bool, err error)
+	SavePositionLazy(key string, seq uint64, acked []uint64) error
+	// Position returns a saved position and its individually acknowledged sequences.
+	Position(key string) (seq uint64, acked []uint64, ok bool, err error)
 }
 
 // Spawner starts a tracked goroutine; Go returns false once its owner is shutting down.

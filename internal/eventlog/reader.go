@@ -14,6 +14,13 @@ import (
 // position saves; after a crash at most this many are delivered again.
 const autoSaveEvery = 64
 
+// maxAckedAbove bounds the individually acknowledged sequences a durable subscription keeps
+// above its position (ack:client-individual past an unacknowledged or NACKed message): the
+// lowest this many are saved with the position and not delivered again when it resumes;
+// acknowledgements beyond them are delivered again after a resume. 8 bytes each in the
+// saved value.
+const maxAckedAbove = 4096
+
 // busyBytes is the outbound backlog above which a log subscription's sink counts as busy.
 const busyBytes = 256 << 10
 
@@ -35,6 +42,14 @@ type reader struct {
 	lastDelivered uint64
 	saved         uint64
 	sinceSave     int
+	// skip are the sequences above lastDelivered acknowledged individually before the durable
+	// subscription resumed (ascending): they are not delivered again, and kept in the saved
+	// position until the reader passes them.
+	skip []uint64
+	// ackedDirty is set when an acknowledgement may have changed the individually
+	// acknowledged sequences to save; savedAcked are the ones last saved.
+	ackedDirty bool
+	savedAcked []uint64
 }
 
 func (p *Pattern) newReader(sub *delivery.Subscription, id dest.Identity, t *tail) (*reader, error) {
@@ -64,9 +79,15 @@ func (p *Pattern) newReader(sub *delivery.Subscription, id dest.Identity, t *tai
 	}
 	if sub.DurableName != "" {
 		ls.key = durableKey(id, sub.DurableName)
-		if from, err = p.attachDurable(ls.key, from); err != nil {
+		var acked []uint64
+		if from, acked, err = p.attachDurable(ls.key, from); err != nil {
 			ls.key = ""
 			return nil, err
+		}
+		for _, a := range acked {
+			if a >= from {
+				ls.skip = append(ls.skip, a)
+			}
 		}
 		ls.saved = from - 1
 	}
@@ -103,6 +124,9 @@ func (ls *reader) Busy() bool {
 // A message from the shared tail (ls.next) is delivered as it is, shared with every other
 // reader; a record from the store is decoded.
 func (ls *reader) Deliver(seq uint64, data []byte) bool {
+	if len(ls.skip) > 0 && ls.skipped(seq) {
+		return true
+	}
 	m := ls.next
 	if m == nil || m.Sequence != seq {
 		var err error
@@ -128,6 +152,30 @@ func (ls *reader) Deliver(seq uint64, data []byte) bool {
 	ls.mu.Unlock()
 	if save {
 		ls.savePosition(true)
+	}
+	return true
+}
+
+// skipped reports whether seq was acknowledged individually before the subscription
+// resumed; such a sequence counts as delivered and acknowledged (it stays in the saved
+// position's acknowledged set until the position passes it). Sequences below seq in skip
+// are gone from the log (retention) and forgotten.
+func (ls *reader) skipped(seq uint64) bool {
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	i := 0
+	for i < len(ls.skip) && ls.skip[i] < seq {
+		i++
+	}
+	ls.skip = ls.skip[i:]
+	if len(ls.skip) == 0 || ls.skip[0] != seq {
+		return false
+	}
+	ls.skip = ls.skip[1:]
+	ls.lastDelivered = seq
+	if ls.sub.Ack != delivery.AckAuto {
+		ls.addPendingLocked(seq)
+		delete(ls.pending, seq)
 	}
 	return true
 }
@@ -161,6 +209,7 @@ func (ls *reader) Settle(seqs []uint64, nack bool) {
 	for _, s := range seqs {
 		delete(ls.pending, s)
 	}
+	ls.ackedDirty = true
 	ls.mu.Unlock()
 	ls.savePosition(true)
 	ls.poller.Kick()
@@ -195,7 +244,32 @@ func (ls *reader) positionLocked() uint64 {
 	return ls.order[ls.head] - 1
 }
 
-// savePosition records the position when it moved past the saved one. lazy saves it without
+// ackedAboveLocked returns the sequences above pos acknowledged individually: those passed
+// by the reader that are no longer pending, then those still to skip; at most maxAckedAbove
+// (the lowest). ls.mu must be held.
+func (ls *reader) ackedAboveLocked(pos uint64) []uint64 {
+	var acked []uint64
+	for _, s := range ls.order[ls.head:] {
+		if len(acked) == maxAckedAbove {
+			return acked
+		}
+		if _, ok := ls.pending[s]; !ok && s > pos {
+			acked = append(acked, s)
+		}
+	}
+	for _, s := range ls.skip {
+		if len(acked) == maxAckedAbove {
+			break
+		}
+		if s > pos {
+			acked = append(acked, s)
+		}
+	}
+	return acked
+}
+
+// savePosition records the position when it moved past the saved one, or when an
+// acknowledgement changed the individually acknowledged sequences above it. lazy saves it without
 // an fsync of its own (LogStore.SavePositionLazy: ACKs and auto-acknowledged deliveries; an
 // ACK with a receipt waits for the store's Sync); the position never passes an
 // unacknowledged message, so a crash that loses a lazy save only delivers acknowledged
@@ -206,18 +280,26 @@ func (ls *reader) savePosition(lazy bool) {
 	}
 	ls.mu.Lock()
 	pos := ls.positionLocked()
-	if pos <= ls.saved {
+	if pos <= ls.saved && !ls.ackedDirty {
 		ls.mu.Unlock()
 		return
 	}
-	ls.saved = pos
+	pos = max(pos, ls.saved)
+	acked := ls.ackedAboveLocked(pos)
+	if pos == ls.saved && slices.Equal(acked, ls.savedAcked) {
+		// Nothing to write: an ACK past maxAckedAbove, say.
+		ls.ackedDirty = false
+		ls.mu.Unlock()
+		return
+	}
+	ls.saved, ls.ackedDirty, ls.savedAcked = pos, false, acked
 	ls.sinceSave = 0
 	ls.mu.Unlock()
 	save := ls.p.opts.Store.SavePosition
 	if lazy {
 		save = ls.p.opts.Store.SavePositionLazy
 	}
-	if err := save(ls.key, pos); err != nil {
+	if err := save(ls.key, pos, acked); err != nil {
 		ls.p.log.Error("saving durable position", "key", ls.key, "err", err)
 	}
 }
@@ -232,9 +314,10 @@ func (ls *reader) stop() {
 	}
 	ls.mu.Lock()
 	pos := max(ls.positionLocked(), ls.saved)
-	ls.saved, ls.sinceSave = pos, 0
+	acked := ls.ackedAboveLocked(pos)
+	ls.saved, ls.sinceSave, ls.ackedDirty, ls.savedAcked = pos, 0, false, acked
 	ls.mu.Unlock()
-	if err := ls.p.opts.Store.SavePosition(ls.key, pos); err != nil {
+	if err := ls.p.opts.Store.SavePosition(ls.key, pos, acked); err != nil {
 		ls.p.log.Error("saving durable position", "key", ls.key, "err", err)
 	}
 	ls.p.releaseDurable(ls.key)

@@ -2,9 +2,12 @@ package flow
 
 import (
 	"math"
+	"os"
 	"runtime"
 	"runtime/debug"
 	"runtime/metrics"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -24,16 +27,55 @@ type Heap struct {
 	Trips atomic.Uint64
 }
 
-// HeapLimit returns the byte limit heap fractions refer to: max when it is > 0, else the Go
-// memory limit (GOMEMLIMIT or debug.SetMemoryLimit); 0 when neither is set.
+// HeapLimit returns the byte limit heap fractions refer to: max when it is > 0; none (0)
+// when it is < 0; else the Go memory limit (GOMEMLIMIT or debug.SetMemoryLimit), else half
+// of the memory available to the process (AvailableMemory; Artemis's global-max-size
+// defaults to half the heap in the same way), so that what clients make the broker hold is
+// bounded out of the box; 0 when that is unknown.
 func HeapLimit(max int64) uint64 {
-	if max > 0 {
+	switch {
+	case max > 0:
 		return uint64(max)
+	case max < 0:
+		return 0
 	}
 	if l := debug.SetMemoryLimit(-1); l > 0 && l != math.MaxInt64 {
 		return uint64(l)
 	}
-	return 0
+	return AvailableMemory(os.ReadFile) / 2
+}
+
+// AvailableMemory returns the memory available to the process in bytes, read through
+// readFile: the cgroup v2 (memory.max) or v1 (memory.limit_in_bytes) limit when one is set
+// and below physical memory, else MemTotal of /proc/meminfo; 0 when none can be read (not
+// Linux).
+func AvailableMemory(readFile func(string) ([]byte, error)) uint64 {
+	var total uint64
+	if b, err := readFile("/proc/meminfo"); err == nil {
+		for _, line := range strings.Split(string(b), "\n") {
+			if rest, ok := strings.CutPrefix(line, "MemTotal:"); ok {
+				f := strings.Fields(rest)
+				if len(f) == 2 && f[1] == "kB" {
+					if kb, err := strconv.ParseUint(f[0], 10, 64); err == nil {
+						total = kb << 10
+					}
+				}
+				break
+			}
+		}
+	}
+	for _, path := range []string{"/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"} {
+		b, err := readFile(path)
+		if err != nil {
+			continue
+		}
+		v, err := strconv.ParseUint(strings.TrimSpace(string(b)), 10, 64) // "max": no limit
+		if err == nil && v > 0 && (total == 0 || v < total) {
+			return v
+		}
+		break
+	}
+	return total
 }
 
 // NewHeap returns watermarks at the fractions high and low of limit bytes (low is clamped

@@ -20,6 +20,9 @@ var (
 	// ErrBodyTooLarge is returned when a body (declared by content-length or read up to the
 	// NUL) exceeds Limits.MaxBodyBytes.
 	ErrBodyTooLarge = errors.New("frame: body too large")
+	// ErrLargeFrameBudget is returned when a frame over 64 KiB would grow its read buffer
+	// past the broker-wide budget of such buffers (Limits.LargeFrames).
+	ErrLargeFrameBudget = errors.New("frame: large frame memory limit reached")
 	// ErrBadContentLength is returned when content-length is not a non-negative decimal.
 	ErrBadContentLength = errors.New("frame: invalid content-length")
 	// ErrMissingNUL is returned when the octet after a content-length body is not NUL.

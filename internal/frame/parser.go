@@ -8,6 +8,7 @@ import (
 	"math/bits"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"unsafe"
 )
 
@@ -24,6 +25,54 @@ type Limits struct {
 	MaxHeaderBytes int
 	// MaxBodyBytes bounds one frame's body (default 16 MiB).
 	MaxBodyBytes int
+	// LargeFrames, when not nil, bounds the bytes that every parser sharing it holds in read
+	// buffers grown past 64 KiB for a frame in progress: a frame that would take more gets
+	// ErrLargeFrameBudget (fatal) instead of memory. Without it, connections that each
+	// start a maximal frame and never finish it hold MaxBodyBytes each.
+	LargeFrames *Budget
+}
+
+// Budget is a broker-wide bound in bytes shared by parsers (Limits.LargeFrames). Safe for
+// concurrent use.
+type Budget struct {
+	max     int64
+	used    atomic.Int64
+	refused atomic.Uint64
+}
+
+// NewBudget returns a budget of max bytes (max <= 0: nil, no bound).
+func NewBudget(max int64) *Budget {
+	if max <= 0 {
+		return nil
+	}
+	return &Budget{max: max}
+}
+
+// Used returns the bytes reserved now; Max the bound.
+func (b *Budget) Used() int64 { return b.used.Load() }
+
+// Refused returns how many frames were refused for want of budget.
+func (b *Budget) Refused() uint64 { return b.refused.Load() }
+
+// Max returns the budget's bound in bytes.
+func (b *Budget) Max() int64 { return b.max }
+
+func (b *Budget) reserve(n int64) bool {
+	if b == nil || n <= 0 {
+		return true
+	}
+	if b.used.Add(n) > b.max {
+		b.used.Add(-n)
+		b.refused.Add(1)
+		return false
+	}
+	return true
+}
+
+func (b *Budget) release(n int64) {
+	if b != nil && n > 0 {
+		b.used.Add(-n)
+	}
 }
 
 // Default limit values; see Limits.
@@ -115,6 +164,7 @@ type Parser struct {
 
 	idle     IdleReader // rd as an IdleReader, or nil: then buf is kept between frames
 	bufClass int        // the size class (readBufPools) takeBuf takes
+	reserved int64      // bytes of buf reserved from lim.LargeFrames (a buffer over idleBufBytes)
 }
 
 // IdleReader is a Reader that can wait for input without holding a buffer. ReadIdle waits
@@ -209,6 +259,7 @@ func (p *Parser) ReadFrame() (*Frame, error) {
 			p.releaseBuf() // the previous frame is released: so is the buffer
 		case len(p.buf) > idleBufBytes:
 			p.buf = make([]byte, minBufBytes)
+			p.unreserve()
 		}
 		p.r, p.w = 0, 0
 	}
@@ -267,6 +318,14 @@ func (p *Parser) fill(need int) error {
 			// that carries frames larger than 4 KiB does not allocate per frame.
 			size = min(max(1<<bits.Len(uint(size-1)), size), max(p.maxFrame, need, p.w+1))
 		}
+		if size > idleBufBytes {
+			if !p.lim.LargeFrames.reserve(int64(size) - p.reserved) {
+				p.rerr = protoErr(ErrLargeFrameBudget, p.receipt(nil), fmt.Sprintf(
+					"the broker holds its maximum of %d bytes of large frames in progress (max-large-frame-bytes); retry later", p.lim.LargeFrames.Max()))
+				return p.rerr
+			}
+			p.reserved = int64(size)
+		}
 		nb := make([]byte, size)
 		copy(nb, p.buf[p.r:p.w])
 		p.buf, p.w, p.r = nb, p.w-p.r, 0
@@ -324,6 +383,7 @@ func (p *Parser) takeBuf() []byte {
 // class, grown for a frame over 64 KiB, is left to the collector) and remembers the class for
 // the next takeBuf.
 func (p *Parser) releaseBuf() {
+	p.unreserve()
 	if c := readBufClass(len(p.buf)); c >= 0 && cap(p.buf) == len(p.buf) {
 		readBufPools[c].Put(unsafe.Pointer(&p.buf[0]))
 		p.bufClass = c
@@ -331,6 +391,18 @@ func (p *Parser) releaseBuf() {
 		p.bufClass = readBufClasses - 1
 	}
 	p.buf = nil
+}
+
+// unreserve gives back what the buffer reserved from Limits.LargeFrames.
+func (p *Parser) unreserve() {
+	p.lim.LargeFrames.release(p.reserved)
+	p.reserved = 0
+}
+
+// Close gives back the parser's reservation of Limits.LargeFrames (a connection that ends in
+// the middle of a large frame); the parser must not be used after it. Idempotent.
+func (p *Parser) Close() {
+	p.unreserve()
 }
 
 // step advances the state machine over buffered bytes. It returns a complete frame, or the

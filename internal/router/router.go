@@ -320,6 +320,13 @@ func (r *Router) Route(c *Context) {
 		r.Errors[c.Route].Add(1)
 	}
 	if !c.Replay {
+		// Frames are answered in order: an earlier SEND of this connection still waiting for
+		// its commit is answered first (a SEND refused before the store, a duplicate or a
+		// frame buffered in a transaction would otherwise overtake its RECEIPT, and an ERROR
+		// would close the connection before it).
+		if p := c.Conn.pipe; p != nil && p.pending() {
+			p.drain()
+		}
 		r.final.Apply(c)
 	}
 }

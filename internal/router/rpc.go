@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/titan-broker/titan/internal/dest"
 	"github.com/titan-broker/titan/internal/dispatch"
 	"github.com/titan-broker/titan/internal/frame"
 	"github.com/titan-broker/titan/internal/message"
@@ -54,6 +55,12 @@ func (s requestStage) Apply(c *Context) {
 		return
 	}
 	opts := &s.router.opts
+	// The answer makes the reply-to queue: it is admitted like a SEND's destination.
+	if port := s.router.ports.Destinations; port != nil && (replyTo.Pattern == dest.PatternQueues || replyTo.Pattern == dest.PatternTempQueue) {
+		if !admitDestination(c, port, opts, replyTo, replyTo.Pattern == dest.PatternTempQueue) {
+			return
+		}
+	}
 	timeout := opts.RequestTimeout
 	if v, ok := c.Frame.Get(frame.HdrTimeout); ok && v != "" && !c.Replay {
 		ms, err := strconv.ParseInt(v, 10, 64)

@@ -140,42 +140,52 @@ type destinationStage struct {
 }
 
 func (s destinationStage) Apply(c *Context) {
-	if s.port.Exists(c.Identity) {
-		return
+	admitDestination(c, s.port, s.opts, c.Identity, s.temp)
+}
+
+// admitDestination creates id's destination for c's connection unless it exists, under the
+// broker-wide bound and the connection's (MaxDestinationsPerConnection, or
+// MaxTempQueuesPerConnection for its own temp-queues: temp); it reports false after failing
+// c with the ERROR naming the limit (nothing created). Every destination a frame makes —
+// a SEND's, a request's reply-to — is admitted here.
+func admitDestination(c *Context, port Destinations, opts *Options, id dest.Identity, temp bool) bool {
+	if port.Exists(id) {
+		return true
 	}
-	counter, max, name := &c.Conn.created, s.opts.MaxDestinationsPerConnection, "destination"
-	if s.temp {
-		first, _, _ := strings.Cut(c.Identity.Channel, ".")
+	counter, max, name := &c.Conn.created, opts.MaxDestinationsPerConnection, "destination"
+	if temp {
+		first, _, _ := strings.Cut(id.Channel, ".")
 		if first != c.Conn.Client.ID() {
 			counter = nil // a reply to another connection's temp-queue: the broker-wide bound only
 		} else {
-			counter, max, name = &c.Conn.tempMade, s.opts.MaxTempQueuesPerConnection, "temp-queue"
+			counter, max, name = &c.Conn.tempMade, opts.MaxTempQueuesPerConnection, "temp-queue"
 		}
 	}
 	if counter != nil && max > 0 && counter.Load() >= int64(max) {
-		if r, ok := s.port.(interface{ CountRefusal() }); ok {
+		if r, ok := port.(interface{ CountRefusal() }); ok {
 			r.CountRefusal()
 		}
 		c.failWith(name+" limit reached", "this connection may create at most "+strconv.Itoa(max)+" "+name+"s (max-"+name+"s-by-client)",
 			fmt.Errorf("%w: per connection", dispatch.ErrDestinationLimit))
-		return
+		return false
 	}
-	created, err := s.port.Ensure(c.Identity)
+	created, err := port.Ensure(id)
 	if err != nil {
 		if errors.Is(err, dispatch.ErrDestinationLimit) {
 			c.failWith("destination limit reached", "the broker holds its maximum number of destinations (max-destinations); send to an existing one", err)
-			return
+			return false
 		}
 		if errors.Is(err, dispatch.ErrGroupLimit) {
 			c.failWith("group limit reached", "the broker holds destinations in its maximum number of groups (max-groups); use an existing group", err)
-			return
+			return false
 		}
 		c.failWith("publish failed", "", err)
-		return
+		return false
 	}
 	if created && counter != nil {
 		counter.Add(1)
 	}
+	return true
 }
 
 // storeStage is durable acceptance (DESIGN §5): a persistent message of a durable pattern is

@@ -200,6 +200,7 @@ func (s *Session) Serve() {
 			reason = CloseProtocol
 		}
 		s.Close(reason)
+		s.parser.Close() // a large frame in progress gives back its share of Limits.LargeFrames
 		if link != nil {
 			link.Closed(s.reason())
 		}
