@@ -71,6 +71,7 @@ type Session struct {
 
 	progress chan struct{} // 1-slot signal: the writer wrote something (read-side back-pressure); made by waitForWriter, guarded by mu
 	done     chan struct{} // closed when the connection is closed; made by Done on first use (most connections never need it), guarded by mu
+	finished bool          // guarded by mu: Close has closed the socket and logged it (Done is then closed)
 	doneMade atomic.Bool   // done is made (and no longer changes)
 	closed   bool          // Close ran; guarded by mu
 	hbReady  atomic.Bool   // the heart-beat parameters are final
@@ -162,7 +163,7 @@ func (s *Session) Done() <-chan struct{} {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.done == nil {
-		if s.closed {
+		if s.finished {
 			return closedChan
 		}
 		s.done = make(chan struct{})
@@ -573,15 +574,22 @@ func (s *Session) Close(reason CloseReason) {
 	s.setReasonLocked(reason)
 	s.flow.Close()
 	heartBeats.cancel(s)
-	first, done := !s.closed, s.done
+	first := !s.closed
+	var done chan struct{}
 	s.closed = true
 	s.mu.Unlock()
 	if first {
+		_ = s.conn.Close()
+		s.log().Info("connection closed", "reason", s.reason().String())
+		// Done is closed last: whoever waits on it sees the socket closed and the close
+		// logged. A Done made meanwhile is closed here too.
+		s.mu.Lock()
+		s.finished = true
+		done = s.done
+		s.mu.Unlock()
 		if done != nil {
 			close(done)
 		}
-		_ = s.conn.Close()
-		s.log().Info("connection closed", "reason", s.reason().String())
 	}
 }
 
