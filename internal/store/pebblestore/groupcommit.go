@@ -32,7 +32,9 @@ import (
 // before it had to be".
 //
 // Flow: the appender that finds no group in flight applies the group itself (kickCommitter);
-// the committer goroutine awaits its fsync and then commits whatever gathered meanwhile.
+// the committer goroutine awaits its fsync and then commits whatever gathered meanwhile —
+// after holding it open a little (gather) when the landing released several blocked
+// producers, so that they join it instead of the group after.
 //
 // Locks: a stream's mu (AppendMulti: several, in name order), then gmu (AppendAsync,
 // AppendMulti, Delete, Trim); commitMu, then gmu (the
