@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"slices"
 	"strings"
+	"sync/atomic"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2"
 
@@ -30,7 +32,9 @@ import (
 // before it had to be".
 //
 // Flow: the appender that finds no group in flight applies the group itself (kickCommitter);
-// the committer goroutine awaits its fsync and then commits whatever gathered meanwhile.
+// the committer goroutine awaits its fsync and then commits whatever gathered meanwhile —
+// after holding it open a little (gather) when the landing released several blocked
+// producers, so that they join it instead of the group after.
 //
 // Locks: a stream's mu (AppendMulti: several, in name order), then gmu (AppendAsync,
 // AppendMulti, Delete, Trim); commitMu, then gmu (the
@@ -62,6 +66,9 @@ type group struct {
 	done   chan struct{}           // closed once committed (or failed)
 	err    error                   // set before done is closed
 	wait   func() error            // every member's wait: one closure per group, not per append
+	// blocked counts the waits that found the group not yet committed and blocked on it:
+	// the appenders (connections) that send their next record only once this group lands.
+	blocked atomic.Int32
 }
 
 // newGroupLocked returns an empty group, reusing the buffers of the last committed one.
@@ -81,7 +88,12 @@ func (s *Store) newGroupLocked() *group {
 	}
 	g.wait = func() error {
 		defer s.exit()
-		<-g.done
+		select {
+		case <-g.done:
+		default:
+			g.blocked.Add(1)
+			<-g.done
+		}
 		return g.err
 	}
 	return g
@@ -122,6 +134,14 @@ func (s *Store) addLocked(st *stream, first uint64, records [][]byte, next strea
 	}
 	g.pend[st] = p
 	g.states[st] = next
+	if s.gatherWant > 0 {
+		if s.gatherWant--; s.gatherWant == 0 {
+			select {
+			case s.gathered <- struct{}{}:
+			default:
+			}
+		}
+	}
 	return g
 }
 
@@ -178,9 +198,10 @@ func (s *Store) noteStateLocked(st *stream, next streamState) {
 
 // flight is a group applied to Pebble whose fsync is still to be awaited.
 type flight struct {
-	g   *group
-	b   *pebble.Batch
-	err error
+	g       *group
+	b       *pebble.Batch
+	err     error
+	applied time.Time // when the batch was handed to Pebble (its fsync started)
 }
 
 // writtenStateLocked is the state to write with a removal of st's records: the in-memory
@@ -231,9 +252,10 @@ func (s *Store) takeAndApply() (flight, bool) {
 		return flight{}, false
 	}
 	s.gmu.Unlock()
+	applied := time.Now()
 	b, err := s.applyLocked(g)
 	s.commitMu.Unlock()
-	return flight{g: g, b: b, err: err}, true
+	return flight{g: g, b: b, err: err, applied: applied}, true
 }
 
 // commitLoop is the committer goroutine: it lands each flight (awaits its fsync and
@@ -249,7 +271,8 @@ func (s *Store) commitLoop() {
 		case f = <-s.flights:
 		}
 		for {
-			s.land(f)
+			blocked, synced := s.land(f)
+			s.gather(blocked, synced)
 			var ok bool
 			if f, ok = s.takeAndApply(); !ok {
 				break
@@ -297,8 +320,53 @@ func (s *Store) applyLocked(g *group) (*pebble.Batch, error) {
 	return b, nil
 }
 
+// maxGather bounds how long the committer holds the next group open for the appenders the
+// last one released (see gather).
+const maxGather = time.Millisecond
+
+// gather holds the current group open after a landing that released blocked appenders
+// (blocked ≥ 2: several connections each awaiting its own commit, like producers that await
+// a RECEIPT per SEND), until as many appends joined it as there were blocked waiters, or for
+// at most the landed group's commit time (synced, capped at maxGather).
+//
+// Why: those appenders send their next record a round trip after the landing. Without the
+// hold the group that gathered during the fsync is applied at once, they miss it and join
+// the one after, so N synchronous producers split into two alternating groups of N/2 and
+// each waits two fsyncs per record. Held for about a round trip, every group carries all N:
+// one fsync per N records (PostgreSQL's commit_delay with commit_siblings, made adaptive).
+// A single producer (blocked < 2) is never held, and a group that fills the count early is
+// applied at once; the hold never exceeds the fsync it saves.
+func (s *Store) gather(blocked int32, synced time.Duration) {
+	if blocked < 2 || synced <= 0 {
+		return
+	}
+	s.gmu.Lock()
+	s.gatherWant = int(blocked)
+	s.gmu.Unlock()
+	if s.gatherTimer == nil {
+		s.gatherTimer = time.NewTimer(min(synced, maxGather))
+	} else {
+		s.gatherTimer.Reset(min(synced, maxGather))
+	}
+	select {
+	case <-s.gathered:
+	case <-s.gatherTimer.C:
+	case <-s.stop:
+	}
+	s.gatherTimer.Stop()
+	s.gmu.Lock()
+	s.gatherWant = 0
+	select {
+	case <-s.gathered: // a signal sent after the timer fired
+	default:
+	}
+	s.gmu.Unlock()
+}
+
 // land awaits f's fsync, raises the durable marks of its streams and releases its waiters.
-func (s *Store) land(f flight) {
+// It returns how many waiters were blocked on the group and how long its commit took from
+// apply to landing.
+func (s *Store) land(f flight) (blocked int32, synced time.Duration) {
 	g, b, err := f.g, f.b, f.err
 	if err == nil {
 		if err = b.SyncWait(); err != nil {
@@ -318,8 +386,11 @@ func (s *Store) land(f flight) {
 	g.err = err
 	states := g.states
 	g.states = nil
+	blocked = g.blocked.Load()
+	synced = time.Since(f.applied)
 	close(g.done)
 	s.recycle(&group{recs: g.recs, arena: g.arena, index: g.index, states: states, pend: g.pend})
+	return blocked, synced
 }
 
 // AppendMulti implements store.MultiAppender: the records of every entry join the current

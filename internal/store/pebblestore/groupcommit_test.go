@@ -69,9 +69,11 @@ func measureAppends(tb testing.TB, producers, perProducer, size int) groupCommit
 	return r
 }
 
-// TestGroupCommit measures how well Pebble's commit pipeline shares WAL fsyncs between
-// concurrent synced Appends. One producer needs one fsync per message; with many, each
-// fsync must release several waiters.
+// TestGroupCommit measures how well the group commit shares WAL fsyncs between concurrent
+// synced Appends. One producer needs one fsync per message; with N producers each awaiting
+// its own Append, each fsync must serve (nearly) all N, not N/2: the committer holds the next
+// group open for the producers the last landing released (gather), instead of splitting
+// them into two alternating groups.
 func TestGroupCommit(t *testing.T) {
 	if testing.Short() {
 		t.Skip("skipped in -short mode: measures fsyncs on the real disk")
@@ -84,8 +86,10 @@ func TestGroupCommit(t *testing.T) {
 			switch {
 			case producers == 1 && (r.fsyncsPerMsg() < 0.99 || r.fsyncsPerMsg() > 1.05):
 				t.Errorf("one producer: %.3f fsyncs/msg, want 1 (every Append waits for its own fsync)", r.fsyncsPerMsg())
-			case producers == 16 && r.fsyncsPerMsg() > 0.5:
-				t.Errorf("16 producers: %.3f fsyncs/msg, want <= 0.5: concurrent Appends are not sharing fsyncs", r.fsyncsPerMsg())
+			case producers == 4 && r.fsyncsPerMsg() > 0.4:
+				t.Errorf("4 producers: %.3f fsyncs/msg, want <= 0.4 (0.25 when every fsync serves all four; 0.5 means they alternate between two groups)", r.fsyncsPerMsg())
+			case producers == 16 && r.fsyncsPerMsg() > 0.1:
+				t.Errorf("16 producers: %.3f fsyncs/msg, want <= 0.1 (0.0625 when every fsync serves all sixteen; 0.125 means they alternate between two groups)", r.fsyncsPerMsg())
 			}
 		})
 	}

@@ -114,6 +114,7 @@ func Open(dir string, opts Options) (*Store, error) {
 func (s *Store) startLoops() {
 	s.flights = make(chan flight, 1)
 	s.committerDone = make(chan struct{})
+	s.gathered = make(chan struct{}, 1)
 	go s.commitLoop()
 	if s.opts.DeleteSyncInterval > 0 {
 		s.syncerDone = make(chan struct{})

@@ -68,6 +68,9 @@ type Store struct {
 	busy          bool          // guarded by gmu: a group is being applied or is in flight
 	flights       chan flight   // the applied group whose fsync the committer awaits (capacity 1)
 	committerDone chan struct{} // closed by the committer when it returns
+	gatherWant    int           // guarded by gmu: appends the committer still waits for before applying (0: none; see gather)
+	gathered      chan struct{} // 1-slot: gatherWant reached 0
+	gatherTimer   *time.Timer   // the committer's hold timer (committer goroutine only)
 
 	// Committed counts records that went through a group commit; Dropped those of them
 	// deleted before their group was written, so they never reached the WAL.
