@@ -14,6 +14,8 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/spf13/cobra"
+
 	"github.com/titan-broker/titan/internal/admin"
 )
 
@@ -151,4 +153,22 @@ func (c *apiClient) transportError(err error) error {
 		return fmt.Errorf("cannot reach the Titan monitor API at %s (%v): check --addr", c.addr(), oe.Err)
 	}
 	return fmt.Errorf("cannot reach the Titan monitor API at %s: %v (check --addr)", c.addr(), err)
+}
+
+// getView GETs path (with query q) from the monitor API into v, and with --output json
+// prints v and reports printed; otherwise the caller prints its table. Errors: those of
+// newClient and apiClient.do (the API's answer as an *apiError).
+func getView(cmd *cobra.Command, g *globalOptions, path string, q url.Values, v any) (printed bool, err error) {
+	c, err := g.newClient()
+	if err != nil {
+		return false, err
+	}
+	defer c.close()
+	if _, err := c.do(cmd.Context(), http.MethodGet, path, q, nil, v); err != nil {
+		return false, err
+	}
+	if g.output == outputJSON {
+		return true, printJSON(cmd.OutOrStdout(), v)
+	}
+	return false, nil
 }

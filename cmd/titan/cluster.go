@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"io"
-	"net/http"
 	"strconv"
 	"strings"
 
@@ -28,19 +27,11 @@ says so.`,
 		Example: "  titan cluster\n  titan cluster --addr http://node-b:7777 --output json",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := g.newClient()
-			if err != nil {
-				return err
-			}
-			defer c.close()
 			var st admin.ClusterStatus
-			if _, err := c.do(cmd.Context(), http.MethodGet, admin.PathCluster, nil, nil, &st); err != nil {
+			if printed, err := getView(cmd, g, admin.PathCluster, nil, &st); printed || err != nil {
 				return err
 			}
 			out := cmd.OutOrStdout()
-			if g.output == outputJSON {
-				return printJSON(out, st)
-			}
 			return writeCluster(out, newStyler(g, out), st)
 		},
 	}

@@ -34,19 +34,11 @@ func newConnectionListCmd(g *globalOptions) *cobra.Command {
 		Example: "  titan connection list\n  titan connection list -o json",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := g.newClient()
-			if err != nil {
-				return err
-			}
-			defer c.close()
 			var l admin.ConnectionList
-			if _, err := c.do(cmd.Context(), http.MethodGet, admin.PathConnections, nil, nil, &l); err != nil {
+			if printed, err := getView(cmd, g, admin.PathConnections, nil, &l); printed || err != nil {
 				return err
 			}
 			out := cmd.OutOrStdout()
-			if g.output == outputJSON {
-				return printJSON(out, l)
-			}
 			t := newTable(out, newStyler(g, out), "ID", "CLIENT", "USER", "VERSION", "HEART-BEAT", "QUEUED", "SUBSCRIPTIONS")
 			for _, cn := range l.Connections {
 				subs := make([]string, len(cn.Subscriptions))
@@ -64,7 +56,7 @@ func newConnectionListCmd(g *globalOptions) *cobra.Command {
 			if err := t.flush(); err != nil {
 				return err
 			}
-			_, err = fmt.Fprintln(out, plural(len(l.Connections), "connection"))
+			_, err := fmt.Fprintln(out, plural(len(l.Connections), "connection"))
 			return err
 		},
 	}

@@ -41,11 +41,6 @@ func newDurableListCmd(g *globalOptions) *cobra.Command {
 		Example: "  titan durable list\n  titan durable list --destination /events-store/orders -o json",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := g.newClient()
-			if err != nil {
-				return err
-			}
-			defer c.close()
 			q := url.Values{}
 			if group != "" {
 				q.Set(admin.ParamGroup, group)
@@ -54,13 +49,10 @@ func newDurableListCmd(g *globalOptions) *cobra.Command {
 				q.Set(admin.ParamDestination, destination)
 			}
 			var list admin.DurableSubscriptionList
-			if _, err := c.do(cmd.Context(), http.MethodGet, admin.PathDurableSubscriptions, q, nil, &list); err != nil {
+			if printed, err := getView(cmd, g, admin.PathDurableSubscriptions, q, &list); printed || err != nil {
 				return err
 			}
 			out := cmd.OutOrStdout()
-			if g.output == outputJSON {
-				return printJSON(out, list)
-			}
 			t := newTable(out, newStyler(g, out), "GROUP", "DESTINATION", "NAME", "STATE", "POSITION", "LAST-ACTIVE")
 			for _, d := range list.Subscriptions {
 				state, last := "offline", "-"

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"net/http"
 	"net/url"
 	"slices"
 
@@ -20,11 +19,6 @@ func newQueueListCmd(g *globalOptions) *cobra.Command {
 		Example: "  titan queue list\n  titan queue list --group market --output json\n  titan queue list --match '/queue/orders/>'",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := g.newClient()
-			if err != nil {
-				return err
-			}
-			defer c.close()
 			q := url.Values{}
 			if group != "" {
 				q.Set(admin.ParamGroup, group)
@@ -33,13 +27,10 @@ func newQueueListCmd(g *globalOptions) *cobra.Command {
 				q.Set(admin.ParamMatch, match)
 			}
 			var list admin.QueueList
-			if _, err := c.do(cmd.Context(), http.MethodGet, admin.PathQueues, q, nil, &list); err != nil {
+			if printed, err := getView(cmd, g, admin.PathQueues, q, &list); printed || err != nil {
 				return err
 			}
 			out := cmd.OutOrStdout()
-			if g.output == outputJSON {
-				return printJSON(out, list)
-			}
 			if slices.ContainsFunc(list.Queues, func(q admin.QueueInfo) bool { return q.Leader != "" }) {
 				return writeClusterQueueTable(out, newStyler(g, out), list.Queues, list.Summary) // cluster mode
 			}
