@@ -19,10 +19,8 @@ func TestClusterRequestResponse(t *testing.T) {
 	stompjsClient.require(t)
 	nodes := startCluster(t, "")
 	const (
-		balancedCount  = 40
-		shortTimeoutMs = 300
-		lateDelayMs    = 700
-		groupedCount   = 3
+		balancedCount = 40
+		lateDelayMs   = 700
 	)
 	for _, requester := range allClients {
 		t.Run(requester.name+" requester", func(t *testing.T) {
@@ -175,56 +173,8 @@ func TestClusterRequestResponse(t *testing.T) {
 					checkEqual(t, tempReplies, m.Headers["destination"], "destination")
 				}
 			})
-			t.Run("timeout answered with executed:false", func(t *testing.T) {
-				if m, ok := one("timeout-1"); ok {
-					checkEqual(t, "false", m.Headers["executed"], "executed")
-					checkEqual(t, "timeout", m.Headers["error"], "error")
-					checkEqual(t, tempReplies, m.Headers["destination"], "destination")
-				}
-				if ms, ok := out.ResponseMs["timeout-1"]; !ok || ms < shortTimeoutMs*0.95 {
-					t.Errorf("timeout answer came %v ms after the request (recorded: %v), want at least the %d ms timeout", ms, ok, shortTimeoutMs)
-				}
-				checkEqual(t, 1, total(handled(silent, 0)), "requests the silent responders received")
-			})
-			t.Run("late response dropped across nodes", func(t *testing.T) {
-				if m, ok := one("late-1"); ok {
-					checkEqual(t, "false", m.Headers["executed"], "executed")
-					checkEqual(t, "timeout", m.Headers["error"], "error")
-				}
-				if m, ok := one("late-2"); ok {
-					checkEqual(t, "true", m.Headers["executed"], "executed of the request after it")
-				}
-				checkEqual(t, 2, total(handled(slow, 0)), "requests the slow responders handled")
-			})
-			t.Run("response to an unknown correlation-id dropped", func(t *testing.T) {
-				if len(resp["unknown-1"]) > 0 {
-					t.Errorf("the requester received a response nobody asked for: %v", resp["unknown-1"])
-				}
-			})
-			t.Run("groups stay separate", func(t *testing.T) {
-				for i := 0; i < groupedCount; i++ {
-					if m, ok := one(fmt.Sprintf("grp-market-%d", i)); ok {
-						checkEqual(t, grouped+"#0@market", m.Headers["responder"], "responder of a market request")
-					}
-					if m, ok := one(fmt.Sprintf("grp-default-%d", i)); ok {
-						checkEqual(t, grouped+"#0", m.Headers["responder"], "responder of a default-group request")
-					}
-				}
-			})
-			t.Run("temp-queue privacy across nodes", func(t *testing.T) {
-				if m, ok := one("spy-1"); ok {
-					checkEqual(t, "ERROR access refused", m.Headers["spy-result"],
-						"a SUBSCRIBE on another node to the requester's reply-to %s", tempReplies)
-				}
-				var bGot []string
-				for _, m := range out.BResponses {
-					bGot = append(bGot, m.Headers["correlation-id"])
-				}
-				checkEqual(t, "[iso-b]", fmt.Sprint(bGot), "responses to the second requester's /temp-queue/replies")
-				if len(resp["iso-b"]) > 0 {
-					t.Errorf("the first requester received the second's response %v", resp["iso-b"])
-				}
-			})
+			checkRequestFailures(t, out, resp, one, requestFailureNames{tempReplies: tempReplies, silent: silent, slow: slow, grouped: grouped},
+				func(dest string) int { return total(handled(dest, 0)) })
 		})
 	}
 }

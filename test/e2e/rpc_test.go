@@ -48,10 +48,8 @@ func TestRequestResponse(t *testing.T) {
 	t.Parallel()
 	b := startBroker(t, yamlConfig(""))
 	const (
-		balancedCount  = 30
-		shortTimeoutMs = 300
-		lateDelayMs    = 700
-		groupedCount   = 3
+		balancedCount = 30
+		lateDelayMs   = 700
 	)
 	for _, responder := range allClients {
 		for _, requester := range allClients {
@@ -177,55 +175,8 @@ func TestRequestResponse(t *testing.T) {
 						checkEqual(t, tempReplies, m.Headers["destination"], "destination")
 					}
 				})
-				t.Run("timeout", func(t *testing.T) {
-					if m, ok := one("timeout-1"); ok {
-						checkEqual(t, "false", m.Headers["executed"], "executed")
-						checkEqual(t, "timeout", m.Headers["error"], "error")
-					}
-					if ms, ok := out.ResponseMs["timeout-1"]; !ok || ms < shortTimeoutMs*0.95 {
-						t.Errorf("timeout answer came %v ms after the request (recorded: %v), want at least the %d ms timeout", ms, ok, shortTimeoutMs)
-					}
-					checkEqual(t, 1, len(handled(silent, 0)), "requests the silent responder received")
-				})
-				t.Run("late response dropped", func(t *testing.T) {
-					if m, ok := one("late-1"); ok {
-						checkEqual(t, "false", m.Headers["executed"], "executed")
-						checkEqual(t, "timeout", m.Headers["error"], "error")
-					}
-					if m, ok := one("late-2"); ok {
-						checkEqual(t, "true", m.Headers["executed"], "executed of the request after it")
-					}
-					checkEqual(t, 2, len(handled(slow, 0)), "requests the slow responder handled")
-				})
-				t.Run("response to an unknown correlation-id dropped", func(t *testing.T) {
-					if len(resp["unknown-1"]) > 0 {
-						t.Errorf("the requester received a response nobody asked for: %v", resp["unknown-1"])
-					}
-				})
-				t.Run("requests stay in their group", func(t *testing.T) {
-					for i := 0; i < groupedCount; i++ {
-						if m, ok := one(fmt.Sprintf("grp-market-%d", i)); ok {
-							checkEqual(t, grouped+"#0@market", m.Headers["responder"], "responder of a market request")
-						}
-						if m, ok := one(fmt.Sprintf("grp-default-%d", i)); ok {
-							checkEqual(t, grouped+"#0", m.Headers["responder"], "responder of a default-group request")
-						}
-					}
-				})
-				t.Run("temp-queue privacy", func(t *testing.T) {
-					if m, ok := one("spy-1"); ok {
-						checkEqual(t, "ERROR access refused", m.Headers["spy-result"],
-							"another connection's SUBSCRIBE to the requester's reply-to %s", tempReplies)
-					}
-					var bGot []string
-					for _, m := range out.BResponses {
-						bGot = append(bGot, m.Headers["correlation-id"])
-					}
-					checkEqual(t, "[iso-b]", fmt.Sprint(bGot), "responses to the second requester's /temp-queue/replies")
-					if len(resp["iso-b"]) > 0 {
-						t.Errorf("the first requester received the second's response %v: temp-queues with the same name are not private", resp["iso-b"])
-					}
-				})
+				checkRequestFailures(t, out, resp, one, requestFailureNames{tempReplies: tempReplies, silent: silent, slow: slow, grouped: grouped},
+					func(dest string) int { return len(handled(dest, 0)) })
 			})
 		}
 	}
@@ -260,4 +211,74 @@ func metricSum(text, name string) float64 {
 		}
 	}
 	return sum
+}
+
+// The rpc_request scenario's timeout for the requests that time out, and the number of
+// requests it sends per group.
+const (
+	shortTimeoutMs = 300
+	groupedCount   = 3
+)
+
+// requestFailureNames are the destinations checkRequestFailures looks at: the requester's
+// temp-queue of replies and the silent, slow and grouped responder channels.
+type requestFailureNames struct{ tempReplies, silent, slow, grouped string }
+
+// checkRequestFailures asserts the answers of the rpc_request scenario that one broker and
+// a cluster share: a timeout answered with executed:false no earlier than the timeout, a
+// late response dropped, a response to an unknown correlation-id dropped, requests kept in
+// their group, and temp-queue privacy. handledBy counts the requests responder dest#0
+// received, wherever it ran.
+func checkRequestFailures(t *testing.T, out rpcRequestOut, resp map[string][]fullMsg, one func(string) (fullMsg, bool), n requestFailureNames, handledBy func(dest string) int) {
+	t.Helper()
+	t.Run("timeout answered with executed:false", func(t *testing.T) {
+		if m, ok := one("timeout-1"); ok {
+			checkEqual(t, "false", m.Headers["executed"], "executed")
+			checkEqual(t, "timeout", m.Headers["error"], "error")
+			checkEqual(t, n.tempReplies, m.Headers["destination"], "destination")
+		}
+		if ms, ok := out.ResponseMs["timeout-1"]; !ok || ms < shortTimeoutMs*0.95 {
+			t.Errorf("timeout answer came %v ms after the request (recorded: %v), want at least the %d ms timeout", ms, ok, shortTimeoutMs)
+		}
+		checkEqual(t, 1, handledBy(n.silent), "requests the silent responder received")
+	})
+	t.Run("late response dropped", func(t *testing.T) {
+		if m, ok := one("late-1"); ok {
+			checkEqual(t, "false", m.Headers["executed"], "executed")
+			checkEqual(t, "timeout", m.Headers["error"], "error")
+		}
+		if m, ok := one("late-2"); ok {
+			checkEqual(t, "true", m.Headers["executed"], "executed of the request after it")
+		}
+		checkEqual(t, 2, handledBy(n.slow), "requests the slow responder handled")
+	})
+	t.Run("response to an unknown correlation-id dropped", func(t *testing.T) {
+		if len(resp["unknown-1"]) > 0 {
+			t.Errorf("the requester received a response nobody asked for: %v", resp["unknown-1"])
+		}
+	})
+	t.Run("requests stay in their group", func(t *testing.T) {
+		for i := 0; i < groupedCount; i++ {
+			if m, ok := one(fmt.Sprintf("grp-market-%d", i)); ok {
+				checkEqual(t, n.grouped+"#0@market", m.Headers["responder"], "responder of a market request")
+			}
+			if m, ok := one(fmt.Sprintf("grp-default-%d", i)); ok {
+				checkEqual(t, n.grouped+"#0", m.Headers["responder"], "responder of a default-group request")
+			}
+		}
+	})
+	t.Run("temp-queue privacy", func(t *testing.T) {
+		if m, ok := one("spy-1"); ok {
+			checkEqual(t, "ERROR access refused", m.Headers["spy-result"],
+				"another connection's SUBSCRIBE to the requester's reply-to %s", n.tempReplies)
+		}
+		var bGot []string
+		for _, m := range out.BResponses {
+			bGot = append(bGot, m.Headers["correlation-id"])
+		}
+		checkEqual(t, "[iso-b]", fmt.Sprint(bGot), "responses to the second requester's /temp-queue/replies")
+		if len(resp["iso-b"]) > 0 {
+			t.Errorf("the first requester received the second's response %v: temp-queues with the same name are not private", resp["iso-b"])
+		}
+	})
 }
