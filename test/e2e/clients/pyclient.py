@@ -1607,14 +1607,17 @@ def sc_flow(args, out):
 SCENARIOS = {name[3:]: fn for name, fn in globals().items() if name.startswith("sc_")}
 
 
-def main():
-    if len(sys.argv) != 3 or sys.argv[1] not in SCENARIOS:
-        sys.stderr.write("usage: pyclient.py {%s} JSON\n" % "|".join(sorted(SCENARIOS)))
+def run_scenarios(scenarios, prog):
+    """Runs the scenario sys.argv[1] of scenarios with the JSON arguments sys.argv[2] and prints
+    its result as one JSON line (an exception becomes its "error"); prog names the script in
+    the usage line. Every scenario script of this folder ends in it."""
+    if len(sys.argv) != 3 or sys.argv[1] not in scenarios:
+        sys.stderr.write("usage: %s {%s} JSON\n" % (prog, "|".join(sorted(scenarios))))
         return 2
     args = json.loads(sys.argv[2])
     out = {}
     try:
-        SCENARIOS[sys.argv[1]](args, out)
+        scenarios[sys.argv[1]](args, out)
     except Exception as e:  # noqa: BLE001 - reported to the Go test
         out["error"] = "%s: %s" % (type(e).__name__, e)
     print(json.dumps(out), flush=True)
@@ -1622,6 +1625,9 @@ def main():
     # wait for them.
     os._exit(0)
 
+
+def main():
+    return run_scenarios(SCENARIOS, "pyclient.py")
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -8,13 +8,12 @@ Same contract as pyclient.py: one JSON object on stdout, an "error" field when a
 out; the script observes, the Go test asserts. args["ports"] are the three nodes' STOMP ports.
 """
 
-import json
 import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from pyclient import node  # noqa: E402
+from pyclient import node, run_scenarios  # noqa: E402
 
 
 def wait_for(cl, body):
@@ -124,18 +123,7 @@ SCENARIOS = {name[3:]: fn for name, fn in globals().items() if name.startswith("
 
 
 def main():
-    if len(sys.argv) != 3 or sys.argv[1] not in SCENARIOS:
-        sys.stderr.write("usage: pycluster_semantics.py {%s} JSON\n" % "|".join(sorted(SCENARIOS)))
-        return 2
-    args = json.loads(sys.argv[2])
-    out = {}
-    try:
-        SCENARIOS[sys.argv[1]](args, out)
-    except Exception as e:  # noqa: BLE001 - reported to the Go test
-        out["error"] = "%s: %s" % (type(e).__name__, e)
-    print(json.dumps(out), flush=True)
-    os._exit(0)
-
+    return run_scenarios(SCENARIOS, "pycluster_semantics.py")
 
 if __name__ == "__main__":
     sys.exit(main())
