@@ -60,10 +60,21 @@ func TestDurableIndividualAckWithReceiptNotRedelivered(t *testing.T) {
 	c := dialRaw(t, b)
 	c.connect()
 	requireNoError(t, c.write(fmt.Sprintf("SUBSCRIBE\ndestination:%s\nid:s\nack:client-individual\ndurable-name:%s\nstart-position:first\nreceipt:sub\n\n\x00", dst, name)))
-	f, err := c.readFrame(10 * time.Second)
-	requireNoError(t, err)
-	requireReceipt(t, f, "durable SUBSCRIBE")
-	ms := readMessages(t, c, 6)
+	// STOMP does not order a SUBSCRIBE's RECEIPT against the subscription's first MESSAGEs
+	// (the reader may start delivering before the RECEIPT is written): collect MESSAGEs
+	// until the RECEIPT, then the rest.
+	var ms []*rawFrame
+	for receipted := false; !receipted; {
+		f, err := c.readFrame(10 * time.Second)
+		requireNoError(t, err, "reading the durable SUBSCRIBE's RECEIPT")
+		if f.command == "MESSAGE" {
+			ms = append(ms, f)
+			continue
+		}
+		requireReceipt(t, f, "durable SUBSCRIBE")
+		receipted = true
+	}
+	ms = append(ms, readMessages(t, c, 6-len(ms))...)
 	// m0 and m3 stay unacknowledged; m1, m2, m4 and m5 are acknowledged with receipts.
 	for _, i := range []int{1, 2, 4, 5} {
 		ack, _ := ms[i].get("ack")
