@@ -92,3 +92,17 @@ func (b *Broker) heapWait(cancel <-chan struct{}) {
 		b.flow.Wait([]<-chan struct{}{c}, cancel, b.stop)
 	}
 }
+
+// gcFloorMax is the largest heap floor GCFloor proposes.
+const gcFloorMax = 64 << 20
+
+// GCFloor returns the heap size, in bytes, below which the process's garbage collector need
+// not start (gctune.Start): 64 MiB, or a quarter of the heap low watermark when that is
+// smaller, so that garbage left for the collector never trips the heap watermarks. The
+// process (titan serve), not the broker, applies it: the GC percent is process-wide.
+func (b *Broker) GCFloor() uint64 {
+	if b.heap != nil && b.heap.Low > 0 {
+		return min(gcFloorMax, b.heap.Low/4)
+	}
+	return gcFloorMax
+}

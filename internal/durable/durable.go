@@ -607,6 +607,18 @@ func (l *Log) QueueSettings() (map[dest.Identity]address.Settings, error) {
 // stream and sets m.Sequence; wait, called exactly once, returns once m is fsync'd. On a
 // store without asynchronous appends it is Persist, with a wait that returns nil.
 func (l *Log) PersistAsync(id dest.Identity, m *message.Message) (wait func() error, err error) {
+	return l.persistAsync(id, m, false)
+}
+
+// PersistLazy is PersistAsync for a message published before its commit: with a
+// store.LazyAppender the commit starts only when wait is called (or with another commit), so
+// a consumer that acknowledges m meanwhile spares its write and its delete; PersistAsync with
+// any other store.
+func (l *Log) PersistLazy(id dest.Identity, m *message.Message) (wait func() error, err error) {
+	return l.persistAsync(id, m, true)
+}
+
+func (l *Log) persistAsync(id dest.Identity, m *message.Message, lazy bool) (wait func() error, err error) {
 	aa, ok := l.st.(store.AsyncAppender)
 	if !ok {
 		if err := l.Persist(id, m); err != nil {
@@ -620,8 +632,16 @@ func (l *Log) PersistAsync(id dest.Identity, m *message.Message) (wait func() er
 	}
 	eb := encodeBufs.Get().(*encodeBuf)
 	eb.b = message.Encode(eb.b[:0], m)
-	eb.one[0] = eb.b                                          // the variadic argument, in the pooled buffer rather than on the heap
-	seq, w, err := aa.AppendAsync(l.stream(id), eb.one[:]...) // the store copies the record
+	eb.one[0] = eb.b // the variadic argument, in the pooled buffer rather than on the heap
+	var (
+		seq uint64
+		w   func() error
+	)
+	if la, ok := l.st.(store.LazyAppender); ok && lazy {
+		seq, w, err = la.AppendAsyncLazy(l.stream(id), eb.one[:]...) // the store copies the record
+	} else {
+		seq, w, err = aa.AppendAsync(l.stream(id), eb.one[:]...)
+	}
 	putEncodeBuf(eb)
 	if err != nil {
 		return nil, fmt.Errorf("durable: persist %s: %w", id, err)

@@ -65,3 +65,39 @@ func TestAuthorizeRunsBeforeMessageTransactionAndStore(t *testing.T) {
 		}
 	}
 }
+
+// lazyStore is a countingStore that also takes messages lazily (LazyPersister).
+type lazyStore struct {
+	countingStore
+	lazy []string // destinations stored through PersistLazy
+	kick []string // destinations stored through PersistAsync
+}
+
+func (s *lazyStore) PersistAsync(id dest.Identity, m *message.Message) (func() error, error) {
+	s.kick = append(s.kick, id.Channel)
+	return s.countingStore.PersistAsync(id, m)
+}
+
+func (s *lazyStore) PersistLazy(id dest.Identity, m *message.Message) (func() error, error) {
+	s.lazy = append(s.lazy, id.Channel)
+	return s.countingStore.PersistAsync(id, m)
+}
+
+// A queue SEND without a receipt, published before its commit, is stored lazily (its commit
+// starts when the pipeline awaits it, so a consumer that acknowledges it first spares the
+// write); a SEND that asked for a receipt, and any events-store SEND (published only after
+// its commit), starts its commit at once.
+func TestStoreStageIsLazyOnlyForQueueSendsWithoutReceipt(t *testing.T) {
+	st := &lazyStore{}
+	r, _, c, _ := newTest(Options{Store: st})
+	r.Handle(c, fr(frame.CmdSend, "x", "destination", "/queue/plain"))
+	r.Handle(c, fr(frame.CmdSend, "x", "destination", "/queue/receipted", "receipt", "r1"))
+	r.Handle(c, fr(frame.CmdSend, "x", "destination", "/events-store/log"))
+	r.Close(c)
+	if len(st.lazy) != 1 || st.lazy[0] != "plain" {
+		t.Fatalf("stored lazily: %v, want [plain]", st.lazy)
+	}
+	if len(st.kick) != 2 || st.kick[0] != "receipted" || st.kick[1] != "log" {
+		t.Fatalf("stored with an immediate commit: %v, want [receipted log]", st.kick)
+	}
+}

@@ -149,6 +149,15 @@ type Persister interface {
 	Forget(id dest.Identity, m *message.Message)
 }
 
+// LazyPersister is implemented by a Persister that can take a message without starting its
+// commit: PersistLazy is PersistAsync, except that the commit starts only when wait is called
+// (or with another message's commit). The store stage uses it for a queue SEND without a
+// receipt, which is published before its commit: a consumer that acknowledges the message
+// meanwhile spares its write (durable.Log over a store.LazyAppender).
+type LazyPersister interface {
+	PersistLazy(id dest.Identity, m *message.Message) (wait func() error, err error)
+}
+
 // Syncer is implemented by a Persister whose acknowledgements (store deletes) are synced
 // lazily: Sync returns once every acknowledgement so far is durable. The ACK and NACK
 // stages call it before writing a RECEIPT (and COMMIT, for a transaction holding ACKs), so a

@@ -75,13 +75,13 @@ func (r *Router) build() {
 	}
 	if p.Queues != nil {
 		send(RouteSendQueue, dest.PatternQueues, head(group), append(limit(false, false),
-			responseStage{requests: p.Requests}, storeStage{store: o.Store}, publishStage{port: p.Queues, store: o.Store})...)
+			responseStage{requests: p.Requests}, newStoreStage(o.Store, false), publishStage{port: p.Queues, store: o.Store})...)
 		subscribe(dest.PatternQueues, append(head(group), sub, attachStage{port: p.Queues})...)
 	}
 	if p.EventsStore != nil {
 		// A log is always stored, persistent header or not.
 		send(RouteSendEventsStore, dest.PatternEventsStore, head(group), append(limit(false, true),
-			responseStage{requests: p.Requests}, storeStage{store: o.Store, always: true}, publishStage{port: p.EventsStore, store: o.Store})...)
+			responseStage{requests: p.Requests}, newStoreStage(o.Store, true), publishStage{port: p.EventsStore, store: o.Store})...)
 		subscribe(dest.PatternEventsStore, append(head(group), sub, logPositionStage{clock: o.Clock}, attachStage{port: p.EventsStore})...)
 	}
 	if p.Requests != nil {

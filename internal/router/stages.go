@@ -192,9 +192,26 @@ func admitDestination(c *Context, port Destinations, opts *Options, id dest.Iden
 // committed to the store, fsync'd, before it is published, so the RECEIPT the final stage
 // writes means the message survives a crash. A SEND with persistent:false skips it, unless
 // the route stores always (events-store: it is a log).
+//
+// A queue SEND without a receipt is stored lazily when the Persister allows it
+// (LazyPersister): it is published before its commit (see deferTail), and its commit starts
+// only when the connection's pipeline awaits it, so a consumer that takes and acknowledges
+// it meanwhile spares its write and fsync. A SEND that asked for a receipt starts its commit
+// at once: its RECEIPT, which waits for the commit, is not delayed.
 type storeStage struct {
 	store  Persister
+	lazy   LazyPersister // store, when it implements LazyPersister and the route publishes early; else nil
 	always bool
+}
+
+// newStoreStage returns the store stage of a route; always is set for a route that stores
+// every SEND (events-store), which is published only after its commit.
+func newStoreStage(p Persister, always bool) storeStage {
+	s := storeStage{store: p, always: always}
+	if lp, ok := p.(LazyPersister); ok && !always {
+		s.lazy = lp
+	}
+	return s
 }
 
 func (s storeStage) Apply(c *Context) {
@@ -211,7 +228,15 @@ func (s storeStage) Apply(c *Context) {
 		}
 		return
 	}
-	wait, err := s.store.PersistAsync(c.Identity, c.Message)
+	var (
+		wait func() error
+		err  error
+	)
+	if s.lazy != nil && c.Receipt == "" {
+		wait, err = s.lazy.PersistLazy(c.Identity, c.Message)
+	} else {
+		wait, err = s.store.PersistAsync(c.Identity, c.Message)
+	}
 	if err != nil {
 		c.failWith(storeRefusal(err), "the broker could not store the message; it was not accepted", fmt.Errorf("%w: %w", dispatch.ErrNotStored, err))
 		return

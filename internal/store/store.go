@@ -115,6 +115,16 @@ type AsyncAppender interface {
 	AppendAsync(stream string, records ...[]byte) (firstSeq uint64, wait func() error, err error)
 }
 
+// LazyAppender is implemented by AsyncAppenders that can take an append without starting
+// its commit. AppendAsyncLazy is AppendAsync, except that the commit starts only when wait is
+// called, or with the next commit another append starts: meant for a message published
+// before its commit, so that a consumer that acknowledges it first (and so deletes it) spares
+// its write. wait keeps its meaning: it returns nil once the records are durable, or were
+// deleted before they had to be.
+type LazyAppender interface {
+	AppendAsyncLazy(stream string, records ...[]byte) (firstSeq uint64, wait func() error, err error)
+}
+
 // Dropper is implemented by stores that can forget an empty stream entirely, state
 // included, so that a name no longer used costs nothing at Open (durable.Log drops the
 // streams of reclaimed and empty queues). It is the one exception to "sequences are never

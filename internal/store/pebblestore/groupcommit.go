@@ -31,7 +31,15 @@ import (
 // committed, so "wait returned nil" keeps meaning "the record is durable, or was deleted
 // before it had to be".
 //
+// A group whose records were all deleted before it was taken costs no fsync: only its
+// streams' states are written, unsynced (durable with the next sync, like a Delete), and its
+// waiters are released at once (their records need no durability). A crash before that sync
+// may take such a stream's high-water mark back, so sequences of records that were consumed
+// before any commit may be given again after the restart: no reader ever saw them as
+// durable (the same holds for records consumed between their append and any commit).
+//
 // Flow: the appender that finds no group in flight applies the group itself (kickCommitter);
+// a lazy appender (AppendAsyncLazy) leaves that to the first wait on the group;
 // the committer goroutine awaits its fsync and then commits whatever gathered meanwhile —
 // after holding it open a little (gather) when the landing released several blocked
 // producers, so that they join it instead of the group after.
@@ -91,6 +99,9 @@ func (s *Store) newGroupLocked() *group {
 		select {
 		case <-g.done:
 		default:
+			// A lazy append (AppendAsyncLazy) left its group to be started by its wait: start
+			// it now unless a commit is in flight (the committer then takes it after landing).
+			s.kickCommitter()
 			g.blocked.Add(1)
 			<-g.done
 		}
@@ -282,13 +293,18 @@ func (s *Store) commitLoop() {
 }
 
 // applyLocked builds g's batch and applies it to Pebble with Sync, without waiting for the
-// fsync. commitMu must be held.
+// fsync. It returns a nil batch, writing nothing, when every record of g was deleted before
+// it was taken. commitMu must be held.
 func (s *Store) applyLocked(g *group) (*pebble.Batch, error) {
-	size := 0
+	size, live := 0, 0
 	for _, r := range g.recs {
 		if !r.gone {
 			size += len(r.st.recPrefix) + 8 + r.n + 16
+			live++
 		}
+	}
+	if live == 0 {
+		return nil, s.applyStatesLocked(g)
 	}
 	for st := range g.states {
 		size += stateLen + len(st.stateKey) + 16
@@ -318,6 +334,28 @@ func (s *Store) applyLocked(g *group) (*pebble.Batch, error) {
 		return b, s.fail(wrapErr("append", err))
 	}
 	return b, nil
+}
+
+// applyStatesLocked commits, without a sync, the stream states of a group whose records were
+// all deleted before it was taken, so that a clean close keeps the streams' high-water marks
+// (sequences are not reused); the syncer or the next synced commit makes them durable, like
+// a Delete. commitMu must be held.
+func (s *Store) applyStatesLocked(g *group) error {
+	s.Committed.Add(uint64(len(g.recs)))
+	s.Dropped.Add(uint64(len(g.recs)))
+	s.Unwritten.Add(1)
+	b := s.db.NewBatch()
+	defer b.Close()
+	for st, state := range g.states {
+		if err := b.Set(st.stateKey, state.encode(), nil); err != nil {
+			return wrapErr("append", err)
+		}
+	}
+	if err := s.db.Apply(b, pebble.NoSync); err != nil {
+		return s.fail(wrapErr("append", err))
+	}
+	s.dirty.Store(true)
+	return nil
 }
 
 // maxGather bounds how long the committer holds the next group open for the appenders the
@@ -368,6 +406,13 @@ func (s *Store) gather(blocked int32, synced time.Duration) {
 // apply to landing.
 func (s *Store) land(f flight) (blocked int32, synced time.Duration) {
 	g, b, err := f.g, f.b, f.err
+	if b == nil { // every record was deleted first: nothing to sync
+		g.err = err
+		blocked = g.blocked.Load()
+		close(g.done)
+		s.recycle(g)
+		return blocked, 0
+	}
 	if err == nil {
 		if err = b.SyncWait(); err != nil {
 			err = s.fail(wrapErr("append", err))

@@ -73,9 +73,11 @@ type Store struct {
 	gatherTimer   *time.Timer   // the committer's hold timer (committer goroutine only)
 
 	// Committed counts records that went through a group commit; Dropped those of them
-	// deleted before their group was written, so they never reached the WAL.
+	// deleted before their group was written, so they never reached the WAL; Unwritten the
+	// groups that held only such records, so they cost no write and no fsync.
 	Committed atomic.Uint64
 	Dropped   atomic.Uint64
+	Unwritten atomic.Uint64
 }
 
 var _ store.Store = (*Store)(nil)
@@ -211,6 +213,26 @@ func (s *Store) Append(name string, records ...[]byte) (uint64, error) {
 // from it (never written). Records become visible to Scan only after their group committed.
 // Errors as Append, from AppendAsync or from wait.
 func (s *Store) AppendAsync(name string, records ...[]byte) (uint64, func() error, error) {
+	first, wait, err := s.appendAsync(name, records)
+	if err == nil {
+		s.kickCommitter()
+	}
+	return first, wait, err
+}
+
+// AppendAsyncLazy implements store.LazyAppender: AppendAsync without starting a commit. The
+// records join the current group, which is committed when its first wait is called, or
+// right after the commit in flight lands, or with another append that starts one. Meant for
+// a message that is published before its commit: a consumer that takes and acknowledges it
+// meanwhile deletes it from the group, and a group left with no record is not written at
+// all (no write, no fsync). Errors as AppendAsync.
+func (s *Store) AppendAsyncLazy(name string, records ...[]byte) (uint64, func() error, error) {
+	return s.appendAsync(name, records)
+}
+
+// appendAsync orders records into name's stream and adds them to the current group, without
+// starting its commit.
+func (s *Store) appendAsync(name string, records [][]byte) (uint64, func() error, error) {
 	if err := store.CheckName(name); err != nil {
 		return 0, nil, err
 	}
@@ -242,7 +264,6 @@ func (s *Store) AppendAsync(name string, records ...[]byte) (uint64, func() erro
 	g := s.addLocked(st, first, records, next)
 	s.gmu.Unlock()
 	st.mu.Unlock()
-	s.kickCommitter()
 	return first, g.wait, nil
 }
 

@@ -110,3 +110,98 @@ func release(s *Store) {
 	s.gmu.Unlock()
 	s.kickCommitter()
 }
+
+// A lazy append starts no commit by itself: its records wait until its wait is called, and a
+// group whose records were all deleted before then costs no fsync, while a clean close still
+// keeps the stream's high-water mark (sequences are not reused).
+func TestLazyAppendCommitsAtWaitAndSkipsConsumedGroup(t *testing.T) {
+	dir := t.TempDir()
+	s, err := Open(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	syncs := s.walSyncs.Load()
+	seq, wait, err := s.AppendAsyncLazy("q", []byte("consumed"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.gmu.Lock()
+	pending := s.cur != nil && !s.busy
+	s.gmu.Unlock()
+	if !pending {
+		t.Fatal("AppendAsyncLazy started a commit; want the group left for its wait")
+	}
+	if err := s.Delete("q", seq); err != nil {
+		t.Fatal(err)
+	}
+	if err := wait(); err != nil {
+		t.Fatalf("wait: %v", err)
+	}
+	if got := s.walSyncs.Load() - syncs; got != 0 {
+		t.Fatalf("a group whose only record was deleted cost %d fsyncs, want 0", got)
+	}
+	if got := s.Unwritten.Load(); got != 1 {
+		t.Fatalf("Unwritten = %d, want 1", got)
+	}
+
+	seq2, wait2, err := s.AppendAsyncLazy("q", []byte("kept"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := wait2(); err != nil { // the wait starts the commit
+		t.Fatalf("wait: %v", err)
+	}
+	if got := s.walSyncs.Load() - syncs; got != 1 {
+		t.Fatalf("a lazy append's wait cost %d fsyncs, want 1", got)
+	}
+	if seq2 != seq+1 {
+		t.Fatalf("second sequence %d, want %d", seq2, seq+1)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s, err = Open(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	var seen []string
+	if err := s.Scan("q", 0, func(_ uint64, d []byte) bool { seen = append(seen, string(d)); return true }); err != nil {
+		t.Fatal(err)
+	}
+	if len(seen) != 1 || seen[0] != "kept" {
+		t.Fatalf("after reopen the stream holds %q, want only \"kept\"", seen)
+	}
+}
+
+// After a group of consumed records only (no fsync), a clean close keeps the high-water
+// mark: the next append after reopening takes the next sequence.
+func TestConsumedGroupKeepsHighWaterAcrossCleanClose(t *testing.T) {
+	dir := t.TempDir()
+	s, err := Open(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	seq, wait, err := s.AppendAsyncLazy("q", []byte("consumed"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Delete("q", seq); err != nil {
+		t.Fatal(err)
+	}
+	if err := wait(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s, err = Open(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	next, err := s.Append("q", []byte("after"))
+	if err != nil || next != seq+1 {
+		t.Fatalf("next Append = %d, %v; want %d (sequences are not reused after a clean close)", next, err, seq+1)
+	}
+}

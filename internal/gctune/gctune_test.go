@@ -1,0 +1,67 @@
+package gctune
+
+import (
+	"runtime"
+	"runtime/debug"
+	"testing"
+)
+
+func TestPercentFor(t *testing.T) {
+	const mib = 1 << 20
+	cases := []struct {
+		live, floor uint64
+		base, want  int
+	}{
+		{2 * mib, 64 * mib, 100, 3100}, // goal = 2 + 2×31 = 64 MiB
+		{32 * mib, 64 * mib, 100, 100}, // half the floor: GOGC as configured
+		{40 * mib, 64 * mib, 100, 100},
+		{0, 64 * mib, 100, 100},        // unknown live heap
+		{1024, 64 * mib, 100, 10_000},  // capped
+		{16 * mib, 64 * mib, 400, 400}, // never below the configured percent
+		{8 * mib, 64 * mib, 50, 700},   // goal = 8 + 8×7 = 64 MiB
+	}
+	for _, c := range cases {
+		if got := PercentFor(c.live, c.floor, c.base); got != c.want {
+			t.Errorf("PercentFor(%d, %d, %d) = %d, want %d", c.live, c.floor, c.base, got, c.want)
+		}
+	}
+}
+
+// With a live heap far below the floor the tuner raises the GC percent after collections,
+// and Stop restores the percent in force at Start.
+func TestTunerRaisesPercentAndStopRestores(t *testing.T) {
+	t.Setenv("GOGC", "") // an operator's GOGC disables the tuner; make sure none is set
+	before := debug.SetGCPercent(100)
+	defer debug.SetGCPercent(before)
+	tu := Start(1 << 30) // 1 GiB: far above this test's live heap
+	if tu == nil {
+		t.Fatal("Start returned nil")
+	}
+	for range 3 {
+		runtime.GC()
+		runtime.GC() // the finalizer of the first cycle's sentinel runs after it
+	}
+	if p := tu.Percent(); p <= 100 {
+		t.Fatalf("percent %d after collections with a small live heap, want > 100", p)
+	}
+	if got := debug.SetGCPercent(-1); got != tu.Percent() {
+		t.Fatalf("runtime GC percent %d, tuner says %d", got, tu.Percent())
+	} else {
+		debug.SetGCPercent(got)
+	}
+	tu.Stop()
+	if got := debug.SetGCPercent(100); got != 100 {
+		t.Fatalf("after Stop the GC percent is %d, want the 100 in force at Start", got)
+	}
+}
+
+func TestStartRespectsOperatorGOGC(t *testing.T) {
+	t.Setenv("GOGC", "200")
+	if tu := Start(64 << 20); tu != nil {
+		tu.Stop()
+		t.Fatal("Start tuned although GOGC is set")
+	}
+	if tu := Start(0); tu != nil {
+		t.Fatal("Start tuned with a zero floor")
+	}
+}
