@@ -13,6 +13,12 @@
 // heap ballast, done with the runtime's own knob (debug.SetGCPercent) instead of a dummy
 // allocation.
 //
+// The price of a floor is garbage left uncollected when the broker falls idle right after a
+// burst (up to the floor). So once a whole second passed without a collection while the heap
+// holds more garbage than the configured percent allows, the tuner collects once and returns
+// the freed pages to the OS (debug.FreeOSMemory): an idle broker gives its memory back as it
+// did without the floor.
+//
 // A GOGC environment variable set by the operator is respected: the tuner does nothing.
 package gctune
 
@@ -23,10 +29,20 @@ import (
 	"runtime/metrics"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
-// liveMetric is the heap marked live by the last collection (runtime/metrics, Go 1.21).
-const liveMetric = "/gc/heap/live:bytes"
+// Metrics read (runtime/metrics): the heap marked live by the last collection (Go 1.21), the
+// heap objects now (live and not yet swept) and the collections so far.
+const (
+	liveMetric    = "/gc/heap/live:bytes"
+	objectsMetric = "/memory/classes/heap/objects:bytes"
+	cyclesMetric  = "/gc/cycles/total:gc-cycles"
+)
+
+// idleCheck is how often the tuner looks for a quiet heap full of garbage (see the package
+// documentation).
+const idleCheck = time.Second
 
 // maxPercent bounds the raised GC percent (a live heap of a few KiB would ask for millions).
 const maxPercent = 10_000
@@ -40,8 +56,12 @@ type Tuner struct {
 	mu      sync.Mutex // guards percent and serialises adjust with Stop
 	percent int        // the GC percent last set
 
-	// Adjusts counts the GC percent changes made (for tests and metrics).
-	Adjusts atomic.Uint64
+	// Adjusts counts the GC percent changes made; IdleCollections the collections forced
+	// on a quiet heap (for tests and metrics).
+	Adjusts         atomic.Uint64
+	IdleCollections atomic.Uint64
+
+	done chan struct{} // closed by Stop: ends the idle check
 }
 
 // Start returns a Tuner that keeps the next collection from starting below floor bytes of
@@ -57,10 +77,46 @@ func Start(floor uint64) *Tuner {
 	if base < 0 {
 		return nil
 	}
-	t := &Tuner{floor: floor, base: base, percent: base}
+	t := &Tuner{floor: floor, base: base, percent: base, done: make(chan struct{})}
 	t.adjust()
 	t.arm()
+	go t.idleLoop(idleCheck)
 	return t
+}
+
+// idleLoop forces one collection when a whole interval passed without one while the heap
+// holds more garbage than the configured percent would leave (see the package
+// documentation), until Stop.
+func (t *Tuner) idleLoop(interval time.Duration) {
+	tick := time.NewTicker(interval)
+	defer tick.Stop()
+	last := ^uint64(0)
+	for {
+		select {
+		case <-t.done:
+			return
+		case <-tick.C:
+		}
+		s := []metrics.Sample{{Name: cyclesMetric}, {Name: liveMetric}, {Name: objectsMetric}}
+		metrics.Read(s)
+		cycles, live, objects := s[0].Value.Uint64(), s[1].Value.Uint64(), s[2].Value.Uint64()
+		quiet := cycles == last
+		last = cycles
+		if quiet && t.Percent() > t.base && IdleGarbage(live, objects, t.base) {
+			// Collect and return the freed pages to the OS: the scavenger alone keeps
+			// about as much as the raised heap goal.
+			debug.FreeOSMemory()
+			t.IdleCollections.Add(1)
+			metrics.Read(s[:1])
+			last = s[0].Value.Uint64()
+		}
+	}
+}
+
+// IdleGarbage reports whether a heap of objects bytes, with live bytes marked live by the
+// last collection, holds more garbage than GC percent base would let grow.
+func IdleGarbage(live, objects uint64, base int) bool {
+	return objects > live+live*uint64(base)/100
 }
 
 // Stop ends the tuning and restores the GC percent in force at Start. Safe on a nil Tuner.
@@ -68,6 +124,7 @@ func (t *Tuner) Stop() {
 	if t == nil || t.stopped.Swap(true) {
 		return
 	}
+	close(t.done)
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.percent != t.base {

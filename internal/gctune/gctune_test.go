@@ -4,6 +4,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"testing"
+	"time"
 )
 
 func TestPercentFor(t *testing.T) {
@@ -65,3 +66,42 @@ func TestStartRespectsOperatorGOGC(t *testing.T) {
 		t.Fatal("Start tuned with a zero floor")
 	}
 }
+
+func TestIdleGarbage(t *testing.T) {
+	const mib = 1 << 20
+	if !IdleGarbage(2*mib, 40*mib, 100) {
+		t.Error("40 MiB of objects over a 2 MiB live heap is idle garbage at GOGC 100")
+	}
+	if IdleGarbage(2*mib, 4*mib, 100) {
+		t.Error("4 MiB of objects over a 2 MiB live heap is what GOGC 100 allows")
+	}
+}
+
+// A heap left full of garbage by a burst is collected once the process has been quiet for
+// an interval, even though the raised percent would not start a collection.
+func TestIdleLoopCollectsQuietGarbage(t *testing.T) {
+	t.Setenv("GOGC", "")
+	before := debug.SetGCPercent(100)
+	defer debug.SetGCPercent(before)
+	tu := Start(1 << 30)
+	if tu == nil {
+		t.Fatal("Start returned nil")
+	}
+	defer tu.Stop()
+	runtime.GC()
+	runtime.GC() // the raised percent is in force now
+	garbage = nil
+	for range 64 {
+		garbage = append(garbage, make([]byte, 64<<10)) // 4 MiB
+	}
+	garbage = nil
+	deadline := time.Now().Add(10 * time.Second)
+	for tu.IdleCollections.Load() == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("no idle collection within 10 s of a quiet heap holding garbage")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+var garbage [][]byte
