@@ -143,3 +143,61 @@ func TestReleaseScratch(t *testing.T) {
 	requireEqual(t, f.Value("x"), "1")
 	requireEqual(t, string(f.Body), "body")
 }
+
+// When reads fill the buffer (more input waits), the parser moves to larger pooled buffers,
+// so a stream of frames close to the buffer's size (4 KiB bodies) is not read one frame per
+// read; frames stay intact across the moves.
+func TestParserGrowsBufferOnFullReads(t *testing.T) {
+	frame := []byte("SEND\ndestination:/queue/a\ncontent-length:4096\n\n")
+	frame = append(append(frame, bytes.Repeat([]byte("x"), 4096)...), 0)
+	const frames = 400
+	r := &idleChunks{chunks: [][]byte{bytes.Repeat(frame, frames)}} // the socket always has more
+	p := NewParser(r, Limits{})
+	r.p = p
+	for i := range frames {
+		f, err := p.ReadFrame()
+		requireNoError(t, err)
+		if len(f.Body) != 4096 || f.Body[0] != 'x' || f.Body[4095] != 'x' {
+			t.Fatalf("frame %d: body of %d bytes, want 4096 x", i, len(f.Body))
+		}
+	}
+	reads := r.idleCalls + r.plain
+	if reads*4 > frames {
+		t.Fatalf("%d reads for %d frames of 4 KiB with input always waiting; want at most one per 4 frames", reads, frames)
+	}
+	if got := len(p.buf); p.buf != nil && got != idleBufBytes {
+		t.Fatalf("buffer of %d bytes after full reads, want the largest pooled class (%d)", got, idleBufBytes)
+	}
+}
+
+// After a burst grew the buffer, small reads step the pooled class back down, one class per
+// idle read.
+func TestParserShrinksBufferOnSmallReads(t *testing.T) {
+	frame := []byte("SEND\ndestination:/queue/a\ncontent-length:4096\n\n")
+	frame = append(append(frame, bytes.Repeat([]byte("x"), 4096)...), 0)
+	small := []byte("SEND\ndestination:/q\n\nhi\x00")
+	chunks := [][]byte{bytes.Repeat(frame, 100)}
+	for range 8 {
+		chunks = append(chunks, small)
+	}
+	r := &idleChunks{chunks: chunks}
+	p := NewParser(r, Limits{})
+	r.p = p
+	for range 100 {
+		_, err := p.ReadFrame()
+		requireNoError(t, err)
+	}
+	grown := p.bufClass
+	if grown < readBufClasses-1 && len(p.buf) != idleBufBytes {
+		t.Fatalf("class %d after a burst of full reads, want the largest", grown)
+	}
+	for range 8 {
+		f, err := p.ReadFrame()
+		requireNoError(t, err)
+		requireEqual(t, string(f.Body), "hi")
+	}
+	_, _ = p.ReadFrame() // EOF: releases the buffer of the last small read
+	if p.bufClass != 0 {
+		t.Fatalf("class %d after 8 small idle reads, want 0 (4 KiB)", p.bufClass)
+	}
+}

@@ -164,6 +164,8 @@ type Parser struct {
 
 	idle     IdleReader // rd as an IdleReader, or nil: then buf is kept between frames
 	bufClass int        // the size class (readBufPools) takeBuf takes
+	filled   bool       // the last read filled buf to its end: more input is likely waiting
+	shrink   bool       // the last idle read used under a quarter of buf: release steps the class down
 	reserved int64      // bytes of buf reserved from lim.LargeFrames (a buffer over idleBufBytes)
 }
 
@@ -304,6 +306,14 @@ func (p *Parser) fill(need int) error {
 	if p.buf == nil {
 		return p.fillIdle()
 	}
+	if p.idle != nil && p.filled && len(p.buf) < idleBufBytes {
+		// The last read filled the buffer, so more input waits in the socket: take the next
+		// pooled size class, so that frames close to the buffer's size (4 KiB bodies in a 4 or
+		// 8 KiB buffer) are not read one per system call. nats-server grows its read
+		// buffer on a full read the same way; the class sticks until the connection idles
+		// with small frames (releaseBuf).
+		p.growPooled()
+	}
 	if p.r > 0 && (p.w == len(p.buf) || need > len(p.buf)-p.r) {
 		n := copy(p.buf, p.buf[p.r:p.w])
 		p.r, p.w = 0, n
@@ -333,6 +343,7 @@ func (p *Parser) fill(need int) error {
 	for range 100 {
 		n, err := p.rd.Read(p.buf[p.w:])
 		p.w += n
+		p.filled = n > 0 && p.w == len(p.buf)
 		if err != nil {
 			p.rerr = err
 			if n > 0 {
@@ -361,10 +372,31 @@ func (p *Parser) fillIdle() error {
 		return err
 	}
 	p.w += n
+	p.filled = p.w == len(p.buf)
+	// Input that comes in small reads again makes the next idle read take the class below,
+	// so that connections that once sent a burst do not each hold 64 KiB per read.
+	p.shrink = n < len(p.buf)/4
 	if err != nil {
 		p.rerr = err // reported once the bytes read are used up
 	}
 	return nil
+}
+
+// growPooled moves the unread bytes into a buffer of the next pooled size class and gives
+// the current one back to its pool. The previous frame is released (fill runs inside
+// ReadFrame), so nothing points into the old buffer.
+func (p *Parser) growPooled() {
+	c := readBufClass(len(p.buf))
+	if c < 0 || c+1 >= readBufClasses || cap(p.buf) != len(p.buf) {
+		return
+	}
+	old := p.buf[:len(p.buf):len(p.buf)]
+	p.bufClass = c + 1
+	p.takeBuf()
+	p.w = copy(p.buf, old[p.r:p.w])
+	p.r = 0
+	p.filled = false
+	readBufPools[c].Put(unsafe.Pointer(&old[0]))
 }
 
 // takeBuf gives the parser a pooled buffer of the size class its last buffer had and returns
@@ -387,6 +419,9 @@ func (p *Parser) releaseBuf() {
 	if c := readBufClass(len(p.buf)); c >= 0 && cap(p.buf) == len(p.buf) {
 		readBufPools[c].Put(unsafe.Pointer(&p.buf[0]))
 		p.bufClass = c
+		if p.shrink && c > 0 {
+			p.bufClass = c - 1
+		}
 	} else if len(p.buf) > idleBufBytes {
 		p.bufClass = readBufClasses - 1
 	}
