@@ -626,9 +626,9 @@ func (l *Log) persistAsync(id dest.Identity, m *message.Message, lazy bool) (wai
 		}
 		return func() error { return nil }, nil
 	}
-	var start time.Time
+	var start time.Duration // monotonic (sinceEpoch), 0 when CommitLatency is not observed
 	if l.CommitLatency != nil {
-		start = time.Now()
+		start = sinceEpoch()
 	}
 	eb := encodeBufs.Get().(*encodeBuf)
 	eb.b = message.Encode(eb.b[:0], m)
@@ -648,7 +648,7 @@ func (l *Log) persistAsync(id dest.Identity, m *message.Message, lazy bool) (wai
 	}
 	m.Sequence = seq
 	l.Appended.Add(1)
-	if !start.IsZero() {
+	if start != 0 {
 		tw := timedWaits.Get().(*timedWait)
 		tw.l, tw.start, tw.w = l, start, w
 		return tw.fn, nil
@@ -661,7 +661,7 @@ func (l *Log) persistAsync(id dest.Identity, m *message.Message, lazy bool) (wai
 // returns to the pool when called (wait is called exactly once).
 type timedWait struct {
 	l     *Log
-	start time.Time
+	start time.Duration // sinceEpoch at the append
 	w     func() error
 	fn    func() error // tw.wait, bound once
 }
@@ -674,7 +674,7 @@ func init() {
 
 func (tw *timedWait) wait() error {
 	err := tw.w() // the store's error (its Refusal text is what a client sees)
-	observeSince(tw.l.CommitLatency, tw.start)
+	tw.l.CommitLatency.Observe((sinceEpoch() - tw.start).Seconds())
 	tw.l, tw.w = nil, nil
 	timedWaits.Put(tw)
 	return err
@@ -738,6 +738,13 @@ func (l *Log) PersistAll(ids []dest.Identity, ms []*message.Message) error {
 func observeSince(o interface{ Observe(float64) }, start time.Time) {
 	o.Observe(time.Since(start).Seconds())
 }
+
+// epoch is the origin of sinceEpoch.
+var epoch = time.Now()
+
+// sinceEpoch returns the monotonic time since epoch, never 0: one clock read where time.Now
+// takes two (wall and monotonic), for latencies measured per message.
+func sinceEpoch() time.Duration { return time.Since(epoch) + 1 }
 
 // duplicateIDStream holds the duplicate ids claimed by SENDs (dedup.Journal): records of an
 // 8-byte big-endian Unix-millisecond time followed by the cache key. It is not a queue or

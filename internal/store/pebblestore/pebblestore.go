@@ -284,9 +284,11 @@ func (s *Store) Delete(name string, seqs ...uint64) error {
 	if st == nil || len(seqs) == 0 {
 		return nil
 	}
-	seqs = slices.Clone(seqs)
-	slices.Sort(seqs)
-	seqs = slices.Compact(seqs)
+	if len(seqs) > 1 { // one sequence (an ACK of one message) needs no sorted copy
+		seqs = slices.Clone(seqs)
+		slices.Sort(seqs)
+		seqs = slices.Compact(seqs)
+	}
 
 	key := recordKey(st.recPrefix, 0)
 	st.mu.Lock()
