@@ -43,6 +43,9 @@ type Subscription struct {
 	stalled bool // a write was refused for outbound limits; resume on drain
 	acking  int  // deliveries taken by an ACK/NACK that their source has not settled yet
 
+	head  *frame.Buf    // constant MESSAGE head of an auto-ack first delivery (headLocked)
+	headV frame.Version // the version head is encoded at
+
 	creditWait  chan struct{} // producers waiting for credit (credit.go); closed when some frees up
 	creditTimer *time.Timer   // slow-consumer timer of creditWait
 	// slow is set when the subscription was closed as a slow consumer (credit.go): producers
@@ -85,6 +88,19 @@ func (s *Subscription) hasCreditLocked() bool {
 		return true
 	}
 	return len(s.pending)+s.acking < s.Prefetch
+}
+
+// headLocked returns the MESSAGE head of a delivery to s that carries no per-delivery
+// header (auto ack, first delivery, no sequence): "MESSAGE", then the subscription header,
+// encoded at v. It is made once (per version) and shared by every such delivery as a static
+// frame.Buf, so that a delivery neither takes a pooled Buf nor encodes a head. Conn.mu held.
+func (s *Subscription) headLocked(v frame.Version) *frame.Buf {
+	if s.head == nil || s.headV != v {
+		d := message.Delivery{Subscription: s.ID}
+		s.head = frame.StaticBuf(func(b []byte) []byte { return message.AppendPrefix(b, &d, v) })
+		s.headV = v
+	}
+	return s.head
 }
 
 // HasCredit reports whether s may take another delivery now: it is open, its writer did not
@@ -296,8 +312,13 @@ func (c *Conn) deliver(sub *Subscription, m *message.Message, src Source, seq ui
 	if dropped > 0 && c.egressDropped != nil {
 		c.egressDropped.Add(uint64(dropped))
 	}
-	prefix := frame.GetBuf()
-	prefix.B = message.AppendPrefix(prefix.B, &d, v)
+	var prefix *frame.Buf
+	if dl == nil && d.Extra == nil && !d.Redelivered {
+		prefix = sub.headLocked(v)
+	} else {
+		prefix = frame.GetBuf()
+		prefix.B = message.AppendPrefix(prefix.B, &d, v)
+	}
 	if !c.w.WriteMessage(prefix, shared) {
 		frame.PutBuf(prefix)
 		sub.stalled = true
@@ -367,38 +388,62 @@ func (s *Subscription) OldestPending() (key string, ok bool) {
 	return s.pending[0].key, true
 }
 
+// EventResult is what DeliverEvent did with a message.
+type EventResult int8
+
+const (
+	// EventWritten: the MESSAGE was queued on the connection.
+	EventWritten EventResult = iota
+	// EventNoCredit: nothing was written because the client-ack subscription is at its
+	// prefetch (only when DeliverEvent was asked to check credit); the subscription is open.
+	EventNoCredit
+	// EventRefused: nothing was written because the subscription or its connection is
+	// closed, or (drop) the connection is over its outbound limit.
+	EventRefused
+)
+
 // DeliverEvent writes an events message m to sub (auto or client ack; nothing to settle).
-// Unless drop is set, the write is not refused for the connection's outbound limit: the
-// message is queued and congested (not nil while the connection is over its high
-// watermark) is what the producer waits on before it reads its next frame. With drop (the
-// destination's slow-consumer-policy is DROP) a connection over its limit refuses the
-// message like Deliver. ok is false when nothing was written (sub or connection closed,
-// or refused under drop); sub is never stalled.
-func (c *Conn) DeliverEvent(sub *Subscription, m *message.Message, drop bool) (ok bool, congested <-chan struct{}) {
+// With credit, a client-ack subscription with Prefetch unacknowledged deliveries is not
+// written (EventNoCredit: the caller waits for credit, EventCreditWait, or drops); without
+// it the message is written over the prefetch. Unless drop is set, the write is not refused
+// for the connection's outbound limit: the message is queued and congested (not nil while
+// the connection is over its high watermark) is what the producer waits on before it reads
+// its next frame. With drop (the destination's slow-consumer-policy is DROP) a connection
+// over its limit refuses the message like Deliver. Nothing is written (EventRefused) when
+// sub or the connection is closed, or the write is refused under drop; sub is never
+// stalled. One lock of c per call: the credit check and the write are one step.
+func (c *Conn) DeliverEvent(sub *Subscription, m *message.Message, drop, credit bool) (res EventResult, congested <-chan struct{}) {
 	c.mu.Lock()
 	if c.closed || sub.closed {
 		c.mu.Unlock()
-		return false, nil
+		return EventRefused, nil
 	}
-	d := message.Delivery{Subscription: sub.ID}
+	var prefix *frame.Buf
 	var dl *delivery
-	if sub.Ack != AckAuto {
+	v := c.w.Version()
+	if sub.Ack == AckAuto {
+		prefix = sub.headLocked(v)
+	} else {
+		if credit && len(sub.pending)+sub.acking >= sub.Prefetch {
+			c.mu.Unlock()
+			return EventNoCredit, nil
+		}
+		d := message.Delivery{Subscription: sub.ID}
 		key, hdr := ackKeyLocked(c, sub, m.ID)
 		d.AckID = hdr
 		dl = &delivery{key: key, sub: sub}
+		prefix = frame.GetBuf()
+		prefix.B = message.AppendPrefix(prefix.B, &d, v)
 	}
-	v := c.w.Version()
 	shared, dropped := m.Shared(v)
 	if dropped > 0 && c.egressDropped != nil {
 		c.egressDropped.Add(uint64(dropped))
 	}
-	prefix := frame.GetBuf()
-	prefix.B = message.AppendPrefix(prefix.B, &d, v)
-	ok, congested = c.w.WriteEvent(prefix, shared, !drop)
+	ok, congested := c.w.WriteEvent(prefix, shared, !drop)
 	if !ok {
 		frame.PutBuf(prefix)
 		c.mu.Unlock()
-		return false, nil
+		return EventRefused, nil
 	}
 	if dl != nil {
 		if c.pending == nil {
@@ -409,17 +454,5 @@ func (c *Conn) DeliverEvent(sub *Subscription, m *message.Message, drop bool) (o
 	}
 	c.mu.Unlock()
 	sub.Delivered.Add(1)
-	return true, congested
-}
-
-// EventCredit reports whether an events subscription may take another message: it is open
-// and (client ack modes) has fewer than Prefetch unacknowledged deliveries. Unlike
-// HasCredit it ignores a stalled writer: events are flow-controlled, not refused.
-func (s *Subscription) EventCredit() bool {
-	s.Conn.mu.Lock()
-	defer s.Conn.mu.Unlock()
-	if s.closed {
-		return false
-	}
-	return s.Ack == AckAuto || len(s.pending)+s.acking < s.Prefetch
+	return EventWritten, congested
 }

@@ -39,7 +39,8 @@ type Writer interface {
 	// WriteMessage queues one MESSAGE made of a per-delivery prefix and a shared, read-only
 	// tail. On true the writer owns prefix and returns it to the pool (frame.PutBuf) once
 	// written; false means nothing was queued (connection closing or over its outbound
-	// limit) and the caller keeps prefix.
+	// limit) and the caller keeps prefix. prefix may be a static Buf (frame.StaticBuf, a
+	// subscription's constant head) queued many times at once: writers only read it.
 	WriteMessage(prefix *frame.Buf, shared []byte) bool
 	// WriteEvent queues an events MESSAGE like WriteMessage, except that with force it is
 	// refused only when the connection is closing, never for its outbound limit (flow

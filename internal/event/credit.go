@@ -16,13 +16,13 @@ import (
 // stop reading.
 func (f *fan) awaitCredit(sub *delivery.Subscription, cancel <-chan struct{}) {
 	if ownConnection(sub, cancel) {
-		f.write(sub)
+		f.write(sub, false)
 		return
 	}
 	for {
 		ok, wait := sub.EventCreditWait(f.p.opts.SlowConsumerTimeout)
 		if ok {
-			f.write(sub)
+			f.write(sub, false)
 			return
 		}
 		if wait == nil { // the subscription ended

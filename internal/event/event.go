@@ -193,21 +193,24 @@ func (f *fan) deliver(sub *delivery.Subscription) {
 			f.policy = 2
 		}
 	}
-	if !sub.EventCredit() {
+	f.write(sub, true)
+}
+
+// write writes f.m to sub, recording a congested connection for the producer to wait on.
+// With credit, a client-ack subscription at its prefetch is not written: it is dropped
+// under slow-consumer-policy DROP, else it is starved (delivered by awaitCredit once it
+// has credit).
+func (f *fan) write(sub *delivery.Subscription, credit bool) {
+	res, congested := sub.Conn.DeliverEvent(sub, f.m, f.policy == 2, credit)
+	switch res {
+	case delivery.EventNoCredit:
 		if f.policy == 2 {
 			f.drop(sub, true)
 			return
 		}
-		f.starved = append(f.starved, sub) // delivered once it has credit
+		f.starved = append(f.starved, sub)
 		return
-	}
-	f.write(sub)
-}
-
-// write writes f.m to sub, recording a congested connection for the producer to wait on.
-func (f *fan) write(sub *delivery.Subscription) {
-	ok, congested := sub.Conn.DeliverEvent(sub, f.m, f.policy == 2)
-	if !ok {
+	case delivery.EventRefused:
 		f.drop(sub, f.policy == 2)
 		return
 	}

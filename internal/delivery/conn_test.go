@@ -1,0 +1,171 @@
+package delivery
+
+import (
+	"bytes"
+	"testing"
+
+	"github.com/titan-broker/titan/internal/frame"
+	"github.com/titan-broker/titan/internal/message"
+)
+
+// recWriter is a Writer that records each MESSAGE's head (copied) and Buf, and recycles the
+// Buf at once as a connection's writer does once the bytes are on the socket.
+type recWriter struct {
+	v      frame.Version
+	refuse bool
+	heads  [][]byte
+	bufs   []*frame.Buf
+	frames [][]byte
+}
+
+func (w *recWriter) Version() frame.Version { return w.v }
+func (w *recWriter) QueuedBytes() int64     { return 0 }
+func (w *recWriter) WriteMessage(p *frame.Buf, shared []byte) bool {
+	if w.refuse {
+		return false
+	}
+	w.heads = append(w.heads, bytes.Clone(p.B))
+	w.frames = append(w.frames, append(bytes.Clone(p.B), shared...))
+	w.bufs = append(w.bufs, p)
+	frame.PutBuf(p)
+	return true
+}
+func (w *recWriter) WriteEvent(p *frame.Buf, shared []byte, _ bool) (bool, <-chan struct{}) {
+	return w.WriteMessage(p, shared), nil
+}
+
+func testMessage() *message.Message {
+	return message.Pack(&message.Parts{IDPrefix: "t", Group: "default", Destination: []byte("/topic/a"), Body: []byte("hi")})
+}
+
+// TestAutoAckHeadShared checks the rule that an auto-ack first delivery carries only the
+// subscription header in its head: the head is the one AppendPrefix encodes, at every
+// version (escaping included), it is the same Buf for every such delivery, and a writer's
+// PutBuf leaves it intact. A redelivery, a sequenced delivery and a client-ack delivery get
+// their own pooled head with their headers.
+func TestAutoAckHeadShared(t *testing.T) {
+	m := testMessage()
+	for _, v := range []frame.Version{frame.V10, frame.V11, frame.V12} {
+		w := &recWriter{v: v}
+		c := NewConn(w, nil)
+		sub := &Subscription{ID: "s:1\\x", Conn: c, Ack: AckAuto}
+		if err := c.Add(sub); err != nil {
+			t.Fatal(err)
+		}
+		want := message.AppendPrefix(nil, &message.Delivery{Subscription: sub.ID}, v)
+		for range 3 {
+			if !c.Deliver(sub, m, nil, 1, 1) {
+				t.Fatalf("%v: Deliver refused", v)
+			}
+			if res, _ := c.DeliverEvent(sub, m, false, true); res != EventWritten {
+				t.Fatalf("%v: DeliverEvent = %v", v, res)
+			}
+		}
+		for i, h := range w.heads {
+			if !bytes.Equal(h, want) {
+				t.Fatalf("%v: head %d = %q, want %q", v, i, h, want)
+			}
+			if w.bufs[i] != w.bufs[0] {
+				t.Fatalf("%v: head %d is another Buf: the constant head is not shared", v, i)
+			}
+			if !bytes.Equal(w.bufs[i].B, want) {
+				t.Fatalf("%v: the shared head reads %q after PutBuf, want %q", v, w.bufs[i].B, want)
+			}
+		}
+		// Deliveries with per-delivery headers do not use it.
+		n := len(w.heads)
+		c.Deliver(sub, m, nil, 1, 2)       // redelivery
+		c.DeliverSequenced(sub, m, nil, 7) // events-store
+		for i, h := range w.heads[n:] {
+			if w.bufs[n+i] == w.bufs[0] || bytes.Equal(h, want) {
+				t.Fatalf("%v: delivery %d with its own headers got the shared head %q", v, i, h)
+			}
+		}
+		if v != frame.V12 {
+			continue
+		}
+		f, err := frame.NewParser(bytes.NewReader(w.frames[0]), frame.Limits{}).ReadFrame()
+		if err != nil || f.Command != frame.CmdMessage || f.Value(frame.HdrSubscription) != sub.ID || string(f.Body) != "hi" {
+			t.Fatalf("%v: the MESSAGE does not parse back: %v %v", v, f, err)
+		}
+	}
+}
+
+// TestDeliverEventCredit checks DeliverEvent's credit rule: a client-ack subscription at its
+// prefetch is not written when credit is checked (EventNoCredit, the subscription still
+// open), is written over it when not; a closed subscription or a refused write is
+// EventRefused.
+func TestDeliverEventCredit(t *testing.T) {
+	m := testMessage()
+	w := &recWriter{v: frame.V12}
+	c := NewConn(w, nil)
+	sub := &Subscription{ID: "1", Conn: c, Ack: AckClient, Prefetch: 2}
+	if err := c.Add(sub); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 2 {
+		if res, _ := c.DeliverEvent(sub, m, false, true); res != EventWritten {
+			t.Fatalf("delivery %d under the prefetch: %v", i, res)
+		}
+	}
+	if res, _ := c.DeliverEvent(sub, m, false, true); res != EventNoCredit {
+		t.Fatalf("at the prefetch with credit checked: %v, want EventNoCredit", res)
+	}
+	if len(w.heads) != 2 || c.PendingCount() != 2 {
+		t.Fatalf("%d written, %d pending; want 2 and 2", len(w.heads), c.PendingCount())
+	}
+	if res, _ := c.DeliverEvent(sub, m, false, false); res != EventWritten || c.PendingCount() != 3 {
+		t.Fatalf("over the prefetch without a credit check: %v, %d pending", res, c.PendingCount())
+	}
+	if !bytes.Contains(w.heads[0], []byte("\nack:")) || bytes.Equal(w.heads[0], w.heads[1]) {
+		t.Fatalf("client-ack heads must carry their own ack header: %q", w.heads[0])
+	}
+	w.refuse = true
+	if res, _ := c.DeliverEvent(sub, m, true, false); res != EventRefused || c.PendingCount() != 3 {
+		t.Fatalf("refused write: %v, %d pending", res, c.PendingCount())
+	}
+	w.refuse = false
+	c.Detach(sub)
+	if res, _ := c.DeliverEvent(sub, m, false, true); res != EventRefused {
+		t.Fatalf("closed subscription: %v, want EventRefused", res)
+	}
+}
+
+type nullWriter struct{}
+
+func (nullWriter) Version() frame.Version { return frame.V12 }
+func (nullWriter) QueuedBytes() int64     { return 0 }
+func (nullWriter) WriteMessage(p *frame.Buf, _ []byte) bool {
+	frame.PutBuf(p)
+	return true
+}
+func (w nullWriter) WriteEvent(p *frame.Buf, s []byte, _ bool) (bool, <-chan struct{}) {
+	return w.WriteMessage(p, s), nil
+}
+
+// BenchmarkDeliverEvent measures one events delivery to an auto-ack and a client-ack
+// subscription (lock, head, write hand-off; the writer only recycles the head).
+func BenchmarkDeliverEvent(b *testing.B) {
+	m := testMessage()
+	for _, ack := range []AckMode{AckAuto, AckClientIndividual} {
+		b.Run(ack.String(), func(b *testing.B) {
+			c := NewConn(nullWriter{}, nil)
+			sub := &Subscription{ID: "sub-1", Conn: c, Ack: ack, Prefetch: 1 << 30}
+			if err := c.Add(sub); err != nil {
+				b.Fatal(err)
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				if res, _ := c.DeliverEvent(sub, m, false, true); res != EventWritten {
+					b.Fatal(res)
+				}
+				if ack != AckAuto {
+					key, _ := sub.OldestPending()
+					if err := c.Ack(key, "", false); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+		})
+	}
+}
