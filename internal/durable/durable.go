@@ -52,7 +52,8 @@ type Log struct {
 
 	settingsMu sync.Mutex // serialises read-modify-write of the queue-settings meta key
 	namesMu    sync.RWMutex
-	names      map[dest.Identity]string // guarded by namesMu: stream names, so the hot path does not rebuild them (a map, not a sync.Map: no boxing of the key)
+	names      map[dest.Identity]*streamName // guarded by namesMu: stream names, so the hot path does not rebuild them (a map, not a sync.Map: no boxing of the key)
+	lastName   atomic.Pointer[streamName]    // the name stream() returned last
 
 	deferMu     sync.Mutex
 	deferred    map[string][]uint64 // guarded by deferMu: stream → seqs awaiting a retry
@@ -64,26 +65,39 @@ type Log struct {
 // each, plus the stream names).
 const MaxDeferredDeletes = 1 << 20
 
-// stream returns id's stream name, cached.
+// stream returns id's stream name, cached. The name is a pure function of id (StreamName),
+// so a cached name is never wrong: the caches only save building it. The name looked up last
+// is kept in lastName, so a busy destination's appends and deletes do not hash its identity.
 func (l *Log) stream(id dest.Identity) string {
+	if e := l.lastName.Load(); e != nil && e.id == id {
+		return e.name
+	}
 	l.namesMu.RLock()
-	name, ok := l.names[id]
+	e, ok := l.names[id]
 	l.namesMu.RUnlock()
 	if ok {
-		return name
+		l.lastName.Store(e)
+		return e.name
 	}
-	name = StreamName(id)
-	id.Group, id.Channel = strings.Clone(id.Group), strings.Clone(id.Channel)
+	e = &streamName{name: StreamName(id), id: id}
+	e.id.Group, e.id.Channel = strings.Clone(id.Group), strings.Clone(id.Channel)
 	l.namesMu.Lock()
 	if l.names == nil {
-		l.names = make(map[dest.Identity]string)
+		l.names = make(map[dest.Identity]*streamName)
 	}
 	if len(l.names) >= maxCachedNames {
 		clear(l.names) // bounded: a broker with more destinations rebuilds some names
 	}
-	l.names[id] = name
+	l.names[e.id] = e
 	l.namesMu.Unlock()
-	return name
+	l.lastName.Store(e)
+	return e.name
+}
+
+// streamName is a cached stream name and the identity it is for.
+type streamName struct {
+	id   dest.Identity
+	name string
 }
 
 // maxCachedNames bounds the stream-name cache.

@@ -381,6 +381,7 @@ func (s *Store) mergeStreams(loaded map[string]*stream) error {
 		return wrapErr("reopen", err)
 	}
 	s.streams = loaded
+	s.lastStream.Store(nil)
 	return nil
 }
 

@@ -103,6 +103,7 @@ func Open(dir string, opts Options) (*Store, error) {
 		return nil, errors.Join(err, lock.Close())
 	}
 	s.streams = streams
+	s.lastStream.Store(nil)
 	s.startLoops()
 	s.mu.Lock()
 	s.opening = false
@@ -148,6 +149,7 @@ func (s *Store) openDegraded(cause error) (*Store, error) {
 		return nil, errors.Join(cause, err, s.closeDB(), closeLock())
 	}
 	s.streams = streams
+	s.lastStream.Store(nil)
 	s.startLoops()
 	s.mu.Lock()
 	s.opening = false

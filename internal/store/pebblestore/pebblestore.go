@@ -45,8 +45,9 @@ type Store struct {
 	inflight  int       // guarded by mu: calls between enter and exit
 	health    health    // guarded by mu
 
-	smu     sync.RWMutex
-	streams map[string]*stream // guarded by smu
+	smu        sync.RWMutex
+	streams    map[string]*stream     // guarded by smu
+	lastStream atomic.Pointer[stream] // the stream stream() returned last (cleared when streams is replaced)
 
 	// dirty is set after a Delete or Trim reaches the WAL unsynced, and cleared by whoever
 	// issues the next sync (an Append or SetMeta before committing, or the syncer).
@@ -103,7 +104,7 @@ type stream struct {
 	// it is durable and visible.
 	durable atomic.Uint64
 
-	dropped bool // guarded by mu: removed by Drop; an Append that finds it set looks the name up again
+	dropped atomic.Bool // set under mu by Drop; an Append that finds it set looks the name up again
 }
 
 func newStream(name string) *stream {
@@ -166,11 +167,19 @@ func (s *Store) exit() {
 	s.mu.Unlock()
 }
 
-// stream returns the named stream, creating it when create is set, or nil.
+// stream returns the named stream, creating it when create is set, or nil. The stream last
+// looked up is kept in lastStream, so that the appends and deletes of a busy destination do
+// not hash its name and take smu each time.
 func (s *Store) stream(name string, create bool) *stream {
+	if st := s.lastStream.Load(); st != nil && st.name == name && !st.dropped.Load() {
+		return st
+	}
 	s.smu.RLock()
 	st := s.streams[name]
 	s.smu.RUnlock()
+	if st != nil {
+		s.lastStream.Store(st)
+	}
 	if st != nil || !create {
 		return st
 	}
@@ -244,7 +253,7 @@ func (s *Store) appendAsync(name string, records [][]byte) (uint64, func() error
 	}
 	st := s.stream(name, true)
 	st.mu.Lock()
-	for st.dropped { // dropped between the lookup and the lock: use the stream that replaced it
+	for st.dropped.Load() { // dropped between the lookup and the lock: use the stream that replaced it
 		st.mu.Unlock()
 		st = s.stream(name, true)
 		st.mu.Lock()
@@ -577,7 +586,7 @@ func (s *Store) Drop(names ...string) error {
 		}
 		s.dirty.Store(true)
 		for _, st := range drop {
-			st.dropped = true
+			st.dropped.Store(true)
 			delete(s.streams, st.name)
 		}
 	}
