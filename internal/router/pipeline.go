@@ -4,12 +4,8 @@ import "sync"
 
 // pipelineDepth bounds the persistent SENDs one connection may have in flight between their
 // WAL commit and their fsync. When it is full the read goroutine waits, so the producer's
-// connection stops being read (back-pressure, not buffering). 1024 covers a fast producer
-// (about 180k SENDs/s of 100 bytes) through a group commit of a few milliseconds on a busy
-// machine: at 256 the read goroutine stalled on a full pipeline about once per 150 SENDs
-// and the broker spent a fifth more CPU per message (issue 13, scenarios a and g). Its
-// channel costs 16 KiB per connection that has sent a persistent SEND.
-const pipelineDepth = 1024
+// connection stops being read (back-pressure, not buffering).
+const pipelineDepth = 256
 
 // pipeline finishes a connection's persistent SENDs off its read goroutine: the store stage
 // commits each message to the WAL in order and defers the rest of the route — wait for the
