@@ -8,12 +8,12 @@ import (
 
 // tailSize is how many of a log's newest messages its tail keeps, tailMaxBody the largest body
 // it keeps and tailMaxBytes the bodies it keeps in all (bigger or older ones are read from the
-// store). tailSize covers several bursts of a connection's SEND pipeline (router
-// pipelineDepth, 1024): a group commit publishes the pipeline's SENDs in one burst, faster
-// than a reader delivers them, and a reader still catching up on earlier bursts should find
-// them here rather than in the store (with 1024 it fell behind the ring under scenario g and
-// read 4% of its messages back from the store). Per log with live readers: a 32 KiB ring and
-// at most tailMaxBytes of bodies held.
+// store). tailSize covers many bursts of SEND pipelines (router pipelineDepth, 256 per
+// connection): a group commit publishes a pipeline's SENDs in one burst, faster than a
+// reader delivers them, and a reader still catching up on earlier bursts, or on several
+// producers' bursts, should find them here rather than in the store (with a 1024-deep
+// pipeline a 1024-slot ring left 4% of scenario g's messages to be read back). Per log with
+// live readers: a 32 KiB ring and at most tailMaxBytes of bodies held.
 const (
 	tailSize     = 4096
 	tailMaxBody  = 16 << 10
