@@ -305,7 +305,7 @@ func (c *Conn) deliver(sub *Subscription, m *message.Message, src Source, seq ui
 		d.Extra = []frame.Header{{Key: "delivery-count", Value: strconv.Itoa(deliveryCount)}}
 	}
 	if sequenced {
-		d.Extra = append(d.Extra, frame.Header{Key: "sequence", Value: strconv.FormatUint(seq, 10)})
+		d.Sequence = seq
 	}
 	v := c.w.Version()
 	shared, dropped := m.Shared(v)

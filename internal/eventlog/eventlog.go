@@ -134,17 +134,18 @@ func (p *Pattern) Subscribe(sub *delivery.Subscription) error {
 		t = &tail{}
 		p.tails[id] = t
 	}
+	t.refs++ // held until Detach: a reader's tail stays the log's tail while it reads
 	p.mu.Unlock()
 	ls, err := p.newReader(sub, id, t)
 	if err != nil {
-		p.dropTail(id)
+		p.releaseTail(id, t)
 		sub.Conn.Remove(sub)
 		return err
 	}
 	p.mu.Lock()
 	if p.closed {
 		p.mu.Unlock()
-		p.dropTail(id)
+		p.releaseTail(id, t)
 		p.releaseDurable(ls.key)
 		sub.Conn.Remove(sub)
 		return dispatch.ErrNotStored
@@ -185,15 +186,18 @@ func (p *Pattern) Detach(sub *delivery.Subscription, _ []delivery.Unacked) {
 	}
 	p.mu.Unlock()
 	if ls != nil {
-		p.dropTail(ls.id)
+		p.releaseTail(ls.id, ls.tail)
 		ls.stop()
 	}
 }
 
-// dropTail forgets id's shared tail once the log has no reader left.
-func (p *Pattern) dropTail(id dest.Identity) {
+// releaseTail drops a subscription's hold on id's shared tail t and forgets the tail once
+// no subscription holds it. Counting holds, rather than the live readers, keeps a tail that
+// a Subscribe still setting up its reader uses: that reader relies on every publish after
+// its Bounds reaching its tail.
+func (p *Pattern) releaseTail(id dest.Identity, t *tail) {
 	p.mu.Lock()
-	if len(p.logs[id]) == 0 {
+	if t.refs--; t.refs == 0 && p.tails[id] == t {
 		delete(p.tails, id)
 	}
 	p.mu.Unlock()

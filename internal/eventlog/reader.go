@@ -92,9 +92,12 @@ func (p *Pattern) newReader(sub *delivery.Subscription, id dest.Identity, t *tai
 		ls.saved = from - 1
 	}
 	ls.lastDelivered = from - 1
+	// Every record above last is published after the tail was made (the tail exists before
+	// Bounds is read), so it enters the tail and kicks the poller; the store holds records
+	// up to last that the tail may never see.
+	scanTo := last
 	src := func(from uint64, fn func(uint64, []byte) bool) error {
 		// Caught up: take the next messages from the shared tail while it has them.
-		fromTail := false
 		for m := t.get(from); m != nil; m = t.get(from) {
 			ls.next = m
 			ok := fn(from, nil)
@@ -103,11 +106,15 @@ func (p *Pattern) newReader(sub *delivery.Subscription, id dest.Identity, t *tai
 				return nil
 			}
 			from++
-			fromTail = true
 		}
-		if fromTail && from > t.published() {
-			return nil // nothing newer was published: the next publish kicks the poller
+		if from > scanTo && from > t.published() {
+			// Nothing at or above from was published yet: a record there may be committed,
+			// but its publish (after its fsync) puts it on the tail and kicks the poller, so
+			// the store is not read for it.
+			return nil
 		}
+		// Behind the tail: the record left the ring, was too big for it, was published
+		// before the tail was made, or is published out of order by another connection.
 		return st.Scan(id, from, fn)
 	}
 	ls.poller = outbox.NewPoller(src, ls, outbox.NewRegulator(p.opts.PollBase, p.opts.PollMax), from, 256)

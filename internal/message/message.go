@@ -107,8 +107,11 @@ type Delivery struct {
 	Subscription string // subscription id
 	AckID        string // ack header value (1.2 and non-auto ack modes); "" for none
 	Redelivered  bool
-	// Extra are additional per-delivery headers (delivery-count, sequence, …); may be nil.
+	// Extra are additional per-delivery headers (delivery-count, …); may be nil.
 	Extra []frame.Header
+	// Sequence, when not 0, is the message's position in its events-store log: the
+	// "sequence" header, after Extra (written without a string or a slice for it).
+	Sequence uint64
 }
 
 // AppendPrefix appends the head of a MESSAGE frame for one delivery at version v: the command
@@ -125,6 +128,11 @@ func AppendPrefix(dst []byte, d *Delivery, v frame.Version) []byte {
 	}
 	for _, h := range d.Extra {
 		dst, _ = frame.AppendHeader(dst, h.Key, h.Value, v, false)
+	}
+	if d.Sequence != 0 {
+		dst = append(dst, "sequence:"...)
+		dst = strconv.AppendUint(dst, d.Sequence, 10)
+		dst = append(dst, '\n')
 	}
 	return dst
 }

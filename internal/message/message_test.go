@@ -46,3 +46,20 @@ func TestMessageFrameEnding(t *testing.T) {
 		}
 	}
 }
+
+// The sequence header of a log delivery follows the other per-delivery headers and costs no
+// allocation.
+func TestAppendPrefixSequence(t *testing.T) {
+	d := Delivery{Subscription: "s", Redelivered: true, Extra: []frame.Header{{Key: "delivery-count", Value: "2"}}, Sequence: 18446744073709551615}
+	want := "MESSAGE\nsubscription:s\nredelivered:true\ndelivery-count:2\nsequence:18446744073709551615\n"
+	for _, v := range []frame.Version{frame.V10, frame.V11, frame.V12} {
+		if got := string(AppendPrefix(nil, &d, v)); got != want {
+			t.Fatalf("%v: %q, want %q", v, got, want)
+		}
+	}
+	buf := make([]byte, 0, 256)
+	d = Delivery{Subscription: "s", Sequence: 123456789}
+	if n := testing.AllocsPerRun(100, func() { buf = AppendPrefix(buf[:0], &d, frame.V12) }); n != 0 {
+		t.Fatalf("%v allocations per prefix", n)
+	}
+}

@@ -124,3 +124,59 @@ func TestPollerSkipsFetchWhileSinkBusy(t *testing.T) {
 	p.Stop()
 	<-done
 }
+
+// busyAfterSink turns busy after every every-th delivery and idle again at the next look
+// (a writer over its backlog that drains at once).
+type busyAfterSink struct {
+	mu    sync.Mutex
+	every int
+	busy  bool
+	got   []uint64
+}
+
+func (s *busyAfterSink) Busy() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	b := s.busy
+	if b && len(s.got) > 0 {
+		s.busy = false // drained by the next look after the one that saw it busy
+	}
+	return b
+}
+
+func (s *busyAfterSink) Deliver(seq uint64, _ []byte) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.got = append(s.got, seq)
+	s.busy = len(s.got)%s.every == 0
+	return true
+}
+
+// A fetch cut short because the sink became busy is followed up after BusyRetry, not after
+// the regulator's interval: nothing else may kick the poller (the publisher is done).
+func TestPollerResumesAfterBusyStopWithoutKick(t *testing.T) {
+	sink := &busyAfterSink{every: 5}
+	p := NewPoller(source(40), sink, NewRegulator(time.Hour, time.Hour), 0, 10)
+	done := make(chan struct{})
+	go func() { p.Run(); close(done) }()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		sink.mu.Lock()
+		n := len(sink.got)
+		sink.mu.Unlock()
+		if n == 40 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("delivered %d of 40 without a kick: stuck behind the regulator's interval", n)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	p.Stop()
+	<-done
+	for i, s := range sink.got {
+		if s != uint64(i+1) {
+			t.Fatalf("order broken at %d: %d", i, s)
+		}
+	}
+}

@@ -97,8 +97,7 @@ func (p *Poller) Run() {
 			p.Skipped.Add(1)
 			busy = true
 		} else {
-			busy = false
-			more = p.fetch()
+			more, busy = p.fetch()
 		}
 		if busy && !p.reg.Shedding() {
 			wait = BusyRetry
@@ -116,8 +115,11 @@ func (p *Poller) Run() {
 	}
 }
 
-// fetch delivers one batch and reports whether a full batch went out cleanly (more may wait).
-func (p *Poller) fetch() bool {
+// fetch delivers one batch and reports whether a full batch went out cleanly (more may
+// wait), and whether it stopped early because the sink became busy: the poller then looks
+// again after BusyRetry, as after a skipped fetch, rather than after the regulator's interval
+// (no publication may come to kick it).
+func (p *Poller) fetch() (more, busy bool) {
 	p.Fetches.Add(1)
 	n := 0
 	shed := false
@@ -130,7 +132,14 @@ func (p *Poller) fetch() bool {
 		p.reg.Clean()
 		p.cursor.Store(seq + 1)
 		n++
-		return n < p.batch && !p.sink.Busy()
+		if n == p.batch {
+			return false
+		}
+		if p.sink.Busy() {
+			busy = true
+			return false
+		}
+		return true
 	})
-	return !shed && n == p.batch
+	return !shed && n == p.batch, busy
 }

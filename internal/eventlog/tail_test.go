@@ -1,0 +1,112 @@
+package eventlog
+
+import (
+	"testing"
+
+	"github.com/titan-broker/titan/internal/message"
+)
+
+func tailMsg(seq uint64, body int) *message.Message {
+	return &message.Message{Sequence: seq, Body: make([]byte, body)}
+}
+
+// held returns the sequences in [from, to] the tail still has, and checks its byte count.
+func held(t *testing.T, tl *tail, from, to uint64) []uint64 {
+	t.Helper()
+	var got []uint64
+	bytes := 0
+	for _, m := range tl.ring {
+		if m != nil {
+			bytes += len(m.Body)
+		}
+	}
+	if bytes != tl.bytes {
+		t.Fatalf("tail counts %d body bytes, holds %d", tl.bytes, bytes)
+	}
+	for s := from; s <= to; s++ {
+		if m := tl.get(s); m != nil {
+			got = append(got, s)
+		}
+	}
+	return got
+}
+
+// The tail keeps the newest tailSize sequences; older ones are gone, and a sequence is
+// never answered by a message with another sequence in its slot.
+func TestTailKeepsTheNewestSequences(t *testing.T) {
+	tl := &tail{}
+	const n = 3*tailSize + 17
+	for s := uint64(1); s <= n; s++ {
+		tl.put(tailMsg(s, 10))
+	}
+	if tl.published() != n {
+		t.Fatalf("published %d, want %d", tl.published(), n)
+	}
+	got := held(t, tl, 1, n)
+	if len(got) != tailSize || got[0] != n-tailSize+1 || got[len(got)-1] != n {
+		t.Fatalf("holds %d sequences %v..%v, want the newest %d", len(got), got[0], got[len(got)-1], tailSize)
+	}
+	if tl.get(n+1) != nil || tl.get(n-tailSize) != nil {
+		t.Fatal("answered a sequence it does not hold")
+	}
+}
+
+// Bodies are bounded in all (tailMaxBytes, the oldest make room) and one by one
+// (tailMaxBody: a bigger one is read from the store).
+func TestTailBoundsItsBodies(t *testing.T) {
+	tl := &tail{}
+	const body = 8 << 10
+	const n = 2 * tailMaxBytes / body
+	for s := uint64(1); s <= n; s++ {
+		tl.put(tailMsg(s, body))
+	}
+	got := held(t, tl, 1, n)
+	if want := tailMaxBytes / body; len(got) != want || got[len(got)-1] != n {
+		t.Fatalf("holds %v, want the newest %d", got, want)
+	}
+	tl.put(tailMsg(n+1, tailMaxBody+1))
+	if tl.get(n+1) != nil || tl.published() != n+1 {
+		t.Fatalf("a body over tailMaxBody was kept (published %d)", tl.published())
+	}
+	held(t, tl, 1, n+1)
+}
+
+// Publications out of order (two producers' pipelines) are kept while within the ring; one
+// too far behind the newest is not, and a jump forgets everything older.
+func TestTailOutOfOrderAndJumps(t *testing.T) {
+	tl := &tail{}
+	tl.put(tailMsg(100, 1))
+	tl.put(tailMsg(102, 1))
+	tl.put(tailMsg(101, 1))
+	tl.put(tailMsg(99, 1)) // below the first published: the store has it
+	if got := held(t, tl, 90, 110); len(got) != 3 || got[0] != 100 || got[2] != 102 {
+		t.Fatalf("holds %v, want 100..102", got)
+	}
+	tl.put(tailMsg(100+5*tailSize, 1))
+	if got := held(t, tl, 1, 100+5*tailSize); len(got) != 1 {
+		t.Fatalf("after a jump holds %v, want only the newest", got)
+	}
+	tl.put(tailMsg(100+4*tailSize, 1)) // published late, out of the ring's reach
+	if tl.get(100+4*tailSize) != nil {
+		t.Fatal("kept a sequence a ring behind the newest")
+	}
+	held(t, tl, 1, 100+5*tailSize)
+}
+
+// BenchmarkTailPutGet is one publication to a log's tail and one reader taking it.
+func BenchmarkTailPutGet(b *testing.B) {
+	tl := &tail{}
+	ms := make([]*message.Message, tailSize)
+	for i := range ms {
+		ms[i] = tailMsg(0, 100)
+	}
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		m := ms[i%tailSize]
+		m.Sequence = uint64(i + 1)
+		tl.put(m)
+		if tl.get(m.Sequence) == nil {
+			b.Fatal("missing")
+		}
+	}
+}
