@@ -313,7 +313,7 @@ func (c *Conn) deliver(sub *Subscription, m *message.Message, src Source, seq ui
 		c.egressDropped.Add(uint64(dropped))
 	}
 	var prefix *frame.Buf
-	if dl == nil && d.Extra == nil && !d.Redelivered {
+	if dl == nil && d.Extra == nil && !d.Redelivered && !sequenced {
 		prefix = sub.headLocked(v)
 	} else {
 		prefix = frame.GetBuf()
