@@ -5,7 +5,17 @@ import "sync"
 // pipelineDepth bounds the persistent SENDs one connection may have in flight between their
 // WAL commit and their fsync. When it is full the read goroutine waits, so the producer's
 // connection stops being read (back-pressure, not buffering).
-const pipelineDepth = 256
+//
+// A queue SEND, published before its commit, may be one of pipelineDepth in flight (1024): its
+// task only awaits the commit and answers, and a deeper pipeline lets a lazily committed
+// group grow (measured: 7% less broker CPU per message in a 1→1 queue than at 256). A SEND
+// published only after its commit (events-store) waits while pipelineDepthLate (256) are in
+// flight: deeper, a producer runs so far ahead of the log's readers that they fall behind
+// the shared tail and read the store (events-store 4×4 took twice as long at 1024).
+const (
+	pipelineDepth     = 1024
+	pipelineDepthLate = 256
+)
 
 // pipeline finishes a connection's persistent SENDs off its read goroutine: the store stage
 // commits each message to the WAL in order and defers the rest of the route — wait for the
@@ -32,8 +42,8 @@ func newPipeline(spawn func(name string, fn func()) bool) *pipeline {
 			t.finish()
 			p.mu.Lock()
 			p.busy--
-			if p.busy == 0 {
-				p.cond.Broadcast()
+			if p.busy == 0 || p.busy == pipelineDepthLate-1 {
+				p.cond.Broadcast() // drain waits for 0, a late push for room under pipelineDepthLate
 			}
 			p.mu.Unlock()
 		}
@@ -50,9 +60,13 @@ func newPipeline(spawn func(name string, fn func()) bool) *pipeline {
 // task's one allocation is all it costs).
 type pipelineTask interface{ finish() }
 
-// push queues t; it blocks while the pipeline is full.
-func (p *pipeline) push(t pipelineTask) {
+// push queues t; it blocks while the pipeline is full, or, for a task published only after
+// its commit (late), while pipelineDepthLate tasks are in flight.
+func (p *pipeline) push(t pipelineTask, late bool) {
 	p.mu.Lock()
+	for late && p.busy >= pipelineDepthLate {
+		p.cond.Wait()
+	}
 	p.busy++
 	p.mu.Unlock()
 	p.work <- t

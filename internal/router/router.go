@@ -386,7 +386,7 @@ func (r *Router) deferTail(c *Context, rest []Stage) {
 		d.finish()
 		return
 	}
-	conn.pipe.push(d)
+	conn.pipe.push(d, !d.early)
 }
 
 // deferredSend is a SEND waiting on its connection's pipeline for its store commit. Pooled

@@ -313,3 +313,43 @@ func TestTransactionByteLimit(t *testing.T) {
 		t.Fatalf("errs %+v published %d", cl.errs, len(e.published))
 	}
 }
+
+// blockingTask finishes once release is closed.
+type blockingTask struct{ release chan struct{} }
+
+func (t blockingTask) finish() { <-t.release }
+
+// A SEND published before its commit (a queue's) may be one of pipelineDepth in flight; one
+// published after its commit (events-store) waits while pipelineDepthLate are in flight, and
+// goes on once one of them finished.
+func TestPipelineDepthEarlyAndLate(t *testing.T) {
+	p := newPipeline(nil)
+	defer p.close()
+	release := make(chan struct{})
+	first := make(chan struct{})
+	p.push(blockingTask{first}, false)
+	for range pipelineDepthLate - 1 {
+		p.push(blockingTask{release}, false)
+	}
+	// pipelineDepthLate in flight: early ones still go in.
+	for range 10 {
+		p.push(blockingTask{release}, false)
+	}
+	pushed := make(chan struct{})
+	go func() {
+		p.push(blockingTask{release}, true)
+		close(pushed)
+	}()
+	select {
+	case <-pushed:
+		t.Fatal("a late SEND went in with more than pipelineDepthLate in flight")
+	case <-time.After(50 * time.Millisecond):
+	}
+	close(first)   // one finishes: still over the late depth (the early ones beyond it)
+	close(release) // all finish
+	select {
+	case <-pushed:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the late SEND never went in after the pipeline drained")
+	}
+}
