@@ -15,9 +15,11 @@
 //
 // The price of a floor is garbage left uncollected when the broker falls idle right after a
 // burst (up to the floor). So once a whole second passed without a collection while the heap
-// holds more garbage than the configured percent allows, the tuner collects once and returns
-// the freed pages to the OS (debug.FreeOSMemory): an idle broker gives its memory back as it
-// did without the floor.
+// holds more garbage than the configured percent allows (or, whatever the percent, more than
+// a quarter of its live heap), the tuner collects and returns the freed pages to the OS
+// (debug.FreeOSMemory), and collects again each quiet second while that freed much, so that
+// what sync.Pools parked (read buffers after a burst) goes too: an idle broker gives its
+// memory back.
 //
 // A GOGC environment variable set by the operator is respected: the tuner does nothing.
 package gctune
@@ -84,13 +86,22 @@ func Start(floor uint64) *Tuner {
 	return t
 }
 
-// idleLoop forces one collection when a whole interval passed without one while the heap
-// holds more garbage than the configured percent would leave (see the package
-// documentation), until Stop.
+// idleSlack is the garbage (and the memory a collection frees) below which an idle heap is
+// left as it is: a forced collection is not worth less.
+const idleSlack = 4 << 20
+
+// idleLoop collects, and returns the freed pages to the OS, once a whole interval passed
+// without a collection while the heap holds garbage (see the package documentation): more
+// than the raised percent's floor left behind, or, whatever the percent, more than a quarter
+// of the live heap and idleSlack. It then collects again at each quiet interval while the
+// last collection freed more than idleSlack: memory parked in sync.Pools (the connections'
+// read buffers after a burst) is live to the first collection, which only moves it to the
+// pools' victim caches, and goes with the next. Until Stop.
 func (t *Tuner) idleLoop(interval time.Duration) {
 	tick := time.NewTicker(interval)
 	defer tick.Stop()
 	last := ^uint64(0)
+	chain := false // the last forced collection freed a notable amount
 	for {
 		select {
 		case <-t.done:
@@ -102,13 +113,20 @@ func (t *Tuner) idleLoop(interval time.Duration) {
 		cycles, live, objects := s[0].Value.Uint64(), s[1].Value.Uint64(), s[2].Value.Uint64()
 		quiet := cycles == last
 		last = cycles
-		if quiet && t.Percent() > t.base && IdleGarbage(live, objects, t.base) {
+		if !quiet {
+			chain = false
+			continue
+		}
+		notable := max(idleSlack, live/4)
+		if chain || (t.Percent() > t.base && IdleGarbage(live, objects, t.base)) || objects > live+notable {
 			// Collect and return the freed pages to the OS: the scavenger alone keeps
 			// about as much as the raised heap goal.
 			debug.FreeOSMemory()
 			t.IdleCollections.Add(1)
-			metrics.Read(s[:1])
+			metrics.Read(s)
 			last = s[0].Value.Uint64()
+			after := s[2].Value.Uint64()
+			chain = objects > after && objects-after > idleSlack
 		}
 	}
 }
