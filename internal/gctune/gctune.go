@@ -90,18 +90,23 @@ func Start(floor uint64) *Tuner {
 // left as it is: a forced collection is not worth less.
 const idleSlack = 4 << 20
 
+// idleFollowUps bounds the collections idleLoop makes after one it found garbage for.
+const idleFollowUps = 2
+
 // idleLoop collects, and returns the freed pages to the OS, once a whole interval passed
 // without a collection while the heap holds garbage (see the package documentation): more
 // than the raised percent's floor left behind, or, whatever the percent, more than a quarter
-// of the live heap and idleSlack. It then collects again at each quiet interval while the
-// last collection freed more than idleSlack: memory parked in sync.Pools (the connections'
-// read buffers after a burst) is live to the first collection, which only moves it to the
-// pools' victim caches, and goes with the next. Until Stop.
+// of the live heap and idleSlack. It then collects again at the next quiet intervals (at
+// most idleFollowUps times) while the last collection freed more than idleSlack: memory
+// parked in sync.Pools (the connections' read buffers after a burst) is live to the first
+// collection, which only moves it to the pools' victim caches, and goes with the next. The
+// bound keeps a steady trickle of garbage from making every second's check collect a large
+// live heap. Until Stop.
 func (t *Tuner) idleLoop(interval time.Duration) {
 	tick := time.NewTicker(interval)
 	defer tick.Stop()
 	last := ^uint64(0)
-	chain := false // the last forced collection freed a notable amount
+	follow := 0 // collections still allowed after the last one, while each frees much
 	for {
 		select {
 		case <-t.done:
@@ -114,11 +119,11 @@ func (t *Tuner) idleLoop(interval time.Duration) {
 		quiet := cycles == last
 		last = cycles
 		if !quiet {
-			chain = false
+			follow = 0
 			continue
 		}
-		notable := max(idleSlack, live/4)
-		if chain || (t.Percent() > t.base && IdleGarbage(live, objects, t.base)) || objects > live+notable {
+		garbage := (t.Percent() > t.base && IdleGarbage(live, objects, t.base)) || objects > live+max(idleSlack, live/4)
+		if garbage || follow > 0 {
 			// Collect and return the freed pages to the OS: the scavenger alone keeps
 			// about as much as the raised heap goal.
 			debug.FreeOSMemory()
@@ -126,7 +131,14 @@ func (t *Tuner) idleLoop(interval time.Duration) {
 			metrics.Read(s)
 			last = s[0].Value.Uint64()
 			after := s[2].Value.Uint64()
-			chain = objects > after && objects-after > idleSlack
+			switch {
+			case objects <= after || objects-after <= idleSlack:
+				follow = 0
+			case garbage:
+				follow = idleFollowUps
+			default:
+				follow--
+			}
 		}
 	}
 }
