@@ -1,6 +1,7 @@
 package gctune
 
 import (
+	"fmt"
 	"runtime"
 	"runtime/debug"
 	"sync"
@@ -113,10 +114,19 @@ type pooled struct{ b []byte }
 
 // Memory parked in sync.Pools after a burst (the connections' read buffers, up to 64 KiB
 // each) survives one collection as the pools' victim cache, so a single idle collection
-// leaves it: the idle check keeps collecting, one collection per check, while the last one
-// freed a notable amount, and it does so whatever the GC percent (here the floor is below
-// the live heap, so the percent is the base one).
+// leaves it: once the heap is quiet the idle check collects, and collects again while that
+// freed a notable amount, whatever the GC percent (here the floor is below the live heap, so
+// the percent is the base one) and whether or not a collection ran after the burst (then
+// the heap holds no garbage, only the pools' victims).
 func TestIdleLoopFreesPooledMemory(t *testing.T) {
+	for _, gcAfter := range []bool{false, true} {
+		t.Run(fmt.Sprintf("collection after the burst %v", gcAfter), func(t *testing.T) {
+			testIdleLoopFreesPooledMemory(t, gcAfter)
+		})
+	}
+}
+
+func testIdleLoopFreesPooledMemory(t *testing.T, gcAfter bool) {
 	t.Setenv("GOGC", "")
 	before := debug.SetGCPercent(100)
 	defer debug.SetGCPercent(before)
@@ -143,6 +153,9 @@ func TestIdleLoopFreesPooledMemory(t *testing.T) {
 		garbage = append(garbage, make([]byte, 64<<10)) // 8 MiB left behind by the burst
 	}
 	garbage = nil
+	if gcAfter {
+		runtime.GC() // the garbage goes; the pooled buffers are now the pool's victims
+	}
 	deadline := time.Now().Add(15 * time.Second)
 	for collected.Load() < n/2 {
 		if time.Now().After(deadline) {
