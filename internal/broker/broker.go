@@ -154,7 +154,12 @@ func New(cfg config.Config, opts Options) (*Broker, error) {
 	var persister router.Persister = b.durable
 	var batch router.BatchPublisher
 	var journal dedup.Journal = b.durable
-	idPrefix := ""
+	// A message-id names one message for as long as a client can see it, and stored messages
+	// keep theirs across restarts, while the counter behind "-<n>" starts again with every
+	// process: so the prefix names the process (its start time in milliseconds, base 36),
+	// and a message sent after a restart never takes the id of one the restart recovered
+	// (STOMP 1.0/1.1 clients acknowledge by message-id; clients deduplicate by it).
+	idPrefix := "titan-" + bootID(time.Now())
 	if cfg.Cluster.Enabled() {
 		// Cluster mode: JetStream stores queue messages and events-store logs. The router's
 		// store stage publishes them asynchronously (cluster.Persister) and writes each
@@ -615,4 +620,12 @@ func (b *Broker) reclaimLoop(idle time.Duration) {
 			}
 		}
 	}
+}
+
+// bootID names one broker process in its message-ids: its start time in milliseconds since
+// the Unix epoch, in base 36 (8 characters until the year 2059). A restart on the same data
+// directory takes far more than a millisecond, so two processes never share it unless the
+// clock was set back across the restart.
+func bootID(start time.Time) string {
+	return strconv.FormatInt(start.UnixMilli(), 36)
 }

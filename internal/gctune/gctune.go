@@ -15,9 +15,11 @@
 //
 // The price of a floor is garbage left uncollected when the broker falls idle right after a
 // burst (up to the floor). So once a whole second passed without a collection while the heap
-// holds more garbage than the configured percent allows, the tuner collects once and returns
-// the freed pages to the OS (debug.FreeOSMemory): an idle broker gives its memory back as it
-// did without the floor.
+// holds more garbage than the configured percent allows (or, whatever the percent, more than
+// a quarter of its live heap), or once two quiet seconds follow activity, the tuner collects
+// and returns the freed pages to the OS (debug.FreeOSMemory), and collects again (up to
+// twice) while that freed much, so that what sync.Pools parked (read buffers after a burst)
+// goes too: an idle broker gives its memory back.
 //
 // A GOGC environment variable set by the operator is respected: the tuner does nothing.
 package gctune
@@ -84,13 +86,39 @@ func Start(floor uint64) *Tuner {
 	return t
 }
 
-// idleLoop forces one collection when a whole interval passed without one while the heap
-// holds more garbage than the configured percent would leave (see the package
-// documentation), until Stop.
+// idleSlack is the garbage (and the memory a collection frees) below which an idle heap is
+// left as it is: a forced collection is not worth less.
+const idleSlack = 4 << 20
+
+// idleFollowUps bounds the collections idleLoop makes after one it had a reason for.
+const idleFollowUps = 2
+
+// idleSettle is how many quiet checks in a row idleLoop waits after a collection it did not
+// force before it collects once anyway (see idleLoop).
+const idleSettle = 2
+
+// idleLoop collects, and returns the freed pages to the OS, when the heap is quiet (a whole
+// interval passed without a collection) and
+//   - it holds garbage: more than the raised percent's floor left behind, or, whatever the
+//     percent, more than a quarter of the live heap and idleSlack; or
+//   - a collection the tuner did not force ran since its last one, and idleSettle checks
+//     in a row found the heap quiet: memory parked in sync.Pools (the connections' read
+//     buffers after a burst) is live to a collection, which only moves it to the pools'
+//     victim caches, so a heap whose last collection came after a burst holds it without
+//     any garbage to show;
+//
+// and then again at the next quiet checks (at most idleFollowUps times) while the last one
+// freed more than idleSlack: what the first collection moved to the pools' victim caches
+// goes with the next. The bounds keep a steady trickle of garbage from making every check
+// collect a large live heap: at most one collection per check, each a follow-up, a heap a
+// quarter garbage, or the first quiet moment after activity. Until Stop.
 func (t *Tuner) idleLoop(interval time.Duration) {
 	tick := time.NewTicker(interval)
 	defer tick.Stop()
 	last := ^uint64(0)
+	follow := 0    // collections still allowed after the last one, while each frees much
+	quietRun := 0  // quiet checks in a row
+	active := true // a collection the tuner did not force ran since its last one
 	for {
 		select {
 		case <-t.done:
@@ -100,15 +128,30 @@ func (t *Tuner) idleLoop(interval time.Duration) {
 		s := []metrics.Sample{{Name: cyclesMetric}, {Name: liveMetric}, {Name: objectsMetric}}
 		metrics.Read(s)
 		cycles, live, objects := s[0].Value.Uint64(), s[1].Value.Uint64(), s[2].Value.Uint64()
-		quiet := cycles == last
-		last = cycles
-		if quiet && t.Percent() > t.base && IdleGarbage(live, objects, t.base) {
-			// Collect and return the freed pages to the OS: the scavenger alone keeps
-			// about as much as the raised heap goal.
-			debug.FreeOSMemory()
-			t.IdleCollections.Add(1)
-			metrics.Read(s[:1])
-			last = s[0].Value.Uint64()
+		if cycles != last {
+			last, quietRun, follow, active = cycles, 0, 0, true
+			continue
+		}
+		quietRun++
+		garbage := (t.Percent() > t.base && IdleGarbage(live, objects, t.base)) || objects > live+max(idleSlack, live/4)
+		settled := active && quietRun >= idleSettle
+		if !garbage && !settled && follow == 0 {
+			continue
+		}
+		// Collect and return the freed pages to the OS: the scavenger alone keeps about as
+		// much as the raised heap goal.
+		debug.FreeOSMemory()
+		t.IdleCollections.Add(1)
+		metrics.Read(s)
+		last, active = s[0].Value.Uint64(), false
+		after := s[2].Value.Uint64()
+		switch {
+		case objects <= after || objects-after <= idleSlack:
+			follow = 0
+		case garbage || settled:
+			follow = idleFollowUps
+		default:
+			follow--
 		}
 	}
 }

@@ -1,8 +1,11 @@
 package gctune
 
 import (
+	"fmt"
 	"runtime"
 	"runtime/debug"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -105,3 +108,60 @@ func TestIdleLoopCollectsQuietGarbage(t *testing.T) {
 }
 
 var garbage [][]byte
+
+// pooled is a buffer parked in a sync.Pool; its finalizer counts it collected.
+type pooled struct{ b []byte }
+
+// Memory parked in sync.Pools after a burst (the connections' read buffers, up to 64 KiB
+// each) survives one collection as the pools' victim cache, so a single idle collection
+// leaves it: once the heap is quiet the idle check collects, and collects again while that
+// freed a notable amount, whatever the GC percent (here the floor is below the live heap, so
+// the percent is the base one) and whether or not a collection ran after the burst (then
+// the heap holds no garbage, only the pools' victims).
+func TestIdleLoopFreesPooledMemory(t *testing.T) {
+	for _, gcAfter := range []bool{false, true} {
+		t.Run(fmt.Sprintf("collection after the burst %v", gcAfter), func(t *testing.T) {
+			testIdleLoopFreesPooledMemory(t, gcAfter)
+		})
+	}
+}
+
+func testIdleLoopFreesPooledMemory(t *testing.T, gcAfter bool) {
+	t.Setenv("GOGC", "")
+	before := debug.SetGCPercent(100)
+	defer debug.SetGCPercent(before)
+	tu := Start(1) // a floor below any live heap: the percent stays at its base
+	if tu == nil {
+		t.Fatal("Start returned nil")
+	}
+	defer tu.Stop()
+	live := make([][]byte, 0, 512) // a 32 MiB live heap: no collection starts below 64 MiB
+	for range 512 {
+		live = append(live, make([]byte, 64<<10))
+	}
+	runtime.GC()
+	var pool sync.Pool
+	var collected atomic.Int32
+	const n = 128 // 8 MiB of 64 KiB buffers
+	for range n {
+		p := &pooled{b: make([]byte, 64<<10)}
+		runtime.SetFinalizer(p, func(*pooled) { collected.Add(1) })
+		pool.Put(p)
+	}
+	garbage = nil
+	for range 128 {
+		garbage = append(garbage, make([]byte, 64<<10)) // 8 MiB left behind by the burst
+	}
+	garbage = nil
+	if gcAfter {
+		runtime.GC() // the garbage goes; the pooled buffers are now the pool's victims
+	}
+	deadline := time.Now().Add(15 * time.Second)
+	for collected.Load() < n/2 {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d pooled buffers collected within 15 s of a quiet heap (idle collections %d)", collected.Load(), n, tu.IdleCollections.Load())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	runtime.KeepAlive(live)
+}

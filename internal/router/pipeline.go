@@ -1,6 +1,9 @@
 package router
 
-import "sync"
+import (
+	"sync"
+	"sync/atomic"
+)
 
 // pipelineDepth bounds the persistent SENDs one connection may have in flight between their
 // WAL commit and their fsync. When it is full the read goroutine waits, so the producer's
@@ -30,8 +33,8 @@ type pipeline struct {
 	work chan pipelineTask
 	mu   sync.Mutex
 	cond *sync.Cond
-	busy int  // pushed and not yet finished; guarded by mu
-	dead bool // a deferred SEND failed fatally: later ones are dropped; guarded by mu
+	busy int         // pushed and not yet finished; guarded by mu
+	dead atomic.Bool // a deferred SEND failed fatally: later ones are dropped (read per stored SEND: no lock)
 }
 
 func newPipeline(spawn func(name string, fn func()) bool) *pipeline {
@@ -88,18 +91,11 @@ func (p *pipeline) drain() {
 	p.mu.Unlock()
 }
 
-// fail marks the pipeline dead after a fatal error; failed reports it.
-func (p *pipeline) fail() {
-	p.mu.Lock()
-	p.dead = true
-	p.mu.Unlock()
-}
+// fail marks the pipeline dead after a fatal error; failed reports it. Safe for concurrent
+// use.
+func (p *pipeline) fail() { p.dead.Store(true) }
 
-func (p *pipeline) failed() bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.dead
-}
+func (p *pipeline) failed() bool { return p.dead.Load() }
 
 // close drains and stops the goroutine.
 func (p *pipeline) close() {

@@ -222,6 +222,13 @@ func (s storeStage) Apply(c *Context) {
 		}
 		return
 	}
+	if !c.Replay && (c.Conn.unpublished || (c.Conn.pipe != nil && c.Conn.pipe.failed())) {
+		// An earlier SEND of this connection failed fatally: this one is neither published
+		// nor answered (the connection closes on that ERROR), so it is not stored either —
+		// a crash would otherwise deliver a message its producer never saw accepted.
+		c.durable = notStored
+		return
+	}
 	if c.Replay || !c.Conn.pipelined {
 		if err := s.store.Persist(c.Identity, c.Message); err != nil {
 			c.failWith(storeRefusal(err), "the broker could not store the message; it was not accepted", fmt.Errorf("%w: %w", dispatch.ErrNotStored, err))
@@ -244,6 +251,13 @@ func (s storeStage) Apply(c *Context) {
 	c.durable = wait // the router finishes the route on the connection's pipeline
 }
 
+// errNotStored is the wait of a SEND the store stage did not store because an earlier SEND
+// of its connection failed fatally (see storeStage): its deferred answer finds the pipeline
+// failed and drops it unanswered, and forgets nothing.
+var errNotStored = errors.New("router: not stored after an earlier fatal error")
+
+func notStored() error { return errNotStored }
+
 // publishStage hands the message to its pattern's port (the route's last stage). A message
 // that was stored and then refused admission is deleted again.
 type publishStage struct {
@@ -257,10 +271,15 @@ func (s publishStage) Apply(c *Context) {
 		if c.ext != nil {
 			c.ext.dropped = dropped
 		}
+		if dropped && s.store != nil {
+			// The DROP policy discarded the message: its stored copy goes too, or the next
+			// start would deliver it. Its RECEIPT, if asked, reports the discard.
+			forgetDurably(c, s.store, c.Receipt != "")
+		}
 		return
 	}
 	if s.store != nil {
-		s.store.Forget(c.Identity, c.Message)
+		defer forgetDurably(c, s.store, true) // after failWith: its ERROR follows the removal
 	}
 	switch {
 	case errors.Is(err, dispatch.ErrDestinationLimit):
@@ -275,6 +294,22 @@ func (s publishStage) Apply(c *Context) {
 		c.failWith("queue paused", "an operator paused the destination; retry after it is resumed", err)
 	default:
 		c.failWith("publish failed", "the message could not be published; it was not accepted", err)
+	}
+}
+
+// forgetDurably removes the stored copy of c's message, which the publish stage did not
+// enqueue (refused, or discarded by policy). When answered is set — an answer (an ERROR, or
+// the RECEIPT of a discarded SEND) will tell the client that the broker did not take the
+// message — the removal is made durable first (Syncer), as a RECEIPT for an ACK is: a crash
+// after that answer must not deliver the message. A failed sync is the store's own failure
+// (it reports it); the answer stands.
+func forgetDurably(c *Context, p Persister, answered bool) {
+	if c.Message.Sequence == 0 {
+		return // not stored
+	}
+	p.Forget(c.Identity, c.Message)
+	if sy, ok := p.(Syncer); ok && answered {
+		_ = sy.Sync()
 	}
 }
 
