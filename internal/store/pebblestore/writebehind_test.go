@@ -32,21 +32,8 @@ func TestWriteBehindDropsRecordDeletedBeforeCommit(t *testing.T) {
 	if got := s.Dropped.Load(); got != 1 {
 		t.Fatalf("Dropped = %d, want 1", got)
 	}
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
-	s, err = Open(dir, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s = reopenHoldingOnlyKept(t, s, dir)
 	defer s.Close()
-	var seen []string
-	if err := s.Scan("q", 0, func(_ uint64, d []byte) bool { seen = append(seen, string(d)); return true }); err != nil {
-		t.Fatal(err)
-	}
-	if len(seen) != 1 || seen[0] != "kept" {
-		t.Fatalf("after reopen the stream holds %q, want only \"kept\"", seen)
-	}
 	infos, err := s.Streams()
 	if err != nil {
 		t.Fatal(err)
@@ -157,21 +144,8 @@ func TestLazyAppendCommitsAtWaitAndSkipsConsumedGroup(t *testing.T) {
 	if seq2 != seq+1 {
 		t.Fatalf("second sequence %d, want %d", seq2, seq+1)
 	}
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
-	s, err = Open(dir, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s = reopenHoldingOnlyKept(t, s, dir)
 	defer s.Close()
-	var seen []string
-	if err := s.Scan("q", 0, func(_ uint64, d []byte) bool { seen = append(seen, string(d)); return true }); err != nil {
-		t.Fatal(err)
-	}
-	if len(seen) != 1 || seen[0] != "kept" {
-		t.Fatalf("after reopen the stream holds %q, want only \"kept\"", seen)
-	}
 }
 
 // After a group of consumed records only (no fsync), a clean close keeps the high-water
@@ -204,4 +178,27 @@ func TestConsumedGroupKeepsHighWaterAcrossCleanClose(t *testing.T) {
 	if err != nil || next != seq+1 {
 		t.Fatalf("next Append = %d, %v; want %d (sequences are not reused after a clean close)", next, err, seq+1)
 	}
+}
+
+// reopenHoldingOnlyKept closes s, opens dir again and checks that stream "q" holds only the
+// record "kept"; it returns the reopened store.
+func reopenHoldingOnlyKept(t *testing.T, s *Store, dir string) *Store {
+	t.Helper()
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s, err := Open(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var seen []string
+	if err := s.Scan("q", 0, func(_ uint64, d []byte) bool { seen = append(seen, string(d)); return true }); err != nil {
+		s.Close()
+		t.Fatal(err)
+	}
+	if len(seen) != 1 || seen[0] != "kept" {
+		s.Close()
+		t.Fatalf("after reopen the stream holds %q, want only \"kept\"", seen)
+	}
+	return s
 }
