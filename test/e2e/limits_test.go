@@ -120,11 +120,20 @@ func TestDestinationLimits(t *testing.T) {
 		if got := metricSum(after, "titan_destination_limit_refusals_total"); got < attempts {
 			t.Errorf("titan_destination_limit_refusals_total = %v, want >= %d", got, attempts)
 		}
-		rss1 := metricSum(after, "process_resident_memory_bytes")
-		t.Logf("RSS %.1f MiB -> %.1f MiB after %d refused creations", rss0/(1<<20), rss1/(1<<20), attempts)
-		if rss1-rss0 > 32<<20 {
-			t.Errorf("RSS grew by %.1f MiB over %d refused creations", (rss1-rss0)/(1<<20), attempts)
-		}
+		// Garbage may sit under the collector's floor (internal/gctune) while the flood runs;
+		// what the refused creations kept shows once the broker is quiet and has collected
+		// (titan serve collects on its own two quiet seconds after activity).
+		var rss1 float64
+		t.Cleanup(func() {
+			if t.Failed() {
+				t.Logf("RSS %.1f MiB before, %.1f MiB at the last poll", rss0/(1<<20), rss1/(1<<20))
+			}
+		})
+		eventually(t, 15*time.Second, 250*time.Millisecond, func() bool {
+			rss1 = metricSum(scrapeMetrics(t, b), "process_resident_memory_bytes")
+			return rss1-rss0 <= 32<<20
+		}, "RSS to settle within 32 MiB of its value before the refused creations")
+		t.Logf("RSS %.1f MiB -> %.1f MiB after %d refused creations, once quiet", rss0/(1<<20), rss1/(1<<20), attempts)
 	})
 }
 

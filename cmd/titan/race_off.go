@@ -1,0 +1,6 @@
+//go:build !race
+
+package main
+
+// raceDetector reports whether this binary was built with the race detector (-race).
+const raceDetector = false
