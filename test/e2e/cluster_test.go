@@ -574,38 +574,7 @@ func TestClusterOnExternalNATS(t *testing.T) {
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("building nats-server: %v\n%s", err, out)
 	}
-	clientPorts := []int{freePort(t), freePort(t), freePort(t)}
-	routePorts := []int{freePort(t), freePort(t), freePort(t)}
-	var routes []string
-	for _, p := range routePorts {
-		routes = append(routes, fmt.Sprintf("nats://127.0.0.1:%d", p))
-	}
-	for i := range 3 {
-		conf := filepath.Join(dir, fmt.Sprintf("nats%d.conf", i))
-		requireNoError(t, os.WriteFile(conf, []byte(fmt.Sprintf(`server_name: ext%d
-listen: 127.0.0.1:%d
-jetstream { store_dir: %q, sync_interval: always }
-cluster { name: ext, listen: 127.0.0.1:%d, routes: [%s] }
-`, i, clientPorts[i], filepath.Join(dir, fmt.Sprintf("js%d", i)), routePorts[i], strings.Join(routes, ", "))), 0o644))
-		cmd := exec.Command(bin, "-c", conf)
-		logs := &syncBuffer{}
-		cmd.Stderr, cmd.Stdout = logs, logs
-		requireNoError(t, cmd.Start(), "starting nats-server")
-		t.Cleanup(func() {
-			_ = cmd.Process.Signal(syscall.SIGTERM)
-			done := make(chan struct{})
-			go func() { _ = cmd.Wait(); close(done) }()
-			select {
-			case <-done:
-			case <-time.After(10 * time.Second):
-				_ = cmd.Process.Kill()
-				<-done
-			}
-			if t.Failed() {
-				t.Logf("nats-server %d:\n%s", i, lastLines(logs.String(), 30))
-			}
-		})
-	}
+	clientPorts := startExternalNATS(t, bin, dir)
 	nodes := startNodes(t, "", func(i int, n *clusterNode) string {
 		return fmt.Sprintf("    nats-url: nats://127.0.0.1:%d\n", clientPorts[i])
 	})
@@ -634,4 +603,80 @@ cluster { name: ext, listen: 127.0.0.1:%d, routes: [%s] }
 	}
 	checkRequestsAcrossNodes(t, nodes, "xr")
 	checkExternalClusterView(t, nodes) // cluster_ops_test.go
+}
+
+// startExternalNATS starts a three-server nats-server cluster with JetStream from bin, its
+// files under dir, and returns the servers' client ports. Ports come from freePort, which
+// another process may take before nats-server binds it ("address already in use": CI saw
+// it); a server that exits before it is ready makes all three start again on new ports, up
+// to three times.
+func startExternalNATS(t *testing.T, bin, dir string) []int {
+	t.Helper()
+	for attempt := 1; ; attempt++ {
+		clientPorts := []int{freePort(t), freePort(t), freePort(t)}
+		routePorts := []int{freePort(t), freePort(t), freePort(t)}
+		var routes []string
+		for _, p := range routePorts {
+			routes = append(routes, fmt.Sprintf("nats://127.0.0.1:%d", p))
+		}
+		var cmds []*exec.Cmd
+		var logs []*syncBuffer
+		exited := make(chan int, 3)
+		for i := range 3 {
+			conf := filepath.Join(dir, fmt.Sprintf("nats%d.conf", i))
+			requireNoError(t, os.WriteFile(conf, []byte(fmt.Sprintf(`server_name: ext%d
+listen: 127.0.0.1:%d
+jetstream { store_dir: %q, sync_interval: always }
+cluster { name: ext, listen: 127.0.0.1:%d, routes: [%s] }
+`, i, clientPorts[i], filepath.Join(dir, fmt.Sprintf("js%d-%d", i, attempt)), routePorts[i], strings.Join(routes, ", "))), 0o644))
+			cmd := exec.Command(bin, "-c", conf)
+			buf := &syncBuffer{}
+			cmd.Stderr, cmd.Stdout = buf, buf
+			requireNoError(t, cmd.Start(), "starting nats-server")
+			done := make(chan struct{})
+			go func() { _ = cmd.Wait(); close(done); exited <- i }()
+			cmds, logs = append(cmds, cmd), append(logs, buf)
+			t.Cleanup(func() {
+				_ = cmd.Process.Signal(syscall.SIGTERM)
+				select {
+				case <-done:
+				case <-time.After(10 * time.Second):
+					_ = cmd.Process.Kill()
+					<-done
+				}
+				if t.Failed() {
+					t.Logf("nats-server %d (attempt %d):\n%s", i, attempt, lastLines(buf.String(), 30))
+				}
+			})
+		}
+		ready := func() bool {
+			for _, l := range logs {
+				if !strings.Contains(l.String(), "Server is ready") {
+					return false
+				}
+			}
+			return true
+		}
+		deadline := time.Now().Add(20 * time.Second)
+		for !ready() && time.Now().Before(deadline) {
+			select {
+			case i := <-exited:
+				if attempt >= 3 {
+					t.Fatalf("nats-server %d exited before it was ready (attempt %d):\n%s", i, attempt, lastLines(logs[i].String(), 10))
+				}
+				t.Logf("nats-server %d exited before it was ready (a port taken meanwhile?); starting all three again on new ports", i)
+				for _, c := range cmds {
+					_ = c.Process.Kill()
+				}
+				deadline = time.Time{}
+			case <-time.After(50 * time.Millisecond):
+			}
+		}
+		if ready() {
+			return clientPorts
+		}
+		if !deadline.IsZero() {
+			t.Fatalf("nats-servers not ready within 20 s")
+		}
+	}
 }
