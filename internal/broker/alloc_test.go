@@ -43,33 +43,62 @@ func sendFrame(cmd frame.Command, body string, kv ...string) *frame.Frame {
 	return f
 }
 
+// sendRig is a broker with the memory store, one ack:auto subscriber to a destination and
+// a publisher's connection and SEND frame for it: the path the allocation budgets and
+// BenchmarkHandleSend measure.
+type sendRig struct {
+	r      *router.Router
+	sub    *nullClient
+	sc, pc *router.Conn
+	send   *frame.Frame
+}
+
+func newSendRig(tb testing.TB, destination string) *sendRig {
+	tb.Helper()
+	b, err := broker.New(brokertest.DefaultTestConfig(), broker.Options{})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	g := &sendRig{r: b.Router(), sub: newNullClient("titan-sub")}
+	g.sc = g.r.Open(g.sub)
+	g.r.Handle(g.sc, sendFrame(frame.CmdSubscribe, "", "id", "1", "destination", destination, "ack", "auto"))
+	g.pc = g.r.Open(newNullClient("titan-pub"))
+	g.send = sendFrame(frame.CmdSend, "0123456789012345678901234567890123456789", "destination", destination, "content-type", "text/plain")
+	return g
+}
+
+func (g *sendRig) close() {
+	g.r.Close(g.pc)
+	g.r.Close(g.sc)
+}
+
 // sendAllocs returns the allocations of one SEND to destination through router.Handle
 // (every stage, the pattern, the delivery to one subscriber with ack:auto), in steady state,
 // on a broker with the memory store.
 func sendAllocs(t *testing.T, destination string) float64 {
 	t.Helper()
-	b, err := broker.New(brokertest.DefaultTestConfig(), broker.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := b.Router()
-	sub := newNullClient("titan-sub")
-	sc := r.Open(sub)
-	r.Handle(sc, sendFrame(frame.CmdSubscribe, "", "id", "1", "destination", destination, "ack", "auto"))
-	pub := newNullClient("titan-pub")
-	pc := r.Open(pub)
-	send := sendFrame(frame.CmdSend, "0123456789012345678901234567890123456789", "destination", destination, "content-type", "text/plain")
+	g := newSendRig(t, destination)
 	// Steady state: pools and maps grown. The warm-up runs as the measurement does, with
 	// GOMAXPROCS 1 (AllocsPerRun sets it): the SEND pipeline's goroutine then runs only once
 	// the pipeline is full, so its pool of deferred SENDs grows to the pipeline's depth.
-	testing.AllocsPerRun(3000, func() { r.Handle(pc, send) })
-	allocs := testing.AllocsPerRun(2000, func() { r.Handle(pc, send) })
+	testing.AllocsPerRun(3000, func() { g.r.Handle(g.pc, g.send) })
+	allocs := testing.AllocsPerRun(2000, func() { g.r.Handle(g.pc, g.send) })
 	// An events-store subscriber's reader delivers on its own goroutine, after the SEND
 	// pipeline published: wait for it (AllocsPerRun counts the whole process's allocations).
-	eventually(t, func() bool { return sub.messages.Load() >= 5002 })
-	r.Close(pc)
-	r.Close(sc)
+	eventually(t, func() bool { return g.sub.messages.Load() >= 5002 })
+	g.close()
 	return allocs
+}
+
+// checkSendAllocs fails t when a SEND to destination (what says to what, in messages) makes
+// more than budget allocations.
+func checkSendAllocs(t *testing.T, destination, what string, budget int) {
+	t.Helper()
+	if got := sendAllocs(t, destination); got > float64(budget) {
+		t.Fatalf("SEND to %s: %.1f allocations, budget %d", what, got, budget)
+	} else {
+		t.Logf("SEND to %s: %.1f allocations (budget %d)", what, got, budget)
+	}
 }
 
 // Allocation budgets of the path a SEND takes through the router (issue 13). The issue's
@@ -81,12 +110,7 @@ func sendAllocs(t *testing.T, destination string) float64 {
 // of its record (memstore.Append) and the queue's element (queue.Message); the deferred
 // SEND, the commit-latency wait, the auto-acked list and the retired sequences are pooled.
 func TestAllocsSendTopic(t *testing.T) {
-	const budget = 1
-	if got := sendAllocs(t, "/topic/alloc"); got > budget {
-		t.Fatalf("SEND to a topic with one subscriber: %.1f allocations, budget %d", got, budget)
-	} else {
-		t.Logf("SEND to a topic with one subscriber: %.1f allocations (budget %d)", got, budget)
-	}
+	checkSendAllocs(t, "/topic/alloc", "a topic with one subscriber", 1)
 }
 
 // pooledOnQueuePath counts the sync.Pools a queue SEND takes objects from (deferred SEND,
@@ -99,11 +123,7 @@ func TestAllocsSendQueue(t *testing.T) {
 	if raceEnabled {
 		budget += pooledOnQueuePath
 	}
-	if got := sendAllocs(t, "/queue/alloc"); got > float64(budget) {
-		t.Fatalf("SEND to a queue with one subscriber: %.1f allocations, budget %d", got, budget)
-	} else {
-		t.Logf("SEND to a queue with one subscriber: %.1f allocations (budget %d)", got, budget)
-	}
+	checkSendAllocs(t, "/queue/alloc", "a queue with one subscriber", budget)
 }
 
 // An events-store SEND (memory store, one live ack:auto subscriber) is the message and the
@@ -114,11 +134,7 @@ func TestAllocsSendEventsStore(t *testing.T) {
 	if raceEnabled {
 		budget += pooledOnQueuePath
 	}
-	if got := sendAllocs(t, "/events-store/alloc"); got > float64(budget) {
-		t.Fatalf("SEND to an events-store log with one live subscriber: %.1f allocations, budget %d", got, budget)
-	} else {
-		t.Logf("SEND to an events-store log with one live subscriber: %.1f allocations (budget %d)", got, budget)
-	}
+	checkSendAllocs(t, "/events-store/alloc", "an events-store log with one live subscriber", budget)
 }
 
 var _ router.Client = (*nullClient)(nil)
@@ -130,30 +146,19 @@ var _ router.Client = (*nullClient)(nil)
 func BenchmarkHandleSend(b *testing.B) {
 	for _, destination := range []string{"/topic/alloc", "/queue/alloc", "/events-store/alloc"} {
 		b.Run(destination[1:], func(b *testing.B) {
-			br, err := broker.New(brokertest.DefaultTestConfig(), broker.Options{})
-			if err != nil {
-				b.Fatal(err)
-			}
-			r := br.Router()
-			sub := newNullClient("titan-sub")
-			sc := r.Open(sub)
-			r.Handle(sc, sendFrame(frame.CmdSubscribe, "", "id", "1", "destination", destination, "ack", "auto"))
-			pub := newNullClient("titan-pub")
-			pc := r.Open(pub)
-			send := sendFrame(frame.CmdSend, "0123456789012345678901234567890123456789", "destination", destination, "content-type", "text/plain")
+			g := newSendRig(b, destination)
 			b.ReportAllocs()
 			b.ResetTimer()
 			n := int64(0)
 			for b.Loop() {
-				r.Handle(pc, send)
+				g.r.Handle(g.pc, g.send)
 				n++
 			}
-			for sub.messages.Load() < n {
+			for g.sub.messages.Load() < n {
 				runtime.Gosched()
 			}
 			b.StopTimer()
-			r.Close(pc)
-			r.Close(sc)
+			g.close()
 		})
 	}
 }
