@@ -11,7 +11,6 @@ import (
 	"regexp"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -81,16 +80,10 @@ func startBroker(t *testing.T, yaml string) *broker {
 		close(exited)
 	}()
 	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-exited:
-			if waitErr != nil {
-				t.Errorf("titan exited with %v after SIGTERM", waitErr)
-			}
-		case <-time.After(brokerStopTimeout):
-			_ = cmd.Process.Kill()
-			<-exited
+		if terminate(cmd.Process, exited, brokerStopTimeout) {
 			t.Errorf("titan did not exit within %v of SIGTERM", brokerStopTimeout)
+		} else if waitErr != nil {
+			t.Errorf("titan exited with %v after SIGTERM", waitErr)
 		}
 		if strings.Contains(b.stderr.String(), "WARNING: DATA RACE") {
 			t.Errorf("titan reported a data race (see its stderr below)")

@@ -156,17 +156,7 @@ func startNodes(t *testing.T, addressSettings string, clusterYAML func(i int, n 
 			if cmd == nil {
 				continue
 			}
-			select {
-			case <-exited:
-			default:
-				_ = cmd.Process.Signal(syscall.SIGTERM)
-				select {
-				case <-exited:
-				case <-time.After(15 * time.Second):
-					_ = cmd.Process.Kill()
-					<-exited
-				}
-			}
+			terminate(cmd.Process, exited, 15*time.Second)
 			if t.Failed() {
 				for i, l := range n.logs {
 					t.Logf("titan %s run %d stderr (tail):\n%s", n.name, i+1, lastLines(l.String(), 60))
@@ -637,13 +627,7 @@ cluster { name: ext, listen: 127.0.0.1:%d, routes: [%s] }
 			go func() { _ = cmd.Wait(); close(done); exited <- i }()
 			cmds, logs = append(cmds, cmd), append(logs, buf)
 			t.Cleanup(func() {
-				_ = cmd.Process.Signal(syscall.SIGTERM)
-				select {
-				case <-done:
-				case <-time.After(10 * time.Second):
-					_ = cmd.Process.Kill()
-					<-done
-				}
+				terminate(cmd.Process, done, 10*time.Second)
 				if t.Failed() {
 					t.Logf("nats-server %d (attempt %d):\n%s", i, attempt, lastLines(buf.String(), 30))
 				}

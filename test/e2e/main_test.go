@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -224,6 +225,20 @@ func prefix(msgAndArgs []any) string {
 		return fmt.Sprintf(f, msgAndArgs[1:]...) + ": "
 	}
 	return fmt.Sprint(msgAndArgs...) + ": "
+}
+
+// terminate stops a process whose exit closes exited: SIGTERM, then a kill after grace. It
+// reports whether the kill was needed (the process ignored SIGTERM for grace).
+func terminate(p *os.Process, exited <-chan struct{}, grace time.Duration) (killed bool) {
+	_ = p.Signal(syscall.SIGTERM) // an exited process refuses it: exited is closed then
+	select {
+	case <-exited:
+		return false
+	case <-time.After(grace):
+		_ = p.Kill()
+		<-exited
+		return true
+	}
 }
 
 // eventually polls fn every poll until it returns true, failing the test after total.

@@ -44,15 +44,7 @@ func TestServerEntryWithoutPortListensOnDefault(t *testing.T) {
 		_ = cmd.Wait()
 		close(exited)
 	}()
-	defer func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-exited:
-		case <-time.After(brokerStopTimeout):
-			_ = cmd.Process.Kill()
-			<-exited
-		}
-	}()
+	defer terminate(cmd.Process, exited, brokerStopTimeout)
 	select {
 	case line := <-ready:
 		if !strings.Contains(line, "STOMP 127.0.0.1:61613,") || !strings.Contains(line, "monitor 127.0.0.1:7777,") {
