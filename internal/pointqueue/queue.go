@@ -34,6 +34,10 @@ type Queue struct {
 	timer     clock.Timer
 	timerAt   time.Time
 	stopped   bool // the pattern closed: no timer is armed again
+	// timed is set once a message with a DeliverAt or an ExpiresAt was enqueued or a message
+	// was nacked (a redelivery delay schedules it): until then nothing in q depends on the
+	// time, so enqueue does not read the clock (one clock read per message less).
+	timed bool
 
 	blocked atomic.Int32 // producers waiting in admit for room
 
@@ -82,7 +86,13 @@ func (p *Queue) restore(m *message.Message) {
 // enqueueAndUnlock adds m to the queue, dispatches, releases p.mu and retires what the ring
 // or dispatch removed. p.mu held on entry.
 func (p *Queue) enqueueAndUnlock(m *message.Message, size, deliveryCount int) {
-	now := p.now()
+	if m.DeliverAtMs > 0 || m.ExpiresMs > 0 {
+		p.timed = true
+	}
+	var now time.Time // zero while nothing is timed: Enqueue, Pop and armTimerLocked then ignore it
+	if p.timed {
+		now = p.now()
+	}
 	p.seq++
 	qm := &queue.Message{Seq: p.seq, Size: size, Value: m, DeliveryCount: deliveryCount}
 	if m.DeliverAtMs > 0 {
@@ -283,6 +293,7 @@ func (p *Queue) ack(seqs []uint64) {
 
 func (p *Queue) nack(seqs []uint64) {
 	p.mu.Lock()
+	p.timed = true // a redelivery delay schedules the message
 	now := p.now()
 	var removed []queue.Removed
 	for _, s := range seqs {
