@@ -299,7 +299,6 @@ func (s *Store) Delete(name string, seqs ...uint64) error {
 		seqs = slices.Compact(seqs)
 	}
 
-	key := recordKey(st.recPrefix, 0)
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	next := st.stateLocked()
@@ -323,6 +322,7 @@ func (s *Store) Delete(name string, seqs ...uint64) error {
 	defer s.commitMu.Unlock()
 	b := s.db.NewBatch()
 	defer b.Close()
+	key := recordKey(st.recPrefix, 0) // only here: a record dropped from its group needs no key (no allocation)
 	firstGone = false
 	for _, seq := range seqs {
 		if seq == 0 || seq > st.last {
