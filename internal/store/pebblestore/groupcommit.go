@@ -452,6 +452,7 @@ func (s *Store) land(f flight) (blocked int32, synced time.Duration) {
 	if b == nil { // every record was deleted first: nothing to sync
 		g.err = err
 		blocked = g.blocked.Load()
+		s.lastCommit.Store(int64(store.Since()))
 		close(g.done)
 		s.recycle(g)
 		return blocked, 0
@@ -475,11 +476,17 @@ func (s *Store) land(f flight) (blocked int32, synced time.Duration) {
 	states := g.states
 	g.states = nil
 	blocked = g.blocked.Load()
-	synced = time.Since(f.applied)
+	now := time.Now()
+	synced = now.Sub(f.applied)
+	s.lastCommit.Store(int64(now.Sub(store.Epoch)) + 1) // store.Since(), from the same clock read
 	close(g.done)
 	s.recycle(&group{recs: g.recs, arena: g.arena, states: states, pend: g.pend, free: g.free})
 	return blocked, synced
 }
+
+// LastCommit implements store.CommitClock: it is noted by the committer as each group lands,
+// before its waits are released.
+func (s *Store) LastCommit() time.Duration { return time.Duration(s.lastCommit.Load()) }
 
 // AppendMulti implements store.MultiAppender: the records of every entry join the current
 // group while the locks of all their streams are held (taken in name order), so the

@@ -72,6 +72,7 @@ type Store struct {
 	gatherWant    int           // guarded by gmu: appends the committer still waits for before applying (0: none; see gather)
 	gathered      chan struct{} // 1-slot: gatherWant reached 0
 	gatherTimer   *time.Timer   // the committer's hold timer (committer goroutine only)
+	lastCommit    atomic.Int64  // store.Since() at the latest group landing (store.CommitClock)
 
 	// Committed counts records that went through a group commit; Dropped those of them
 	// deleted before their group was written, so they never reached the WAL; Unwritten the

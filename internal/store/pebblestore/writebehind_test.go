@@ -3,6 +3,8 @@ package pebblestore
 import (
 	"slices"
 	"testing"
+
+	"github.com/titan-broker/titan/internal/store"
 )
 
 // A record deleted while its group waits is never written, its Append's wait still
@@ -277,6 +279,36 @@ func TestWriteBehindDropsInterleavedStreamsExactly(t *testing.T) {
 		_ = s.Scan(info.Name, 0, func(seq uint64, _ []byte) bool { got = append(got, seq); return true })
 		if !slices.Equal(got, kept) || info.Count != int64(len(kept)) {
 			t.Fatalf("stream %s holds %v (Count %d), want %v", info.Name, got, info.Count, kept)
+		}
+	}
+}
+
+// LastCommit (store.CommitClock) is noted as each group lands, before its waits return:
+// after a wait it lies between the append and the wait's return, for a synced group and for
+// one whose records were all deleted first.
+func TestLastCommitNotedBeforeWaitsReturn(t *testing.T) {
+	s, err := Open(t.TempDir(), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for _, deleteFirst := range []bool{false, true} {
+		before := store.Since()
+		seq, wait, err := s.AppendAsyncLazy("q", []byte("x"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if deleteFirst {
+			if err := s.Delete("q", seq); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := wait(); err != nil {
+			t.Fatal(err)
+		}
+		after := store.Since()
+		if got := s.LastCommit(); got < before || got > after {
+			t.Fatalf("deleteFirst=%v: LastCommit %v not within [%v, %v]", deleteFirst, got, before, after)
 		}
 	}
 }
