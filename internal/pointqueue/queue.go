@@ -38,6 +38,10 @@ type Queue struct {
 	// was nacked (a redelivery delay schedules it): until then nothing in q depends on the
 	// time, so enqueue does not read the clock (one clock read per message less).
 	timed bool
+	// free holds queue.Messages that auto-acknowledged deliveries gave back (the queue keeps
+	// no reference to a message it returned from Ack), for the next enqueues: a busy queue
+	// with auto-ack consumers then allocates no wrapper per message. At most maxFree.
+	free []*queue.Message
 
 	blocked atomic.Int32 // producers waiting in admit for room
 
@@ -94,7 +98,13 @@ func (p *Queue) enqueueAndUnlock(m *message.Message, size, deliveryCount int) {
 		now = p.now()
 	}
 	p.seq++
-	qm := &queue.Message{Seq: p.seq, Size: size, Value: m, DeliveryCount: deliveryCount}
+	var qm *queue.Message
+	if n := len(p.free); n > 0 {
+		qm, p.free = p.free[n-1], p.free[:n-1]
+		*qm = queue.Message{Seq: p.seq, Size: size, Value: m, DeliveryCount: deliveryCount}
+	} else {
+		qm = &queue.Message{Seq: p.seq, Size: size, Value: m, DeliveryCount: deliveryCount}
+	}
 	if m.DeliverAtMs > 0 {
 		qm.DeliverAt = time.UnixMilli(m.DeliverAtMs)
 	}
@@ -109,6 +119,9 @@ func (p *Queue) enqueueAndUnlock(m *message.Message, size, deliveryCount int) {
 	p.finish(acked, removed)
 	putAcked(bp, acked)
 }
+
+// maxFree bounds Queue.free.
+const maxFree = 64
 
 // ackedBufs holds the slices enqueueAndUnlock and ack collect acknowledged messages in: the Retirer
 // reads them during the call and keeps none, so a slice is free again once finish returns.
@@ -191,6 +204,10 @@ func (p *Queue) dispatchLocked(now time.Time, acked []*message.Message, removed 
 		if sub.Ack == delivery.AckAuto {
 			if am, ok := p.q.Ack(qm.Seq); ok {
 				acked = append(acked, am.Value.(*message.Message))
+				if len(p.free) < maxFree { // nothing refers to am any more: reuse it
+					*am = queue.Message{}
+					p.free = append(p.free, am)
+				}
 			}
 		}
 	}
