@@ -122,8 +122,13 @@ type Dispatcher struct {
 	factories [dest.MaxPattern + 1]Factory
 	persisted [dest.MaxPattern + 1]bool // operator settings of these patterns are stored
 
-	mu      sync.RWMutex // guards queues and trie; never held while taking a queue's or Conn's lock (except in Factory.NewQueue)
-	queues  map[dest.Identity]Queue
+	mu     sync.RWMutex // guards queues and trie; never held while taking a queue's or Conn's lock (except in Factory.NewQueue)
+	queues map[dest.Identity]*queueEntry
+	// hot is the entry Get or Exists found last (nil after a Delete): producers send to the
+	// same destination frame after frame, and comparing its identity costs less than hashing
+	// it under mu (two lookups per SEND). Stored only while mu is held for reading, and
+	// cleared by Delete while it holds mu, so it never outlives its queue's map entry.
+	hot     atomic.Pointer[queueEntry]
 	logs    map[dest.Identity]*logEntry // names of patterns registered with RegisterLog
 	manual  map[dest.Identity]bool      // operator-created or restored: never reclaimed
 	idle    map[dest.Identity]idleMark  // Reclaim's marks: guarded by reclaimMu
@@ -134,6 +139,12 @@ type Dispatcher struct {
 
 	logPatterns [dest.MaxPattern + 1]bool
 	reclaimMu   sync.Mutex
+}
+
+// queueEntry is a queue in Dispatcher.queues, with its identity for the hot-entry check.
+type queueEntry struct {
+	id dest.Identity
+	q  Queue
 }
 
 // logEntry is an events-store log the dispatcher knows by name (it holds no queue).
@@ -157,7 +168,7 @@ func New(o Options) *Dispatcher {
 	if o.Clock == nil {
 		o.Clock = clock.Real
 	}
-	return &Dispatcher{opts: o, queues: make(map[dest.Identity]Queue), logs: make(map[dest.Identity]*logEntry),
+	return &Dispatcher{opts: o, queues: make(map[dest.Identity]*queueEntry), logs: make(map[dest.Identity]*logEntry),
 		manual: make(map[dest.Identity]bool), idle: make(map[dest.Identity]idleMark), groups: make(map[string]int),
 		trie: make(map[trieRoot]*trieNode), stop: make(chan struct{})}
 }
@@ -191,14 +202,29 @@ func (d *Dispatcher) RegisterLog(p dest.Pattern) { d.logPatterns[p] = true }
 // (Settings) when absent; the settings are only computed then. A creation is refused with
 // ErrDestinationLimit when MaxDestinations destinations exist. Errors as GetOrPut.
 func (d *Dispatcher) Get(id dest.Identity) (Queue, error) {
-	d.mu.RLock()
-	q, ok := d.queues[id]
-	d.mu.RUnlock()
-	if ok {
+	if q, ok := d.lookupHot(id); ok {
 		return q, nil
 	}
 	q, _, err := d.getOrPut(id, d.Settings(id), true, false)
 	return q, err
+}
+
+// lookupHot returns id's queue: the hot entry's when it is id's, else the map's (which then
+// becomes the hot entry).
+func (d *Dispatcher) lookupHot(id dest.Identity) (Queue, bool) {
+	if e := d.hot.Load(); e != nil && e.id == id {
+		return e.q, true
+	}
+	d.mu.RLock()
+	e, ok := d.queues[id]
+	if ok {
+		d.hot.Store(e) // under mu: a Delete of e clears hot after this
+	}
+	d.mu.RUnlock()
+	if !ok {
+		return nil, false
+	}
+	return e.q, true
 }
 
 // GetOrPut atomically returns the queue for id, creating it with s by its pattern's factory
@@ -220,10 +246,10 @@ func (d *Dispatcher) Restore(id dest.Identity) (Queue, error) {
 
 func (d *Dispatcher) getOrPut(id dest.Identity, s address.Settings, limited, manual bool) (q Queue, created bool, err error) {
 	d.mu.RLock()
-	q, ok := d.queues[id]
+	e, ok := d.queues[id]
 	d.mu.RUnlock()
 	if ok {
-		return q, false, nil
+		return e.q, false, nil
 	}
 	f := d.factory(id.Pattern)
 	if f == nil {
@@ -231,8 +257,8 @@ func (d *Dispatcher) getOrPut(id dest.Identity, s address.Settings, limited, man
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if q, ok = d.queues[id]; ok {
-		return q, false, nil
+	if e, ok = d.queues[id]; ok {
+		return e.q, false, nil
 	}
 	if limited {
 		if err := d.admitLocked(id); err != nil {
@@ -240,7 +266,7 @@ func (d *Dispatcher) getOrPut(id dest.Identity, s address.Settings, limited, man
 		}
 	}
 	q = f.NewQueue(id, s)
-	d.queues[id] = q
+	d.queues[id] = &queueEntry{id: id, q: q}
 	d.groups[id.Group]++
 	if manual {
 		d.manual[id] = true
@@ -267,9 +293,13 @@ func (d *Dispatcher) admitLocked(id dest.Identity) error {
 // Exists reports whether id's destination exists: its queue, or its log for a pattern
 // registered with RegisterLog.
 func (d *Dispatcher) Exists(id dest.Identity) bool {
+	if e := d.hot.Load(); e != nil && e.id == id {
+		return true
+	}
 	d.mu.RLock()
 	defer d.mu.RUnlock()
-	if _, ok := d.queues[id]; ok {
+	if e, ok := d.queues[id]; ok {
+		d.hot.Store(e) // under mu: a Delete of e clears hot after this
 		return true
 	}
 	_, ok := d.logs[id]
@@ -364,9 +394,9 @@ func (d *Dispatcher) Reclaim(idle time.Duration) int {
 	now := d.opts.Clock.Now()
 	d.mu.RLock()
 	cand := make([]Queue, 0, len(d.queues))
-	for id, q := range d.queues {
+	for id, e := range d.queues {
 		if !d.manual[id] {
-			cand = append(cand, q)
+			cand = append(cand, e.q)
 		}
 	}
 	d.mu.RUnlock()
@@ -415,8 +445,11 @@ func (d *Dispatcher) factory(p dest.Pattern) Factory {
 func (d *Dispatcher) Lookup(id dest.Identity) (Queue, bool) {
 	d.mu.RLock()
 	defer d.mu.RUnlock()
-	q, ok := d.queues[id]
-	return q, ok
+	e, ok := d.queues[id]
+	if !ok {
+		return nil, false
+	}
+	return e.q, true
 }
 
 // Create makes the queue for id with s unless one exists (idempotent: an existing queue keeps
@@ -454,7 +487,7 @@ func (d *Dispatcher) SetRingSize(id dest.Identity, n int) error {
 		return err
 	}
 	d.mu.Lock()
-	if d.queues[id] == q {
+	if e, ok := d.queues[id]; ok && e.q == q {
 		d.manual[id] = true // its settings are stored now: an operator's queue
 	}
 	d.mu.Unlock()
@@ -477,11 +510,14 @@ func (d *Dispatcher) Delete(id dest.Identity, force bool) error {
 		return ErrQueueNotEmpty
 	}
 	d.mu.Lock()
-	if d.queues[id] != q {
+	if e, ok := d.queues[id]; !ok || e.q != q {
 		d.mu.Unlock()
 		return ErrNoQueue // deleted meanwhile
 	}
 	delete(d.queues, id)
+	if e := d.hot.Load(); e != nil && e.id == id {
+		d.hot.Store(nil)
+	}
 	if d.groups[id.Group]--; d.groups[id.Group] <= 0 {
 		delete(d.groups, id.Group)
 	}
@@ -532,8 +568,8 @@ func (d *Dispatcher) Groups() []string {
 func (d *Dispatcher) Queues() []Queue {
 	d.mu.RLock()
 	out := make([]Queue, 0, len(d.queues))
-	for _, q := range d.queues {
-		out = append(out, q)
+	for _, e := range d.queues {
+		out = append(out, e.q)
 	}
 	d.mu.RUnlock()
 	sort.Slice(out, func(i, j int) bool {

@@ -665,6 +665,7 @@ func (l *Log) persistAsync(id dest.Identity, m *message.Message, lazy bool) (wai
 	if start != 0 {
 		tw := timedWaits.Get().(*timedWait)
 		tw.l, tw.start, tw.w = l, start, w
+		tw.cc, _ = l.st.(store.CommitClock)
 		return tw.fn, nil
 	}
 	return w, nil // the store's error (its Refusal text is what a client sees)
@@ -677,7 +678,8 @@ type timedWait struct {
 	l     *Log
 	start time.Duration // sinceEpoch at the append
 	w     func() error
-	fn    func() error // tw.wait, bound once
+	cc    store.CommitClock // the store's, when it has one: the end time without a clock read
+	fn    func() error      // tw.wait, bound once
 }
 
 var timedWaits sync.Pool // of *timedWait; New is set in init (it refers to wait, which puts)
@@ -688,8 +690,17 @@ func init() {
 
 func (tw *timedWait) wait() error {
 	err := tw.w() // the store's error (its Refusal text is what a client sees)
-	tw.l.CommitLatency.Observe((sinceEpoch() - tw.start).Seconds())
-	tw.l, tw.w = nil, nil
+	// The commit's landing (at or after it landed, not after now) rather than now: the
+	// store read the clock once for its whole group.
+	var end time.Duration
+	if tw.cc != nil {
+		end = tw.cc.LastCommit()
+	}
+	if end < tw.start {
+		end = sinceEpoch() // no CommitClock, or the wait failed before any commit landed
+	}
+	tw.l.CommitLatency.Observe((end - tw.start).Seconds())
+	tw.l, tw.w, tw.cc = nil, nil, nil
 	timedWaits.Put(tw)
 	return err
 }
@@ -753,12 +764,10 @@ func observeSince(o interface{ Observe(float64) }, start time.Time) {
 	o.Observe(time.Since(start).Seconds())
 }
 
-// epoch is the origin of sinceEpoch.
-var epoch = time.Now()
-
-// sinceEpoch returns the monotonic time since epoch, never 0: one clock read where time.Now
-// takes two (wall and monotonic), for latencies measured per message.
-func sinceEpoch() time.Duration { return time.Since(epoch) + 1 }
+// sinceEpoch returns the monotonic time since store.Epoch, never 0: one clock read where
+// time.Now takes two (wall and monotonic), for latencies measured per message; the time base
+// of store.CommitClock.
+func sinceEpoch() time.Duration { return store.Since() }
 
 // duplicateIDStream holds the duplicate ids claimed by SENDs (dedup.Journal): records of an
 // 8-byte big-endian Unix-millisecond time followed by the cache key. It is not a queue or

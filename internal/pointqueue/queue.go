@@ -34,6 +34,14 @@ type Queue struct {
 	timer     clock.Timer
 	timerAt   time.Time
 	stopped   bool // the pattern closed: no timer is armed again
+	// timed is set once a message with a DeliverAt or an ExpiresAt was enqueued or a message
+	// was nacked (a redelivery delay schedules it): until then nothing in q depends on the
+	// time, so enqueue does not read the clock (one clock read per message less).
+	timed bool
+	// free holds queue.Messages that auto-acknowledged deliveries gave back (the queue keeps
+	// no reference to a message it returned from Ack), for the next enqueues: a busy queue
+	// with auto-ack consumers then allocates no wrapper per message. At most maxFree.
+	free []*queue.Message
 
 	blocked atomic.Int32 // producers waiting in admit for room
 
@@ -82,9 +90,21 @@ func (p *Queue) restore(m *message.Message) {
 // enqueueAndUnlock adds m to the queue, dispatches, releases p.mu and retires what the ring
 // or dispatch removed. p.mu held on entry.
 func (p *Queue) enqueueAndUnlock(m *message.Message, size, deliveryCount int) {
-	now := p.now()
+	if m.DeliverAtMs > 0 || m.ExpiresMs > 0 {
+		p.timed = true
+	}
+	var now time.Time // zero while nothing is timed: Enqueue, Pop and armTimerLocked then ignore it
+	if p.timed {
+		now = p.now()
+	}
 	p.seq++
-	qm := &queue.Message{Seq: p.seq, Size: size, Value: m, DeliveryCount: deliveryCount}
+	var qm *queue.Message
+	if n := len(p.free); n > 0 {
+		qm, p.free = p.free[n-1], p.free[:n-1]
+		*qm = queue.Message{Seq: p.seq, Size: size, Value: m, DeliveryCount: deliveryCount}
+	} else {
+		qm = &queue.Message{Seq: p.seq, Size: size, Value: m, DeliveryCount: deliveryCount}
+	}
 	if m.DeliverAtMs > 0 {
 		qm.DeliverAt = time.UnixMilli(m.DeliverAtMs)
 	}
@@ -99,6 +119,9 @@ func (p *Queue) enqueueAndUnlock(m *message.Message, size, deliveryCount int) {
 	p.finish(acked, removed)
 	putAcked(bp, acked)
 }
+
+// maxFree bounds Queue.free.
+const maxFree = 64
 
 // ackedBufs holds the slices enqueueAndUnlock and ack collect acknowledged messages in: the Retirer
 // reads them during the call and keeps none, so a slice is free again once finish returns.
@@ -181,6 +204,10 @@ func (p *Queue) dispatchLocked(now time.Time, acked []*message.Message, removed 
 		if sub.Ack == delivery.AckAuto {
 			if am, ok := p.q.Ack(qm.Seq); ok {
 				acked = append(acked, am.Value.(*message.Message))
+				if len(p.free) < maxFree { // nothing refers to am any more: reuse it
+					*am = queue.Message{}
+					p.free = append(p.free, am)
+				}
 			}
 		}
 	}
@@ -283,6 +310,7 @@ func (p *Queue) ack(seqs []uint64) {
 
 func (p *Queue) nack(seqs []uint64) {
 	p.mu.Lock()
+	p.timed = true // a redelivery delay schedules the message
 	now := p.now()
 	var removed []queue.Removed
 	for _, s := range seqs {

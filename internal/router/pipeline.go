@@ -31,9 +31,13 @@ const (
 // its read goroutine only.
 type pipeline struct {
 	work chan pipelineTask
-	mu   sync.Mutex
+	mu   sync.Mutex // held by the waiters on cond (drain, a late push) and by its Broadcasts
 	cond *sync.Cond
-	busy int         // pushed and not yet finished; guarded by mu
+	// busy counts the SENDs pushed and not yet finished. It changes without mu, so that a
+	// SEND costs no lock on either goroutine; the worker takes mu only to wake the waiters,
+	// when busy falls to a value one waits for (0, pipelineDepthLate-1), and a waiter checks
+	// it under mu, so no wake-up is lost between its check and its Wait.
+	busy atomic.Int64
 	dead atomic.Bool // a deferred SEND failed fatally: later ones are dropped (read per stored SEND: no lock)
 }
 
@@ -43,12 +47,11 @@ func newPipeline(spawn func(name string, fn func()) bool) *pipeline {
 	run := func() {
 		for t := range p.work {
 			t.finish()
-			p.mu.Lock()
-			p.busy--
-			if p.busy == 0 || p.busy == pipelineDepthLate-1 {
+			if n := p.busy.Add(-1); n == 0 || n == pipelineDepthLate-1 {
+				p.mu.Lock()
 				p.cond.Broadcast() // drain waits for 0, a late push for room under pipelineDepthLate
+				p.mu.Unlock()
 			}
-			p.mu.Unlock()
 		}
 	}
 	if spawn == nil {
@@ -66,26 +69,27 @@ type pipelineTask interface{ finish() }
 // push queues t; it blocks while the pipeline is full, or, for a task published only after
 // its commit (late), while pipelineDepthLate tasks are in flight.
 func (p *pipeline) push(t pipelineTask, late bool) {
-	p.mu.Lock()
-	for late && p.busy >= pipelineDepthLate {
-		p.cond.Wait()
+	if late && p.busy.Load() >= pipelineDepthLate {
+		p.mu.Lock()
+		for p.busy.Load() >= pipelineDepthLate {
+			p.cond.Wait()
+		}
+		p.mu.Unlock()
 	}
-	p.busy++
-	p.mu.Unlock()
+	p.busy.Add(1) // only this goroutine raises busy: the room seen above stays
 	p.work <- t
 }
 
 // pending reports whether deferred SENDs are still in flight.
-func (p *pipeline) pending() bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.busy > 0
-}
+func (p *pipeline) pending() bool { return p.busy.Load() > 0 }
 
 // drain waits until every pushed SEND has finished.
 func (p *pipeline) drain() {
+	if p.busy.Load() == 0 {
+		return
+	}
 	p.mu.Lock()
-	for p.busy > 0 {
+	for p.busy.Load() > 0 {
 		p.cond.Wait()
 	}
 	p.mu.Unlock()

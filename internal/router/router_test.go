@@ -3,6 +3,7 @@ package router
 import (
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -351,5 +352,36 @@ func TestPipelineDepthEarlyAndLate(t *testing.T) {
 	case <-pushed:
 	case <-time.After(5 * time.Second):
 		t.Fatal("the late SEND never went in after the pipeline drained")
+	}
+}
+
+// countingTask counts its finish.
+type countingTask struct{ done *atomic.Int64 }
+
+func (t countingTask) finish() { t.done.Add(1) }
+
+// drain returns only once every pushed SEND finished, and never misses the last one's
+// wake-up, however pushes (early and late) and drains interleave with the worker.
+func TestPipelineDrainWaitsForEveryPushed(t *testing.T) {
+	p := newPipeline(nil)
+	defer p.close()
+	var done atomic.Int64
+	pushed := int64(0)
+	for i := range 20000 {
+		p.push(countingTask{&done}, i%7 == 0)
+		pushed++
+		if i%13 == 0 {
+			p.drain()
+			if got := done.Load(); got != pushed {
+				t.Fatalf("drain returned with %d of %d SENDs finished", got, pushed)
+			}
+			if p.pending() {
+				t.Fatal("pending after drain")
+			}
+		}
+	}
+	p.drain()
+	if got := done.Load(); got != pushed {
+		t.Fatalf("drain returned with %d of %d SENDs finished", got, pushed)
 	}
 }

@@ -59,18 +59,31 @@ type pendingRecord struct {
 	gone bool // deleted before it was committed
 }
 
-type recordRef struct {
-	st  *stream
-	seq uint64
+// pendStream is what a group holds of one stream: the count and bytes of its records here
+// (not gone), and where each of them is in recs. A stream's records join a group in
+// sequence order, under its lock, so pos is indexed by seq-base; a sequence that is not in
+// the group (none is expected: every append joins the current group) reads -1.
+type pendStream struct {
+	count, bytes uint64
+	base         uint64  // the sequence of pos[0]
+	pos          []int32 // recs index of sequence base+i, or -1
+}
+
+// at returns the recs index of st's record seq in this group, or -1.
+func (p *pendStream) at(seq uint64) int {
+	if seq < p.base || seq-p.base >= uint64(len(p.pos)) {
+		return -1
+	}
+	return int(p.pos[seq-p.base])
 }
 
 // group is the set of appends committed together.
 type group struct {
 	recs   []pendingRecord
 	arena  []byte
-	index  map[recordRef]int       // record → position in recs
 	states map[*stream]streamState // each touched stream's latest state
-	pend   map[*stream]streamState // count and bytes of each stream's records here (not gone)
+	pend   map[*stream]*pendStream // each touched stream's records here
+	free   []*pendStream           // pendStreams of earlier groups, for reuse
 	done   chan struct{}           // closed once committed (or failed)
 	err    error                   // set before done is closed
 	wait   func() error            // every member's wait: one closure per group, not per append
@@ -85,12 +98,11 @@ func (s *Store) newGroupLocked() *group {
 	var g *group
 	if sp := s.spare; sp != nil {
 		s.spare = nil
-		g = &group{recs: sp.recs, arena: sp.arena, index: sp.index, states: sp.states, pend: sp.pend, done: make(chan struct{})}
+		g = &group{recs: sp.recs, arena: sp.arena, states: sp.states, pend: sp.pend, free: sp.free, done: make(chan struct{})}
 	} else {
 		g = &group{
-			index:  make(map[recordRef]int),
 			states: make(map[*stream]streamState),
-			pend:   make(map[*stream]streamState),
+			pend:   make(map[*stream]*pendStream),
 			done:   make(chan struct{}),
 		}
 	}
@@ -110,17 +122,26 @@ func (s *Store) newGroupLocked() *group {
 	return g
 }
 
+// maxFreePend bounds the pendStreams a recycled group keeps for reuse (one per stream a
+// group touched; a group touching more allocates the rest).
+const maxFreePend = 64
+
 // recycle keeps g's buffers for the next group. Waiters read only done and err, so the
 // buffers are free once g is committed. Very large buffers are let go.
 func (s *Store) recycle(g *group) {
 	if cap(g.arena) > 4<<20 {
 		return
 	}
-	clear(g.index)
 	clear(g.states)
+	for _, p := range g.pend {
+		if cap(p.pos) <= 64<<10 && len(g.free) < maxFreePend {
+			*p = pendStream{pos: p.pos[:0]}
+			g.free = append(g.free, p)
+		}
+	}
 	clear(g.pend)
-	sp := &group{recs: g.recs[:0], arena: g.arena[:0], index: g.index, states: g.states, pend: g.pend}
-	g.recs, g.arena, g.index, g.states, g.pend = nil, nil, nil, nil, nil
+	sp := &group{recs: g.recs[:0], arena: g.arena[:0], states: g.states, pend: g.pend, free: g.free}
+	g.recs, g.arena, g.states, g.pend, g.free = nil, nil, nil, nil, nil
 	s.gmu.Lock()
 	s.spare = sp
 	s.gmu.Unlock()
@@ -135,15 +156,34 @@ func (s *Store) addLocked(st *stream, first uint64, records [][]byte, next strea
 		s.cur = g
 	}
 	p := g.pend[st]
+	if p == nil {
+		if n := len(g.free); n > 0 {
+			p, g.free = g.free[n-1], g.free[:n-1]
+		} else {
+			p = new(pendStream)
+		}
+		p.base = first
+		g.pend[st] = p
+	}
 	for i, r := range records {
 		seq := first + uint64(i)
-		g.index[recordRef{st, seq}] = len(g.recs)
+		if seq < p.base { // not expected (sequences grow); keep the index exact anyway
+			p.pos = slices.Insert(p.pos, 0, slices.Repeat([]int32{-1}, int(p.base-seq))...)
+			p.base = seq
+		}
+		for uint64(len(p.pos)) < seq-p.base {
+			p.pos = append(p.pos, -1)
+		}
+		if k := seq - p.base; k < uint64(len(p.pos)) {
+			p.pos[k] = int32(len(g.recs))
+		} else {
+			p.pos = append(p.pos, int32(len(g.recs)))
+		}
 		g.recs = append(g.recs, pendingRecord{st: st, seq: seq, off: len(g.arena), n: len(r)})
 		g.arena = append(g.arena, r...)
 		p.count++
 		p.bytes += uint64(len(r))
 	}
-	g.pend[st] = p
 	g.states[st] = next
 	if s.gatherWant > 0 {
 		if s.gatherWant--; s.gatherWant == 0 {
@@ -164,6 +204,10 @@ func (s *Store) dropPendingLocked(st *stream, seqs []uint64, below uint64) (n, b
 	if g == nil {
 		return 0, 0, false, seqs
 	}
+	p := g.pend[st]
+	if p == nil {
+		return 0, 0, false, seqs
+	}
 	drop := func(i int) {
 		r := &g.recs[i]
 		if r.gone {
@@ -172,10 +216,8 @@ func (s *Store) dropPendingLocked(st *stream, seqs []uint64, below uint64) (n, b
 		r.gone = true
 		n++
 		bytes += uint64(r.n)
-		p := g.pend[st]
 		p.count--
 		p.bytes -= uint64(r.n)
-		g.pend[st] = p
 		firstGone = firstGone || r.seq == st.first
 	}
 	if below > 0 {
@@ -188,7 +230,7 @@ func (s *Store) dropPendingLocked(st *stream, seqs []uint64, below uint64) (n, b
 	}
 	rest = seqs[:0]
 	for _, seq := range seqs {
-		if i, ok := g.index[recordRef{st, seq}]; ok {
+		if i := p.at(seq); i >= 0 {
 			drop(i)
 			continue
 		}
@@ -221,9 +263,10 @@ type flight struct {
 // must be held (so the current group cannot be taken meanwhile).
 func (s *Store) writtenStateLocked(st *stream, next streamState) streamState {
 	if g := s.cur; g != nil {
-		p := g.pend[st]
-		next.count -= p.count
-		next.bytes -= p.bytes
+		if p := g.pend[st]; p != nil {
+			next.count -= p.count
+			next.bytes -= p.bytes
+		}
 	}
 	return next
 }
@@ -422,6 +465,7 @@ func (s *Store) land(f flight) (blocked int32, synced time.Duration) {
 	if b == nil { // every record was deleted first: nothing to sync
 		g.err = err
 		blocked = g.blocked.Load()
+		s.lastCommit.Store(int64(store.Since()))
 		close(g.done)
 		s.recycle(g)
 		return blocked, 0
@@ -445,11 +489,17 @@ func (s *Store) land(f flight) (blocked int32, synced time.Duration) {
 	states := g.states
 	g.states = nil
 	blocked = g.blocked.Load()
-	synced = time.Since(f.applied)
+	now := time.Now()
+	synced = now.Sub(f.applied)
+	s.lastCommit.Store(int64(now.Sub(store.Epoch)) + 1) // store.Since(), from the same clock read
 	close(g.done)
-	s.recycle(&group{recs: g.recs, arena: g.arena, index: g.index, states: states, pend: g.pend})
+	s.recycle(&group{recs: g.recs, arena: g.arena, states: states, pend: g.pend, free: g.free})
 	return blocked, synced
 }
+
+// LastCommit implements store.CommitClock: it is noted by the committer as each group lands,
+// before its waits are released.
+func (s *Store) LastCommit() time.Duration { return time.Duration(s.lastCommit.Load()) }
 
 // AppendMulti implements store.MultiAppender: the records of every entry join the current
 // group while the locks of all their streams are held (taken in name order), so the

@@ -72,6 +72,7 @@ type Store struct {
 	gatherWant    int           // guarded by gmu: appends the committer still waits for before applying (0: none; see gather)
 	gathered      chan struct{} // 1-slot: gatherWant reached 0
 	gatherTimer   *time.Timer   // the committer's hold timer (committer goroutine only)
+	lastCommit    atomic.Int64  // store.Since() at the latest group landing (store.CommitClock)
 
 	// Committed counts records that went through a group commit; Dropped those of them
 	// deleted before their group was written, so they never reached the WAL; Unwritten the
@@ -299,7 +300,6 @@ func (s *Store) Delete(name string, seqs ...uint64) error {
 		seqs = slices.Compact(seqs)
 	}
 
-	key := recordKey(st.recPrefix, 0)
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	next := st.stateLocked()
@@ -323,6 +323,7 @@ func (s *Store) Delete(name string, seqs ...uint64) error {
 	defer s.commitMu.Unlock()
 	b := s.db.NewBatch()
 	defer b.Close()
+	key := recordKey(st.recPrefix, 0) // only here: a record dropped from its group needs no key (no allocation)
 	firstGone = false
 	for _, seq := range seqs {
 		if seq == 0 || seq > st.last {

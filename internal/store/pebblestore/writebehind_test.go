@@ -1,7 +1,10 @@
 package pebblestore
 
 import (
+	"slices"
 	"testing"
+
+	"github.com/titan-broker/titan/internal/store"
 )
 
 // A record deleted while its group waits is never written, its Append's wait still
@@ -201,4 +204,111 @@ func reopenHoldingOnlyKept(t *testing.T, s *Store, dir string) *Store {
 		t.Fatalf("after reopen the stream holds %q, want only \"kept\"", seen)
 	}
 	return s
+}
+
+// Records of several streams interleaved in one group, some appended several at a time,
+// are each found by their own stream's Delete while they wait: exactly the deleted ones are
+// dropped (never written), the rest are committed, and each stream's count is exact.
+func TestWriteBehindDropsInterleavedStreamsExactly(t *testing.T) {
+	s, err := Open(t.TempDir(), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	hold(s)
+	seqs := map[string][]uint64{}
+	var waits []func() error
+	for i := range 12 {
+		for _, name := range []string{"a", "b", "c"} {
+			recs := [][]byte{[]byte(name)}
+			if i%4 == 3 {
+				recs = append(recs, []byte(name), []byte(name)) // a multi-record append
+			}
+			first, w, err := s.AppendAsyncLazy(name, recs...)
+			if err != nil {
+				release(s)
+				t.Fatal(err)
+			}
+			waits = append(waits, w)
+			for k := range recs {
+				seqs[name] = append(seqs[name], first+uint64(k))
+			}
+		}
+	}
+	// a: every other record, one Delete each; b: a multi-sequence Delete; c: none.
+	deleted := map[string]map[uint64]bool{"a": {}, "b": {}, "c": {}}
+	for i, seq := range seqs["a"] {
+		if i%2 == 0 {
+			if err := s.Delete("a", seq); err != nil {
+				release(s)
+				t.Fatal(err)
+			}
+			deleted["a"][seq] = true
+		}
+	}
+	bs := []uint64{seqs["b"][len(seqs["b"])-1], seqs["b"][0], seqs["b"][5], seqs["b"][5]}
+	if err := s.Delete("b", bs...); err != nil {
+		release(s)
+		t.Fatal(err)
+	}
+	for _, seq := range bs {
+		deleted["b"][seq] = true
+	}
+	release(s)
+	for _, w := range waits {
+		if err := w(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := uint64(len(deleted["a"]) + len(deleted["b"]))
+	if got := s.Dropped.Load(); got != want {
+		t.Fatalf("Dropped = %d, want %d", got, want)
+	}
+	infos, err := s.Streams()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, info := range infos {
+		var kept []uint64
+		for _, seq := range seqs[info.Name] {
+			if !deleted[info.Name][seq] {
+				kept = append(kept, seq)
+			}
+		}
+		var got []uint64
+		_ = s.Scan(info.Name, 0, func(seq uint64, _ []byte) bool { got = append(got, seq); return true })
+		if !slices.Equal(got, kept) || info.Count != int64(len(kept)) {
+			t.Fatalf("stream %s holds %v (Count %d), want %v", info.Name, got, info.Count, kept)
+		}
+	}
+}
+
+// LastCommit (store.CommitClock) is noted as each group lands, before its waits return:
+// after a wait it lies between the append and the wait's return, for a synced group and for
+// one whose records were all deleted first.
+func TestLastCommitNotedBeforeWaitsReturn(t *testing.T) {
+	s, err := Open(t.TempDir(), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for _, deleteFirst := range []bool{false, true} {
+		before := store.Since()
+		seq, wait, err := s.AppendAsyncLazy("q", []byte("x"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if deleteFirst {
+			if err := s.Delete("q", seq); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := wait(); err != nil {
+			t.Fatal(err)
+		}
+		after := store.Since()
+		if got := s.LastCommit(); got < before || got > after {
+			t.Fatalf("deleteFirst=%v: LastCommit %v not within [%v, %v]", deleteFirst, got, before, after)
+		}
+	}
 }
