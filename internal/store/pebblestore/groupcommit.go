@@ -17,8 +17,10 @@ import (
 // AppendAsync does not write to Pebble itself: it gives the records their sequences (under
 // the stream's lock, so a stream's sequences are handed out in order), copies them into the
 // current group and wakes the committer. The committer goroutine takes the whole group —
-// every stream, every producer — builds one Pebble batch (the records plus each touched
-// stream's latest state), applies it with Sync and waits for the one fsync; then it raises
+// every stream, every producer — builds one Pebble batch (the records, plus a touched
+// stream's latest state only where one is due: a new stream, a newest record deleted before
+// the commit, a checkpoint; see stateWriteLocked and doc.go), applies it with Sync and waits
+// for the one fsync; then it raises
 // each stream's durable mark and releases the group's waiters. While one group is being
 // synced the next one fills, so the fsync rate stays one per group however many producers
 // and destinations there are.
@@ -26,8 +28,9 @@ import (
 // A record deleted (Delete, Trim) while it still waits in the current group is dropped from
 // the group: it never reaches the WAL, and neither does its delete. This is what makes a
 // queue message that is consumed and acknowledged before its batch is flushed cost neither
-// a write nor a delete. Its sequence stays used (the stream state written with the group
-// keeps the high-water mark), and its Append's wait still returns only after the group was
+// a write nor a delete. Its sequence stays used (when it was the stream's newest in the
+// group, the group writes the stream's state, which keeps the high-water mark; otherwise a
+// newer record's key does), and its Append's wait still returns only after the group was
 // committed, so "wait returned nil" keeps meaning "the record is durable, or was deleted
 // before it had to be".
 //
@@ -70,13 +73,20 @@ type group struct {
 	arena  []byte
 	index  map[recordRef]int       // record → position in recs
 	states map[*stream]streamState // each touched stream's latest state
-	pend   map[*stream]streamState // count and bytes of each stream's records here (not gone)
+	pend   map[*stream]pendState   // each touched stream's records here
 	done   chan struct{}           // closed once committed (or failed)
 	err    error                   // set before done is closed
 	wait   func() error            // every member's wait: one closure per group, not per append
 	// blocked counts the waits that found the group not yet committed and blocked on it:
 	// the appenders (connections) that send their next record only once this group lands.
 	blocked atomic.Int32
+}
+
+// pendState sums up one stream's records in a group.
+type pendState struct {
+	count, bytes uint64 // records here not gone, and their data bytes
+	base         uint64 // the stream's highest seq before the group's first
+	topGone      bool   // the stream's highest seq in the group is gone
 }
 
 // newGroupLocked returns an empty group, reusing the buffers of the last committed one.
@@ -90,7 +100,7 @@ func (s *Store) newGroupLocked() *group {
 		g = &group{
 			index:  make(map[recordRef]int),
 			states: make(map[*stream]streamState),
-			pend:   make(map[*stream]streamState),
+			pend:   make(map[*stream]pendState),
 			done:   make(chan struct{}),
 		}
 	}
@@ -134,7 +144,11 @@ func (s *Store) addLocked(st *stream, first uint64, records [][]byte, next strea
 		g = s.newGroupLocked()
 		s.cur = g
 	}
-	p := g.pend[st]
+	p, ok := g.pend[st]
+	if !ok {
+		p.base = first - 1
+	}
+	p.topGone = false
 	for i, r := range records {
 		seq := first + uint64(i)
 		g.index[recordRef{st, seq}] = len(g.recs)
@@ -175,6 +189,7 @@ func (s *Store) dropPendingLocked(st *stream, seqs []uint64, below uint64) (n, b
 		p := g.pend[st]
 		p.count--
 		p.bytes -= uint64(r.n)
+		p.topGone = p.topGone || r.seq == g.states[st].last
 		g.pend[st] = p
 		firstGone = firstGone || r.seq == st.first
 	}
@@ -217,13 +232,17 @@ type flight struct {
 
 // writtenStateLocked is the state to write with a removal of st's records: the in-memory
 // state without the records still waiting in the current group, which are not in Pebble
-// (a crash after the removal but before their group must not count them). commitMu and gmu
+// (a crash after the removal but before their group must not count them), and with the
+// high-water mark below the group's first seq of st, so that the state covers exactly the
+// records Pebble holds (see doc.go: Open counts the records above it). commitMu and gmu
 // must be held (so the current group cannot be taken meanwhile).
 func (s *Store) writtenStateLocked(st *stream, next streamState) streamState {
 	if g := s.cur; g != nil {
-		p := g.pend[st]
-		next.count -= p.count
-		next.bytes -= p.bytes
+		if p, ok := g.pend[st]; ok {
+			next.count -= p.count
+			next.bytes -= p.bytes
+			next.last = p.base
+		}
 	}
 	return next
 }
@@ -307,7 +326,7 @@ func (s *Store) applyLocked(g *group) (*pebble.Batch, error) {
 		return nil, s.applyStatesLocked(g)
 	}
 	for st := range g.states {
-		size += stateLen + len(st.stateKey) + 16
+		size += stateLen + len(st.recPrefix) + 9 + 16 // the longer of a state and a checkpoint key
 	}
 	s.Committed.Add(uint64(len(g.recs)))
 	b := s.db.NewBatchWithSize(size)
@@ -325,7 +344,15 @@ func (s *Store) applyLocked(g *group) (*pebble.Batch, error) {
 		}
 	}
 	for st, state := range g.states {
-		if err := b.Set(st.stateKey, state.encode(), nil); err != nil {
+		// A stream's state rides along only when Open needs it (stateWriteLocked).
+		var err error
+		switch st.stateWriteLocked(g.pend[st]) {
+		case writeState:
+			err = b.Set(st.stateKey, state.encode(), nil)
+		case writeCheckpoint:
+			err = b.Set(checkpointKey(st.recPrefix, state.last), state.encode(), nil)
+		}
+		if err != nil {
 			return b, wrapErr("append", err)
 		}
 	}
@@ -350,6 +377,7 @@ func (s *Store) applyStatesLocked(g *group) error {
 		if err := b.Set(st.stateKey, state.encode(), nil); err != nil {
 			return wrapErr("append", err)
 		}
+		st.persistedLocked()
 	}
 	if err := s.db.Apply(b, pebble.NoSync); err != nil {
 		return s.fail(wrapErr("append", err))
