@@ -9,21 +9,44 @@
 // extends it ("a" and "a\x00b"). The golden tests TestKeyLayoutGolden and TestOnDiskBytes
 // pin these bytes.
 //
-//	record     'r' (0x72) | nameLen u16 | name | seq u64     → the record's data, verbatim
-//	stream     's' (0x73) | nameLen u16 | name               → last u64 | count u64 | bytes u64
-//	meta       'm' (0x6d) | key                              → the value, verbatim
-//	version    'v' (0x76)                                    → format u32 (currently 1)
+//	state      'r' (0x72) | nameLen u16 | name                     → last u64 | count u64 | bytes u64
+//	record     'r' (0x72) | nameLen u16 | name | seq u64           → the record's data, verbatim
+//	checkpoint 'r' (0x72) | nameLen u16 | name | seq u64 | 0x00    → last u64 | count u64 | bytes u64 (last = seq)
+//	meta       'm' (0x6d) | key                                    → the value, verbatim
+//	version    'v' (0x76)                                          → format u32 (currently 2)
 //
-// The stream value holds the high-water mark (the highest seq ever given), the number of
-// records held and their total data bytes. It is rewritten in the same batch as every change
-// to the stream's records, so after any crash it matches the records exactly, and a stream
-// whose records were all deleted or trimmed keeps its high-water mark: sequences are never
-// reused. Open reads every stream value (one per stream, not one per record) and checks it
-// against the stream's last record key.
+// A stream's keys are contiguous: its state key first, then its records in seq order, each
+// checkpoint right after the record whose seq it names. A state value — under the state key
+// or a checkpoint key — holds a high-water mark, and the number of records at or below it
+// and their total data bytes, exactly as Pebble held them when the value was written in the
+// same batch. The stream's state is the newest of them (the state key, or the highest
+// checkpoint above it) plus the records above its high-water mark.
+//
+// Why: a group commit writes a stream's records without its state, except for the stream's
+// first batch (which creates the state key), a batch whose records of the stream were all
+// deleted before it was written (the state then keeps the high-water mark), and a
+// checkpoint once 2^18 records or 64 MiB were written above the last persisted state (which
+// bounds what Open reads). Delete, Trim and Drop rewrite the state key. So the memtables of
+// a stream that only grows (an events-store log) flush to tables whose keys lie above every
+// older table's, and Pebble moves them down the levels instead of rewriting them. Format 1
+// kept the state under 's' | nameLen | name, after every record key, and rewrote it with
+// every batch: each flushed table then overlapped every newer one, and compactions
+// (12–17% of the broker's CPU on an events-store live tail) rewrote appended data level
+// after level. Open upgrades a format-1 store in one synced batch (migrateV1).
+//
+// After any crash the states match the records: a removal writes the state key in the
+// batch of its tombstones, covering every record Pebble holds then; records written later
+// sort above it. A stream whose records were all deleted or trimmed keeps its high-water
+// mark: sequences are never reused. Open finds each stream by its state key (one seek per
+// stream, which skips the stream's records and tombstones), and walks back from the
+// stream's last key to the newest checkpoint above the state, or to the state, counting the
+// records on the way; when the state counts records it checks with one bounded seek that a
+// record at or below its high-water mark exists.
 //
 // # Durability and group commit
 //
-// Append builds one batch (records + stream value) and commits it with Sync. It holds the
+// Append builds one batch (records, and the stream's state when one is due) and commits it
+// with Sync. It holds the
 // stream's mutex only while Pebble sequences and applies the batch (DB.ApplyNoSyncWait),
 // then waits for the fsync (Batch.SyncWait) without it. Pebble's WAL writer (record.LogWriter)
 // has a single flusher: batches queued while an fsync is in flight are written and synced

@@ -17,8 +17,10 @@ import (
 // AppendAsync does not write to Pebble itself: it gives the records their sequences (under
 // the stream's lock, so a stream's sequences are handed out in order), copies them into the
 // current group and wakes the committer. The committer goroutine takes the whole group —
-// every stream, every producer — builds one Pebble batch (the records plus each touched
-// stream's latest state), applies it with Sync and waits for the one fsync; then it raises
+// every stream, every producer — builds one Pebble batch (the records, plus a touched
+// stream's latest state only where one is due: a new stream, a newest record deleted before
+// the commit, a checkpoint; see stateWriteLocked and doc.go), applies it with Sync and waits
+// for the one fsync; then it raises
 // each stream's durable mark and releases the group's waiters. While one group is being
 // synced the next one fills, so the fsync rate stays one per group however many producers
 // and destinations there are.
@@ -26,8 +28,9 @@ import (
 // A record deleted (Delete, Trim) while it still waits in the current group is dropped from
 // the group: it never reaches the WAL, and neither does its delete. This is what makes a
 // queue message that is consumed and acknowledged before its batch is flushed cost neither
-// a write nor a delete. Its sequence stays used (the stream state written with the group
-// keeps the high-water mark), and its Append's wait still returns only after the group was
+// a write nor a delete. Its sequence stays used (when it was the stream's newest in the
+// group, the group writes the stream's state, which keeps the high-water mark; otherwise a
+// newer record's key does), and its Append's wait still returns only after the group was
 // committed, so "wait returned nil" keeps meaning "the record is durable, or was deleted
 // before it had to be".
 //
@@ -67,6 +70,8 @@ type pendStream struct {
 	count, bytes uint64
 	base         uint64  // the sequence of pos[0]
 	pos          []int32 // recs index of sequence base+i, or -1
+	below        uint64  // the stream's highest seq before the group's first (its high-water mark in Pebble)
+	topGone      bool    // the stream's highest seq in the group is gone (deleted before the commit)
 }
 
 // at returns the recs index of st's record seq in this group, or -1.
@@ -163,8 +168,10 @@ func (s *Store) addLocked(st *stream, first uint64, records [][]byte, next strea
 			p = new(pendStream)
 		}
 		p.base = first
+		p.below = first - 1
 		g.pend[st] = p
 	}
+	p.topGone = false
 	for i, r := range records {
 		seq := first + uint64(i)
 		if seq < p.base { // not expected (sequences grow); keep the index exact anyway
@@ -218,6 +225,7 @@ func (s *Store) dropPendingLocked(st *stream, seqs []uint64, below uint64) (n, b
 		bytes += uint64(r.n)
 		p.count--
 		p.bytes -= uint64(r.n)
+		p.topGone = p.topGone || r.seq == g.states[st].last
 		firstGone = firstGone || r.seq == st.first
 	}
 	if below > 0 {
@@ -259,13 +267,16 @@ type flight struct {
 
 // writtenStateLocked is the state to write with a removal of st's records: the in-memory
 // state without the records still waiting in the current group, which are not in Pebble
-// (a crash after the removal but before their group must not count them). commitMu and gmu
+// (a crash after the removal but before their group must not count them), and with the
+// high-water mark below the group's first seq of st, so that the state covers exactly the
+// records Pebble holds (see doc.go: Open counts the records above it). commitMu and gmu
 // must be held (so the current group cannot be taken meanwhile).
 func (s *Store) writtenStateLocked(st *stream, next streamState) streamState {
 	if g := s.cur; g != nil {
 		if p := g.pend[st]; p != nil {
 			next.count -= p.count
 			next.bytes -= p.bytes
+			next.last = p.below
 		}
 	}
 	return next
@@ -350,7 +361,7 @@ func (s *Store) applyLocked(g *group) (*pebble.Batch, error) {
 		return nil, s.applyStatesLocked(g)
 	}
 	for st := range g.states {
-		size += stateLen + len(st.stateKey) + 16
+		size += stateLen + len(st.recPrefix) + 9 + 16 // the longer of a state and a checkpoint key
 	}
 	s.Committed.Add(uint64(len(g.recs)))
 	b := s.db.NewBatchWithSize(size)
@@ -368,7 +379,15 @@ func (s *Store) applyLocked(g *group) (*pebble.Batch, error) {
 		}
 	}
 	for st, state := range g.states {
-		if err := b.Set(st.stateKey, state.encode(), nil); err != nil {
+		// A stream's state rides along only when Open needs it (stateWriteLocked).
+		var err error
+		switch st.stateWriteLocked(g.pend[st]) {
+		case writeState:
+			err = b.Set(st.stateKey, state.encode(), nil)
+		case writeCheckpoint:
+			err = b.Set(checkpointKey(st.recPrefix, state.last), state.encode(), nil)
+		}
+		if err != nil {
 			return b, wrapErr("append", err)
 		}
 	}
@@ -393,6 +412,7 @@ func (s *Store) applyStatesLocked(g *group) error {
 		if err := b.Set(st.stateKey, state.encode(), nil); err != nil {
 			return wrapErr("append", err)
 		}
+		st.persistedLocked()
 	}
 	if err := s.db.Apply(b, pebble.NoSync); err != nil {
 		return s.fail(wrapErr("append", err))

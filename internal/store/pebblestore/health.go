@@ -367,6 +367,7 @@ func (s *Store) mergeStreams(loaded map[string]*stream) error {
 			if err := b.Set(st.stateKey, st.stateLocked().encode(), nil); err != nil {
 				return wrapErr("reopen", err)
 			}
+			st.persistedLocked() // no call is in progress: nothing else holds the stream
 		}
 	}
 	if b.Empty() {

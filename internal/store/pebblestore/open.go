@@ -250,7 +250,10 @@ func (s *Store) openDB(readOnly bool) (err error) {
 		}
 		return fmt.Errorf("pebblestore: open %s: %w", s.dir, err)
 	}
-	if err := checkVersion(db, readOnly); err != nil {
+	s.formatV1 = false
+	if err := checkVersion(db, readOnly); errors.Is(err, errFormatV1) {
+		s.formatV1 = true
+	} else if err != nil {
 		return errors.Join(err, db.Close())
 	}
 	s.db, s.wal = db, wal
@@ -287,32 +290,85 @@ func checkVersion(db *pebble.DB, readOnly bool) error {
 	if err != nil {
 		return wrapErr("open", err)
 	}
-	defer closer.Close()
-	if len(v) != 4 || binary.BigEndian.Uint32(v) != formatVersion {
-		return fmt.Errorf("%w: pebblestore: store format %x, this build reads %d", store.ErrIncompatible, v, formatVersion)
+	format := uint32(0)
+	if len(v) == 4 {
+		format = binary.BigEndian.Uint32(v)
 	}
-	return nil
+	_ = closer.Close()
+	switch {
+	case format == formatVersion:
+		return nil
+	case format == 1 && readOnly:
+		return errFormatV1 // read as it is (loadStreams); migrated once writes work
+	case format == 1:
+		return migrateV1(db)
+	}
+	return fmt.Errorf("%w: pebblestore: store format %x, this build reads %d (and upgrades 1)", store.ErrIncompatible, v, formatVersion)
 }
 
-// loadStreams loads every stream's state from s.db and checks it against its last record
-// key.
+// errFormatV1 is checkVersion's answer for a read-only format-1 database: not an error for
+// openDB, which records the format so that loadStreams reads its layout.
+var errFormatV1 = errors.New("pebblestore: format 1, read-only")
+
+// migrateV1 upgrades a format-1 store in one synced batch: each stream's state moves from
+// 's' | nameLen | name (which sorted after every record key, so that every batch that
+// rewrote it made its memtable's table overlap all newer ones) to its state key, 'r' |
+// nameLen | name; records are unchanged, and the format key becomes formatVersion. A crash
+// before the batch is durable leaves format 1, migrated again at the next Open.
+func migrateV1(db *pebble.DB) error {
+	it, err := db.NewIter(&pebble.IterOptions{LowerBound: []byte{prefixStreamV1}, UpperBound: []byte{prefixStreamV1 + 1}})
+	if err != nil {
+		return wrapErr("upgrade format 1", err)
+	}
+	b := db.NewBatch()
+	defer b.Close()
+	for it.First(); it.Valid(); it.Next() {
+		name, err := parseStreamKey(prefixStreamV1, it.Key())
+		if err != nil {
+			return errors.Join(fmt.Errorf("%w: pebblestore: stream key %q: %w", store.ErrCorrupt, it.Key(), err), it.Close())
+		}
+		v, err := it.ValueAndErr()
+		if err != nil {
+			return errors.Join(wrapErr("upgrade format 1", err), it.Close())
+		}
+		if err := errors.Join(b.Set(streamPrefix(prefixRecord, name), v, nil), b.Delete(it.Key(), nil)); err != nil {
+			return errors.Join(wrapErr("upgrade format 1", err), it.Close())
+		}
+	}
+	if err := it.Close(); err != nil {
+		return wrapErr("upgrade format 1", err)
+	}
+	if err := b.Set(versionKey, binary.BigEndian.AppendUint32(nil, formatVersion), nil); err != nil {
+		return wrapErr("upgrade format 1", err)
+	}
+	return wrapErr("upgrade format 1", db.Apply(b, pebble.Sync))
+}
+
+// loadStreams loads every stream's state from s.db and completes it from the records above
+// it (loadRecordsAbove). Streams are found by their state keys: one seek per stream, to the
+// key after its last (streamEnd), lands on the next stream's state key, which sorts before
+// that stream's records, so the seek never walks a stream's records or tombstones.
 func (s *Store) loadStreams() (map[string]*stream, error) {
 	streams := make(map[string]*stream)
-	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: []byte{prefixStream}, UpperBound: []byte{prefixStream + 1}})
+	prefix := byte(prefixRecord)
+	if s.formatV1 {
+		prefix = prefixStreamV1
+	}
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: []byte{prefix}, UpperBound: []byte{prefix + 1}})
 	if err != nil {
 		return nil, wrapErr("open", err)
 	}
-	// One record iterator serves every stream's check: a new iterator per stream cost
-	// ~40 µs each, which made Open proportional to every name ever used.
+	// One record iterator serves every stream: a new iterator per stream cost ~40 µs each,
+	// which made Open proportional to every name ever used.
 	rit, err := s.db.NewIter(&pebble.IterOptions{LowerBound: []byte{prefixRecord}, UpperBound: []byte{prefixRecord + 1}})
 	if err != nil {
 		return nil, errors.Join(wrapErr("open", err), it.Close())
 	}
 	defer func() { _ = rit.Close() }()
-	for it.First(); it.Valid(); it.Next() {
-		name, err := parseStreamKey(it.Key())
+	for valid := it.First(); valid; {
+		name, err := parseStreamKey(prefix, it.Key())
 		if err != nil {
-			return nil, errors.Join(fmt.Errorf("%w: pebblestore: stream key %q: %w", store.ErrCorrupt, it.Key(), err), it.Close())
+			return nil, errors.Join(fmt.Errorf("%w: pebblestore: expected a stream's state key, found %q: %w", store.ErrCorrupt, it.Key(), err), it.Close())
 		}
 		v, err := it.ValueAndErr()
 		if err != nil {
@@ -323,39 +379,78 @@ func (s *Store) loadStreams() (map[string]*stream, error) {
 			return nil, errors.Join(fmt.Errorf("%w: pebblestore: stream %q: state value of %d bytes", store.ErrCorrupt, name, len(v)), it.Close())
 		}
 		st := newStream(name)
-		st.last, st.count, st.bytes = state.last, state.count, state.bytes
-		st.durable.Store(state.last)
-		// Only streams holding records are sought: a seek per empty stream (each walking its
-		// tombstones) made Open proportional to every name ever used, not to what is stored.
-		if st.count == 0 {
-			streams[name] = st
-			continue
-		}
-		if err := checkLastRecord(rit, st); err != nil {
+		if err := loadRecordsAbove(rit, st, state); err != nil {
 			return nil, errors.Join(err, it.Close())
 		}
+		st.durable.Store(st.last)
+		st.persisted = !s.formatV1 // format 1 is read-only: nothing is written
 		streams[name] = st
+		if s.formatV1 {
+			valid = it.Next()
+		} else {
+			valid = it.SeekGE(streamEnd(st.recPrefix))
+		}
 	}
 	return streams, wrapErr("open", it.Close())
 }
 
-// checkLastRecord seeks, with it (one iterator reused for every stream), the stream's
-// highest record key and checks it against the persisted high-water mark and count. The
-// iterator is bounded to the stream (SetBounds): an unbounded backward seek would walk
-// through the tombstones of every stream before it.
-func checkLastRecord(it *pebble.Iterator, st *stream) error {
-	it.SetBounds(recordKey(st.recPrefix, 0), recordKey(st.recPrefix, ^uint64(0)))
-	var lastSeq uint64
-	found := it.Last()
-	if found {
-		lastSeq = seqOf(it.Key())
+// loadRecordsAbove sets st's state from its persisted state and what lies above the
+// state's high-water mark: group commits write record keys without a state, and now and
+// then a checkpoint key (doc.go). Walking back from the stream's end, it counts the records
+// above the newest checkpoint, or above the state when no checkpoint is newer; the highest
+// of them is the high-water mark when above the base's. The walk is bounded below by the
+// state's high-water mark, so it never meets a deleted record's tombstone (a removal always
+// writes a state covering what it removed). When the state counts records, one bounded
+// backward seek checks that a record at or below its high-water mark exists. it is one
+// iterator reused for every stream.
+func loadRecordsAbove(it *pebble.Iterator, st *stream, state streamState) error {
+	if state.last == ^uint64(0) {
+		return fmt.Errorf("%w: pebblestore: stream %q: high-water mark %d", store.ErrCorrupt, st.name, state.last)
+	}
+	if state.count > 0 {
+		// Only streams that hold records are sought: a backward seek through an emptied
+		// stream walks its tombstones, which made Open proportional to every name ever
+		// used, not to what is stored.
+		it.SetBounds(recordKey(st.recPrefix, 0), recordKey(st.recPrefix, state.last+1))
+		found := false
+		for valid := it.Last(); valid && !found; valid = it.Prev() {
+			found = isRecordKey(st.recPrefix, it.Key())
+		}
+		if err := it.Error(); err != nil {
+			return wrapErr("open", err)
+		}
+		if !found {
+			return fmt.Errorf("%w: pebblestore: stream %q: no record at or below high-water mark %d, but count %d",
+				store.ErrCorrupt, st.name, state.last, state.count)
+		}
+	}
+	base := state
+	var top, n, nb uint64
+	it.SetBounds(recordKey(st.recPrefix, state.last+1), streamEnd(st.recPrefix))
+	for valid := it.Last(); valid; valid = it.Prev() {
+		k := it.Key()
+		if isRecordKey(st.recPrefix, k) {
+			top = max(top, seqOf(k))
+			n++
+			lv := it.LazyValue()
+			nb += uint64(lv.Len())
+			continue
+		}
+		v, err := it.ValueAndErr()
+		if err != nil {
+			return wrapErr("open", err)
+		}
+		ck, ok := decodeState(v)
+		if len(k) != len(st.recPrefix)+9 || !ok || ck.last != binary.BigEndian.Uint64(k[len(st.recPrefix):]) {
+			return fmt.Errorf("%w: pebblestore: stream %q: bad checkpoint %q = %x", store.ErrCorrupt, st.name, k, v)
+		}
+		base = ck
+		break
 	}
 	if err := it.Error(); err != nil {
 		return wrapErr("open", err)
 	}
-	if lastSeq > st.last || found != (st.count > 0) {
-		return fmt.Errorf("%w: pebblestore: stream %q: last record %d (found %v) but high-water mark %d, count %d",
-			store.ErrCorrupt, st.name, lastSeq, found, st.last, st.count)
-	}
+	st.last, st.count, st.bytes = max(base.last, top), base.count+n, base.bytes+nb
+	st.unchecked, st.uncheckedBytes = n, nb
 	return nil
 }

@@ -36,6 +36,9 @@ type Store struct {
 	// progress; calls read them between enter and exit. db is nil while a reopen failed.
 	db  *pebble.DB
 	wal *walFS
+	// formatV1 is set while db is a format-1 database opened read-only (a degraded start);
+	// a read-write open upgrades it (migrateV1).
+	formatV1 bool
 
 	mu        sync.Mutex
 	idle      sync.Cond // on mu; broadcast when inflight drops to 0 after closed or reopening is set
@@ -86,13 +89,13 @@ var _ store.Store = (*Store)(nil)
 
 // stream is the in-memory state of one stream. Every change to its records happens with mu
 // held, from building the batch until Pebble has applied it (ApplyNoSyncWait), so that
-// Pebble's commit order for a stream is its sequence order and each batch's state value is
-// the latest. The fsync wait happens after mu is released, which is what lets concurrent
+// Pebble's commit order for a stream is its sequence order and each state value a batch
+// writes is the latest. The fsync wait happens after mu is released, which is what lets concurrent
 // Appends to one stream share an fsync.
 type stream struct {
 	name      string
-	recPrefix []byte // 'r' | nameLen | name
-	stateKey  []byte // 's' | nameLen | name
+	recPrefix []byte // 'r' | nameLen | name: the prefix of every key of the stream
+	stateKey  []byte // 'r' | nameLen | name: recPrefix itself, which sorts before the records
 
 	mu    sync.Mutex
 	last  uint64 // guarded by mu: high-water mark
@@ -106,14 +109,71 @@ type stream struct {
 	durable atomic.Uint64
 
 	dropped atomic.Bool // set under mu by Drop; an Append that finds it set looks the name up again
+
+	// persisted is set once the stream's state key is in Pebble; unchecked counts the
+	// records (and their bytes) applied to Pebble above the persisted state's high-water
+	// mark: those Open counts from the record keys. Both are guarded by Store.commitMu.
+	persisted      bool
+	unchecked      uint64
+	uncheckedBytes uint64
+}
+
+// checkpointEvery holds the checkpoint thresholds: a group commit writes a checkpoint of a
+// stream's state with its records once this many records, or bytes of record data, were
+// applied above the last persisted state. They bound what Open reads to complete a stream's
+// state (about 1 s of records at 250k records/s, or 64 MiB). A variable so that tests can
+// lower it.
+var checkpointEvery = struct{ records, bytes uint64 }{1 << 18, 64 << 20}
+
+// stateWrite is what a group commit writes of a stream's state with its records.
+type stateWrite int
+
+const (
+	writeNoState    stateWrite = iota // record keys only
+	writeState                        // the state key
+	writeCheckpoint                   // a checkpoint key, right after the records
+)
+
+// stateWriteLocked returns what a group commit that applies p (the stream's records in the
+// group) writes of the stream's state, and updates the stream's bookkeeping accordingly:
+//
+//   - the state key when the stream has none in Pebble yet (Open finds streams by their
+//     state keys), or when the group's newest record of the stream is gone (deleted before
+//     it was written: the state then keeps the high-water mark, which Open could not find
+//     in a record key);
+//   - a checkpoint key once the records above the last persisted state reach a threshold
+//     (checkpointEvery);
+//   - otherwise nothing: the batch holds only record keys.
+//
+// Record and checkpoint keys sort above every earlier record of the stream, so the
+// memtables of a stream that only grows flush to tables that overlap no other table, and
+// Pebble moves them down the levels instead of rewriting them; the state key, which sorts
+// before every record, would make such a table overlap all older ones (and format 1's,
+// which sorted after them, made it overlap all newer ones). Store.commitMu must be held.
+func (st *stream) stateWriteLocked(p *pendStream) stateWrite {
+	if p == nil || !st.persisted || p.topGone {
+		st.persistedLocked()
+		return writeState
+	}
+	st.unchecked += p.count
+	st.uncheckedBytes += p.bytes
+	if st.unchecked < checkpointEvery.records && st.uncheckedBytes < checkpointEvery.bytes {
+		return writeNoState
+	}
+	st.persistedLocked()
+	return writeCheckpoint
+}
+
+// persistedLocked records that the stream's full state is being written to Pebble.
+// Store.commitMu must be held.
+func (st *stream) persistedLocked() {
+	st.persisted = true
+	st.unchecked, st.uncheckedBytes = 0, 0
 }
 
 func newStream(name string) *stream {
-	return &stream{
-		name:      name,
-		recPrefix: streamPrefix(prefixRecord, name),
-		stateKey:  streamPrefix(prefixStream, name),
-	}
+	p := streamPrefix(prefixRecord, name)
+	return &stream{name: name, recPrefix: p, stateKey: p}
 }
 
 // raiseDurable ratchets st.durable up to seq.
@@ -364,6 +424,7 @@ func (s *Store) commitRemovalLocked(st *stream, b *pebble.Batch, next streamStat
 	if err := s.db.Apply(b, pebble.NoSync); err != nil {
 		return s.fail(wrapErr(op, err))
 	}
+	st.persistedLocked()
 	s.dirty.Store(true)
 	st.count, st.bytes = next.count, next.bytes
 	if firstGone {
@@ -414,6 +475,9 @@ func (s *Store) Trim(name string, before uint64) error {
 	}
 	next := st.stateLocked()
 	for it.First(); it.Valid(); it.Next() {
+		if !isRecordKey(st.recPrefix, it.Key()) {
+			continue // a checkpoint, removed with the records
+		}
 		lv := it.LazyValue()
 		next.count--
 		next.bytes -= uint64(lv.Len())
@@ -463,6 +527,9 @@ func (s *Store) Scan(name string, from uint64, fn func(seq uint64, data []byte) 
 		return wrapErr("scan", err)
 	}
 	for it.First(); it.Valid(); it.Next() {
+		if !isRecordKey(st.recPrefix, it.Key()) {
+			continue // a checkpoint of the stream's state
+		}
 		v, err := it.ValueAndErr()
 		if err != nil {
 			return errors.Join(wrapErr("scan", err), it.Close())
@@ -580,6 +647,11 @@ func (s *Store) Drop(names ...string) error {
 		if err := b.Delete(st.stateKey, nil); err != nil {
 			return wrapErr("drop", err)
 		}
+		// The stream holds no record, but may hold checkpoints of its state, which Open
+		// would take for the next stream of that name.
+		if err := b.DeleteRange(recordKey(st.recPrefix, 0), streamEnd(st.recPrefix), nil); err != nil {
+			return wrapErr("drop", err)
+		}
 	}
 	if len(drop) > 0 {
 		if err := s.db.Apply(b, pebble.NoSync); err != nil {
@@ -608,8 +680,11 @@ func (s *Store) findFirstLocked(st *stream) error {
 	if err != nil {
 		return wrapErr("streams", err)
 	}
-	if it.First() {
-		st.first = seqOf(it.Key())
+	for valid := it.First(); valid; valid = it.Next() {
+		if isRecordKey(st.recPrefix, it.Key()) { // not a checkpoint
+			st.first = seqOf(it.Key())
+			break
+		}
 	}
 	if err := it.Close(); err != nil || st.first != 0 {
 		return wrapErr("streams", err)

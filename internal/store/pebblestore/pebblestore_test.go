@@ -84,7 +84,9 @@ func TestKeyLayoutGolden(t *testing.T) {
 	}{
 		{recordKey(streamPrefix(prefixRecord, "q/a"), 258),
 			[]byte{'r', 0x00, 0x03, 'q', '/', 'a', 0, 0, 0, 0, 0, 0, 0x01, 0x02}},
-		{streamPrefix(prefixStream, "q/a"), []byte{'s', 0x00, 0x03, 'q', '/', 'a'}},
+		{newStream("q/a").stateKey, []byte{'r', 0x00, 0x03, 'q', '/', 'a'}},
+		{checkpointKey(streamPrefix(prefixRecord, "q/a"), 258),
+			[]byte{'r', 0x00, 0x03, 'q', '/', 'a', 0, 0, 0, 0, 0, 0, 0x01, 0x02, 0x00}},
 		{metaKey("sub:1"), []byte{'m', 's', 'u', 'b', ':', '1'}},
 		{versionKey, []byte{'v'}},
 		{streamState{last: 7, count: 2, bytes: 0x0102}.encode(), []byte{
@@ -96,11 +98,11 @@ func TestKeyLayoutGolden(t *testing.T) {
 			t.Errorf("encoding = %x, want %x", tc.got, tc.want)
 		}
 	}
-	name, err := parseStreamKey([]byte{'s', 0, 3, 'q', '/', 'a'})
+	name, err := parseStreamKey(prefixRecord, []byte{'r', 0, 3, 'q', '/', 'a'})
 	if err != nil || name != "q/a" {
 		t.Errorf("parseStreamKey = %q, %v", name, err)
 	}
-	if _, err := parseStreamKey([]byte{'s', 0, 4, 'q'}); err == nil {
+	if _, err := parseStreamKey(prefixRecord, []byte{'r', 0, 4, 'q'}); err == nil {
 		t.Error("parseStreamKey accepted a short key")
 	}
 }
@@ -133,10 +135,10 @@ func TestOnDiskBytes(t *testing.T) {
 	}
 	want := []string{
 		"mk=v",
+		"r\x00\x02ab=" + string(streamState{last: 2, count: 2, bytes: 3}.encode()),
 		"r\x00\x02ab\x00\x00\x00\x00\x00\x00\x00\x01=x",
 		"r\x00\x02ab\x00\x00\x00\x00\x00\x00\x00\x02=yz",
-		"s\x00\x02ab=" + string(streamState{last: 2, count: 2, bytes: 3}.encode()),
-		"v=\x00\x00\x00\x01",
+		"v=\x00\x00\x00\x02",
 	}
 	if len(got) != len(want) {
 		t.Fatalf("keys = %q, want %q", got, want)
@@ -183,14 +185,14 @@ func TestOpenNewerFormat(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := db.Set(versionKey, []byte{0, 0, 0, 2}, pebble.Sync); err != nil {
+	if err := db.Set(versionKey, []byte{0, 0, 0, 3}, pebble.Sync); err != nil {
 		t.Fatal(err)
 	}
 	if err := db.Close(); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := Open("db", Options{FS: fs}); !errors.Is(err, store.ErrIncompatible) {
-		t.Fatalf("Open of format 2 = %v, want ErrIncompatible", err)
+		t.Fatalf("Open of format 3 = %v, want ErrIncompatible", err)
 	}
 }
 
@@ -201,12 +203,13 @@ func TestOpenRejectsInconsistentState(t *testing.T) {
 		t.Fatal(err)
 	}
 	closeT(t, s)
-	// Lower the persisted high-water mark below the last record, as a buggy writer would.
+	// Remove the records but keep the state that counts them, as a buggy writer would.
 	db, err := pebble.Open("db", &pebble.Options{FS: fs, Logger: pebbleLogger{l: discardLogger()}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := db.Set(streamPrefix(prefixStream, "q"), streamState{last: 1, count: 2, bytes: 2}.encode(), pebble.Sync); err != nil {
+	prefix := streamPrefix(prefixRecord, "q")
+	if err := db.DeleteRange(recordKey(prefix, 0), recordKey(prefix, 3), pebble.Sync); err != nil {
 		t.Fatal(err)
 	}
 	if err := db.Close(); err != nil {
