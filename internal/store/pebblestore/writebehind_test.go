@@ -3,6 +3,7 @@ package pebblestore
 import (
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/titan-broker/titan/internal/store"
 )
@@ -87,11 +88,21 @@ func TestGroupCommitSpansStreams(t *testing.T) {
 }
 
 // hold makes the store behave as if a group were in flight, so appends gather in the next
-// group; release lets it be committed.
+// group; release lets it be committed. It first waits for the committer to go idle: a wait
+// returns as soon as its group landed, before the committer has looked for a next group, and
+// a hold set in that window would be undone when the committer finds none (or the committer
+// would take the appends meant to gather).
 func hold(s *Store) {
-	s.gmu.Lock()
-	s.busy = true
-	s.gmu.Unlock()
+	for {
+		s.gmu.Lock()
+		if !s.busy {
+			s.busy = true
+			s.gmu.Unlock()
+			return
+		}
+		s.gmu.Unlock()
+		time.Sleep(50 * time.Microsecond)
+	}
 }
 
 func release(s *Store) {
