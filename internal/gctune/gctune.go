@@ -14,9 +14,10 @@
 // allocation.
 //
 // The price of a floor is garbage left uncollected when the broker falls idle right after a
-// burst (up to the floor). So once a whole second passed without a collection while the heap
-// holds more garbage than the configured percent allows (or, whatever the percent, more than
-// a quarter of its live heap), or once two quiet seconds follow activity, the tuner collects
+// burst (up to the floor). So once the broker is quiet — a whole second passed without a
+// collection and with less than a mebibyte allocated — while the heap holds more garbage
+// than the configured percent allows (or, whatever the percent, more than a quarter of its
+// live heap), or once two quiet seconds follow activity, the tuner collects
 // and returns the freed pages to the OS (debug.FreeOSMemory), and collects again (up to
 // twice) while that freed much, so that what sync.Pools parked (read buffers after a burst)
 // goes too: an idle broker gives its memory back.
@@ -40,6 +41,7 @@ const (
 	liveMetric    = "/gc/heap/live:bytes"
 	objectsMetric = "/memory/classes/heap/objects:bytes"
 	cyclesMetric  = "/gc/cycles/total:gc-cycles"
+	allocsMetric  = "/gc/heap/allocs:bytes"
 )
 
 // idleCheck is how often the tuner looks for a quiet heap full of garbage (see the package
@@ -86,6 +88,13 @@ func Start(floor uint64) *Tuner {
 	return t
 }
 
+// quietAlloc is the most a heap may allocate in one idle check's interval and still count
+// as quiet. Without it a steady light load (a few thousand messages a second, which fills
+// the floor only after tens of seconds) would look idle at every check, and every check
+// would force a full collection and give the pages back to the OS, for the load to fault
+// them in again: latency spikes once a second for nothing.
+const quietAlloc = 1 << 20
+
 // idleSlack is the garbage (and the memory a collection frees) below which an idle heap is
 // left as it is: a forced collection is not worth less.
 const idleSlack = 4 << 20
@@ -98,7 +107,7 @@ const idleFollowUps = 2
 const idleSettle = 2
 
 // idleLoop collects, and returns the freed pages to the OS, when the heap is quiet (a whole
-// interval passed without a collection) and
+// interval passed without a collection and with less than quietAlloc allocated) and
 //   - it holds garbage: more than the raised percent's floor left behind, or, whatever the
 //     percent, more than a quarter of the live heap and idleSlack; or
 //   - a collection the tuner did not force ran since its last one, and idleSettle checks
@@ -115,7 +124,7 @@ const idleSettle = 2
 func (t *Tuner) idleLoop(interval time.Duration) {
 	tick := time.NewTicker(interval)
 	defer tick.Stop()
-	last := ^uint64(0)
+	last, lastAllocs := ^uint64(0), uint64(0)
 	follow := 0    // collections still allowed after the last one, while each frees much
 	quietRun := 0  // quiet checks in a row
 	active := true // a collection the tuner did not force ran since its last one
@@ -125,15 +134,18 @@ func (t *Tuner) idleLoop(interval time.Duration) {
 			return
 		case <-tick.C:
 		}
-		s := []metrics.Sample{{Name: cyclesMetric}, {Name: liveMetric}, {Name: objectsMetric}}
+		s := []metrics.Sample{{Name: cyclesMetric}, {Name: liveMetric}, {Name: objectsMetric}, {Name: allocsMetric}}
 		metrics.Read(s)
-		cycles, live, objects := s[0].Value.Uint64(), s[1].Value.Uint64(), s[2].Value.Uint64()
-		if cycles != last {
+		cycles, live, objects, allocs := s[0].Value.Uint64(), s[1].Value.Uint64(), s[2].Value.Uint64(), s[3].Value.Uint64()
+		busy := allocs-lastAllocs >= quietAlloc
+		lastAllocs = allocs
+		if cycles != last || busy {
 			last, quietRun, follow, active = cycles, 0, 0, true
 			continue
 		}
 		quietRun++
-		garbage := (t.Percent() > t.base && IdleGarbage(live, objects, t.base)) || objects > live+max(idleSlack, live/4)
+		garbage := objects > live+idleSlack &&
+			((t.Percent() > t.base && IdleGarbage(live, objects, t.base)) || objects > live+live/4)
 		settled := active && quietRun >= idleSettle
 		if !garbage && !settled && follow == 0 {
 			continue
@@ -143,7 +155,7 @@ func (t *Tuner) idleLoop(interval time.Duration) {
 		debug.FreeOSMemory()
 		t.IdleCollections.Add(1)
 		metrics.Read(s)
-		last, active = s[0].Value.Uint64(), false
+		last, active, lastAllocs = s[0].Value.Uint64(), false, s[3].Value.Uint64()
 		after := s[2].Value.Uint64()
 		switch {
 		case objects <= after || objects-after <= idleSlack:

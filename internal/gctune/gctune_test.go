@@ -165,3 +165,35 @@ func testIdleLoopFreesPooledMemory(t *testing.T, gcAfter bool) {
 	}
 	runtime.KeepAlive(live)
 }
+
+// A steady light load — allocation well below the floor per second, so no collection runs
+// for many seconds — is not idleness: the idle check must not force a collection (and give
+// the pages back) at every interval while the load lasts, only once it stops.
+func TestIdleLoopLeavesBusyHeapAlone(t *testing.T) {
+	t.Setenv("GOGC", "")
+	before := debug.SetGCPercent(100)
+	defer debug.SetGCPercent(before)
+	tu := Start(1 << 30) // no collection starts below 1 GiB
+	if tu == nil {
+		t.Fatal("Start returned nil")
+	}
+	defer tu.Stop()
+	runtime.GC()
+	runtime.GC() // the raised percent is in force now
+	// 64 KiB every 10 ms (about 6 MiB/s) for 3.5 idle checks: over 20 MiB of garbage.
+	for end := time.Now().Add(3500 * time.Millisecond); time.Now().Before(end); {
+		garbage = append(garbage[:0], make([]byte, 64<<10))
+		time.Sleep(10 * time.Millisecond)
+	}
+	if n := tu.IdleCollections.Load(); n != 0 {
+		t.Fatalf("%d idle collections while the heap allocated about 6 MiB/s", n)
+	}
+	garbage = nil
+	deadline := time.Now().Add(10 * time.Second)
+	for tu.IdleCollections.Load() == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("no idle collection within 10 s after the load stopped")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
