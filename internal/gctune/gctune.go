@@ -42,6 +42,8 @@ const (
 	objectsMetric = "/memory/classes/heap/objects:bytes"
 	cyclesMetric  = "/gc/cycles/total:gc-cycles"
 	allocsMetric  = "/gc/heap/allocs:bytes"
+	stacksMetric  = "/gc/scan/stack:bytes"
+	globalsMetric = "/gc/scan/globals:bytes"
 )
 
 // idleCheck is how often the tuner looks for a quiet heap full of garbage (see the package
@@ -212,13 +214,19 @@ func (t *Tuner) arm() {
 
 // adjust sets the GC percent for the live heap the last collection found.
 func (t *Tuner) adjust() {
-	s := []metrics.Sample{{Name: liveMetric}}
+	s := []metrics.Sample{{Name: liveMetric}, {Name: stacksMetric}, {Name: globalsMetric}}
 	metrics.Read(s)
-	var live uint64
+	var live, scan uint64
 	if s[0].Value.Kind() == metrics.KindUint64 {
 		live = s[0].Value.Uint64()
+		scan = live
+		for _, x := range s[1:] {
+			if x.Value.Kind() == metrics.KindUint64 {
+				scan += x.Value.Uint64()
+			}
+		}
 	}
-	p := PercentFor(live, t.floor, t.base)
+	p := PercentFor(live, scan, t.floor, t.base)
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.stopped.Load() || p == t.percent {
@@ -234,12 +242,25 @@ func (t *Tuner) adjust() {
 }
 
 // PercentFor returns the GC percent that puts the next collection's heap goal at floor
-// bytes for a live heap of live bytes, never below base nor above 10,000: base once the live
-// heap is half the floor or more (or unknown, 0).
-func PercentFor(live, floor uint64, base int) int {
+// bytes, never below base nor above 10,000: base once the live heap is half the floor or
+// more (or unknown, 0). live is the heap the last collection marked; scan is what the
+// percent multiplies, the marked heap plus the goroutine stacks and globals scanned (the
+// runtime's pacer, Go 1.18+: goal = marked + (marked + stacks + globals) × percent / 100;
+// runtime/metrics /gc/scan/stack:bytes and /gc/scan/globals:bytes). A percent computed from
+// the marked heap alone puts the goal a multiple of the floor too high when the heap is
+// small next to the stacks and globals. The runtime also never sets a goal below its heap
+// minimum, 4 MiB × percent / 100 (runtime/mgcpacer.go, defaultHeapMinimum), so the percent is
+// at most floor / 4 MiB × 100: without that bound a 1 MiB live heap put the goal of a 64 MiB
+// floor at 216 MiB.
+func PercentFor(live, scan, floor uint64, base int) int {
 	if live == 0 || live*2 >= floor {
 		return base
 	}
-	p := int((floor - live) * 100 / live)
-	return max(base, min(p, maxPercent))
+	scan = max(scan, live)
+	p := min((floor-live)*100/scan, floor*100/runtimeHeapMinimum)
+	return max(base, min(int(p), maxPercent))
 }
+
+// runtimeHeapMinimum is the Go runtime's heap minimum at GOGC=100 (defaultHeapMinimum): the
+// heap goal is never below runtimeHeapMinimum × percent / 100.
+const runtimeHeapMinimum = 4 << 20

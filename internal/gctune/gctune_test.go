@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"runtime"
 	"runtime/debug"
+	"runtime/metrics"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -13,20 +14,24 @@ import (
 func TestPercentFor(t *testing.T) {
 	const mib = 1 << 20
 	cases := []struct {
-		live, floor uint64
-		base, want  int
+		live, scan, floor uint64
+		base, want        int
 	}{
-		{2 * mib, 64 * mib, 100, 3100}, // goal = 2 + 2×31 = 64 MiB
-		{32 * mib, 64 * mib, 100, 100}, // half the floor: GOGC as configured
-		{40 * mib, 64 * mib, 100, 100},
-		{0, 64 * mib, 100, 100},        // unknown live heap
-		{1024, 64 * mib, 100, 10_000},  // capped
-		{16 * mib, 64 * mib, 400, 400}, // never below the configured percent
-		{8 * mib, 64 * mib, 50, 700},   // goal = 8 + 8×7 = 64 MiB
+		{32 * mib, 32 * mib, 1024 * mib, 100, 3100}, // goal = 32 + 32×31 = 1 GiB
+		{32 * mib, 64 * mib, 1024 * mib, 100, 1550}, // stacks and globals 32 MiB: goal = 32 + 64×15.5
+		{32 * mib, 16 * mib, 1024 * mib, 100, 3100}, // scan below live (not expected): live counts
+		{2 * mib, 2 * mib, 64 * mib, 100, 1600},     // the runtime's heap minimum: 4 MiB × 16 = 64 MiB
+		{1024, 1024, 64 * mib, 100, 1600},           // the same for any small heap
+		{32 * mib, 40 * mib, 64 * mib, 100, 100},    // half the floor: GOGC as configured
+		{40 * mib, 40 * mib, 64 * mib, 100, 100},
+		{0, 0, 64 * mib, 100, 100},               // unknown live heap
+		{1024, 1024, 1 << 50, 100, 10_000},       // capped
+		{16 * mib, 16 * mib, 64 * mib, 400, 400}, // never below the configured percent
+		{8 * mib, 8 * mib, 64 * mib, 50, 700},    // goal = 8 + 8×7 = 64 MiB
 	}
 	for _, c := range cases {
-		if got := PercentFor(c.live, c.floor, c.base); got != c.want {
-			t.Errorf("PercentFor(%d, %d, %d) = %d, want %d", c.live, c.floor, c.base, got, c.want)
+		if got := PercentFor(c.live, c.scan, c.floor, c.base); got != c.want {
+			t.Errorf("PercentFor(%d, %d, %d, %d) = %d, want %d", c.live, c.scan, c.floor, c.base, got, c.want)
 		}
 	}
 }
@@ -195,5 +200,40 @@ func TestIdleLoopLeavesBusyHeapAlone(t *testing.T) {
 			t.Fatal("no idle collection within 10 s after the load stopped")
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// The floor is the heap goal the runtime ends up with, not a percent computed from a live
+// figure that differs from the heap the runtime multiplies (which also counts stacks and
+// globals, and rounds): with a live heap of a few MiB, the goal after collections is within
+// an eighth of the floor. An overshoot doubles the memory the floor lets garbage take, and
+// the pages to fault in again after each idle release.
+func TestHeapGoalIsTheFloor(t *testing.T) {
+	t.Setenv("GOGC", "")
+	before := debug.SetGCPercent(100)
+	defer debug.SetGCPercent(before)
+	const floor = 64 << 20
+	tu := Start(floor)
+	if tu == nil {
+		t.Fatal("Start returned nil")
+	}
+	defer tu.Stop()
+	for _, liveMiB := range []int{1, 3, 6} {
+		keep := make([][]byte, 0, liveMiB*16)
+		for range liveMiB * 16 {
+			keep = append(keep, make([]byte, 64<<10))
+		}
+		for range 3 {
+			runtime.GC()
+			runtime.GC() // the finalizer of the first cycle's sentinel runs after it
+		}
+		time.Sleep(10 * time.Millisecond)
+		s := []metrics.Sample{{Name: "/gc/heap/goal:bytes"}}
+		metrics.Read(s)
+		goal := s[0].Value.Uint64()
+		if goal < floor-floor/8 || goal > floor+floor/8 {
+			t.Errorf("live heap %d MiB: heap goal %.1f MiB, want %d MiB ± an eighth (percent %d)", liveMiB, float64(goal)/(1<<20), floor>>20, tu.Percent())
+		}
+		runtime.KeepAlive(keep)
 	}
 }
