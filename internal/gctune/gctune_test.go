@@ -88,6 +88,7 @@ func TestIdleGarbage(t *testing.T) {
 // A heap left full of garbage by a burst is collected once the process has been quiet for
 // an interval, even though the raised percent would not start a collection.
 func TestIdleLoopCollectsQuietGarbage(t *testing.T) {
+	shortDecay(t, 1)
 	t.Setenv("GOGC", "")
 	before := debug.SetGCPercent(100)
 	defer debug.SetGCPercent(before)
@@ -132,6 +133,7 @@ func TestIdleLoopFreesPooledMemory(t *testing.T) {
 }
 
 func testIdleLoopFreesPooledMemory(t *testing.T, gcAfter bool) {
+	shortDecay(t, 1)
 	t.Setenv("GOGC", "")
 	before := debug.SetGCPercent(100)
 	defer debug.SetGCPercent(before)
@@ -175,6 +177,7 @@ func testIdleLoopFreesPooledMemory(t *testing.T, gcAfter bool) {
 // for many seconds — is not idleness: the idle check must not force a collection (and give
 // the pages back) at every interval while the load lasts, only once it stops.
 func TestIdleLoopLeavesBusyHeapAlone(t *testing.T) {
+	shortDecay(t, 1)
 	t.Setenv("GOGC", "")
 	before := debug.SetGCPercent(100)
 	defer debug.SetGCPercent(before)
@@ -235,5 +238,45 @@ func TestHeapGoalIsTheFloor(t *testing.T) {
 			t.Errorf("live heap %d MiB: heap goal %.1f MiB, want %d MiB ± an eighth (percent %d)", liveMiB, float64(goal)/(1<<20), floor>>20, tu.Percent())
 		}
 		runtime.KeepAlive(keep)
+	}
+}
+
+// shortDecay sets idleDecay to n quiet checks for the tuners the test starts.
+func shortDecay(t *testing.T, n int) {
+	old := idleDecay
+	idleDecay = n
+	t.Cleanup(func() { idleDecay = old })
+}
+
+// Garbage on a quiet heap is kept until the heap has been quiet for idleDecay checks in a
+// row, then collected and given back: a broker serving bursts a few seconds apart does not
+// fault its pages in again for each burst.
+func TestIdleLoopWaitsForTheDecay(t *testing.T) {
+	shortDecay(t, 4)
+	t.Setenv("GOGC", "")
+	before := debug.SetGCPercent(100)
+	defer debug.SetGCPercent(before)
+	tu := Start(1 << 30)
+	if tu == nil {
+		t.Fatal("Start returned nil")
+	}
+	defer tu.Stop()
+	runtime.GC()
+	runtime.GC() // the raised percent is in force now
+	garbage = nil
+	for range 256 {
+		garbage = append(garbage, make([]byte, 64<<10)) // 16 MiB
+	}
+	garbage = nil
+	start := time.Now()
+	for tu.IdleCollections.Load() == 0 {
+		if time.Since(start) > 15*time.Second {
+			t.Fatal("no idle collection within 15 s of a quiet heap holding garbage")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	// The first check comes one interval after Start; the heap is quiet from the second.
+	if waited := time.Since(start); waited < 3*idleCheck {
+		t.Fatalf("idle collection %v after the garbage was left, before the decay of 4 quiet checks", waited)
 	}
 }

@@ -39,7 +39,7 @@ func main() {
 	titan := flag.String("titan", "titan", "the titan binary to measure")
 	conns := flag.Int("conns", 10000, "idle STOMP connections to open")
 	heartBeat := flag.String("heart-beat", "10000,10000", "the heart-beat header each CONNECT sends")
-	settle := flag.Duration("settle", 3*time.Second, "how long to wait, idle, before the second reading")
+	settle := flag.Duration("settle", 15*time.Second, "how long to wait, idle, before the second reading (past the broker's 10 s idle decay, gctune)")
 	flag.Parse()
 	if err := run(*titan, *conns, *heartBeat, *settle); err != nil {
 		fmt.Fprintln(os.Stderr, "idlemem:", err)
