@@ -89,21 +89,7 @@ func TestIdleGarbage(t *testing.T) {
 // an interval, even though the raised percent would not start a collection.
 func TestIdleLoopCollectsQuietGarbage(t *testing.T) {
 	shortDecay(t, 1)
-	t.Setenv("GOGC", "")
-	before := debug.SetGCPercent(100)
-	defer debug.SetGCPercent(before)
-	tu := Start(1 << 30)
-	if tu == nil {
-		t.Fatal("Start returned nil")
-	}
-	defer tu.Stop()
-	runtime.GC()
-	runtime.GC() // the raised percent is in force now
-	garbage = nil
-	for range 64 {
-		garbage = append(garbage, make([]byte, 64<<10)) // 4 MiB
-	}
-	garbage = nil
+	tu := startWithGarbage(t, 4)
 	deadline := time.Now().Add(10 * time.Second)
 	for tu.IdleCollections.Load() == 0 {
 		if time.Now().After(deadline) {
@@ -253,21 +239,7 @@ func shortDecay(t *testing.T, n int) {
 // fault its pages in again for each burst.
 func TestIdleLoopWaitsForTheDecay(t *testing.T) {
 	shortDecay(t, 4)
-	t.Setenv("GOGC", "")
-	before := debug.SetGCPercent(100)
-	defer debug.SetGCPercent(before)
-	tu := Start(1 << 30)
-	if tu == nil {
-		t.Fatal("Start returned nil")
-	}
-	defer tu.Stop()
-	runtime.GC()
-	runtime.GC() // the raised percent is in force now
-	garbage = nil
-	for range 256 {
-		garbage = append(garbage, make([]byte, 64<<10)) // 16 MiB
-	}
-	garbage = nil
+	tu := startWithGarbage(t, 16)
 	start := time.Now()
 	for tu.IdleCollections.Load() == 0 {
 		if time.Since(start) > 15*time.Second {
@@ -279,4 +251,26 @@ func TestIdleLoopWaitsForTheDecay(t *testing.T) {
 	if waited := time.Since(start); waited < 3*idleCheck {
 		t.Fatalf("idle collection %v after the garbage was left, before the decay of 4 quiet checks", waited)
 	}
+}
+
+// startWithGarbage starts a tuner with a 1 GiB floor (stopped at the test's end), waits until
+// its raised percent is in force, and leaves mib MiB of garbage on the heap.
+func startWithGarbage(t *testing.T, mib int) *Tuner {
+	t.Helper()
+	t.Setenv("GOGC", "")
+	before := debug.SetGCPercent(100)
+	t.Cleanup(func() { debug.SetGCPercent(before) })
+	tu := Start(1 << 30)
+	if tu == nil {
+		t.Fatal("Start returned nil")
+	}
+	t.Cleanup(tu.Stop)
+	runtime.GC()
+	runtime.GC() // the raised percent is in force now
+	garbage = nil
+	for range mib * 16 {
+		garbage = append(garbage, make([]byte, 64<<10))
+	}
+	garbage = nil
+	return tu
 }
