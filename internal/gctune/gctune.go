@@ -17,7 +17,8 @@
 // burst (up to the floor). So once the broker has been quiet for ten seconds — each second
 // without a collection and with less than a mebibyte allocated — while the heap holds more
 // garbage than the configured percent allows (or, whatever the percent, more than a quarter
-// of its live heap), or after any activity, the tuner collects
+// of its live heap), or a collection it did not force ran since its last one, the tuner
+// collects
 // and returns the freed pages to the OS (debug.FreeOSMemory), and collects again (up to
 // twice) while that freed much, so that what sync.Pools parked (read buffers after a burst)
 // goes too: an idle broker gives its memory back.
@@ -118,12 +119,12 @@ const idleSettle = 2
 var idleDecay = 10
 
 // idleLoop collects, and returns the freed pages to the OS, when the heap has been quiet for
-// idleDecay checks in a row (t.decay) (quiet: a whole interval passed without a collection and with
-// less than quietAlloc allocated) and
+// t.decay checks in a row (idleDecay at Start; quiet: a whole interval passed without a
+// collection and with less than quietAlloc allocated) and
 //   - it holds garbage: more than the raised percent's floor left behind, or, whatever the
 //     percent, more than a quarter of the live heap and idleSlack; or
 //   - a collection the tuner did not force ran since its last one, and idleSettle checks
-//     in a row found the heap quiet: memory parked in sync.Pools (the connections' read
+//     (at least t.decay) in a row found the heap quiet: memory parked in sync.Pools (the connections' read
 //     buffers after a burst) is live to a collection, which only moves it to the pools'
 //     victim caches, so a heap whose last collection came after a burst holds it without
 //     any garbage to show;
@@ -259,12 +260,11 @@ func (t *Tuner) adjust() {
 // more (or unknown, 0). live is the heap the last collection marked; scan is what the
 // percent multiplies, the marked heap plus the goroutine stacks and globals scanned (the
 // runtime's pacer, Go 1.18+: goal = marked + (marked + stacks + globals) × percent / 100;
-// runtime/metrics /gc/scan/stack:bytes and /gc/scan/globals:bytes). A percent computed from
-// the marked heap alone puts the goal a multiple of the floor too high when the heap is
-// small next to the stacks and globals. The runtime also never sets a goal below its heap
-// minimum, 4 MiB × percent / 100 (runtime/mgcpacer.go, defaultHeapMinimum), so the percent is
-// at most floor / 4 MiB × 100: without that bound a 1 MiB live heap put the goal of a 64 MiB
-// floor at 216 MiB.
+// runtime/metrics /gc/scan/stack:bytes and /gc/scan/globals:bytes). The runtime also never
+// sets a goal below its heap minimum, 4 MiB × percent / 100 (runtime/mgcpacer.go,
+// defaultHeapMinimum), so the percent is at most floor / 4 MiB × 100: without that bound a
+// 1 MiB live heap put the goal of a 64 MiB floor at 216 MiB (percent 5,410 from the marked
+// heap alone).
 func PercentFor(live, scan, floor uint64, base int) int {
 	if live == 0 || live*2 >= floor {
 		return base
