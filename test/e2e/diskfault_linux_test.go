@@ -13,6 +13,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/titan-broker/titan/internal/mountns"
 )
 
 // Disk faults under a running titan (issue 11): the data directory lives on a small tmpfs
@@ -21,12 +23,21 @@ import (
 // an ERROR and never a RECEIPT, stay up, report it once in its log, and accept persistent
 // SENDs again on its own once the fault is lifted, delivering every message it receipted.
 
+// delegateMounts runs the calling test in a user and mount namespace when it is not root
+// (mountns.Delegate), on the titan binary this process built; true means it ran there and
+// the caller returns.
+func delegateMounts(t *testing.T) bool {
+	t.Helper()
+	return mountns.Delegate(t, "TITAN_E2E_BINARY="+titanBin)
+}
+
 // mountTmpfsE2E mounts a tmpfs of size bytes on a new directory and unmounts everything
-// stacked on it at cleanup (after the broker is gone: cleanups run last-in first-out).
+// stacked on it at cleanup (after the broker is gone: cleanups run last-in first-out). It
+// needs root: as root (CI) or in delegateMounts' namespace, which the test enters first.
 func mountTmpfsE2E(t *testing.T, size int64) string {
 	t.Helper()
 	if os.Geteuid() != 0 {
-		t.Skip("mounting a tmpfs needs root")
+		t.Fatal("mountTmpfsE2E needs root: call delegateMounts first")
 	}
 	dir := filepath.Join(t.TempDir(), "mnt")
 	requireNoError(t, os.Mkdir(dir, 0o755))
@@ -185,6 +196,9 @@ func requireHealth(t *testing.T, b *broker, code int, status string) healthAnswe
 }
 
 func TestDiskFullRefusesThenRecoversWithoutRestart(t *testing.T) {
+	if delegateMounts(t) {
+		return
+	}
 	mnt := mountTmpfsE2E(t, 96<<20)
 	ballast := filepath.Join(mnt, "ballast")
 	requireNoError(t, os.WriteFile(ballast, make([]byte, 40<<20), 0o644))
@@ -232,6 +246,9 @@ func TestDiskFullRefusesThenRecoversWithoutRestart(t *testing.T) {
 }
 
 func TestReadOnlyDataDirRefusesThenRecoversWithoutRestart(t *testing.T) {
+	if delegateMounts(t) {
+		return
+	}
 	mnt := mountTmpfsE2E(t, 256<<20)
 	data := filepath.Join(mnt, "data")
 	node := newTitanNode(t, pebbleConfig(data, ""))

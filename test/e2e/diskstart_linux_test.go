@@ -56,6 +56,9 @@ func requireStartedDown(t *testing.T, p *titanProc, dest, reason string) {
 }
 
 func TestStartOnFullDiskThenRecovers(t *testing.T) {
+	if delegateMounts(t) {
+		return
+	}
 	mnt := mountTmpfsE2E(t, 64<<20)
 	ballast := fillFS(t, mnt)
 	node := newTitanNode(t, pebbleConfig(filepath.Join(mnt, "data"), ""))
@@ -73,6 +76,9 @@ func TestStartOnFullDiskThenRecovers(t *testing.T) {
 }
 
 func TestStartOnReadOnlyDataDirThenRecovers(t *testing.T) {
+	if delegateMounts(t) {
+		return
+	}
 	mnt := mountTmpfsE2E(t, 256<<20)
 	data := filepath.Join(mnt, "data")
 	node := newTitanNode(t, pebbleConfig(data, ""))

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/titan-broker/titan/internal/mountns"
 	"github.com/titan-broker/titan/internal/store"
 )
 
@@ -55,6 +56,9 @@ func requireStartedDown(t *testing.T, s *Store, reason string) {
 }
 
 func TestStartOnFullDisk(t *testing.T) {
+	if mountns.Delegate(t) {
+		return
+	}
 	mnt := mountTmpfs(t, 16<<20)
 	ballast := fillDisk(t, mnt)
 	dir := filepath.Join(mnt, "data")
@@ -93,6 +97,9 @@ func TestStartOnFullDisk(t *testing.T) {
 }
 
 func TestStartOnReadOnlyDir(t *testing.T) {
+	if mountns.Delegate(t) {
+		return
+	}
 	mnt := mountTmpfs(t, 64<<20)
 	dir := filepath.Join(mnt, "data")
 	s := openT(t, dir, Options{})

@@ -14,16 +14,17 @@ import (
 	"testing"
 	"time"
 
+	"github.com/titan-broker/titan/internal/mountns"
 	"github.com/titan-broker/titan/internal/store"
 )
 
 // mountTmpfs mounts a tmpfs of size bytes on a new directory under t.TempDir and unmounts
-// it at cleanup. It needs root (CI and the development machines run as root); elsewhere the
-// test is skipped, saying why.
+// it at cleanup. It needs root: as root (CI) or in the user and mount namespace of
+// mountns.Delegate, which the test calls first.
 func mountTmpfs(t *testing.T, size int64) string {
 	t.Helper()
 	if os.Geteuid() != 0 {
-		t.Skip("mounting a tmpfs needs root")
+		t.Fatal("mountTmpfs needs root: call mountns.Delegate first")
 	}
 	dir := filepath.Join(t.TempDir(), "mnt")
 	if err := os.Mkdir(dir, 0o755); err != nil {
@@ -71,6 +72,9 @@ func fillUntilRefused(t *testing.T, s *Store, n int, acked map[uint64][]byte) er
 // not fit is refused with "store unavailable: no space left on device", the store is down,
 // and once space is freed it recovers on its own and every acknowledged record is kept.
 func TestRealDiskFull(t *testing.T) {
+	if mountns.Delegate(t) {
+		return
+	}
 	mnt := mountTmpfs(t, 24<<20)
 	ballast := filepath.Join(mnt, "ballast")
 	if err := os.WriteFile(ballast, make([]byte, 12<<20), 0o644); err != nil {
@@ -121,6 +125,9 @@ func TestRealDiskFull(t *testing.T) {
 // with "store unavailable: read-only file system", keep the process alive, and recover
 // once the directory is writable again.
 func TestRealReadOnlyDir(t *testing.T) {
+	if mountns.Delegate(t) {
+		return
+	}
 	mnt := mountTmpfs(t, 64<<20)
 	dir := filepath.Join(mnt, "data")
 	s := openT(t, dir, Options{MemTableBytes: 1 << 20,
