@@ -3,7 +3,6 @@ package cluster
 import (
 	"context"
 	"fmt"
-	"net"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -12,17 +11,8 @@ import (
 	"github.com/titan-broker/titan/internal/config"
 	"github.com/titan-broker/titan/internal/dest"
 	"github.com/titan-broker/titan/internal/message"
+	"github.com/titan-broker/titan/internal/testport"
 )
-
-func freePort(t testing.TB) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
 
 // startNodes starts three embedded, clustered nodes in this process.
 func startNodes(t *testing.T) []*Node { return startNodesB(t) }
@@ -30,7 +20,7 @@ func startNodes(t *testing.T) []*Node { return startNodesB(t) }
 // startNodesB is startNodes for tests and benchmarks.
 func startNodesB(t testing.TB) []*Node {
 	t.Helper()
-	ports := []int{freePort(t), freePort(t), freePort(t)}
+	ports := []int{testport.Free(t), testport.Free(t), testport.Free(t)}
 	var routes []string
 	for _, p := range ports {
 		routes = append(routes, fmt.Sprintf("nats://127.0.0.1:%d", p))

@@ -3,7 +3,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -12,6 +11,7 @@ import (
 	"time"
 
 	"github.com/titan-broker/titan/client"
+	"github.com/titan-broker/titan/internal/testport"
 )
 
 // TestGoClientReconnectsAfterBrokerRestart drives the public Go client against a titan
@@ -21,11 +21,10 @@ import (
 // after it reach the re-subscribed handler.
 func TestGoClientReconnectsAfterBrokerRestart(t *testing.T) {
 	dir := t.TempDir()
-	n := newTitanNode(t, pebbleConfig(dir, ""))
+	// A fixed port, so the restart listens where the clients dial; testport's is below the
+	// ephemeral range, so the clients' own re-dials cannot take it while titan is down.
+	n := newTitanNode(t, strings.Replace(pebbleConfig(dir, ""), "port: 0}", fmt.Sprintf("port: %d}", testport.Free(t)), 1))
 	p := n.start()
-	// Pin the port the first run picked, so the restart listens where the clients dial.
-	requireNoError(t, os.WriteFile(n.cfgPath, []byte(strings.Replace(pebbleConfig(dir, ""),
-		"port: 0}", fmt.Sprintf("port: %d}", p.stompPorts[0]), 1)), 0o644))
 	addr := p.stompAddrs[0]
 
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)

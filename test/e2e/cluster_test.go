@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,19 +18,16 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/titan-broker/titan/internal/testport"
 )
 
 // Cluster mode (issue 15): three `titan serve` processes on loopback, each with its own
 // ports and data directory, each other as seeds, form one broker on NATS JetStream.
 
-// freePort returns a loopback TCP port that was free a moment ago.
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	requireNoError(t, err)
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
+// freePort returns a loopback TCP port for a node's configuration (testport.Free: below
+// the ephemeral range, so no client connection takes it before the node binds it).
+func freePort(t *testing.T) int { return testport.Free(t) }
 
 // clusterNode is one titan process of a test cluster, restartable on its data directory.
 type clusterNode struct {
