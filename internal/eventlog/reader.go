@@ -35,6 +35,11 @@ type reader struct {
 	tail   *tail            // the log's shared live tail
 	next   *message.Message // the tail message being delivered (poller goroutine only)
 
+	// saveMu serialises the position saves (savePosition, stop): each computes a position
+	// under mu and writes it after releasing mu, so without it an older position computed on
+	// one goroutine could be written after a newer one from another. Taken before mu.
+	saveMu sync.Mutex
+
 	mu            sync.Mutex          // guards the fields below
 	pending       map[uint64]struct{} // delivered, unacknowledged sequences (client modes)
 	order         []uint64            // pending's sequences ascending from order[head] (settled ones are skipped lazily)
@@ -143,23 +148,46 @@ func (ls *reader) Deliver(seq uint64, data []byte) bool {
 		}
 		m.Sequence = seq
 	}
+	if ls.sub.Ack != delivery.AckAuto {
+		return ls.deliverPending(seq, m)
+	}
 	if !ls.sub.Conn.DeliverSequenced(ls.sub, m, ls, seq) {
 		return false // shed: the record stays in the log; the poller fetches it again
 	}
 	ls.p.d.LogDelivered.Add(1)
 	ls.mu.Lock()
 	ls.lastDelivered = seq
-	if ls.sub.Ack != delivery.AckAuto {
-		ls.addPendingLocked(seq)
-		ls.mu.Unlock()
-		return true
-	}
 	ls.sinceSave++
 	save := ls.key != "" && ls.sinceSave >= autoSaveEvery
 	ls.mu.Unlock()
 	if save {
 		ls.savePosition(true)
 	}
+	return true
+}
+
+// deliverPending delivers seq in a client ack mode. seq is recorded as pending before its
+// MESSAGE is written, not after: the client may read the frame and its ACK may be settled
+// (Settle, on the connection's goroutine) before DeliverSequenced returns, and an ACK
+// settled before the sequence was pending would be forgotten, holding the durable position
+// back for good (a resume would deliver an acknowledged message again). A shed delivery
+// takes the record back out.
+func (ls *reader) deliverPending(seq uint64, m *message.Message) bool {
+	ls.mu.Lock()
+	added := ls.addPendingLocked(seq)
+	last := ls.lastDelivered
+	ls.lastDelivered = max(last, seq) // seq is pending: the position stays below it
+	ls.mu.Unlock()
+	if !ls.sub.Conn.DeliverSequenced(ls.sub, m, ls, seq) {
+		if added {
+			ls.mu.Lock()
+			ls.removePendingLocked(seq)
+			ls.lastDelivered = last
+			ls.mu.Unlock()
+		}
+		return false // shed: the record stays in the log; the poller fetches it again
+	}
+	ls.p.d.LogDelivered.Add(1)
 	return true
 }
 
@@ -187,20 +215,31 @@ func (ls *reader) skipped(seq uint64) bool {
 	return true
 }
 
-// addPendingLocked records seq as delivered and unacknowledged. Deliveries come in
-// ascending order, so order is appended to; a sequence delivered again (after a NACK) is
-// already pending. ls.mu must be held.
-func (ls *reader) addPendingLocked(seq uint64) {
+// addPendingLocked records seq as delivered and unacknowledged and reports whether it was
+// new. Deliveries come in ascending order, so order is appended to; a sequence delivered
+// again (after a NACK) is already pending. ls.mu must be held.
+func (ls *reader) addPendingLocked(seq uint64) bool {
 	if _, ok := ls.pending[seq]; ok {
-		return
+		return false
 	}
 	ls.pending[seq] = struct{}{}
 	if n := len(ls.order); n == ls.head || ls.order[n-1] < seq {
 		ls.order = append(ls.order, seq)
-		return
+		return true
 	}
 	i, _ := slices.BinarySearch(ls.order[ls.head:], seq)
 	ls.order = slices.Insert(ls.order, ls.head+i, seq)
+	return true
+}
+
+// removePendingLocked undoes addPendingLocked for a delivery that did not happen: seq
+// leaves order as well as pending, since positionLocked counts a sequence in order that is
+// not pending as acknowledged. ls.mu must be held.
+func (ls *reader) removePendingLocked(seq uint64) {
+	delete(ls.pending, seq)
+	if i, ok := slices.BinarySearch(ls.order[ls.head:], seq); ok {
+		ls.order = slices.Delete(ls.order, ls.head+i, ls.head+i+1)
+	}
 }
 
 // Settle implements delivery.Source: acknowledged (or, for nack, abandoned-for-now)
@@ -285,6 +324,8 @@ func (ls *reader) savePosition(lazy bool) {
 	if ls.key == "" {
 		return
 	}
+	ls.saveMu.Lock()
+	defer ls.saveMu.Unlock()
 	ls.mu.Lock()
 	pos := ls.positionLocked()
 	if pos <= ls.saved && !ls.ackedDirty {
@@ -319,6 +360,7 @@ func (ls *reader) stop() {
 	if ls.key == "" {
 		return
 	}
+	ls.saveMu.Lock()
 	ls.mu.Lock()
 	pos := max(ls.positionLocked(), ls.saved)
 	acked := ls.ackedAboveLocked(pos)
@@ -327,5 +369,6 @@ func (ls *reader) stop() {
 	if err := ls.p.opts.Store.SavePosition(ls.key, pos, acked); err != nil {
 		ls.p.log.Error("saving durable position", "key", ls.key, "err", err)
 	}
+	ls.saveMu.Unlock()
 	ls.p.releaseDurable(ls.key)
 }
