@@ -53,13 +53,15 @@ func (s *Session) slowConsumer() {
 	s.pooled = s.pooled[:0]
 	s.queuedBytes -= n
 	s.flow.Shrink(n)
+	// Counted before the producers are released (flow.Close): whoever sees them continue
+	// sees the slow consumer counted.
+	if st := s.opts.FlowStats; st != nil {
+		st.SlowConsumers.Add(1)
+	}
 	s.flow.Close()
 	queued := s.queuedBytes
 	s.mu.Unlock()
 	s.outBytes.Add(-n)
-	if st := s.opts.FlowStats; st != nil {
-		st.SlowConsumers.Add(1)
-	}
 	s.log().Warn("slow consumer closed", "queued_bytes", queued+n, "discarded_bytes", n,
 		"timeout", s.opts.SlowConsumerTimeout.String())
 	body := []byte("the connection's pending output stayed over " + strconv.FormatInt(s.opts.MaxOutboundBytes, 10) +
