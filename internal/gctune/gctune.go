@@ -18,10 +18,9 @@
 // without a collection and with less than a mebibyte allocated — while the heap holds more
 // garbage than the configured percent allows (or, whatever the percent, more than a quarter
 // of its live heap), or a collection it did not force ran since its last one, the tuner
-// collects
-// and returns the freed pages to the OS (debug.FreeOSMemory), and collects again (up to
-// twice) while that freed much, so that what sync.Pools parked (read buffers after a burst)
-// goes too: an idle broker gives its memory back.
+// collects and returns the freed pages to the OS (debug.FreeOSMemory), and collects again
+// (up to twice) while that freed much, so that what sync.Pools parked (read buffers after a
+// burst) goes too: an idle broker gives its memory back.
 //
 // A GOGC environment variable set by the operator is respected: the tuner does nothing.
 package gctune

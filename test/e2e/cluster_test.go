@@ -25,10 +25,6 @@ import (
 // Cluster mode (issue 15): three `titan serve` processes on loopback, each with its own
 // ports and data directory, each other as seeds, form one broker on NATS JetStream.
 
-// freePort returns a loopback TCP port for a node's configuration (testport.Free: below
-// the ephemeral range, so no client connection takes it before the node binds it).
-func freePort(t *testing.T) int { return testport.Free(t) }
-
 // clusterNode is one titan process of a test cluster, restartable on its data directory.
 type clusterNode struct {
 	name      string
@@ -104,7 +100,7 @@ func (n *clusterNode) kill9(t *testing.T) {
 // returns them once every one printed its ready line.
 func startCluster(t *testing.T, addressSettings string) []*clusterNode {
 	t.Helper()
-	routePorts := []int{freePort(t), freePort(t), freePort(t)}
+	routePorts := []int{testport.Free(t), testport.Free(t), testport.Free(t)}
 	var routes []string
 	for _, p := range routePorts {
 		routes = append(routes, fmt.Sprintf("nats://127.0.0.1:%d", p))
@@ -128,7 +124,7 @@ func startNodes(t *testing.T, addressSettings string, clusterYAML func(i int, n 
 	for i := range nodes {
 		dir := filepath.Join(root, fmt.Sprintf("n%d", i))
 		requireNoError(t, os.MkdirAll(dir, 0o755))
-		n := &clusterNode{name: fmt.Sprintf("n%d", i), dir: dir, cfgPath: filepath.Join(dir, "titan.yml"), stompPort: freePort(t), natsPort: freePort(t)}
+		n := &clusterNode{name: fmt.Sprintf("n%d", i), dir: dir, cfgPath: filepath.Join(dir, "titan.yml"), stompPort: testport.Free(t), natsPort: testport.Free(t)}
 		as := ""
 		if addressSettings != "" {
 			as = "  address-settings:\n" + addressSettings
@@ -592,15 +588,15 @@ func TestClusterOnExternalNATS(t *testing.T) {
 }
 
 // startExternalNATS starts a three-server nats-server cluster with JetStream from bin, its
-// files under dir, and returns the servers' client ports. Ports come from freePort, which
-// another process may take before nats-server binds it ("address already in use": CI saw
-// it); a server that exits before it is ready makes all three start again on new ports, up
-// to three times.
+// files under dir, and returns the servers' client ports. Ports come from testport.Free,
+// below the ephemeral range, so no outgoing connection takes one before nats-server binds
+// it; another listener still could, so a server that exits before it is ready makes all
+// three start again on new ports, up to three times.
 func startExternalNATS(t *testing.T, bin, dir string) []int {
 	t.Helper()
 	for attempt := 1; ; attempt++ {
-		clientPorts := []int{freePort(t), freePort(t), freePort(t)}
-		routePorts := []int{freePort(t), freePort(t), freePort(t)}
+		clientPorts := []int{testport.Free(t), testport.Free(t), testport.Free(t)}
+		routePorts := []int{testport.Free(t), testport.Free(t), testport.Free(t)}
 		var routes []string
 		for _, p := range routePorts {
 			routes = append(routes, fmt.Sprintf("nats://127.0.0.1:%d", p))
