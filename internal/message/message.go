@@ -40,14 +40,27 @@ type Message struct {
 	ExpiresMs int64
 	// DeliverAtMs is the scheduled delivery time in Unix milliseconds; 0 means at once.
 	DeliverAtMs int64
-	// Persistent is false only when the publisher sent persistent:false.
-	Persistent bool
 	// Sequence is the store sequence for durable patterns (0 when not stored).
 	Sequence uint64
 
-	enc     [3][]byte    // shared MESSAGE tail per version (index version-1); written in once
-	dropped [3]int32     // headers the version could not represent; written in once
-	once    [3]sync.Once // Do's return orders the writes above before every read
+	// The shared MESSAGE tail (see Shared). STOMP 1.2's is kept inline: Pack writes it with
+	// the message, and nearly every client speaks 1.2. Those of 1.0 and 1.1 live in a block
+	// made on first use, so a message no 1.0 or 1.1 subscriber sees does not carry their
+	// room (about 80 bytes per queued message).
+	tail12    []byte                    // STOMP 1.2 tail; written in once12
+	legacy    atomic.Pointer[legacyEnc] // 1.0 and 1.1 tails; set once, by compare-and-swap
+	dropped12 int32                     // headers 1.2 could not represent; written in once12
+	once12    sync.Once                 // Do's return orders the writes above before every read
+
+	// Persistent is false only when the publisher sent persistent:false.
+	Persistent bool
+}
+
+// legacyEnc holds a message's shared tails for STOMP 1.0 and 1.1 (index version-1).
+type legacyEnc struct {
+	enc     [2][]byte    // written in once
+	dropped [2]int32     // written in once
+	once    [2]sync.Once // Do's return orders the writes above before every read
 }
 
 // Size returns the bytes the message accounts for in queue limits: body plus header text.
@@ -74,32 +87,43 @@ func (m *Message) Header(key string) (string, bool) {
 // represent (they are left out, DESIGN §6). The slice is shared and must not be modified. Safe
 // for concurrent use; encodes at most once per version.
 func (m *Message) Shared(v frame.Version) (tail []byte, dropped int) {
-	i := int(v) - 1
-	if i < 0 || i > 2 {
-		i, v = 2, frame.V12
+	if v < frame.V10 || v >= frame.V12 {
+		m.once12.Do(func() { m.tail12, m.dropped12 = m.encode(frame.V12) })
+		return m.tail12, int(m.dropped12)
 	}
-	m.once[i].Do(func() {
-		b := make([]byte, 0, 128+len(m.Body)+len(m.Destination)+len(frame.Terminator))
-		var ok bool
-		nd := 0
-		b, _ = frame.AppendHeader(b, frame.HdrDestination, m.Destination, v, false)
-		b, _ = frame.AppendHeader(b, frame.HdrMessageID, m.ID, v, false)
-		if m.Group != "" && m.Group != "default" {
-			b, _ = frame.AppendHeader(b, frame.HdrGroup, m.Group, v, false)
+	l := m.legacy.Load()
+	if l == nil {
+		l = new(legacyEnc)
+		if !m.legacy.CompareAndSwap(nil, l) {
+			l = m.legacy.Load()
 		}
-		b = frame.AppendContentLength(b, len(m.Body))
-		for _, h := range m.Headers {
-			if b, ok = frame.AppendHeader(b, h.Key, h.Value, v, false); !ok {
-				nd++
-			}
+	}
+	i := int(v) - 1
+	l.once[i].Do(func() { l.enc[i], l.dropped[i] = m.encode(v) })
+	return l.enc[i], int(l.dropped[i])
+}
+
+// encode returns the shared tail for version v and the number of headers v cannot
+// represent.
+func (m *Message) encode(v frame.Version) ([]byte, int32) {
+	b := make([]byte, 0, 128+len(m.Body)+len(m.Destination)+len(frame.Terminator))
+	var ok bool
+	nd := 0
+	b, _ = frame.AppendHeader(b, frame.HdrDestination, m.Destination, v, false)
+	b, _ = frame.AppendHeader(b, frame.HdrMessageID, m.ID, v, false)
+	if m.Group != "" && m.Group != "default" {
+		b, _ = frame.AppendHeader(b, frame.HdrGroup, m.Group, v, false)
+	}
+	b = frame.AppendContentLength(b, len(m.Body))
+	for _, h := range m.Headers {
+		if b, ok = frame.AppendHeader(b, h.Key, h.Value, v, false); !ok {
+			nd++
 		}
-		b = append(b, '\n')
-		b = append(b, m.Body...)
-		b = frame.AppendTerminator(b)
-		m.enc[i] = b
-		m.dropped[i] = int32(nd)
-	})
-	return m.enc[i], int(m.dropped[i])
+	}
+	b = append(b, '\n')
+	b = append(b, m.Body...)
+	b = frame.AppendTerminator(b)
+	return b, int32(nd)
 }
 
 // Delivery describes the per-subscriber part of one MESSAGE frame.

@@ -29,35 +29,38 @@ type Parts struct {
 	Persistent                          bool
 }
 
-// inlineHeaders is the number of user headers a packed message holds without a separate
-// header slice (most SENDs carry content-type and at most a few custom headers).
+// inlineHeaders is the most user headers a packed message holds in its own block, without a
+// separate header slice (most SENDs carry content-type and at most a few custom headers).
 const inlineHeaders = 4
 
 // defaultGroup is dest.DefaultGroup (not imported: message sits below dest).
 const defaultGroup = "default"
 
-// block is a Message, its headers and its bytes in one allocation. A is a byte array type
-// (the size class); buf holds the STOMP 1.2 shared MESSAGE tail, from which ID, Destination,
-// Group, the header strings and Body are sliced, then the raw copies of those that 1.2
-// escaping changed.
-type block[A any] struct {
+// block is a Message, its headers and its bytes in one allocation. H is a frame.Header
+// array type (room for the headers: 0, 1, 2 or 4 of them, so that a message without user
+// headers carries no header room); A is a byte array type (the size class of the bytes).
+// buf holds the STOMP 1.2 shared MESSAGE tail, from which ID, Destination, Group, the header
+// strings and Body are sliced, then the raw copies of those that 1.2 escaping changed.
+type block[H, A any] struct {
 	m   Message
-	hdr [inlineHeaders]frame.Header
+	hdr H
 	buf A
 }
 
-// newBlock allocates a block of size class A and returns its message, inline headers and
-// byte area.
-func newBlock[A any]() (*Message, []frame.Header, []byte) {
-	b := new(block[A])
-	return &b.m, b.hdr[:0:inlineHeaders], unsafe.Slice((*byte)(unsafe.Pointer(&b.buf)), unsafe.Sizeof(b.buf))
+// newBlock allocates a block with header room H and byte area A and returns its message,
+// its header room (empty, with the capacity H holds) and its byte area.
+func newBlock[H, A any]() (*Message, []frame.Header, []byte) {
+	b := new(block[H, A])
+	var hdr []frame.Header
+	if nh := unsafe.Sizeof(b.hdr) / unsafe.Sizeof(frame.Header{}); nh > 0 {
+		hdr = unsafe.Slice((*frame.Header)(unsafe.Pointer(&b.hdr)), nh)[:0]
+	}
+	return &b.m, hdr, unsafe.Slice((*byte)(unsafe.Pointer(&b.buf)), unsafe.Sizeof(b.buf))
 }
 
 // allocBlock returns a message, room for nh headers and n bytes in as few allocations as
 // possible: one for up to inlineHeaders headers and 4 KiB of bytes (the message, headers and
-// bytes together), one more for each of the headers and the bytes beyond that. The byte
-// area comes in steps of 64 to 512 bytes (about an eighth of n), so that little of a block
-// is unused beyond what the allocator's own size classes round up.
+// bytes together), one more for each of the headers and the bytes beyond that.
 func allocBlock(nh, n int) (*Message, []frame.Header, []byte) {
 	var (
 		m   *Message
@@ -65,54 +68,102 @@ func allocBlock(nh, n int) (*Message, []frame.Header, []byte) {
 		buf []byte
 	)
 	switch {
-	case n <= 64:
-		m, hdr, buf = newBlock[[64]byte]()
-	case n <= 128:
-		m, hdr, buf = newBlock[[128]byte]()
-	case n <= 192:
-		m, hdr, buf = newBlock[[192]byte]()
-	case n <= 256:
-		m, hdr, buf = newBlock[[256]byte]()
-	case n <= 320:
-		m, hdr, buf = newBlock[[320]byte]()
-	case n <= 384:
-		m, hdr, buf = newBlock[[384]byte]()
-	case n <= 448:
-		m, hdr, buf = newBlock[[448]byte]()
-	case n <= 512:
-		m, hdr, buf = newBlock[[512]byte]()
-	case n <= 640:
-		m, hdr, buf = newBlock[[640]byte]()
-	case n <= 768:
-		m, hdr, buf = newBlock[[768]byte]()
-	case n <= 896:
-		m, hdr, buf = newBlock[[896]byte]()
-	case n <= 1024:
-		m, hdr, buf = newBlock[[1024]byte]()
-	case n <= 1280:
-		m, hdr, buf = newBlock[[1280]byte]()
-	case n <= 1536:
-		m, hdr, buf = newBlock[[1536]byte]()
-	case n <= 1792:
-		m, hdr, buf = newBlock[[1792]byte]()
-	case n <= 2048:
-		m, hdr, buf = newBlock[[2048]byte]()
-	case n <= 2560:
-		m, hdr, buf = newBlock[[2560]byte]()
-	case n <= 3072:
-		m, hdr, buf = newBlock[[3072]byte]()
-	case n <= 3584:
-		m, hdr, buf = newBlock[[3584]byte]()
-	case n <= 4096:
-		m, hdr, buf = newBlock[[4096]byte]()
+	case nh == 0:
+		m, hdr, buf = allocSized[[0]frame.Header](n)
+	case nh == 1:
+		m, hdr, buf = allocSized[[1]frame.Header](n)
+	case nh == 2:
+		m, hdr, buf = allocSized[[2]frame.Header](n)
+	case nh <= inlineHeaders:
+		m, hdr, buf = allocSized[[inlineHeaders]frame.Header](n)
 	default:
-		m, hdr, _ = newBlock[[0]byte]()
-		buf = make([]byte, n)
-	}
-	if nh > inlineHeaders {
+		m, _, buf = allocSized[[0]frame.Header](n)
 		hdr = make([]frame.Header, 0, nh)
 	}
 	return m, hdr, buf[:0:n]
+}
+
+// allocSized returns a block with header room H and at least n bytes (a separate slice
+// beyond 4 KiB). The byte area comes in steps of 32 bytes to 512, 64 to 1 KiB and 256 to
+// 4 KiB, as the allocator's own size classes do, so that little of a block is unused beyond
+// what those classes round up.
+func allocSized[H any](n int) (*Message, []frame.Header, []byte) {
+	switch {
+	case n <= 32:
+		return newBlock[H, [32]byte]()
+	case n <= 64:
+		return newBlock[H, [64]byte]()
+	case n <= 96:
+		return newBlock[H, [96]byte]()
+	case n <= 128:
+		return newBlock[H, [128]byte]()
+	case n <= 160:
+		return newBlock[H, [160]byte]()
+	case n <= 192:
+		return newBlock[H, [192]byte]()
+	case n <= 224:
+		return newBlock[H, [224]byte]()
+	case n <= 256:
+		return newBlock[H, [256]byte]()
+	case n <= 288:
+		return newBlock[H, [288]byte]()
+	case n <= 320:
+		return newBlock[H, [320]byte]()
+	case n <= 352:
+		return newBlock[H, [352]byte]()
+	case n <= 384:
+		return newBlock[H, [384]byte]()
+	case n <= 416:
+		return newBlock[H, [416]byte]()
+	case n <= 448:
+		return newBlock[H, [448]byte]()
+	case n <= 480:
+		return newBlock[H, [480]byte]()
+	case n <= 512:
+		return newBlock[H, [512]byte]()
+	case n <= 576:
+		return newBlock[H, [576]byte]()
+	case n <= 640:
+		return newBlock[H, [640]byte]()
+	case n <= 704:
+		return newBlock[H, [704]byte]()
+	case n <= 768:
+		return newBlock[H, [768]byte]()
+	case n <= 832:
+		return newBlock[H, [832]byte]()
+	case n <= 896:
+		return newBlock[H, [896]byte]()
+	case n <= 960:
+		return newBlock[H, [960]byte]()
+	case n <= 1024:
+		return newBlock[H, [1024]byte]()
+	case n <= 1280:
+		return newBlock[H, [1280]byte]()
+	case n <= 1536:
+		return newBlock[H, [1536]byte]()
+	case n <= 1792:
+		return newBlock[H, [1792]byte]()
+	case n <= 2048:
+		return newBlock[H, [2048]byte]()
+	case n <= 2304:
+		return newBlock[H, [2304]byte]()
+	case n <= 2560:
+		return newBlock[H, [2560]byte]()
+	case n <= 2816:
+		return newBlock[H, [2816]byte]()
+	case n <= 3072:
+		return newBlock[H, [3072]byte]()
+	case n <= 3328:
+		return newBlock[H, [3328]byte]()
+	case n <= 3584:
+		return newBlock[H, [3584]byte]()
+	case n <= 3840:
+		return newBlock[H, [3840]byte]()
+	case n <= 4096:
+		return newBlock[H, [4096]byte]()
+	}
+	m, hdr, _ := newBlock[H, [0]byte]()
+	return m, hdr, make([]byte, n)
 }
 
 // escaped12 returns the length of s escaped for STOMP 1.2 (STOMP 1.2 "Value Encoding": CR,
@@ -281,9 +332,8 @@ func Pack(p *Parts) *Message {
 		m.Body = tail[bodyAt : bodyAt+len(p.Body) : bodyAt+len(p.Body)]
 	}
 	m.TimestampMs, m.ExpiresMs, m.DeliverAtMs, m.Persistent = p.TimestampMs, p.ExpiresMs, p.DeliverAtMs, p.Persistent
-	m.enc[frame.V12-1] = tail
-	m.dropped[frame.V12-1] = int32(dropped)
-	m.once[frame.V12-1].Do(noop)
+	m.tail12, m.dropped12 = tail, int32(dropped)
+	m.once12.Do(noop)
 	return m
 }
 

@@ -3,9 +3,12 @@ package message
 import (
 	"bytes"
 	"fmt"
+	"runtime"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
+	"unsafe"
 
 	"github.com/titan-broker/titan/internal/frame"
 )
@@ -34,6 +37,9 @@ func TestPackMatchesLazyEncoding(t *testing.T) {
 		{"escaped", "default", "/topic/a", []frame.Header{{Key: "k:1", Value: "a\\b\nc\rd"}, {Key: "plain", Value: "v"}}, []byte("b")},
 		{"not representable", "default", "/topic/a", []frame.Header{{Key: "nul", Value: "a\x00b"}, {Key: "after", Value: "1"}}, []byte("b")},
 		{"empty key", "default", "/topic/a", []frame.Header{{Key: "", Value: "x"}, {Key: "k", Value: ""}}, []byte("b")},
+		{"three headers", "default", "/topic/a", many[:3], []byte("b")},
+		{"four headers", "default", "/topic/a", many[:4], []byte("b")},
+		{"five headers", "default", "/topic/a", many[:5], []byte("b")},
 		{"many headers", "default", "/topic/a", many, []byte("b")},
 		{"size classes", "default", "/topic/a", nil, bytes.Repeat([]byte{'z'}, 3000)},
 		{"large", "default", "/topic/a", []frame.Header{{Key: "content-type", Value: "x"}}, bytes.Repeat([]byte{0, 1, 2}, 5000)},
@@ -78,6 +84,66 @@ func TestPackAllocs(t *testing.T) {
 		Headers: []frame.Header{{Key: "content-type", Value: "text/plain"}}, Body: make([]byte, 1000)}
 	if n := testing.AllocsPerRun(100, func() { Pack(&p) }); n != 1 {
 		t.Fatalf("Pack: %.1f allocations, want 1", n)
+	}
+}
+
+// TestPackBytes holds the memory a small queued message takes: the message, its headers and
+// its bytes in one block whose header room matches the headers it has (none, one, two or
+// four), with no room for the STOMP 1.0 and 1.1 tails that only 1.0 and 1.1 subscribers
+// need. Measured as the heap bytes allocated per Pack (runtime.MemStats.TotalAlloc) over many
+// packs of a 100-byte body to a short destination.
+func TestPackBytes(t *testing.T) {
+	body := make([]byte, 100)
+	for _, c := range []struct {
+		headers []frame.Header
+		max     uint64
+	}{
+		{nil, 384},
+		{[]frame.Header{{Key: "content-type", Value: "text/plain"}}, 448},
+		{[]frame.Header{{Key: "content-type", Value: "text/plain"}, {Key: "correlation-id", Value: "c-1"}}, 512},
+	} {
+		p := Parts{IDPrefix: "titan-x", Group: "default", Destination: []byte("/queue/orders"), Headers: c.headers, Body: body}
+		const n = 1000
+		keep := make([]*Message, 0, n)
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		for range n {
+			keep = append(keep, Pack(&p))
+		}
+		runtime.ReadMemStats(&after)
+		per := (after.TotalAlloc - before.TotalAlloc) / n
+		if per > c.max {
+			t.Errorf("%d headers: %d bytes per packed message, want at most %d", len(c.headers), per, c.max)
+		}
+		runtime.KeepAlive(keep)
+	}
+}
+
+// TestSharedConcurrentLegacyVersions checks that subscribers of every version reading one
+// message's tail at once all get the same encoding, made once (run with -race).
+func TestSharedConcurrentLegacyVersions(t *testing.T) {
+	m := Pack(&Parts{IDPrefix: "p", Group: "default", Destination: []byte("/topic/t"),
+		Headers: []frame.Header{{Key: "k", Value: "a:b"}}, Body: []byte("x")})
+	const readers = 16
+	tails := make([][3][]byte, readers)
+	var wg sync.WaitGroup
+	for r := range readers {
+		wg.Go(func() {
+			for i, v := range []frame.Version{frame.V11, frame.V10, frame.V12} {
+				tails[r][i], _ = m.Shared(v)
+			}
+		})
+	}
+	wg.Wait()
+	for r := range readers {
+		for i := range 3 {
+			if unsafe.SliceData(tails[r][i]) != unsafe.SliceData(tails[0][i]) {
+				t.Fatalf("reader %d got a different tail for version index %d", r, i)
+			}
+		}
+	}
+	if !bytes.Contains(tails[0][0], []byte(`k:a\cb`)) {
+		t.Fatalf("1.1 tail %q does not escape the colon", tails[0][0])
 	}
 }
 
