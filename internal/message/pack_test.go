@@ -104,18 +104,23 @@ func TestPackBytes(t *testing.T) {
 	} {
 		p := Parts{IDPrefix: "titan-x", Group: "default", Destination: []byte("/queue/orders"), Headers: c.headers, Body: body}
 		const n = 1000
-		keep := make([]*Message, 0, n)
-		var before, after runtime.MemStats
-		runtime.ReadMemStats(&before)
-		for range n {
-			keep = append(keep, Pack(&p))
+		per := ^uint64(0)
+		for range 3 { // the least of three rounds: other goroutines allocate too (more under -race)
+			keep := make([]*Message, 0, n)
+			var before, after runtime.MemStats
+			runtime.ReadMemStats(&before)
+			for range n {
+				keep = append(keep, Pack(&p))
+			}
+			runtime.ReadMemStats(&after)
+			per = min(per, (after.TotalAlloc-before.TotalAlloc)/n)
+			runtime.KeepAlive(keep)
 		}
-		runtime.ReadMemStats(&after)
-		per := (after.TotalAlloc - before.TotalAlloc) / n
-		if per > c.max {
+		// The allocator's classes here are 32 bytes apart: up to 15 bytes of noise per
+		// message is tolerated, a block one class larger is not.
+		if per > c.max+15 {
 			t.Errorf("%d headers: %d bytes per packed message, want at most %d", len(c.headers), per, c.max)
 		}
-		runtime.KeepAlive(keep)
 	}
 }
 
