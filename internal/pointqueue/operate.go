@@ -42,7 +42,7 @@ func (p *Queue) Peek(max int) []Peeked {
 	out := make([]Peeked, len(qms))
 	now := p.now()
 	for i, qm := range qms {
-		out[i] = Peeked{Message: qm.Value.(*message.Message), DeliveryCount: qm.DeliveryCount}
+		out[i] = Peeked{Message: qm.Value.(*message.Message), DeliveryCount: int(qm.DeliveryCount)}
 		if qm.DeliverAt.After(now) {
 			out[i].DeliverAt = qm.DeliverAt
 		}

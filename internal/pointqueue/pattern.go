@@ -265,7 +265,7 @@ func (p *Pattern) deadLetter(q *Queue, qm *queue.Message) {
 		Headers: append(append(make([]frame.Header, 0, len(m.Headers)+3), m.Headers...),
 			frame.Header{Key: "dlq-original-destination", Value: m.Destination},
 			frame.Header{Key: "dlq-reason", Value: "max-deliveries"},
-			frame.Header{Key: "dlq-delivery-count", Value: strconv.Itoa(qm.DeliveryCount)}),
+			frame.Header{Key: "dlq-delivery-count", Value: strconv.Itoa(int(qm.DeliveryCount))}),
 	}
 	if p.opts.Persister != nil && dl.Persistent {
 		if err := p.opts.Persister.Persist(id, dl); err != nil {

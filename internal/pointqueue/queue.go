@@ -101,9 +101,9 @@ func (p *Queue) enqueueAndUnlock(m *message.Message, size, deliveryCount int) {
 	var qm *queue.Message
 	if n := len(p.free); n > 0 {
 		qm, p.free = p.free[n-1], p.free[:n-1]
-		*qm = queue.Message{Seq: p.seq, Size: size, Value: m, DeliveryCount: deliveryCount}
+		*qm = queue.Message{Seq: p.seq, Size: queue.ClampSize(size), Value: m, DeliveryCount: int32(deliveryCount)}
 	} else {
-		qm = &queue.Message{Seq: p.seq, Size: size, Value: m, DeliveryCount: deliveryCount}
+		qm = &queue.Message{Seq: p.seq, Size: queue.ClampSize(size), Value: m, DeliveryCount: int32(deliveryCount)}
 	}
 	if m.DeliverAtMs > 0 {
 		qm.DeliverAt = time.UnixMilli(m.DeliverAtMs)
@@ -195,7 +195,7 @@ func (p *Queue) dispatchLocked(now time.Time, acked []*message.Message, removed 
 		}
 		p.rr = next
 		m := qm.Value.(*message.Message)
-		if !sub.Conn.Deliver(sub, m, p, qm.Seq, qm.DeliveryCount) {
+		if !sub.Conn.Deliver(sub, m, p, qm.Seq, int(qm.DeliveryCount)) {
 			qm.DeliveryCount-- // not delivered after all
 			removed = append(removed, p.q.Cancel([]uint64{qm.Seq}, now)...)
 			continue

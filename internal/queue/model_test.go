@@ -217,7 +217,7 @@ func runModel(t *testing.T, seed uint64, o Options, ops int) {
 			}
 			log = append(log, fmt.Sprintf("@%v Enqueue(%d due %v exp %v)", now.Sub(t0), seq, rel(x.deliverAt), rel(x.expireAt)))
 			m.enqueue(x, now)
-			compareRemoved(q.Enqueue(&Message{Seq: seq, Size: x.size, DeliverAt: x.deliverAt, ExpiresAt: x.expireAt}, now))
+			compareRemoved(q.Enqueue(&Message{Seq: seq, Size: int32(x.size), DeliverAt: x.deliverAt, ExpiresAt: x.expireAt}, now))
 		case op < 60: // Pop
 			log = append(log, fmt.Sprintf("@%v Pop", now.Sub(t0)))
 			want := m.pop(now)
@@ -225,7 +225,7 @@ func runModel(t *testing.T, seed uint64, o Options, ops int) {
 			compareRemoved(rm)
 			switch {
 			case want == nil && got == nil:
-			case want == nil || got == nil || got.Seq != want.seq || got.DeliveryCount != want.count:
+			case want == nil || got == nil || got.Seq != want.seq || int(got.DeliveryCount) != want.count:
 				fail("Pop = %+v, model %+v", got, want)
 			}
 		case op < 75: // Ack, sometimes of an unknown seq
@@ -298,7 +298,7 @@ func runModel(t *testing.T, seed uint64, o Options, ops int) {
 			fail("ready = %v, model %v", got, wantReady)
 		}
 		for _, x := range m.delivering {
-			if d, ok := q.Delivering(x.seq); !ok || d.DeliveryCount != x.count {
+			if d, ok := q.Delivering(x.seq); !ok || int(d.DeliveryCount) != x.count {
 				fail("Delivering(%d) = %+v %v", x.seq, d, ok)
 			}
 		}

@@ -2,6 +2,7 @@ package queue
 
 import (
 	"cmp"
+	"math"
 	"slices"
 	"time"
 )
@@ -17,19 +18,24 @@ type Message struct {
 	// and breaks ties between scheduled messages due at the same instant.
 	Seq uint64
 	// Size is the message's size in bytes, summed into Counts.Bytes for pending-bytes limits.
-	Size int
+	// int32, like DeliveryCount, keeps a Message in the allocator's 80-byte class (a queued
+	// message costs one); callers clamp a size over 2 GiB to math.MaxInt32 (ClampSize).
+	Size int32
+	// DeliveryCount is the number of times the message has been delivered. Pop increments it
+	// (saturating at math.MaxInt32); a caller re-enqueueing a recovered message may preset it.
+	DeliveryCount int32
 	// DeliverAt is when the message becomes deliverable. The zero time, or any time not after
 	// the enqueue's now, means at once; a later time holds the message as scheduled until then.
 	DeliverAt time.Time
 	// ExpiresAt is when the message expires; the zero time means never. A message is expired
 	// when now >= ExpiresAt; Pop removes it (ReasonExpired) when it reaches the head.
 	ExpiresAt time.Time
-	// DeliveryCount is the number of times the message has been delivered. Pop increments it;
-	// a caller re-enqueueing a recovered message may preset it.
-	DeliveryCount int
 	// Value is the caller's payload (for Titan, a *message.Message). The queue never reads it.
 	Value any
 }
+
+// ClampSize returns n as a Message.Size: n itself, or math.MaxInt32 for n over it.
+func ClampSize(n int) int32 { return int32(min(n, math.MaxInt32)) }
 
 // Options configures a Queue. The zero value is an unbounded queue with no delivery limit and
 // immediate redelivery.
@@ -179,7 +185,9 @@ func (q *Queue) Pop(now time.Time) (*Message, []Removed) {
 			q.drop(m, ReasonExpired)
 			continue
 		}
-		m.DeliveryCount++
+		if m.DeliveryCount < math.MaxInt32 { // saturates: a message NACKed forever stays at the top
+			m.DeliveryCount++
+		}
 		q.popCount++
 		q.delivering[m.Seq] = delivery{m: m, order: q.popCount}
 		return m, q.result()
@@ -394,7 +402,7 @@ func (q *Queue) enforceRing(n int) {
 
 // exhausted reports whether m has been delivered the maximum number of times.
 func (q *Queue) exhausted(m *Message) bool {
-	return q.maxDeliveries > 0 && m.DeliveryCount >= q.maxDeliveries
+	return q.maxDeliveries > 0 && int(m.DeliveryCount) >= q.maxDeliveries
 }
 
 // drop accounts for m leaving the queue for reason r and records it in the result buffer.

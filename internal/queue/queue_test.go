@@ -226,7 +226,7 @@ func TestScheduled(t *testing.T) {
 func TestBytesAndPurge(t *testing.T) {
 	q := New(Options{RedeliveryDelay: time.Minute})
 	sized := func(seq uint64, size int, due time.Duration) *Message {
-		m := &Message{Seq: seq, Size: size}
+		m := &Message{Seq: seq, Size: int32(size)}
 		if due > 0 {
 			m.DeliverAt = at(due)
 		}

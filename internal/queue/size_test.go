@@ -1,0 +1,44 @@
+package queue
+
+import (
+	"math"
+	"testing"
+	"unsafe"
+)
+
+// TestMessageFitsItsClass holds a Message, which every queued message costs, to the
+// allocator's 80-byte size class.
+func TestMessageFitsItsClass(t *testing.T) {
+	if n := unsafe.Sizeof(Message{}); n > 80 {
+		t.Fatalf("queue.Message is %d bytes, want at most 80", n)
+	}
+}
+
+// TestClampSize checks that sizes beyond int32 are clamped, not wrapped.
+func TestClampSize(t *testing.T) {
+	for _, c := range []struct {
+		in   int
+		want int32
+	}{{0, 0}, {100, 100}, {math.MaxInt32, math.MaxInt32}, {math.MaxInt32 + 1, math.MaxInt32}, {1 << 40, math.MaxInt32}} {
+		if got := ClampSize(c.in); got != c.want {
+			t.Errorf("ClampSize(%d) = %d, want %d", c.in, got, c.want)
+		}
+	}
+}
+
+// TestDeliveryCountSaturates checks that Pop does not wrap a delivery count at its top.
+func TestDeliveryCountSaturates(t *testing.T) {
+	q := New(Options{})
+	now := at(0)
+	q.Enqueue(&Message{Seq: 1, Size: 1, DeliveryCount: math.MaxInt32 - 1}, now)
+	for range 3 {
+		m, _ := q.Pop(now)
+		if m == nil {
+			t.Fatal("no message")
+		}
+		if m.DeliveryCount != math.MaxInt32 {
+			t.Fatalf("DeliveryCount %d, want %d", m.DeliveryCount, math.MaxInt32)
+		}
+		q.Nack(m.Seq, now)
+	}
+}
