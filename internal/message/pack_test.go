@@ -100,7 +100,7 @@ func TestPackBytes(t *testing.T) {
 	}{
 		{nil, 384},
 		{[]frame.Header{{Key: "content-type", Value: "text/plain"}}, 448},
-		{[]frame.Header{{Key: "content-type", Value: "text/plain"}, {Key: "correlation-id", Value: "c-1"}}, 512},
+		{[]frame.Header{{Key: "content-type", Value: "text/plain"}, {Key: "correlation-id", Value: "c-1"}}, 480},
 	} {
 		p := Parts{IDPrefix: "titan-x", Group: "default", Destination: []byte("/queue/orders"), Headers: c.headers, Body: body}
 		const n = 1000
@@ -149,6 +149,9 @@ func TestSharedConcurrentLegacyVersions(t *testing.T) {
 	}
 	if !bytes.Contains(tails[0][0], []byte(`k:a\cb`)) {
 		t.Fatalf("1.1 tail %q does not escape the colon", tails[0][0])
+	}
+	if !bytes.Contains(tails[0][1], []byte("k:a:b\n")) {
+		t.Fatalf("1.0 tail %q is not the raw header (1.0 has no escaping)", tails[0][1])
 	}
 }
 

@@ -66,7 +66,7 @@ func (p *Queue) MoveHead(fn func(m *message.Message) error) (moved bool, err err
 		p.finish(nil, removed)
 		return false, nil
 	}
-	qm.DeliveryCount-- // not a delivery
+	qm.Undelivered() // not a delivery
 	p.mu.Unlock()
 	err = fn(qm.Value.(*message.Message))
 	p.mu.Lock()

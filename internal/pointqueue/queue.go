@@ -71,9 +71,9 @@ func (p *Queue) FullLocked(size int) bool {
 }
 
 func (p *Queue) enqueue(m *message.Message, w dispatch.Wait) (dropped bool, err error) {
-	size := m.Size()
+	size := queue.ClampSize(m.Size()) // admitted as counted: the queue keeps an int32
 	p.mu.Lock()
-	if dropped, err := dispatch.Admit(p, &p.mu, size, w); dropped || err != nil {
+	if dropped, err := dispatch.Admit(p, &p.mu, int(size), w); dropped || err != nil {
 		return dropped, err
 	}
 	p.enqueueAndUnlock(m, size, 0)
@@ -84,12 +84,12 @@ func (p *Queue) enqueue(m *message.Message, w dispatch.Wait) (dropped bool, err 
 // counts as delivered once: nobody knows whether it was before the restart.
 func (p *Queue) restore(m *message.Message) {
 	p.mu.Lock()
-	p.enqueueAndUnlock(m, m.Size(), 1)
+	p.enqueueAndUnlock(m, queue.ClampSize(m.Size()), 1)
 }
 
 // enqueueAndUnlock adds m to the queue, dispatches, releases p.mu and retires what the ring
 // or dispatch removed. p.mu held on entry.
-func (p *Queue) enqueueAndUnlock(m *message.Message, size, deliveryCount int) {
+func (p *Queue) enqueueAndUnlock(m *message.Message, size, deliveryCount int32) {
 	if m.DeliverAtMs > 0 || m.ExpiresMs > 0 {
 		p.timed = true
 	}
@@ -101,9 +101,9 @@ func (p *Queue) enqueueAndUnlock(m *message.Message, size, deliveryCount int) {
 	var qm *queue.Message
 	if n := len(p.free); n > 0 {
 		qm, p.free = p.free[n-1], p.free[:n-1]
-		*qm = queue.Message{Seq: p.seq, Size: queue.ClampSize(size), Value: m, DeliveryCount: int32(deliveryCount)}
+		*qm = queue.Message{Seq: p.seq, Size: size, Value: m, DeliveryCount: deliveryCount}
 	} else {
-		qm = &queue.Message{Seq: p.seq, Size: queue.ClampSize(size), Value: m, DeliveryCount: int32(deliveryCount)}
+		qm = &queue.Message{Seq: p.seq, Size: size, Value: m, DeliveryCount: deliveryCount}
 	}
 	if m.DeliverAtMs > 0 {
 		qm.DeliverAt = time.UnixMilli(m.DeliverAtMs)
@@ -196,7 +196,7 @@ func (p *Queue) dispatchLocked(now time.Time, acked []*message.Message, removed 
 		p.rr = next
 		m := qm.Value.(*message.Message)
 		if !sub.Conn.Deliver(sub, m, p, qm.Seq, int(qm.DeliveryCount)) {
-			qm.DeliveryCount-- // not delivered after all
+			qm.Undelivered() // not delivered after all
 			removed = append(removed, p.q.Cancel([]uint64{qm.Seq}, now)...)
 			continue
 		}

@@ -34,6 +34,15 @@ type Message struct {
 	Value any
 }
 
+// Undelivered reverses the increment of DeliveryCount by the Pop that returned m, for a
+// message that was not delivered after all. A count saturated at math.MaxInt32 stays there
+// (Pop may not have incremented it); a count at 0 stays 0.
+func (m *Message) Undelivered() {
+	if m.DeliveryCount > 0 && m.DeliveryCount < math.MaxInt32 {
+		m.DeliveryCount--
+	}
+}
+
 // ClampSize returns n as a Message.Size: n itself, or math.MaxInt32 for n over it.
 func ClampSize(n int) int32 { return int32(min(n, math.MaxInt32)) }
 
@@ -102,7 +111,7 @@ type Queue struct {
 // New returns an empty Queue configured by o.
 func New(o Options) *Queue {
 	q := &Queue{
-		maxDeliveries:   max(o.MaxDeliveries, 0),
+		maxDeliveries:   min(max(o.MaxDeliveries, 0), math.MaxInt32), // a DeliveryCount's top
 		redeliveryDelay: max(o.RedeliveryDelay, 0),
 		delivering:      make(map[uint64]delivery),
 	}

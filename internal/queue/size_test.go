@@ -42,3 +42,38 @@ func TestDeliveryCountSaturates(t *testing.T) {
 		q.Nack(m.Seq, now)
 	}
 }
+
+// TestUndeliveredReversesPop checks that Undelivered takes back Pop's increment, and leaves a
+// saturated or zero count alone.
+func TestUndeliveredReversesPop(t *testing.T) {
+	q := New(Options{})
+	now := at(0)
+	q.Enqueue(&Message{Seq: 1, Size: 1}, now)
+	m, _ := q.Pop(now)
+	m.Undelivered()
+	if m.DeliveryCount != 0 {
+		t.Fatalf("DeliveryCount %d after Pop and Undelivered, want 0", m.DeliveryCount)
+	}
+	m.Undelivered()
+	if m.DeliveryCount != 0 {
+		t.Fatalf("DeliveryCount %d, want it to stay 0", m.DeliveryCount)
+	}
+	m.DeliveryCount = math.MaxInt32
+	m.Undelivered()
+	if m.DeliveryCount != math.MaxInt32 {
+		t.Fatalf("saturated DeliveryCount became %d", m.DeliveryCount)
+	}
+}
+
+// TestMaxDeliveriesBeyondTheCountStillDeadLetters checks that a max-deliveries setting above
+// what a DeliveryCount can hold is taken as that top, so the message still dead-letters.
+func TestMaxDeliveriesBeyondTheCountStillDeadLetters(t *testing.T) {
+	q := New(Options{MaxDeliveries: math.MaxInt})
+	now := at(0)
+	q.Enqueue(&Message{Seq: 1, Size: 1, DeliveryCount: math.MaxInt32 - 1}, now)
+	m, _ := q.Pop(now)
+	rm := q.Nack(m.Seq, now)
+	if len(rm) != 1 || rm[0].Reason != ReasonMaxDeliveries {
+		t.Fatalf("Nack at the top count removed %+v, want the message with ReasonMaxDeliveries", rm)
+	}
+}
