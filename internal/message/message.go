@@ -46,7 +46,7 @@ type Message struct {
 	// The shared MESSAGE tail (see Shared). STOMP 1.2's is kept inline: Pack writes it with
 	// the message, and nearly every client speaks 1.2. Those of 1.0 and 1.1 live in a block
 	// made on first use, so a message no 1.0 or 1.1 subscriber sees does not carry their
-	// room (about 80 bytes per queued message).
+	// room (72 bytes per message: the Message is 184 bytes, not 256).
 	tail12    []byte                    // STOMP 1.2 tail; written in once12
 	legacy    atomic.Pointer[legacyEnc] // 1.0 and 1.1 tails; set once, by compare-and-swap
 	dropped12 int32                     // headers 1.2 could not represent; written in once12
