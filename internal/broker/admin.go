@@ -137,6 +137,11 @@ func (s adminSource) StoreHealth() store.Health    { return s.b.StoreHealth() }
 // DuplicateIDs implements metrics.Source.
 func (s adminSource) DuplicateIDs() (int, uint64) { return s.b.dedup.Len(), s.b.dedup.DuplicatesSeen() }
 
+// StoreGroupCommits implements metrics.CommitSource.
+func (s adminSource) StoreGroupCommits() (store.GroupCommitStats, bool) {
+	return s.b.StoreGroupCommits()
+}
+
 // FlowStats implements metrics.FlowSource.
 func (s adminSource) FlowStats() *flow.Stats { return s.b.FlowStats() }
 

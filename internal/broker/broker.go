@@ -230,6 +230,17 @@ func New(cfg config.Config, opts Options) (*Broker, error) {
 // with the cause and counters. It never blocks on I/O.
 func (b *Broker) StoreHealth() store.Health { return b.store.Health() }
 
+// StoreGroupCommits returns the store's group commit counters (store.GroupCommitStats); ok
+// is false when the store does not commit in groups (the memory store). Safe for concurrent
+// use.
+func (b *Broker) StoreGroupCommits() (stats store.GroupCommitStats, ok bool) {
+	gc, ok := b.store.(store.GroupCommitCounter)
+	if !ok {
+		return store.GroupCommitStats{}, false
+	}
+	return gc.GroupCommitStats(), true
+}
+
 // Dispatcher returns the dispatcher: every dispatcher queue and the message counters (for
 // the admin API and embedding).
 func (b *Broker) Dispatcher() *dispatch.Dispatcher { return b.p.dispatcher }

@@ -1,7 +1,6 @@
 package metrics
 
 import (
-	"github.com/titan-broker/titan/internal/store"
 	"net/http"
 	"time"
 
@@ -16,6 +15,7 @@ import (
 	"github.com/titan-broker/titan/internal/router"
 	"github.com/titan-broker/titan/internal/rpc"
 	"github.com/titan-broker/titan/internal/session"
+	"github.com/titan-broker/titan/internal/store"
 )
 
 // Source is what the collector reads at scrape time. The broker implements it (through a
@@ -74,6 +74,11 @@ const (
 	NameStoreState          = "titan_store_state"
 	NameStoreStateChanges   = "titan_store_state_changes_total"
 	NameStoreRecoveries     = "titan_store_recoveries_total"
+	NameStoreWALSyncs       = "titan_store_wal_syncs_total"
+	NameStoreGroupCommits   = "titan_store_group_commits_total"
+	NameStoreGroupCommitSec = "titan_store_group_commit_seconds_total"
+	NameStoreRecords        = "titan_store_records_appended_total"
+	NameStoreUnwritten      = "titan_store_records_unwritten_total"
 	NameQueueGroups         = "titan_queue_groups"
 	NameQueueMessages       = "titan_queue_messages"
 	NameQueuePendingBytes   = "titan_queue_pending_bytes"
@@ -120,6 +125,14 @@ type FlowSource interface {
 	HeapCongested() bool
 }
 
+// CommitSource is implemented by a Source whose store commits appends in groups (the Pebble
+// store); without it, or when it reports ok false (the memory store, cluster mode), the
+// group commit series are not exported.
+type CommitSource interface {
+	// StoreGroupCommits returns the store's group commit counters.
+	StoreGroupCommits() (stats store.GroupCommitStats, ok bool)
+}
+
 var queueLabels = []string{"group", "destination", "pattern"}
 
 // Collector is a prometheus.Collector over a Source. It holds no state of its own besides
@@ -135,6 +148,8 @@ type Collector struct {
 	queues, groups                               *prometheus.Desc
 	dests, destsMax, destRefused, destReclaimed  *prometheus.Desc
 	storeState, storeChanges, storeRecoveries    *prometheus.Desc
+	walSyncs, groupCommits, groupCommitSeconds   *prometheus.Desc
+	recordsAppended, recordsUnwritten            *prometheus.Desc
 	dupIDs, duplicates                           *prometheus.Desc
 	groupsAll, groupRefused                      *prometheus.Desc
 	qMessages, qBytes, qCapacity, qMaxBytes      *prometheus.Desc
@@ -171,6 +186,11 @@ type Collector struct {
 //     answered without being stored or delivered because their duplicate id repeated one).
 //   - titan_store_state{state="ok"|"degraded"|"down"} (1 for the current state, 0 for the
 //     others), titan_store_state_changes_total, titan_store_recoveries_total.
+//   - with a store that commits in groups (CommitSource): titan_store_wal_syncs_total,
+//     titan_store_group_commits_total, titan_store_group_commit_seconds_total,
+//     titan_store_records_appended_total, titan_store_records_unwritten_total. Records per
+//     fsync is the rate of (appended − unwritten) over the rate of group commits; the mean
+//     commit time is the rate of the seconds over the rate of group commits.
 //   - per queue {group, destination, pattern}: gauges titan_queue_messages,
 //     titan_queue_pending_bytes, titan_queue_capacity_messages (0: no count limit),
 //     titan_queue_max_pending_bytes (0: no byte limit), titan_queue_ring_size (<= 0: not a
@@ -199,49 +219,54 @@ func NewCollector(src Source) *Collector {
 		return prometheus.NewDesc(name, help, queueLabels, nil)
 	}
 	return &Collector{
-		src:             src,
-		buildInfo:       d(NameBuildInfo, "Titan build information; always 1.", "version"),
-		startTime:       d(NameStartTime, "When the broker started, in Unix seconds."),
-		connections:     d(NameConnections, "Client connections open now."),
-		accepted:        d(NameConnectionsAccepted, "Client connections accepted since start."),
-		closed:          d(NameConnectionsClosed, "Client connections closed, by close reason.", "reason"),
-		queuedBytes:     d(NameQueuedBytes, "Bytes queued to connection writers and not yet written, over all connections."),
-		routed:          d(NameRouterFrames, "Frames routed, by route.", "route"),
-		routeErrors:     d(NameRouterErrors, "Frames that ended in an ERROR, by route.", "route"),
-		published:       d(NamePublished, "Messages handed to the dispatch engine."),
-		noSub:           d(NameEventsNoSubscriber, "Events messages that matched no subscription (direct mode)."),
-		evDropped:       d(NameEventsDropped, "Events deliveries not made: a client-ack subscription at its prefetch, a closing connection, or slow-consumer-policy DROP."),
-		dead:            d(NameDeadLettered, "Messages moved to a dead-letter queue."),
-		expired:         d(NameExpired, "Messages that expired before delivery."),
-		queues:          d(NameQueues, "Dispatcher queues that exist now."),
-		groups:          d(NameQueueGroups, "Destination groups holding at least one queue."),
-		dests:           d(NameDestinations, "Destinations that exist now: dispatcher queues plus events-store logs."),
-		destsMax:        d(NameDestinationsMax, "The max-destinations limit (0: none)."),
-		destRefused:     d(NameDestinationRefused, "Destination creations refused by the broker-wide or a per-connection limit."),
-		destReclaimed:   d(NameDestinationsReclaim, "Idle, empty, traffic-created destinations removed."),
-		groupsAll:       d(NameGroups, "Groups holding at least one destination (queue or events-store log)."),
-		groupRefused:    d(NameGroupRefused, "Destination creations refused by max-groups."),
-		dupIDs:          d(NameDuplicateIDs, "Duplicate ids remembered now (bounded by duplicate-detection cache-size)."),
-		duplicates:      d(NameDuplicates, "SENDs recognised as duplicates: answered, not stored or delivered again."),
-		storeState:      d(NameStoreState, "1 for the store's current state, 0 for the others.", "state"),
-		storeChanges:    d(NameStoreStateChanges, "Store state changes since start."),
-		storeRecoveries: d(NameStoreRecoveries, "Store returns to ok from down since start."),
-		qMessages:       q(NameQueueMessages, "Messages held by the queue (ready, delivering and scheduled)."),
-		qBytes:          q(NameQueuePendingBytes, "Bytes held by the queue."),
-		qCapacity:       q(NameQueueCapacity, "The queue's message-count limit (0: none)."),
-		qMaxBytes:       q(NameQueueMaxPending, "The queue's max-pending-bytes limit (0: none)."),
-		qRing:           q(NameQueueRingSize, "The queue's ring size (<= 0: not a ring queue)."),
-		qDelivering:     q(NameQueueDelivering, "Messages delivered and awaiting acknowledgement."),
-		qScheduled:      q(NameQueueScheduled, "Messages scheduled for later delivery."),
-		qConsumers:      q(NameQueueConsumers, "Consumers attached to the queue."),
-		qPaused:         q(NameQueuePaused, "1 when the queue is paused."),
-		qEnqueued:       q(NameQueueEnqueued, "Messages enqueued."),
-		qDispatched:     q(NameQueueDispatched, "Messages dispatched to consumers."),
-		qAcked:          q(NameQueueAcked, "Messages acknowledged."),
-		qDropped:        q(NameQueueDropped, "Messages dropped (DROP policy, or events drained with no subscriber)."),
-		qRingRemoved:    q(NameQueueRingRemoved, "Messages removed from the head of a ring queue."),
-		qExpired:        q(NameQueueExpired, "Messages that expired in the queue."),
-		qDeadLettr:      q(NameQueueDeadLettered, "Messages dead-lettered from the queue."),
+		src:                src,
+		buildInfo:          d(NameBuildInfo, "Titan build information; always 1.", "version"),
+		startTime:          d(NameStartTime, "When the broker started, in Unix seconds."),
+		connections:        d(NameConnections, "Client connections open now."),
+		accepted:           d(NameConnectionsAccepted, "Client connections accepted since start."),
+		closed:             d(NameConnectionsClosed, "Client connections closed, by close reason.", "reason"),
+		queuedBytes:        d(NameQueuedBytes, "Bytes queued to connection writers and not yet written, over all connections."),
+		routed:             d(NameRouterFrames, "Frames routed, by route.", "route"),
+		routeErrors:        d(NameRouterErrors, "Frames that ended in an ERROR, by route.", "route"),
+		published:          d(NamePublished, "Messages handed to the dispatch engine."),
+		noSub:              d(NameEventsNoSubscriber, "Events messages that matched no subscription (direct mode)."),
+		evDropped:          d(NameEventsDropped, "Events deliveries not made: a client-ack subscription at its prefetch, a closing connection, or slow-consumer-policy DROP."),
+		dead:               d(NameDeadLettered, "Messages moved to a dead-letter queue."),
+		expired:            d(NameExpired, "Messages that expired before delivery."),
+		queues:             d(NameQueues, "Dispatcher queues that exist now."),
+		groups:             d(NameQueueGroups, "Destination groups holding at least one queue."),
+		dests:              d(NameDestinations, "Destinations that exist now: dispatcher queues plus events-store logs."),
+		destsMax:           d(NameDestinationsMax, "The max-destinations limit (0: none)."),
+		destRefused:        d(NameDestinationRefused, "Destination creations refused by the broker-wide or a per-connection limit."),
+		destReclaimed:      d(NameDestinationsReclaim, "Idle, empty, traffic-created destinations removed."),
+		groupsAll:          d(NameGroups, "Groups holding at least one destination (queue or events-store log)."),
+		groupRefused:       d(NameGroupRefused, "Destination creations refused by max-groups."),
+		dupIDs:             d(NameDuplicateIDs, "Duplicate ids remembered now (bounded by duplicate-detection cache-size)."),
+		duplicates:         d(NameDuplicates, "SENDs recognised as duplicates: answered, not stored or delivered again."),
+		storeState:         d(NameStoreState, "1 for the store's current state, 0 for the others.", "state"),
+		storeChanges:       d(NameStoreStateChanges, "Store state changes since start."),
+		storeRecoveries:    d(NameStoreRecoveries, "Store returns to ok from down since start."),
+		walSyncs:           d(NameStoreWALSyncs, "Write-ahead-log fsyncs since start: group commits, and syncs of deletes and metadata."),
+		groupCommits:       d(NameStoreGroupCommits, "Group commits that wrote records since start, one fsync each."),
+		groupCommitSeconds: d(NameStoreGroupCommitSec, "Group commit times summed, from handing a group to the write-ahead log to its fsync's landing, in seconds."),
+		recordsAppended:    d(NameStoreRecords, "Records appended through group commit since start."),
+		recordsUnwritten:   d(NameStoreUnwritten, "Appended records deleted before their group was written (consumed and acknowledged first): no write, no delete."),
+		qMessages:          q(NameQueueMessages, "Messages held by the queue (ready, delivering and scheduled)."),
+		qBytes:             q(NameQueuePendingBytes, "Bytes held by the queue."),
+		qCapacity:          q(NameQueueCapacity, "The queue's message-count limit (0: none)."),
+		qMaxBytes:          q(NameQueueMaxPending, "The queue's max-pending-bytes limit (0: none)."),
+		qRing:              q(NameQueueRingSize, "The queue's ring size (<= 0: not a ring queue)."),
+		qDelivering:        q(NameQueueDelivering, "Messages delivered and awaiting acknowledgement."),
+		qScheduled:         q(NameQueueScheduled, "Messages scheduled for later delivery."),
+		qConsumers:         q(NameQueueConsumers, "Consumers attached to the queue."),
+		qPaused:            q(NameQueuePaused, "1 when the queue is paused."),
+		qEnqueued:          q(NameQueueEnqueued, "Messages enqueued."),
+		qDispatched:        q(NameQueueDispatched, "Messages dispatched to consumers."),
+		qAcked:             q(NameQueueAcked, "Messages acknowledged."),
+		qDropped:           q(NameQueueDropped, "Messages dropped (DROP policy, or events drained with no subscriber)."),
+		qRingRemoved:       q(NameQueueRingRemoved, "Messages removed from the head of a ring queue."),
+		qExpired:           q(NameQueueExpired, "Messages that expired in the queue."),
+		qDeadLettr:         q(NameQueueDeadLettered, "Messages dead-lettered from the queue."),
 
 		egressDropped:     d(NameEgressDropped, "Headers left out of MESSAGE frames because the connection's STOMP version cannot represent them."),
 		logDelivered:      d(NameLogDelivered, "Events-store messages delivered by outbox pollers."),
@@ -269,7 +294,8 @@ func (c *Collector) descs() []*prometheus.Desc {
 		c.buildInfo, c.startTime, c.connections, c.accepted, c.closed, c.queuedBytes,
 		c.routed, c.routeErrors, c.published, c.noSub, c.evDropped, c.dead, c.expired,
 		c.queues, c.groups, c.dests, c.destsMax, c.destRefused, c.destReclaimed,
-		c.storeState, c.storeChanges, c.storeRecoveries, c.dupIDs, c.duplicates, c.groupsAll, c.groupRefused, c.qMessages, c.qBytes, c.qCapacity, c.qMaxBytes, c.qRing,
+		c.storeState, c.storeChanges, c.storeRecoveries,
+		c.walSyncs, c.groupCommits, c.groupCommitSeconds, c.recordsAppended, c.recordsUnwritten, c.dupIDs, c.duplicates, c.groupsAll, c.groupRefused, c.qMessages, c.qBytes, c.qCapacity, c.qMaxBytes, c.qRing,
 		c.qDelivering, c.qScheduled, c.qConsumers, c.qPaused, c.qEnqueued, c.qDispatched,
 		c.qAcked, c.qDropped, c.qRingRemoved, c.qExpired, c.qDeadLettr,
 		c.egressDropped, c.logDelivered, c.outboxPollers, c.outboxMaxInterval, c.outboxSheds,
@@ -360,6 +386,15 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	counter(c.duplicates, dups)
 	counter(c.storeChanges, sh.Changes)
 	counter(c.storeRecoveries, sh.Recoveries)
+	if cs, ok := src.(CommitSource); ok {
+		if gc, ok := cs.StoreGroupCommits(); ok {
+			counter(c.walSyncs, gc.Syncs)
+			counter(c.groupCommits, gc.Groups)
+			ch <- prometheus.MustNewConstMetric(c.groupCommitSeconds, prometheus.CounterValue, gc.GroupTime.Seconds())
+			counter(c.recordsAppended, gc.Records)
+			counter(c.recordsUnwritten, gc.Unwritten)
+		}
+	}
 	ob := src.Outbox()
 	gauge(c.outboxPollers, float64(ob.Pollers))
 	gauge(c.outboxMaxInterval, ob.MaxInterval.Seconds())

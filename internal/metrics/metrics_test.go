@@ -2,9 +2,10 @@ package metrics_test
 
 import (
 	"bytes"
-	"github.com/titan-broker/titan/internal/store"
+	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -26,6 +27,7 @@ import (
 	"github.com/titan-broker/titan/internal/router"
 	"github.com/titan-broker/titan/internal/rpc"
 	"github.com/titan-broker/titan/internal/session"
+	"github.com/titan-broker/titan/internal/store"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -116,6 +118,61 @@ func TestScrapeExportsQueuesConnectionsAndRoutes(t *testing.T) {
 	if !strings.Contains(body, "\ngo_goroutines ") || !strings.Contains(body, "\ntitan_queue_pending_bytes{") {
 		t.Errorf("runtime or pending-bytes series missing")
 	}
+}
+
+// TestScrapeExportsGroupCommits checks the group commit series of the Pebble store: three
+// SENDs, each awaiting its RECEIPT before the next, are three appended records in one to three
+// group commits, every commit an fsync; no consumer took them, so none was left unwritten.
+// The memory store exports none of the series.
+func TestScrapeExportsGroupCommits(t *testing.T) {
+	cfg := brokertest.DefaultTestConfig()
+	cfg.Servers[0].Port, cfg.Monitor.Port = 0, 0
+	cfg.Store.Type, cfg.Store.DataDir = "pebble", t.TempDir()
+	b := brokertest.Run(t, cfg, broker.Options{})
+	c := brokertest.Connect(t, b.Addrs()[0])
+	for i := range 3 {
+		c.SendFrame("SEND", "hello", "destination:/queue/jobs", fmt.Sprintf("receipt:%d", i))
+		c.Expect(frame.CmdReceipt)
+	}
+	body := scrape(t, b.MonitorAddr())
+	requireLines(t, body,
+		`titan_store_records_appended_total 3`,
+		`titan_store_records_unwritten_total 0`,
+	)
+	groups := seriesValue(t, body, "titan_store_group_commits_total")
+	if groups < 1 || groups > 3 {
+		t.Errorf("titan_store_group_commits_total = %v, want 1 to 3", groups)
+	}
+	if syncs := seriesValue(t, body, "titan_store_wal_syncs_total"); syncs < groups {
+		t.Errorf("titan_store_wal_syncs_total = %v, fewer than the %v group commits", syncs, groups)
+	}
+	if sec := seriesValue(t, body, "titan_store_group_commit_seconds_total"); sec <= 0 {
+		t.Errorf("titan_store_group_commit_seconds_total = %v, want > 0", sec)
+	}
+
+	mcfg := brokertest.DefaultTestConfig()
+	mcfg.Servers[0].Port, mcfg.Monitor.Port, mcfg.Store.Type = 0, 0, "memory"
+	mb := brokertest.Run(t, mcfg, broker.Options{})
+	if mbody := scrape(t, mb.MonitorAddr()); strings.Contains(mbody, "titan_store_wal_syncs_total") ||
+		strings.Contains(mbody, "titan_store_records_appended_total") {
+		t.Errorf("the memory store exports group commit series:\n%s", mbody)
+	}
+}
+
+// seriesValue returns the value of the unlabelled series name in a scrape.
+func seriesValue(t *testing.T, body, name string) float64 {
+	t.Helper()
+	for _, l := range strings.Split(body, "\n") {
+		if v, ok := strings.CutPrefix(l, name+" "); ok {
+			f, err := strconv.ParseFloat(v, 64)
+			if err != nil {
+				t.Fatalf("%s: %v", l, err)
+			}
+			return f
+		}
+	}
+	t.Fatalf("no series %s in the scrape", name)
+	return 0
 }
 
 // fakeSource is a metrics.Source over a bare dispatcher, queues pattern and router.

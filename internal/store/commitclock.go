@@ -21,3 +21,28 @@ type CommitClock interface {
 	// commit landed and at or before the call. Safe for concurrent use.
 	LastCommit() time.Duration
 }
+
+// GroupCommitStats counts a store's group commits since Open. Every field is a monotonic
+// counter (for metrics: rates over time give records per fsync, the share of records that
+// never reached the disk and the mean commit time).
+type GroupCommitStats struct {
+	// Syncs counts write-ahead-log fsyncs: the group commits, and the syncs that make
+	// deletes, trims and lazily written metadata durable.
+	Syncs uint64
+	// Groups counts the group commits that wrote records, one fsync each.
+	Groups uint64
+	// GroupTime sums those commits' times: from handing the group's batch to the
+	// write-ahead log to the landing of its fsync.
+	GroupTime time.Duration
+	// Records counts the records appended through group commit; Unwritten those of them
+	// deleted before their group was written (a queue message consumed and acknowledged
+	// first), which cost neither a write nor a delete.
+	Records, Unwritten uint64
+}
+
+// GroupCommitCounter is implemented by stores that commit appends in groups (the Pebble
+// store). GroupCommitStats is safe for concurrent use and cheap (a few atomic loads): it is
+// read at every metrics scrape.
+type GroupCommitCounter interface {
+	GroupCommitStats() GroupCommitStats
+}

@@ -511,6 +511,10 @@ func (s *Store) land(f flight) (blocked int32, synced time.Duration) {
 	blocked = g.blocked.Load()
 	now := time.Now()
 	synced = now.Sub(f.applied)
+	if err == nil {
+		s.groups.Add(1)
+		s.groupNanos.Add(int64(synced))
+	}
 	s.lastCommit.Store(int64(now.Sub(store.Epoch)) + 1) // store.Since(), from the same clock read
 	close(g.done)
 	s.recycle(&group{recs: g.recs, arena: g.arena, states: states, pend: g.pend, free: g.free})

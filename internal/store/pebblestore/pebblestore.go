@@ -83,9 +83,15 @@ type Store struct {
 	Committed atomic.Uint64
 	Dropped   atomic.Uint64
 	Unwritten atomic.Uint64
+
+	groups     atomic.Uint64 // group commits that wrote records and landed (store.GroupCommitStats)
+	groupNanos atomic.Int64  // their commit times summed, in nanoseconds
 }
 
-var _ store.Store = (*Store)(nil)
+var (
+	_ store.Store              = (*Store)(nil)
+	_ store.GroupCommitCounter = (*Store)(nil)
+)
 
 // wrapErr prefixes a Pebble error with the operation and marks corruption with
 // store.ErrCorrupt. It returns nil for a nil err.

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
+
+	"github.com/titan-broker/titan/internal/store"
 )
 
 // walFS wraps the store's file system under one Pebble instance. It counts WAL fsyncs for
@@ -263,3 +265,17 @@ func (deadInfo) DeviceID() vfs.DeviceID { return vfs.DeviceID{} }
 
 // WALSyncs returns the number of write-ahead-log fsyncs since Open. Safe for concurrent use.
 func (s *Store) WALSyncs() uint64 { return s.walSyncs.Load() }
+
+// GroupCommitStats implements store.GroupCommitCounter: the WAL fsyncs since Open, the group
+// commits that wrote records and their summed commit times (apply to landing), and the
+// records appended through group commit, of which Unwritten were deleted before their group
+// was written. Safe for concurrent use.
+func (s *Store) GroupCommitStats() store.GroupCommitStats {
+	return store.GroupCommitStats{
+		Syncs:     s.walSyncs.Load(),
+		Groups:    s.groups.Load(),
+		GroupTime: time.Duration(s.groupNanos.Load()),
+		Records:   s.Committed.Load(),
+		Unwritten: s.Dropped.Load(),
+	}
+}

@@ -323,3 +323,61 @@ func TestLastCommitNotedBeforeWaitsReturn(t *testing.T) {
 		}
 	}
 }
+
+// GroupCommitStats counts what the group commits did: appends held behind a commit in
+// flight land together in one group (one fsync), a record deleted while its group waits is
+// counted as unwritten, and a group left with nothing to write is no group commit.
+func TestGroupCommitStatsCountGroupsRecordsAndUnwritten(t *testing.T) {
+	s, err := Open(t.TempDir(), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	before := s.GroupCommitStats()
+	hold(s) // as if a group were in flight: the next ones gather
+	var waits []func() error
+	for _, name := range []string{"a", "b", "a"} {
+		_, wait, err := s.AppendAsync(name, []byte("m"))
+		if err != nil {
+			release(s)
+			t.Fatal(err)
+		}
+		waits = append(waits, wait)
+	}
+	release(s)
+	for _, w := range waits {
+		if err := w(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := s.GroupCommitStats()
+	if d := got.Groups - before.Groups; d != 1 {
+		t.Errorf("Groups grew by %d, want 1 (three appends, one group)", d)
+	}
+	if d := got.Records - before.Records; d != 3 {
+		t.Errorf("Records grew by %d, want 3", d)
+	}
+	if got.Syncs-before.Syncs < 1 || got.GroupTime <= before.GroupTime {
+		t.Errorf("Syncs %d -> %d, GroupTime %v -> %v: want an fsync and a commit time", before.Syncs, got.Syncs, before.GroupTime, got.GroupTime)
+	}
+
+	before = got
+	hold(s)
+	seq, wait, err := s.AppendAsync("a", []byte("acked early"))
+	if err != nil {
+		release(s)
+		t.Fatal(err)
+	}
+	if err := s.Delete("a", seq); err != nil {
+		release(s)
+		t.Fatal(err)
+	}
+	release(s)
+	if err := wait(); err != nil {
+		t.Fatal(err)
+	}
+	got = s.GroupCommitStats()
+	if got.Records-before.Records != 1 || got.Unwritten-before.Unwritten != 1 || got.Groups != before.Groups {
+		t.Errorf("after a record deleted before its commit: %+v -> %+v; want one more record, one more unwritten, no group commit", before, got)
+	}
+}
