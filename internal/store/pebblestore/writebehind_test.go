@@ -19,20 +19,7 @@ func TestWriteBehindDropsRecordDeletedBeforeCommit(t *testing.T) {
 	if _, err := s.Append("q", []byte("kept")); err != nil {
 		t.Fatal(err)
 	}
-	hold(s) // as if a group were in flight: the next one waits
-	seq, wait, err := s.AppendAsync("q", []byte("acked early"))
-	if err != nil {
-		release(s)
-		t.Fatal(err)
-	}
-	if err := s.Delete("q", seq); err != nil {
-		release(s)
-		t.Fatal(err)
-	}
-	release(s)
-	if err := wait(); err != nil {
-		t.Fatalf("wait: %v", err)
-	}
+	seq := appendDeletedBeforeCommit(t, s, "q")
 	if got := s.Dropped.Load(); got != 1 {
 		t.Fatalf("Dropped = %d, want 1", got)
 	}
@@ -362,22 +349,31 @@ func TestGroupCommitStatsCountGroupsRecordsAndUnwritten(t *testing.T) {
 	}
 
 	before = got
-	hold(s)
-	seq, wait, err := s.AppendAsync("a", []byte("acked early"))
+	appendDeletedBeforeCommit(t, s, "a")
+	got = s.GroupCommitStats()
+	if got.Records-before.Records != 1 || got.Unwritten-before.Unwritten != 1 || got.Groups != before.Groups {
+		t.Errorf("after a record deleted before its commit: %+v -> %+v; want one more record, one more unwritten, no group commit", before, got)
+	}
+}
+
+// appendDeletedBeforeCommit appends one record to stream while a commit is held in flight
+// (hold), deletes it before its group is taken, lets the commit go and returns the record's
+// sequence once its wait returned nil.
+func appendDeletedBeforeCommit(t *testing.T, s *Store, stream string) uint64 {
+	t.Helper()
+	hold(s) // as if a group were in flight: the next one waits
+	seq, wait, err := s.AppendAsync(stream, []byte("acked early"))
 	if err != nil {
 		release(s)
 		t.Fatal(err)
 	}
-	if err := s.Delete("a", seq); err != nil {
+	if err := s.Delete(stream, seq); err != nil {
 		release(s)
 		t.Fatal(err)
 	}
 	release(s)
 	if err := wait(); err != nil {
-		t.Fatal(err)
+		t.Fatalf("wait: %v", err)
 	}
-	got = s.GroupCommitStats()
-	if got.Records-before.Records != 1 || got.Unwritten-before.Unwritten != 1 || got.Groups != before.Groups {
-		t.Errorf("after a record deleted before its commit: %+v -> %+v; want one more record, one more unwritten, no group commit", before, got)
-	}
+	return seq
 }
