@@ -45,23 +45,8 @@ func TestGroupCommitSpansStreams(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	hold(s)
 	before := s.walSyncs.Load()
-	var waits []func() error
-	for _, name := range []string{"a", "b", "c"} {
-		_, w, err := s.AppendAsync(name, []byte(name))
-		if err != nil {
-			release(s)
-			t.Fatal(err)
-		}
-		waits = append(waits, w)
-	}
-	release(s)
-	for _, w := range waits {
-		if err := w(); err != nil {
-			t.Fatal(err)
-		}
-	}
+	appendHeldTogether(t, s, "a", "b", "c")
 	if got := s.walSyncs.Load() - before; got != 1 {
 		t.Fatalf("%d WAL syncs for one group of three streams, want 1", got)
 	}
@@ -321,22 +306,7 @@ func TestGroupCommitStatsCountGroupsRecordsAndUnwritten(t *testing.T) {
 	}
 	defer s.Close()
 	before := s.GroupCommitStats()
-	hold(s) // as if a group were in flight: the next ones gather
-	var waits []func() error
-	for _, name := range []string{"a", "b", "a"} {
-		_, wait, err := s.AppendAsync(name, []byte("m"))
-		if err != nil {
-			release(s)
-			t.Fatal(err)
-		}
-		waits = append(waits, wait)
-	}
-	release(s)
-	for _, w := range waits {
-		if err := w(); err != nil {
-			t.Fatal(err)
-		}
-	}
+	appendHeldTogether(t, s, "a", "b", "a")
 	got := s.GroupCommitStats()
 	if d := got.Groups - before.Groups; d != 1 {
 		t.Errorf("Groups grew by %d, want 1 (three appends, one group)", d)
@@ -376,4 +346,27 @@ func appendDeletedBeforeCommit(t *testing.T, s *Store, stream string) uint64 {
 		t.Fatalf("wait: %v", err)
 	}
 	return seq
+}
+
+// appendHeldTogether appends one record to each of streams (its name as the record) while a
+// commit is held in flight (hold), so that they gather in one group, lets the commit go and
+// returns once every wait returned nil.
+func appendHeldTogether(t *testing.T, s *Store, streams ...string) {
+	t.Helper()
+	hold(s) // as if a group were in flight: the next ones gather
+	var waits []func() error
+	for _, name := range streams {
+		_, w, err := s.AppendAsync(name, []byte(name))
+		if err != nil {
+			release(s)
+			t.Fatal(err)
+		}
+		waits = append(waits, w)
+	}
+	release(s)
+	for _, w := range waits {
+		if err := w(); err != nil {
+			t.Fatal(err)
+		}
+	}
 }
