@@ -231,11 +231,12 @@ func New(cfg config.Config, opts Options) (*Broker, error) {
 func (b *Broker) StoreHealth() store.Health { return b.store.Health() }
 
 // StoreGroupCommits returns the store's group commit counters (store.GroupCommitStats); ok
-// is false when the store does not commit in groups (the memory store). Safe for concurrent
-// use.
+// is false when the store does not commit in groups (the memory store) and in cluster mode,
+// where JetStream, not the local store, makes queue and events-store messages durable. Safe
+// for concurrent use.
 func (b *Broker) StoreGroupCommits() (stats store.GroupCommitStats, ok bool) {
 	gc, ok := b.store.(store.GroupCommitCounter)
-	if !ok {
+	if !ok || b.clusterNode() != nil {
 		return store.GroupCommitStats{}, false
 	}
 	return gc.GroupCommitStats(), true
