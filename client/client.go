@@ -386,11 +386,17 @@ func (s *Subscription) end() {
 	}
 }
 
-// Unsubscribe ends the subscription: it sends UNSUBSCRIBE (when connected) and stops the
-// handler goroutine after the message it is handling, dropping undelivered buffered
-// messages (the broker redelivers unacknowledged queue messages). Do not call it from the
-// subscription's own handler with a wait in mind: it does not wait for the handler.
-// Errors: ErrUnsubscribed on a second call; a write error.
+// Unsubscribe ends the subscription: it stops the handler goroutine after the message it is
+// handling, dropping undelivered buffered messages (the broker redelivers unacknowledged
+// queue messages), and, when connected, sends UNSUBSCRIBE with a receipt and waits for the
+// RECEIPT, as Subscribe does for SUBSCRIBE. So once it returns nil the broker has removed the
+// subscription: it gives the subscription no more messages, and the monitor API no longer
+// shows it (a durable one shows offline). The wait is bounded by the connect timeout
+// (WithConnectTimeout); the connection ending meanwhile counts as done, since the broker
+// drops a connection's subscriptions with it. It does not wait for the handler, so it may
+// be called from the subscription's own handler.
+// Errors: ErrUnsubscribed on a second call; a write error; the broker's *ServerError; a
+// timeout when no RECEIPT came.
 func (s *Subscription) Unsubscribe() error {
 	c := s.c
 	c.mu.Lock()
@@ -405,11 +411,30 @@ func (s *Subscription) Unsubscribe() error {
 	if cn == nil || cn.isDone() {
 		return nil
 	}
-	err := cn.write(&frame.Frame{Command: frame.CmdUnsubscribe, Headers: []frame.Header{{Key: frame.HdrID, Value: s.id}}})
-	if err != nil && cn.isDone() {
-		return nil // the broker drops the subscription with the connection
+	id := c.nextID("r-")
+	ch := cn.expectReceipt(id)
+	err := cn.write(&frame.Frame{Command: frame.CmdUnsubscribe, Headers: []frame.Header{
+		{Key: frame.HdrID, Value: s.id}, {Key: frame.HdrReceipt, Value: id},
+	}})
+	if err != nil {
+		cn.forgetReceipt(id)
+		if cn.isDone() {
+			return nil // the broker drops the subscription with the connection
+		}
+		return err
 	}
-	return err
+	t := time.NewTimer(c.o.connectTimeout)
+	defer t.Stop()
+	select {
+	case res := <-ch:
+		if res.err != nil && cn.isDone() {
+			return nil // the connection ended first: the subscription went with it
+		}
+		return res.err
+	case <-t.C:
+		cn.forgetReceipt(id)
+		return fmt.Errorf("no RECEIPT for UNSUBSCRIBE %s from %s after %v", s.dest, c.addr, c.o.connectTimeout)
+	}
 }
 
 // startConn starts cn's reader and heart-beat goroutines.

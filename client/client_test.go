@@ -316,3 +316,37 @@ func TestHeartBeatsKeepAnIdleConnection(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// Unsubscribe returns once the broker has removed the subscription (it waits for the
+// RECEIPT of its UNSUBSCRIBE, as Subscribe does), so a check made right after it, with no
+// retry, already sees the queue without a consumer.
+func TestUnsubscribeWaitsForTheBroker(t *testing.T) {
+	b := brokertest.Run(t, brokertest.DefaultTestConfig())
+	c := dial(t, b.Addrs()[0])
+	consumers := func() int {
+		for _, q := range b.Dispatcher().Queues() {
+			if st := q.Stats(); st.Destination == "/queue/unsub" {
+				return st.Consumers
+			}
+		}
+		return -1
+	}
+	if _, err := c.Send(ctxT(t), "", "/queue/unsub", []byte("makes the queue")); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 20 {
+		sub, err := c.Subscribe("", "/queue/unsub", func(*client.Message) {}, client.WithAck(client.AckClientIndividual))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := consumers(); n != 1 {
+			t.Fatalf("round %d: %d consumers after Subscribe, want 1", i, n)
+		}
+		if err := sub.Unsubscribe(); err != nil {
+			t.Fatal(err)
+		}
+		if n := consumers(); n != 0 {
+			t.Fatalf("round %d: %d consumers right after Unsubscribe returned, want 0", i, n)
+		}
+	}
+}

@@ -211,7 +211,7 @@ func TestConsoleInHeadlessChromium(t *testing.T) {
 	requireNoError(t, err)
 	sendN(t, c, "/queue/jobs", "j1", "j2")
 	eventuallyAuthQueue(t, b, "/queue/DLQ.jobs", "2 dead letters", func(q queueStat, ok bool) bool { return ok && q.Size == 2 })
-	unsubscribe(t, nacker, sub)
+	requireNoError(t, sub.Unsubscribe())
 	click("redrive", "/queue/DLQ/jobs")
 	eventuallyAuthQueue(t, b, "/queue/DLQ.jobs", "re-driven", func(q queueStat, ok bool) bool { return ok && q.Size == 0 })
 	eventuallyAuthQueue(t, b, "/queue/jobs", "back on their queue", func(q queueStat, ok bool) bool { return ok && q.Size == 2 })

@@ -92,18 +92,6 @@ func dial(t *testing.T, b *broker, opts ...client.Option) *client.Client {
 	return c
 }
 
-// unsubscribe ends sub and returns once the broker has handled the UNSUBSCRIBE: the client
-// library's Unsubscribe does not wait for the broker, but a receipted SEND behind it on the
-// same connection does, as the broker handles a connection's frames in order. Without it a
-// monitor call right after could still see the subscription, and its handler's connection
-// could still be given messages.
-func unsubscribe(t *testing.T, c *client.Client, sub *client.Subscription) {
-	t.Helper()
-	requireNoError(t, sub.Unsubscribe())
-	_, err := c.Send(context.Background(), "", "/topic/e2e-sync", []byte("after unsubscribe"))
-	requireNoError(t, err, "receipted SEND behind UNSUBSCRIBE")
-}
-
 func sendN(t *testing.T, c *client.Client, destination string, bodies ...string) {
 	t.Helper()
 	for _, body := range bodies {
@@ -142,7 +130,7 @@ func TestMonitorQueueBrowsePurgeRedrive(t *testing.T) {
 	sub, err := nacker.Subscribe("", "/queue/jobs", func(m *client.Message) { _ = m.Nack() }, client.WithAck(client.AckClientIndividual))
 	requireNoError(t, err)
 	eventuallyQueue(t, b, "/queue/DLQ.jobs", "3 dead letters", func(q queueStat) bool { return q.Size == 3 })
-	unsubscribe(t, nacker, sub)
+	requireNoError(t, sub.Unsubscribe())
 	var dl opBrowse
 	requireMonitor(t, b, http.MethodGet, "/titan/monitor/queues/messages", url.Values{"destination": {"/queue/DLQ.jobs"}}, &dl)
 	checkEqual(t, "/queue/jobs", dl.Messages[0].Headers["dlq-original-destination"], "dead letter header")
