@@ -405,7 +405,7 @@ func (s *Store) applyLocked(g *group) (*pebble.Batch, error) {
 func (s *Store) applyStatesLocked(g *group) error {
 	s.Committed.Add(uint64(len(g.recs)))
 	s.Dropped.Add(uint64(len(g.recs)))
-	s.Unwritten.Add(1)
+	s.EmptyGroups.Add(1)
 	b := s.db.NewBatch()
 	defer b.Close()
 	for st, state := range g.states {

@@ -78,11 +78,12 @@ type Store struct {
 	lastCommit    atomic.Int64  // store.Since() at the latest group landing (store.CommitClock)
 
 	// Committed counts records that went through a group commit; Dropped those of them
-	// deleted before their group was written, so they never reached the WAL; Unwritten the
-	// groups that held only such records, so they cost no write and no fsync.
-	Committed atomic.Uint64
-	Dropped   atomic.Uint64
-	Unwritten atomic.Uint64
+	// deleted before their group was written, so they never reached the WAL (reported as
+	// store.GroupCommitStats.Unwritten); EmptyGroups the groups that held only such
+	// records, so they cost no write and no fsync.
+	Committed   atomic.Uint64
+	Dropped     atomic.Uint64
+	EmptyGroups atomic.Uint64
 
 	groups     atomic.Uint64 // group commits that wrote records and landed (store.GroupCommitStats)
 	groupNanos atomic.Int64  // their commit times summed, in nanoseconds

@@ -113,8 +113,8 @@ func TestLazyAppendCommitsAtWaitAndSkipsConsumedGroup(t *testing.T) {
 	if got := s.walSyncs.Load() - syncs; got != 0 {
 		t.Fatalf("a group whose only record was deleted cost %d fsyncs, want 0", got)
 	}
-	if got := s.Unwritten.Load(); got != 1 {
-		t.Fatalf("Unwritten = %d, want 1", got)
+	if got := s.EmptyGroups.Load(); got != 1 {
+		t.Fatalf("EmptyGroups = %d, want 1", got)
 	}
 
 	seq2, wait2, err := s.AppendAsyncLazy("q", []byte("kept"))
