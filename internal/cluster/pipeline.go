@@ -64,6 +64,16 @@ const (
 // JetStream's fast batch publishing with gap detection (AllowBatchPublish, nats-server
 // 2.14+), for which nats.go has no client yet.
 //
+// Interest. JetStream's leader is the only replica subscribed to a stream's subjects, and
+// that interest reaches the other servers asynchronously: a publish sent before it arrived
+// gets "no responders" at once. Two rules keep such a publish from being overtaken. The
+// first publish this node sends to a stream waits for its PubAck before PersistAsync
+// returns (a stream just created, by this node or another, or first used here since the
+// node started), so later ones are only sent once the interest is known to be here. And
+// nats.go's own silent retry of a no-responders publish (after 250 ms, while later
+// publishes go out) is switched off: the failure reaches the error handler at once, closes
+// the gate above and is retried in order by its wait func.
+//
 // A message refused after it was stored (Forget) stays stored: a stored JetStream message
 // may already be delivered, so it is not deleted (at-least-once, as for any SEND answered
 // with an ERROR). Safe for concurrent use.
@@ -90,6 +100,7 @@ type Persister struct {
 	attempt time.Duration                 // one attempt's PubAck timeout
 	now     func() time.Time              // clock
 	ticket  atomic.Uint64                 // marks m.Sequence of messages stored here
+	reached map[string]bool               // streams this node has stored a publish in (see "Interest"); guarded by mu
 
 	// Pipelined counts publishes sent asynchronously; Retried those retried after a
 	// failure; Reordered those stored while an earlier publish to the same subject was
@@ -123,7 +134,7 @@ func NewPersister(n *Node, q *Queues, e *EventsStore, c *Committer, log *slog.Lo
 		log = slog.New(slog.DiscardHandler)
 	}
 	p := &Persister{q: q, e: e, c: c, log: log, byMsg: make(map[*nats.Msg]*pendingPublish),
-		subs: make(map[string]*subjectState), stall: StallFence, attempt: publishAttemptTimeout, now: time.Now}
+		subs: make(map[string]*subjectState), reached: make(map[string]bool), stall: StallFence, attempt: publishAttemptTimeout, now: time.Now}
 	p.cond = sync.NewCond(&p.mu)
 	js, err := jetstream.New(n.nc,
 		jetstream.WithPublishAsyncMaxPending(MaxPendingPublishes),
@@ -221,8 +232,10 @@ func (p *Persister) Forget(dest.Identity, *message.Message) {}
 // PersistAsync publishes m to id's stream without waiting for the PubAck and marks m
 // stored; wait (called exactly once, in SEND order per connection) returns once it is
 // stored, after retries (see the type). It may block while the node's publishes are being
-// retried or stalled (back-pressure on the producer). Errors: the stream could not be
-// created, or the publish could not be sent.
+// retried or stalled (back-pressure on the producer), and blocks until m is stored when
+// it is the node's first publish to its stream (the type's "Interest"). Errors: the
+// stream could not be created, the publish could not be sent, or (a first publish) it
+// was not stored.
 func (p *Persister) PersistAsync(id dest.Identity, m *message.Message) (wait func() error, err error) {
 	pl, msg, events, dropped := p.build(id, m)
 	if dropped {
@@ -246,8 +259,9 @@ func (p *Persister) PersistAsync(id dest.Identity, m *message.Message) (wait fun
 	}
 	st.pending++
 	p.order = append(p.order, pp)
+	first := !p.reached[pl.stream]
 	p.mu.Unlock()
-	fut, err := p.js.PublishMsgAsync(msg, jetstream.WithStallWait(PublishTimeout))
+	fut, err := p.js.PublishMsgAsync(msg, jetstream.WithStallWait(PublishTimeout), jetstream.WithRetryAttempts(0))
 	p.sendMu.Unlock()
 	if err != nil {
 		p.resolve(pp, nil)
@@ -255,6 +269,17 @@ func (p *Persister) PersistAsync(id dest.Identity, m *message.Message) (wait fun
 	}
 	pp.fut = fut
 	p.Pipelined.Add(1)
+	if first {
+		// The stream's interest may not have reached this server yet (see "Interest").
+		if err := p.wait(pp); err != nil {
+			return nil, err
+		}
+		p.mu.Lock()
+		p.reached[pl.stream] = true
+		p.mu.Unlock()
+		p.mark(m)
+		return func() error { return nil }, nil
+	}
 	p.mark(m)
 	return func() error { return p.wait(pp) }, nil
 }

@@ -51,6 +51,10 @@ func testMessage(i int) *message.Message {
 
 // Pipelined SENDs of one connection are each stored once, in SEND order, and every wait
 // returns only once its message is stored; the adapter's Publish then stores nothing more.
+// The stream is new, so the first SENDs race its interest reaching the producer's server
+// (the Persister's "Interest" rules). Only a leader election after the stream's first (a
+// loaded machine can miss raft heartbeats) may reorder, and then every reordering must be
+// counted.
 func TestPersisterPipelinesInOrder(t *testing.T) {
 	nodes := startNodes(t)
 	q := NewQueues(nodes[0], nil, nil)
@@ -60,6 +64,10 @@ func TestPersisterPipelinesInOrder(t *testing.T) {
 		t.Fatal(err)
 	}
 	id := dest.Identity{Group: "pipe", Pattern: dest.PatternQueues, Channel: "jobs"}
+	elections, err := nodes[0].nc.SubscribeSync("$JS.EVENT.ADVISORY.STREAM.LEADER_ELECTED." + q.place(id).stream)
+	if err != nil {
+		t.Fatal(err)
+	}
 	c := newConnection(256)
 	const n = 500
 	for i := range n {
@@ -84,9 +92,44 @@ func TestPersisterPipelinesInOrder(t *testing.T) {
 	if got := q.Published.Load(); got != n {
 		t.Fatalf("published %d, want %d", got, n)
 	}
+	if err := nodes[0].nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	elected, _, _ := elections.Pending()
+	if err := elections.Unsubscribe(); err != nil { // else Close's drain waits for it
+		t.Fatal(err)
+	}
+	t.Logf("leader elections %d, retried %d, reordered %d", elected, p.Retried.Load(), p.Reordered.Load())
+	if elected > 1 {
+		checkStoredOnce(t, streamBodies(t, nodes[1], q.place(id)), n, p)
+		return
+	}
 	checkStreamOrder(t, nodes[1], q.place(id), n)
-	if p.Reordered.Load() != 0 || p.Retried.Load() != 0 {
-		t.Fatalf("reordered %d retried %d", p.Reordered.Load(), p.Retried.Load())
+	if p.Reordered.Load() != 0 {
+		t.Fatalf("reordered %d in order", p.Reordered.Load())
+	}
+}
+
+// checkStoredOnce checks that bodies hold messages 0..want-1 each once, in order unless p
+// counted a reordering.
+func checkStoredOnce(t *testing.T, bodies []string, want int, p *Persister) {
+	t.Helper()
+	seen := make(map[string]bool, want)
+	inOrder := true
+	for i, b := range bodies {
+		if seen[b] {
+			t.Fatalf("message %s stored twice", b)
+		}
+		seen[b] = true
+		if b != fmt.Sprint(i) {
+			inOrder = false
+		}
+	}
+	if len(seen) != want {
+		t.Fatalf("stream holds %d distinct messages, want %d", len(seen), want)
+	}
+	if !inOrder && p.Reordered.Load() == 0 {
+		t.Fatal("stream order differs from SEND order, and no reordering was counted")
 	}
 }
 
@@ -199,25 +242,8 @@ func TestPersisterLeaderLossStoresOnce(t *testing.T) {
 			t.Fatalf("send %d: %v", i, err)
 		}
 	}
-	bodies := streamBodies(t, nodes[producer], pl)
-	seen := make(map[string]bool, n)
-	inOrder := true
-	for i, b := range bodies {
-		if seen[b] {
-			t.Fatalf("message %s stored twice", b)
-		}
-		seen[b] = true
-		if b != fmt.Sprint(i) {
-			inOrder = false
-		}
-	}
-	if len(seen) != n {
-		t.Fatalf("stream holds %d distinct messages, want %d", len(seen), n)
-	}
-	t.Logf("retried %d, reordered %d, duplicates answered %d, in order %v", p.Retried.Load(), p.Reordered.Load(), q.Duplicates.Load(), inOrder)
-	if !inOrder && p.Reordered.Load() == 0 {
-		t.Fatal("stream order differs from SEND order, and no reordering was counted")
-	}
+	t.Logf("retried %d, reordered %d, duplicates answered %d", p.Retried.Load(), p.Reordered.Load(), q.Duplicates.Load())
+	checkStoredOnce(t, streamBodies(t, nodes[producer], pl), n, p)
 }
 
 // BenchmarkConnectionSends measures one connection's durable queue SENDs to a three-node,
