@@ -212,18 +212,21 @@ func TestDiskFaultConcurrentNoFalseSuccess(t *testing.T) {
 			}
 		}()
 	}
-	for round := range 4 {
+	for _, f := range []fault{faultFull, faultReadOnly, faultReadOnlyNew, faultFull} {
 		time.Sleep(20 * time.Millisecond)
-		ffs.set([]fault{faultFull, faultReadOnly, faultReadOnlyNew, faultFull}[round])
+		ffs.set(f)
 		time.Sleep(20 * time.Millisecond)
+		// Every fault takes the store down once a write meets it (TestDiskFaultRefusesAndRecovers);
+		// read-only-for-new-files only at the next file the producers' writes make.
+		eventually(t, 10*time.Second, "store down", func() bool { return s.Health().State == store.StateDown })
 		ffs.set(faultNone)
 		eventually(t, 10*time.Second, "store recovers", func() bool { return s.Health().State == store.StateOK })
 	}
 	time.Sleep(20 * time.Millisecond)
 	close(stop)
 	wg.Wait()
-	if h := s.Health(); h.Recoveries < 3 {
-		t.Fatalf("Health = %+v, want at least 3 recoveries", h)
+	if h := s.Health(); h.Recoveries < 4 {
+		t.Fatalf("Health = %+v, want at least 4 recoveries", h)
 	}
 	closeT(t, s)
 
