@@ -174,27 +174,15 @@ func (c *Client) sendFrame(ctx context.Context, f *frame.Frame, withReceipt bool
 		}
 		return &Receipt{}, nil
 	}
-	id := c.nextID("r-")
-	f.Add(frame.HdrReceipt, id)
-	ch := cn.expectReceipt(id)
-	if err := cn.write(f); err != nil {
-		cn.forgetReceipt(id)
-		return nil, cn.writeFailure(ctx, err)
+	rf, err := cn.request(ctx, f, c.nextID("r-"))
+	if err != nil {
+		return nil, err
 	}
-	select {
-	case res := <-ch:
-		if res.err != nil {
-			return nil, res.err
-		}
-		r := &Receipt{}
-		for _, h := range res.f.Headers {
-			r.Headers = append(r.Headers, Header{Name: h.Key, Value: h.Value})
-		}
-		return r, nil
-	case <-ctx.Done():
-		cn.forgetReceipt(id)
-		return nil, fmt.Errorf("no RECEIPT from %s: %w", c.addr, ctx.Err())
+	r := &Receipt{}
+	for _, h := range rf.Headers {
+		r.Headers = append(r.Headers, Header{Name: h.Key, Value: h.Value})
 	}
+	return r, nil
 }
 
 // Handler receives the messages of one subscription, one at a time, on the subscription's
@@ -302,20 +290,8 @@ func (s *Subscription) subscribeOn(ctx context.Context, cn *conn) error {
 	for _, h := range s.opts.headers {
 		f.Add(h[0], h[1])
 	}
-	id := s.c.nextID("r-")
-	f.Add(frame.HdrReceipt, id)
-	ch := cn.expectReceipt(id)
-	if err := cn.write(f); err != nil {
-		cn.forgetReceipt(id)
-		return cn.writeFailure(ctx, err)
-	}
-	select {
-	case res := <-ch:
-		return res.err
-	case <-ctx.Done():
-		cn.forgetReceipt(id)
-		return fmt.Errorf("no RECEIPT for SUBSCRIBE %s from %s: %w", s.dest, s.c.addr, ctx.Err())
-	}
+	_, err := cn.request(ctx, f, s.c.nextID("r-"))
+	return err
 }
 
 // deliver queues m for the handler, waiting while the buffer is full (until the connection
@@ -411,30 +387,13 @@ func (s *Subscription) Unsubscribe() error {
 	if cn == nil || cn.isDone() {
 		return nil
 	}
-	id := c.nextID("r-")
-	ch := cn.expectReceipt(id)
-	err := cn.write(&frame.Frame{Command: frame.CmdUnsubscribe, Headers: []frame.Header{
-		{Key: frame.HdrID, Value: s.id}, {Key: frame.HdrReceipt, Value: id},
-	}})
-	if err != nil {
-		cn.forgetReceipt(id)
-		if cn.isDone() {
-			return nil // the broker drops the subscription with the connection
-		}
-		return err
+	ctx, cancel := context.WithTimeout(context.Background(), c.o.connectTimeout)
+	defer cancel()
+	_, err := cn.request(ctx, &frame.Frame{Command: frame.CmdUnsubscribe, Headers: []frame.Header{{Key: frame.HdrID, Value: s.id}}}, c.nextID("r-"))
+	if err != nil && cn.isDone() {
+		return nil // the connection ended first: the broker drops its subscriptions with it
 	}
-	t := time.NewTimer(c.o.connectTimeout)
-	defer t.Stop()
-	select {
-	case res := <-ch:
-		if res.err != nil && cn.isDone() {
-			return nil // the connection ended first: the subscription went with it
-		}
-		return res.err
-	case <-t.C:
-		cn.forgetReceipt(id)
-		return fmt.Errorf("no RECEIPT for UNSUBSCRIBE %s from %s after %v", s.dest, c.addr, c.o.connectTimeout)
-	}
+	return err
 }
 
 // startConn starts cn's reader and heart-beat goroutines.
@@ -669,16 +628,9 @@ func (c *Client) Close() error {
 	cn := c.cn
 	c.mu.Unlock()
 	if cn != nil && !cn.isDone() {
-		id := c.nextID("r-")
-		ch := cn.expectReceipt(id)
-		if cn.write(&frame.Frame{Command: frame.CmdDisconnect, Headers: []frame.Header{{Key: frame.HdrReceipt, Value: id}}}) == nil {
-			t := time.NewTimer(2 * time.Second)
-			select {
-			case <-ch:
-			case <-t.C:
-			}
-			t.Stop()
-		}
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		_, _ = cn.request(ctx, &frame.Frame{Command: frame.CmdDisconnect}, c.nextID("r-")) // best effort: closing anyway
+		cancel()
 	}
 	c.shutdown(ErrClosed)
 	c.wg.Wait()

@@ -306,6 +306,30 @@ func (c *conn) expectReceipt(id string) chan receiptResult {
 	return ch
 }
 
+// request writes f with a receipt header (id) and waits for its RECEIPT frame until ctx
+// ends. Errors: a failed write (through writeFailure); the broker's *ServerError for an
+// ERROR naming the receipt; the connection's end; when ctx ended first, "no RECEIPT for
+// <command> <destination>" wrapping ctx's error. Safe for concurrent use.
+func (c *conn) request(ctx context.Context, f *frame.Frame, id string) (*frame.Frame, error) {
+	f.Add(frame.HdrReceipt, id)
+	ch := c.expectReceipt(id)
+	if err := c.write(f); err != nil {
+		c.forgetReceipt(id)
+		return nil, c.writeFailure(ctx, err)
+	}
+	select {
+	case res := <-ch:
+		return res.f, res.err
+	case <-ctx.Done():
+		c.forgetReceipt(id)
+		what := string(f.Command)
+		if d, ok := f.Get(frame.HdrDestination); ok {
+			what += " " + d
+		}
+		return nil, fmt.Errorf("no RECEIPT for %s from %s: %w", what, c.addr, ctx.Err())
+	}
+}
+
 func (c *conn) forgetReceipt(id string) {
 	c.rmu.Lock()
 	delete(c.receipts, id)
