@@ -57,6 +57,11 @@ var Rules = []Rule{
 		Forbidden: []string{"internal/router", "internal/broker", "internal/admin"},
 	},
 	{
+		Name:      "selector (JMS message selectors) imports nothing of ours",
+		From:      []string{"internal/selector"},
+		Forbidden: []string{"..."},
+	},
+	{
 		Name:      "config imports no runtime package",
 		From:      []string{"internal/config"},
 		Forbidden: []string{"..."},
