@@ -85,8 +85,10 @@ func BenchmarkEnqueue(b *testing.B) {
 		for b.Loop() {
 			i++
 			if i&(unboundedReset-1) == 0 {
-				clear(q.ready.buf)
-				q.ready.head, q.ready.n = 0, 0
+				d := &q.ready.lv[0] // every benchmark message has priority 0
+				clear(d.buf)
+				d.head, d.n = 0, 0
+				q.ready.n = 0
 			}
 			q.Enqueue(msgs[i&1023], now)
 		}

@@ -109,3 +109,27 @@ func (d *deque) reset() {
 	}
 	d.head, d.n = 0, 0
 }
+
+// removeAt removes and returns the i-th message from the front, 0 <= i < len, moving the
+// shorter side of the deque by one slot.
+func (d *deque) removeAt(i int) *Message {
+	mask := len(d.buf) - 1
+	m := d.buf[(d.head+i)&mask]
+	if i < d.n/2 {
+		for j := i; j > 0; j-- {
+			d.buf[(d.head+j)&mask] = d.buf[(d.head+j-1)&mask]
+		}
+		d.buf[d.head] = nil
+		d.head = (d.head + 1) & mask
+	} else {
+		for j := i; j < d.n-1; j++ {
+			d.buf[(d.head+j)&mask] = d.buf[(d.head+j+1)&mask]
+		}
+		d.buf[(d.head+d.n-1)&mask] = nil
+	}
+	d.n--
+	if d.n <= len(d.buf)>>2 && len(d.buf) > shrinkMinCap {
+		d.shrink()
+	}
+	return m
+}

@@ -15,6 +15,16 @@
 //     every method that takes now, moves the due ones to the head of ready. NextDue tells the
 //     owner when to call Promote next.
 //
+// # Priority
+//
+// Ready messages are ordered by Message.Priority (0 to 9, JMS 2.0 §3.4.10), highest first,
+// and FIFO within a priority: the ready list is one deque per priority, and "the head"
+// everywhere in this doc is the head of the highest priority holding a message. Cancel,
+// Nack and Promote return a message to the head of its own priority; the ring rule removes
+// from the head, as Artemis's ring queue removes from its PriorityLinkedList's head. PopFunc
+// delivers the first message, in that order, that a picky consumer (a JMS selector) takes,
+// leaving the others in place.
+//
 // Counts mirrors the reference's gauges: Messages (messageCount) is all three states,
 // Delivering is deliveringCount and Scheduled is scheduledCount. Bytes sums Message.Size over
 // all three.
@@ -49,7 +59,8 @@
 //
 // # Complexity and memory
 //
-// Ready messages sit on a deque (a power-of-two ring buffer with insertion at both ends),
+// Ready messages sit on deques (power-of-two ring buffers with insertion at both ends, one
+// per priority, found through a bit mask),
 // scheduled ones on a min-heap that keeps its (DeliverAt, Seq) key inline, and messages in
 // delivery in a map by Seq that also records their consumption order. Enqueue, Pop and Ack are
 // O(1) amortized (O(log n) when a scheduled message is involved) and allocation-free in steady

@@ -58,13 +58,6 @@ func requireCounts(t testing.TB, q *Queue, messages, delivering, scheduled int, 
 // accounting, each Seq in one state only, and clean scratch buffers.
 func checkInvariants(t testing.TB, q *Queue) {
 	t.Helper()
-	d := &q.ready
-	if len(d.buf)&(len(d.buf)-1) != 0 || d.n < 0 || d.n > len(d.buf) {
-		t.Fatalf("deque shape: len(buf)=%d n=%d", len(d.buf), d.n)
-	}
-	if len(d.buf) > shrinkMinCap && d.n < len(d.buf)/4 {
-		t.Fatalf("deque not shrunk: len(buf)=%d n=%d", len(d.buf), d.n)
-	}
 	seen := map[uint64]string{}
 	var bytes int64
 	note := func(m *Message, state string) {
@@ -77,13 +70,33 @@ func checkInvariants(t testing.TB, q *Queue) {
 		seen[m.Seq] = state
 		bytes += int64(m.Size)
 	}
-	for i := range len(d.buf) {
-		m := d.buf[(d.head+i)&(len(d.buf)-1)]
-		if i < d.n {
-			note(m, "ready")
-		} else if m != nil {
-			t.Fatalf("deque slot %d past the end holds seq %d", i, m.Seq)
+	total := 0
+	for p := range q.ready.lv {
+		d := &q.ready.lv[p]
+		if len(d.buf)&(len(d.buf)-1) != 0 || d.n < 0 || d.n > len(d.buf) {
+			t.Fatalf("deque %d shape: len(buf)=%d n=%d", p, len(d.buf), d.n)
 		}
+		if len(d.buf) > shrinkMinCap && d.n < len(d.buf)/4 {
+			t.Fatalf("deque %d not shrunk: len(buf)=%d n=%d", p, len(d.buf), d.n)
+		}
+		if (d.n > 0) != (q.ready.mask&(1<<p) != 0) {
+			t.Fatalf("priority %d: %d messages, mask %b", p, d.n, q.ready.mask)
+		}
+		total += d.n
+		for i := range len(d.buf) {
+			m := d.buf[(d.head+i)&(len(d.buf)-1)]
+			if i < d.n {
+				note(m, "ready")
+				if level(m) != p {
+					t.Fatalf("seq %d of priority %d on deque %d", m.Seq, m.Priority, p)
+				}
+			} else if m != nil {
+				t.Fatalf("deque %d slot %d past the end holds seq %d", p, i, m.Seq)
+			}
+		}
+	}
+	if total != q.ready.n {
+		t.Fatalf("ready count %d, deques hold %d", q.ready.n, total)
 	}
 	for i, e := range q.scheduled {
 		note(e.m, "scheduled")

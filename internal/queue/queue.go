@@ -18,12 +18,18 @@ type Message struct {
 	// and breaks ties between scheduled messages due at the same instant.
 	Seq uint64
 	// Size is the message's size in bytes, summed into Counts.Bytes for pending-bytes limits.
-	// int32, like DeliveryCount, keeps a Message in the allocator's 80-byte class (a queued
-	// message costs one); callers clamp a size over 2 GiB to math.MaxInt32 (ClampSize).
+	// int32, like DeliveryCount, keeps a Message small (a queued message costs one); callers
+	// clamp a size over 2 GiB to math.MaxInt32 (ClampSize).
 	Size int32
 	// DeliveryCount is the number of times the message has been delivered. Pop increments it
 	// (saturating at math.MaxInt32); a caller re-enqueueing a recovered message may preset it.
 	DeliveryCount int32
+	// Priority is the message's priority, 0 (lowest) to 9 (highest; larger values count as
+	// 9). Ready messages are delivered highest priority first, FIFO within a priority (JMS
+	// 2.0 §3.4.10, Artemis): every "head" below is the head of the highest priority ready.
+	// The caller sets it before Enqueue (DefaultPriority for a message naming none); the
+	// queue never changes it.
+	Priority uint8
 	// DeliverAt is when the message becomes deliverable. The zero time, or any time not after
 	// the enqueue's now, means at once; a later time holds the message as scheduled until then.
 	DeliverAt time.Time
@@ -97,7 +103,7 @@ type Queue struct {
 	maxDeliveries   int // 0: unlimited
 	redeliveryDelay time.Duration
 
-	ready      deque
+	ready      readyList
 	scheduled  schedHeap
 	delivering map[uint64]delivery // by Seq
 	popCount   uint64              // Pops so far; the consumption order of the latest delivery
@@ -200,6 +206,42 @@ func (q *Queue) Pop(now time.Time) (*Message, []Removed) {
 		q.popCount++
 		q.delivering[m.Seq] = delivery{m: m, order: q.popCount}
 		return m, q.result()
+	}
+	return nil, q.result()
+}
+
+// PopFunc is Pop for consumers that take only some messages (JMS selectors): it delivers the
+// first ready message, in delivery order (priority, then FIFO), for which pick returns
+// true, and leaves the others where they are, so that their order is kept for other
+// consumers (Artemis semantics). Expired messages it passes are removed (ReasonExpired).
+// pick is called at most once per ready message, under the owner's lock, and must not call
+// the Queue. The cost is O(messages passed): a message no consumer picks is passed again
+// by every later call. The []Removed follows Enqueue's rules.
+func (q *Queue) PopFunc(now time.Time, pick func(*Message) bool) (*Message, []Removed) {
+	now = now.Round(0) // wall clock only; see the package doc
+	q.resetRemoved()
+	if len(q.scheduled) > 0 {
+		q.promote(now)
+	}
+	for p := Priorities - 1; p >= 0; p-- {
+		for i := 0; i < q.ready.lv[p].n; {
+			m := q.ready.lv[p].at(i)
+			if !m.ExpiresAt.IsZero() && !now.Before(m.ExpiresAt) {
+				q.drop(q.ready.removeAt(p, i), ReasonExpired)
+				continue
+			}
+			if !pick(m) {
+				i++
+				continue
+			}
+			q.ready.removeAt(p, i)
+			if m.DeliveryCount < math.MaxInt32 {
+				m.DeliveryCount++
+			}
+			q.popCount++
+			q.delivering[m.Seq] = delivery{m: m, order: q.popCount}
+			return m, q.result()
+		}
 	}
 	return nil, q.result()
 }

@@ -7,10 +7,10 @@ import (
 )
 
 // TestMessageFitsItsClass holds a Message, which every queued message costs, to the
-// allocator's 80-byte size class.
+// allocator's 96-byte size class (80 until Priority joined Size and DeliveryCount).
 func TestMessageFitsItsClass(t *testing.T) {
-	if n := unsafe.Sizeof(Message{}); n > 80 {
-		t.Fatalf("queue.Message is %d bytes, want at most 80", n)
+	if n := unsafe.Sizeof(Message{}); n > 96 {
+		t.Fatalf("queue.Message is %d bytes, want at most 96", n)
 	}
 }
 
