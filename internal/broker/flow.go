@@ -57,6 +57,9 @@ type heapGated struct {
 	b *Broker
 }
 
+// HonoursSelectors implements router.Selecting for the pattern it gates.
+func (g heapGated) HonoursSelectors() bool { return router.HonoursSelectors(g.Pattern) }
+
 func (g heapGated) Publish(id dest.Identity, m *message.Message, cancel <-chan struct{}) (bool, error) {
 	g.b.heapWait(cancel)
 	return g.Pattern.Publish(id, m, cancel)

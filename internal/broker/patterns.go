@@ -76,6 +76,9 @@ type tempQueues struct {
 	router.Subscriber
 }
 
+// HonoursSelectors implements router.Selecting for the queues pattern it subscribes on.
+func (t tempQueues) HonoursSelectors() bool { return router.HonoursSelectors(t.Subscriber) }
+
 // replies sends the request/response pattern's own answers through the router's publish
 // ports, resolved by the reply destination's route.
 type replies struct{ r **router.Router }

@@ -43,6 +43,10 @@ func (e *Events) Publish(id dest.Identity, m *message.Message, _ <-chan struct{}
 	return false, nil
 }
 
+// HonoursSelectors implements router.Selecting: a subscription's selector filters what
+// the node delivers to it.
+func (e *Events) HonoursSelectors() bool { return true }
+
 // Subscribe registers sub on its connection and subscribes to its filter's subject. A
 // message is delivered when the subscription has credit and its Allow (authorization)
 // accepts the concrete channel; otherwise it is counted as dropped or skipped. Errors:
@@ -67,6 +71,9 @@ func (e *Events) Subscribe(sub *delivery.Subscription) error {
 			if err != nil || d.Bare != bare || !sub.Allow(d.Channel) {
 				return
 			}
+		}
+		if !sub.Selects(m) {
+			return // not selected by its JMS selector: skipped, not dropped
 		}
 		if !sub.HasCredit() || !sub.Conn.Deliver(sub, m, nil, 0, 1) {
 			sub.Dropped.Add(1)

@@ -10,6 +10,7 @@ import (
 	"github.com/titan-broker/titan/internal/dest"
 	"github.com/titan-broker/titan/internal/frame"
 	"github.com/titan-broker/titan/internal/message"
+	"github.com/titan-broker/titan/internal/selector"
 )
 
 // Subscription is one SUBSCRIBE of one connection.
@@ -30,6 +31,11 @@ type Subscription struct {
 	// channel it refuses is skipped (not delivered, not counted as dropped). Authorization
 	// sets it on events subscriptions. Called concurrently from publishers; must be fast.
 	Allow func(channel string) bool
+	// Selector, when set, is the subscription's JMS message selector (the selector header,
+	// compiled once): only messages it selects are delivered to it (Selects). Events skip
+	// the others for it; a queue leaves them for its other consumers. Immutable once the
+	// subscription is shared; nil selects everything.
+	Selector *selector.Selector
 
 	// Owner is the pattern the subscription belongs to; its Subscribe sets it before the
 	// subscription is shared.
@@ -58,6 +64,25 @@ type Subscription struct {
 }
 
 type feedRef struct{ f Feed }
+
+// Selects reports whether s's Selector selects m (true when s has none). It allocates
+// nothing and takes no lock; safe for concurrent use.
+func (s *Subscription) Selects(m *message.Message) bool {
+	if s.Selector == nil {
+		return true
+	}
+	return s.Selector.Matches(selectable{m})
+}
+
+// selectable is a message as a selector reads it (selector.Message): its headers, and the
+// broker-set message-id, timestamp and persistence behind JMSMessageID, JMSTimestamp and
+// JMSDeliveryMode. One pointer, so passing it as an interface allocates nothing.
+type selectable struct{ m *message.Message }
+
+func (v selectable) Header(key string) (string, bool) { return v.m.Header(key) }
+func (v selectable) MessageID() string                { return v.m.ID }
+func (v selectable) TimestampMs() int64               { return v.m.TimestampMs }
+func (v selectable) Persistent() bool                 { return v.m.Persistent }
 
 // Identity returns the identity the subscription consumes (for events, its filter).
 func (s *Subscription) Identity() dest.Identity { return dest.IdentityOf(s.Group, s.Dest) }

@@ -187,6 +187,9 @@ func (f *fan) deliver(sub *delivery.Subscription) {
 	if sub.Allow != nil && !sub.Allow(f.id.Channel) {
 		return
 	}
+	if !sub.Selects(f.m) {
+		return // not selected by its JMS selector: skipped, not dropped
+	}
 	if f.policy == 0 {
 		f.policy = 1
 		if dp := f.p.opts.DropPolicy; dp != nil && dp.DropWhenFull(f.id) {
@@ -242,6 +245,10 @@ func (f *fan) drop(sub *delivery.Subscription, byPolicy bool) {
 
 // dropLogEvery rate-limits the drop-by-policy log line.
 const dropLogEvery = 10 * time.Second
+
+// HonoursSelectors implements router.Selecting: a subscription's selector filters the
+// fan-out (a message it does not select is skipped for it, not counted as dropped).
+func (p *Pattern) HonoursSelectors() bool { return true }
 
 // Subscribe registers sub (validated: pattern events, wildcards allowed) on its connection
 // and in the index. Errors: delivery.ErrDuplicateSubscription.

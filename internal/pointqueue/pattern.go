@@ -136,6 +136,10 @@ func (p *Pattern) Restore(id dest.Identity, m *message.Message) {
 	q.(*Queue).restore(m)
 }
 
+// HonoursSelectors implements router.Selecting: a consumer with a selector receives only
+// the messages it selects; the others stay for other consumers (Artemis semantics).
+func (p *Pattern) HonoursSelectors() bool { return true }
+
 // Subscribe registers sub (validated: no wildcards) on its connection and as a consumer of
 // its identity's queue, now or once the queue exists. Errors:
 // delivery.ErrDuplicateSubscription.

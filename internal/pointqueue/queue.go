@@ -42,6 +42,12 @@ type Queue struct {
 	// no reference to a message it returned from Ack), for the next enqueues: a busy queue
 	// with auto-ack consumers then allocates no wrapper per message. At most maxFree.
 	free []*queue.Message
+	// pick, picked and pickedNext are dispatchSelectiveLocked's consumer choice: pick is
+	// made once per queue (a method value allocates) and records in picked the consumer it
+	// accepted a message for and in pickedNext the round-robin cursor after it.
+	pick       func(*queue.Message) bool
+	picked     *delivery.Subscription
+	pickedNext int
 
 	blocked atomic.Int32 // producers waiting in admit for room
 
@@ -101,9 +107,9 @@ func (p *Queue) enqueueAndUnlock(m *message.Message, size, deliveryCount int32) 
 	var qm *queue.Message
 	if n := len(p.free); n > 0 {
 		qm, p.free = p.free[n-1], p.free[:n-1]
-		*qm = queue.Message{Seq: p.seq, Size: size, Value: m, DeliveryCount: deliveryCount}
+		*qm = queue.Message{Seq: p.seq, Size: size, Value: m, DeliveryCount: deliveryCount, Priority: m.Priority()}
 	} else {
-		qm = &queue.Message{Seq: p.seq, Size: size, Value: m, DeliveryCount: deliveryCount}
+		qm = &queue.Message{Seq: p.seq, Size: size, Value: m, DeliveryCount: deliveryCount, Priority: m.Priority()}
 	}
 	if m.DeliverAtMs > 0 {
 		qm.DeliverAt = time.UnixMilli(m.DeliverAtMs)
@@ -171,8 +177,16 @@ func (p *Queue) signalSpace() {
 
 // dispatchLocked hands ready messages to consumers with credit, round-robin, and returns
 // what it retired (auto-acked and removed messages) appended to acked and removed; the caller
-// passes them to finish after releasing p.mu. p.mu held.
+// passes them to finish after releasing p.mu. When a consumer has a selector, each message
+// goes to the next consumer in round-robin order with credit whose selector selects it, and
+// a message none selects stays in place for later consumers (dispatchSelectiveLocked).
+// p.mu held.
 func (p *Queue) dispatchLocked(now time.Time, acked []*message.Message, removed []queue.Removed) ([]*message.Message, []queue.Removed) {
+	for _, c := range p.consumers {
+		if c.Selector != nil {
+			return p.dispatchSelectiveLocked(now, acked, removed)
+		}
+	}
 	for len(p.consumers) > 0 {
 		var sub *delivery.Subscription
 		next := p.rr
@@ -200,19 +214,84 @@ func (p *Queue) dispatchLocked(now time.Time, acked []*message.Message, removed 
 			removed = append(removed, p.q.Cancel([]uint64{qm.Seq}, now)...)
 			continue
 		}
-		p.Dispatched.Add(1)
-		if sub.Ack == delivery.AckAuto {
-			if am, ok := p.q.Ack(qm.Seq); ok {
-				acked = append(acked, am.Value.(*message.Message))
-				if len(p.free) < maxFree { // nothing refers to am any more: reuse it
-					*am = queue.Message{}
-					p.free = append(p.free, am)
-				}
-			}
-		}
+		acked = p.deliveredLocked(sub, qm, acked)
 	}
 	p.armTimerLocked(now)
 	return acked, removed
+}
+
+// deliveredLocked counts a delivered message and, for an auto-ack consumer, acknowledges it
+// at once, appending it to acked. p.mu held.
+func (p *Queue) deliveredLocked(sub *delivery.Subscription, qm *queue.Message, acked []*message.Message) []*message.Message {
+	p.Dispatched.Add(1)
+	if sub.Ack == delivery.AckAuto {
+		if am, ok := p.q.Ack(qm.Seq); ok {
+			acked = append(acked, am.Value.(*message.Message))
+			if len(p.free) < maxFree { // nothing refers to am any more: reuse it
+				*am = queue.Message{}
+				p.free = append(p.free, am)
+			}
+		}
+	}
+	return acked
+}
+
+// dispatchSelectiveLocked is dispatchLocked when some consumer has a JMS selector (Artemis
+// semantics): the ready messages are walked in delivery order (priority, then FIFO), each
+// goes to the first consumer from the round-robin cursor that has credit and selects it,
+// and a message that no consumer with credit selects keeps its place, so nothing is lost,
+// reordered or kept from a consumer that would take it. A walk stops when no consumer has
+// credit. Its cost is O(messages passed) per delivery; messages no consumer selects are
+// passed again on every walk, as in Artemis. p.mu held.
+func (p *Queue) dispatchSelectiveLocked(now time.Time, acked []*message.Message, removed []queue.Removed) ([]*message.Message, []queue.Removed) {
+	if p.pick == nil {
+		p.pick = p.pickLocked
+	}
+	for {
+		credit := false
+		for _, c := range p.consumers {
+			if c.HasCredit() {
+				credit = true
+				break
+			}
+		}
+		if !credit {
+			break
+		}
+		qm, rem := p.q.PopFunc(now, p.pick)
+		removed = append(removed, rem...)
+		if qm == nil {
+			break // nothing ready that a consumer with credit selects
+		}
+		sub := p.picked
+		p.picked = nil
+		p.rr = p.pickedNext
+		m := qm.Value.(*message.Message)
+		if !sub.Conn.Deliver(sub, m, p, qm.Seq, int(qm.DeliveryCount)) {
+			qm.Undelivered() // not delivered after all
+			removed = append(removed, p.q.Cancel([]uint64{qm.Seq}, now)...)
+			continue
+		}
+		acked = p.deliveredLocked(sub, qm, acked)
+	}
+	p.armTimerLocked(now)
+	return acked, removed
+}
+
+// pickLocked is PopFunc's pick for dispatchSelectiveLocked: it accepts qm when a consumer,
+// from the round-robin cursor on, has credit and selects it, and records that consumer.
+// p.mu held.
+func (p *Queue) pickLocked(qm *queue.Message) bool {
+	m := qm.Value.(*message.Message)
+	n := len(p.consumers)
+	for i := 0; i < n; i++ {
+		s := p.consumers[(p.rr+i)%n]
+		if s.Selects(m) && s.HasCredit() {
+			p.picked, p.pickedNext = s, (p.rr+i+1)%n
+			return true
+		}
+	}
+	return false
 }
 
 // armTimerLocked schedules a wake-up for the next scheduled message. p.mu held.

@@ -45,6 +45,20 @@ type Subscriber interface {
 	Subscribe(sub *delivery.Subscription) error
 }
 
+// Selecting is implemented by a Subscriber that honours delivery.Subscription.Selector (a
+// JMS selector): HonoursSelectors reports true. A SUBSCRIBE with a selector header to a
+// Subscriber that does not is refused with an ERROR naming the header, never ignored.
+type Selecting interface {
+	HonoursSelectors() bool
+}
+
+// HonoursSelectors reports whether s implements Selecting and honours selectors; a wrapper
+// around a port forwards its Selecting through it.
+func HonoursSelectors(s any) bool {
+	sp, ok := s.(Selecting)
+	return ok && sp.HonoursSelectors()
+}
+
 // Pattern is a messaging pattern behind the router: events, queues, events-store,
 // temp-queues.
 type Pattern interface {

@@ -12,6 +12,7 @@ import (
 	"github.com/titan-broker/titan/internal/dispatch"
 	"github.com/titan-broker/titan/internal/frame"
 	"github.com/titan-broker/titan/internal/message"
+	"github.com/titan-broker/titan/internal/selector"
 )
 
 // groupStage resolves the group header (DESIGN §3): absent or empty is "default"; a name
@@ -70,6 +71,12 @@ func (s messageStage) Apply(c *Context) {
 			return
 		}
 		parts.ExpiresMs = ms
+	}
+	if v, ok := getHeader(hdrs, frame.HdrPriority); ok {
+		if _, ok := message.ParsePriority(v); !ok {
+			c.failWith("invalid priority header", "priority is a number from 0 (lowest) to 9 (highest); 4 when absent", message.ErrInvalidHeader)
+			return
+		}
 	}
 	if v := headerValue(hdrs, "delay"); v != "" {
 		ms, err := strconv.ParseInt(v, 10, 64)
@@ -341,6 +348,14 @@ func (s subscriptionStage) Apply(c *Context) {
 		}
 		prefetch = min(n, s.opts.MaxPrefetch)
 	}
+	var sel *selector.Selector
+	if v, ok := f.Get(hdrSelector); ok && strings.TrimSpace(v) != "" {
+		var err error
+		if sel, err = selector.Compile(strings.Clone(v)); err != nil {
+			c.fail("invalid selector", err.Error())
+			return
+		}
+	}
 	if c.Conn.Delivery.SubscriptionCount() >= s.opts.MaxSubscriptions {
 		c.fail("too many subscriptions", "the per-connection subscription limit is "+strconv.Itoa(s.opts.MaxSubscriptions))
 		return
@@ -349,9 +364,12 @@ func (s subscriptionStage) Apply(c *Context) {
 	d.Channel = strings.Clone(d.Channel)
 	c.ext = &contextExt{sub: &delivery.Subscription{
 		ID: strings.Clone(id), Conn: c.Conn.Delivery, Group: strings.Clone(c.Identity.Group),
-		Dest: d, Ack: mode, Prefetch: prefetch, Allow: c.Allow(),
+		Dest: d, Ack: mode, Prefetch: prefetch, Allow: c.Allow(), Selector: sel,
 	}}
 }
+
+// hdrSelector is the SUBSCRIBE header carrying a JMS message selector (ActiveMQ, Artemis).
+const hdrSelector = "selector"
 
 // logPositionStage reads where an events-store subscription starts (start-position) and
 // whether its position is kept (durable-name).
@@ -379,6 +397,13 @@ type attachStage struct{ port Subscriber }
 
 func (s attachStage) Apply(c *Context) {
 	sub := c.Subscription()
+	if sub.Selector != nil {
+		if !HonoursSelectors(s.port) {
+			c.fail("selector not supported", "the selector header cannot be honoured on /"+c.Identity.Pattern.Prefix()+
+				"/ destinations by this broker (it is on /topic/ and /queue/ in single-node mode); subscribe without it")
+			return
+		}
+	}
 	switch err := s.port.Subscribe(sub); {
 	case err == nil:
 	case errors.Is(err, delivery.ErrDuplicateSubscription):
@@ -493,6 +518,16 @@ func setHeader(hs []frame.Header, k, v string) []frame.Header {
 }
 
 // headerValue returns the first header named k ("" when absent).
+// getHeader returns the first header named k and whether there is one.
+func getHeader(hs []frame.Header, k string) (string, bool) {
+	for _, h := range hs {
+		if h.Key == k {
+			return h.Value, true
+		}
+	}
+	return "", false
+}
+
 func headerValue(hs []frame.Header, k string) string {
 	for _, h := range hs {
 		if h.Key == k {
