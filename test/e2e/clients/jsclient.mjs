@@ -216,6 +216,49 @@ const scenarios = {
     out.nacked = state.nacked;
     out.redelivery = state.redelivery;
   },
+  // selector (issue 26): ActiveMQ-style JMS selectors. On args.topic, subscriber A selects
+  // "color = 'red' AND size > 5" and B, on args.wildcard (which covers it), "color = 'blue'";
+  // on args.queue a red-only consumer takes the red messages and the blue ones wait for a
+  // blue consumer that subscribes later. Each subscriber's last message is a fence it
+  // selects, sent last, so nothing it should not have had can still be on its way.
+  async selector(args, out) {
+    const a = await open(args);
+    const b = await open(args);
+    await a.subscribe(args.topic, 'auto', { selector: "color = 'red' AND size > 5" });
+    await b.subscribe(args.wildcard, 'auto', { selector: "color = 'blue'" });
+    const p = await open(args);
+    const sends = [['red', '10', 'red-big'], ['red', '1', 'red-small'], ['blue', '10', 'blue-big'], ['green', '99', 'green'], [null, '10', 'no-color']];
+    for (const [color, size, body] of sends) {
+      const h = { size };
+      if (color) h.color = color;
+      await p.send(args.topic, body, h);
+    }
+    await p.send(args.topic, 'fence-a', { color: 'red', size: '6' });
+    await p.send(args.topic, 'fence-b', { color: 'blue', size: '0' });
+    await a.waitFor(() => a.bodies().includes('fence-a'), 'fence-a');
+    await b.waitFor(() => b.bodies().includes('fence-b'), 'fence-b');
+    out.topic_a = a.bodies();
+    out.topic_b = b.bodies();
+
+    const red = await open(args);
+    await red.subscribe(args.queue, 'auto', { selector: "color = 'red'" });
+    for (let i = 0; i < 6; i++) await p.send(args.queue, `${i % 2 ? 'blue' : 'red'}-${i}`, { color: i % 2 ? 'blue' : 'red' });
+    await red.waitFor(() => red.messages.length >= 3, 'the three red messages');
+    const blue = await open(args);
+    await blue.subscribe(args.queue, 'auto', { selector: "color = 'blue'" });
+    await blue.waitFor(() => blue.messages.length >= 3, 'the three blue messages left for the blue consumer');
+    await p.send(args.queue, 'red-fence', { color: 'red' });
+    await red.waitFor(() => red.bodies().includes('red-fence'), 'red-fence');
+    out.queue_red = red.bodies();
+    out.queue_blue = blue.bodies();
+
+    const bad = await open(args);
+    bad.client.subscribe(args.queue, () => {}, { id: '1', selector: "color = 'red' AND", receipt: 'bad-sub' });
+    await bad.waitFor(() => bad.errors.length >= 1, 'the ERROR for an invalid selector');
+    out.invalid = bad.errors.map((e) => ({ message: e.headers.message ?? null, body: e.body }));
+    for (const c of [a, b, p, red, blue]) await c.disconnect();
+  },
+
   async connect(args, out) {
     const c = await open(args);
     out.version = c.connected.version ?? null;

@@ -1604,6 +1604,28 @@ def sc_flow(args, out):
         out["errors"] = [e for s in subs for e in s.col.errors] + p.col.errors
 
 
+def sc_priority(args, out):
+    """Sends args["messages"] ([body, priority or null] pairs) to a queue nobody consumes,
+    each receipted, then consumes them all: out["received"] is the delivery order. A SEND
+    with priority args["bad"] then reports its ERROR in out["invalid"]."""
+    dest = args["dest"]
+    p = Client(args)
+    for body, prio in args["messages"]:
+        p.send(dest, body, {"priority": prio} if prio is not None else None)
+    p.disconnect()
+    c = Client(args)
+    try:
+        c.subscribe(dest)
+        c.col.wait(lambda col: len(col.messages) >= len(args["messages"]), c.timeout, "every message")
+        c.disconnect()
+    finally:
+        out["received"] = c.bodies()
+    bad = Client(args)
+    bad.send(dest, "bad", {"priority": args["bad"]}, receipt=False)
+    bad.col.wait(lambda col: len(col.errors) >= 1, bad.timeout, "the ERROR for an invalid priority")
+    out["invalid"] = [{"message": e["headers"].get("message"), "body": e["body"]} for e in bad.col.errors]
+
+
 SCENARIOS = {name[3:]: fn for name, fn in globals().items() if name.startswith("sc_")}
 
 
