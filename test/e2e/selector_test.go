@@ -10,7 +10,7 @@ import (
 // subscriptions) each subscriber receives only what its selector selects; on a queue a
 // red-only consumer receives only red messages and the blue ones stay, in order, for a blue
 // consumer that subscribes later; a selector that does not parse gets an ERROR naming the
-// position.
+// position, and one on an events-store log (which cannot filter) is refused, not ignored.
 func TestSelectorOnTopicAndQueue(t *testing.T) {
 	t.Parallel()
 	b := startBroker(t, yamlConfig(""))
@@ -23,9 +23,13 @@ func TestSelectorOnTopicAndQueue(t *testing.T) {
 			Message string `json:"message"`
 			Body    string `json:"body"`
 		} `json:"invalid"`
+		Unsupported []struct {
+			Message string `json:"message"`
+		} `json:"unsupported"`
 	}
 	stompjsClient.run(t, b, "selector", map[string]any{
 		"topic": "/topic/sel-js/orders", "wildcard": "/topic/sel-js.>", "queue": "/queue/sel-js",
+		"store": "/events-store/sel-js",
 	}, &out)
 	if want := []string{"red-big", "fence-a"}; !slices.Equal(out.TopicA, want) {
 		t.Errorf("topic subscriber with color = 'red' AND size > 5 received %q, want %q", out.TopicA, want)
@@ -41,6 +45,9 @@ func TestSelectorOnTopicAndQueue(t *testing.T) {
 	}
 	if len(out.Invalid) != 1 || out.Invalid[0].Message != "invalid selector" || !strings.Contains(out.Invalid[0].Body, "position 17") {
 		t.Errorf("invalid selector got %+v, want one ERROR 'invalid selector' naming position 17", out.Invalid)
+	}
+	if len(out.Unsupported) != 1 || out.Unsupported[0].Message != "selector not supported" {
+		t.Errorf("a selector on an events-store log got %+v, want one ERROR 'selector not supported'", out.Unsupported)
 	}
 }
 

@@ -256,6 +256,10 @@ const scenarios = {
     bad.client.subscribe(args.queue, () => {}, { id: '1', selector: "color = 'red' AND", receipt: 'bad-sub' });
     await bad.waitFor(() => bad.errors.length >= 1, 'the ERROR for an invalid selector');
     out.invalid = bad.errors.map((e) => ({ message: e.headers.message ?? null, body: e.body }));
+    const store = await open(args);
+    store.client.subscribe(args.store, () => {}, { id: '1', selector: "color = 'red'", receipt: 'store-sub' });
+    await store.waitFor(() => store.errors.length >= 1, 'the ERROR for a selector on an events-store log');
+    out.unsupported = store.errors.map((e) => ({ message: e.headers.message ?? null, body: e.body }));
     for (const c of [a, b, p, red, blue]) await c.disconnect();
   },
 
