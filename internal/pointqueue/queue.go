@@ -241,12 +241,16 @@ func (p *Queue) deliveredLocked(sub *delivery.Subscription, qm *queue.Message, a
 // goes to the first consumer from the round-robin cursor that has credit and selects it,
 // and a message that no consumer with credit selects keeps its place, so nothing is lost,
 // reordered or kept from a consumer that would take it. A walk stops when no consumer has
-// credit. Its cost is O(messages passed) per delivery; messages no consumer selects are
-// passed again on every walk, as in Artemis. p.mu held.
+// credit. One call walks the ready list once, however many messages it delivers: a message
+// passed had no consumer with credit selecting it, and its deliveries only take credit
+// away (credit an ACK frees meanwhile comes with that ACK's own dispatch, which walks from
+// the head). Messages no consumer selects are passed again by every later call, as in
+// Artemis. p.mu held.
 func (p *Queue) dispatchSelectiveLocked(now time.Time, acked []*message.Message, removed []queue.Removed) ([]*message.Message, []queue.Removed) {
 	if p.pick == nil {
 		p.pick = p.pickLocked
 	}
+	var cur queue.Cursor // one walk over the ready list for all the deliveries of this call
 	for {
 		credit := false
 		for _, c := range p.consumers {
@@ -258,7 +262,7 @@ func (p *Queue) dispatchSelectiveLocked(now time.Time, acked []*message.Message,
 		if !credit {
 			break
 		}
-		qm, rem := p.q.PopFunc(now, p.pick)
+		qm, rem := p.q.PopFuncFrom(&cur, now, p.pick)
 		removed = append(removed, rem...)
 		if qm == nil {
 			break // nothing ready that a consumer with credit selects
@@ -270,6 +274,7 @@ func (p *Queue) dispatchSelectiveLocked(now time.Time, acked []*message.Message,
 		if !sub.Conn.Deliver(sub, m, p, qm.Seq, int(qm.DeliveryCount)) {
 			qm.Undelivered() // not delivered after all
 			removed = append(removed, p.q.Cancel([]uint64{qm.Seq}, now)...)
+			cur = queue.Cursor{} // back at the head of its priority
 			continue
 		}
 		acked = p.deliveredLocked(sub, qm, acked)

@@ -166,3 +166,31 @@ func TestPriorityCycleAllocatesNothing(t *testing.T) {
 		t.Fatalf("%v allocations per mixed-priority cycle, want 0", n)
 	}
 }
+
+// TestPopFuncFromResumes: successive walks with one Cursor deliver the same messages, in the
+// same order, as fresh walks, and pick sees each passed message once.
+func TestPopFuncFromResumes(t *testing.T) {
+	q := New(Options{})
+	for i, p := range []uint8{4, 4, 9, 4, 0, 9, 4} {
+		q.Enqueue(pmsg(uint64(i+1), p), t0)
+	}
+	seen := map[uint64]int{}
+	odd := func(m *Message) bool { seen[m.Seq]++; return m.Seq%2 == 1 }
+	var c Cursor
+	var got []uint64
+	for {
+		m, _ := q.PopFuncFrom(&c, t0, odd)
+		if m == nil {
+			break
+		}
+		got = append(got, m.Seq)
+	}
+	requireEqual(t, got, []uint64{3, 1, 7, 5}, "odd seqs in delivery order")
+	requireEqual(t, q.readySeqs(), []uint64{6, 2, 4}, "left for others")
+	for seq, n := range seen {
+		if n != 1 {
+			t.Errorf("seq %d offered %d times in one walk", seq, n)
+		}
+	}
+	checkInvariants(t, q)
+}

@@ -216,25 +216,48 @@ func (q *Queue) Pop(now time.Time) (*Message, []Removed) {
 // consumers (Artemis semantics). Expired messages it passes are removed (ReasonExpired).
 // pick is called at most once per ready message, under the owner's lock, and must not call
 // the Queue. The cost is O(messages passed): a message no consumer picks is passed again
-// by every later call. The []Removed follows Enqueue's rules.
+// by every later walk. The []Removed follows Enqueue's rules.
 func (q *Queue) PopFunc(now time.Time, pick func(*Message) bool) (*Message, []Removed) {
+	var c Cursor
+	return q.PopFuncFrom(&c, now, pick)
+}
+
+// Cursor is where a PopFuncFrom walk resumes. The zero value is the head of the ready list.
+type Cursor struct {
+	lv int // priorities walked past: the walk is at priority Priorities-1-lv
+	i  int // index within that priority
+}
+
+// PopFuncFrom is PopFunc starting at c, which it leaves where the delivered message was (or
+// at the end), so that a dispatcher delivering several messages in one go walks the ready
+// list once rather than once per message. The messages before c were passed by earlier
+// walks; resuming is right only while nothing but PopFuncFrom changed the ready list and
+// no pick would now accept a message it refused: start again from a zero Cursor after any
+// other call on the Queue (Cancel, Nack, Enqueue …) or a change in what pick accepts
+// other than the delivery it was just told of.
+func (q *Queue) PopFuncFrom(c *Cursor, now time.Time, pick func(*Message) bool) (*Message, []Removed) {
 	now = now.Round(0) // wall clock only; see the package doc
 	q.resetRemoved()
-	if len(q.scheduled) > 0 {
+	if len(q.scheduled) > 0 && q.scheduled[0].dueAt(wallKey(now)) {
 		q.promote(now)
+		*c = Cursor{} // promoted messages joined the heads
 	}
-	for p := Priorities - 1; p >= 0; p-- {
-		for i := 0; i < q.ready.lv[p].n; {
-			m := q.ready.lv[p].at(i)
+	for ; c.lv < Priorities; c.lv, c.i = c.lv+1, 0 {
+		p := Priorities - 1 - c.lv
+		if q.ready.mask&(1<<p) == 0 {
+			continue
+		}
+		for c.i < q.ready.lv[p].n {
+			m := q.ready.lv[p].at(c.i)
 			if !m.ExpiresAt.IsZero() && !now.Before(m.ExpiresAt) {
-				q.drop(q.ready.removeAt(p, i), ReasonExpired)
+				q.drop(q.ready.removeAt(p, c.i), ReasonExpired)
 				continue
 			}
 			if !pick(m) {
-				i++
+				c.i++
 				continue
 			}
-			q.ready.removeAt(p, i)
+			q.ready.removeAt(p, c.i)
 			if m.DeliveryCount < math.MaxInt32 {
 				m.DeliveryCount++
 			}
