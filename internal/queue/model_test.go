@@ -23,6 +23,7 @@ type model struct {
 type mmsg struct {
 	seq                 uint64
 	size                int
+	prio                int // 0-9
 	deliverAt, expireAt time.Time
 	count               int
 }
@@ -36,11 +37,29 @@ func (m *model) drop(x *mmsg, r Reason) { m.removed = append(m.removed, rem{x.se
 
 func (m *model) ringCount() int { return len(m.ready) + len(m.delivering) }
 
-// enforce: up to n times, while over the ring, remove the head, but never the last tail
-// ready messages.
-func (m *model) enforce(n, tail int) {
+// insertTail adds x at the tail of its priority: the ready list is kept in delivery order,
+// higher priorities first.
+func (m *model) insertTail(x *mmsg) {
+	i := len(m.ready)
+	for i > 0 && m.ready[i-1].prio < x.prio {
+		i--
+	}
+	m.ready = slices.Insert(m.ready, i, x)
+}
+
+// insertHead adds x at the head of its priority.
+func (m *model) insertHead(x *mmsg) {
+	i := 0
+	for i < len(m.ready) && m.ready[i].prio > x.prio {
+		i++
+	}
+	m.ready = slices.Insert(m.ready, i, x)
+}
+
+// enforce: up to n times, while over the ring, remove the head.
+func (m *model) enforce(n int) {
 	for range n {
-		if m.ring > 0 && m.ringCount() > m.ring && len(m.ready) > tail {
+		if m.ring > 0 && m.ringCount() > m.ring && len(m.ready) > 0 {
 			m.drop(m.ready[0], ReasonRing)
 			m.ready = m.ready[1:]
 		}
@@ -60,8 +79,10 @@ func (m *model) promote(now time.Time) {
 	slices.SortFunc(due, func(a, b *mmsg) int {
 		return cmp.Or(a.deliverAt.Compare(b.deliverAt), cmp.Compare(a.seq, b.seq))
 	})
-	m.ready = append(due, m.ready...)
-	m.enforce(len(due), 0)
+	for i := len(due) - 1; i >= 0; i-- {
+		m.insertHead(due[i])
+	}
+	m.enforce(len(due))
 }
 
 func (m *model) enqueue(x *mmsg, now time.Time) {
@@ -70,8 +91,35 @@ func (m *model) enqueue(x *mmsg, now time.Time) {
 		m.scheduled = append(m.scheduled, x)
 		return
 	}
-	m.ready = append(m.ready, x)
-	m.enforce(1, 1)
+	// The ring rule for a tail enqueue: the head goes first when the ring is full and a
+	// message is ready, never x itself.
+	if m.ring > 0 && len(m.ready) > 0 && m.ringCount()+1 > m.ring {
+		m.drop(m.ready[0], ReasonRing)
+		m.ready = m.ready[1:]
+	}
+	m.insertTail(x)
+}
+
+// popFunc is PopFunc: the first ready message pick accepts, expired ones passed removed.
+func (m *model) popFunc(now time.Time, pick func(*mmsg) bool) *mmsg {
+	m.promote(now)
+	for i := 0; i < len(m.ready); {
+		x := m.ready[i]
+		if !x.expireAt.IsZero() && !x.expireAt.After(now) {
+			m.drop(x, ReasonExpired)
+			m.ready = slices.Delete(m.ready, i, i+1)
+			continue
+		}
+		if !pick(x) {
+			i++
+			continue
+		}
+		m.ready = slices.Delete(m.ready, i, i+1)
+		x.count++
+		m.delivering = append(m.delivering, x)
+		return x
+	}
+	return nil
 }
 
 func (m *model) pop(now time.Time) *mmsg {
@@ -123,9 +171,12 @@ func (m *model) cancel(seqs []uint64, now time.Time) {
 			keep = append(keep, x)
 		}
 	}
-	// Reverse order of consumption, each to the head: the first consumed ends up first.
-	m.ready = append(keep, m.ready...)
-	m.enforce(len(keep), 0)
+	// Reverse order of consumption, each to the head of its priority: the first consumed
+	// ends up first.
+	for i := len(keep) - 1; i >= 0; i-- {
+		m.insertHead(keep[i])
+	}
+	m.enforce(len(keep))
 }
 
 func (m *model) nack(seq uint64, now time.Time) {
@@ -139,8 +190,8 @@ func (m *model) nack(seq uint64, now time.Time) {
 		x.deliverAt = now.Add(m.delay)
 		m.scheduled = append(m.scheduled, x)
 	default:
-		m.ready = append([]*mmsg{x}, m.ready...)
-		m.enforce(1, 0)
+		m.insertHead(x)
+		m.enforce(1)
 	}
 }
 
@@ -170,7 +221,8 @@ func (m *model) counts() Counts {
 
 // runModel drives a Queue and the model with the same random operations and compares every
 // result and the full state after each one.
-func runModel(t *testing.T, seed uint64, o Options, ops int) {
+// With prios, messages get random priorities and some Pops are PopFuncs.
+func runModel(t *testing.T, seed uint64, o Options, ops int, prios bool) {
 	rng := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
 	q := New(o)
 	m := &model{ring: max(o.RingSize, 0), maxDeliveries: max(o.MaxDeliveries, 0), delay: o.RedeliveryDelay}
@@ -208,16 +260,30 @@ func runModel(t *testing.T, seed uint64, o Options, ops int) {
 		switch op := rng.IntN(100); {
 		case op < 35: // Enqueue
 			seq++
-			x := &mmsg{seq: seq, size: rng.IntN(1000)}
+			x := &mmsg{seq: seq, size: rng.IntN(1000), prio: DefaultPriority}
+			if prios && rng.IntN(2) == 0 {
+				x.prio = rng.IntN(Priorities)
+			}
 			if rng.IntN(5) == 0 {
 				x.deliverAt = now.Add(time.Duration(rng.IntN(10)-2) * time.Second)
 			}
 			if rng.IntN(5) == 0 {
 				x.expireAt = now.Add(time.Duration(rng.IntN(10)-2) * time.Second)
 			}
-			log = append(log, fmt.Sprintf("@%v Enqueue(%d due %v exp %v)", now.Sub(t0), seq, rel(x.deliverAt), rel(x.expireAt)))
+			log = append(log, fmt.Sprintf("@%v Enqueue(%d prio %d due %v exp %v)", now.Sub(t0), seq, x.prio, rel(x.deliverAt), rel(x.expireAt)))
 			m.enqueue(x, now)
-			compareRemoved(q.Enqueue(&Message{Seq: seq, Size: int32(x.size), DeliverAt: x.deliverAt, ExpiresAt: x.expireAt}, now))
+			compareRemoved(q.Enqueue(&Message{Seq: seq, Size: int32(x.size), Priority: uint8(x.prio), DeliverAt: x.deliverAt, ExpiresAt: x.expireAt}, now))
+		case op < 45 && prios: // PopFunc with a picky consumer: seq ≡ k (mod 3)
+			k := rng.Uint64N(3)
+			log = append(log, fmt.Sprintf("@%v PopFunc(seq%%3 == %d)", now.Sub(t0), k))
+			want := m.popFunc(now, func(x *mmsg) bool { return x.seq%3 == k })
+			got, rm := q.PopFunc(now, func(x *Message) bool { return x.Seq%3 == k })
+			compareRemoved(rm)
+			switch {
+			case want == nil && got == nil:
+			case want == nil || got == nil || got.Seq != want.seq || int(got.DeliveryCount) != want.count:
+				fail("PopFunc = %+v, model %+v", got, want)
+			}
 		case op < 60: // Pop
 			log = append(log, fmt.Sprintf("@%v Pop", now.Sub(t0)))
 			want := m.pop(now)
@@ -324,15 +390,20 @@ func rel(t time.Time) string {
 
 func TestModel(t *testing.T) {
 	for _, tc := range []struct {
-		name string
-		o    Options
+		name  string
+		o     Options
+		prios bool
 	}{
-		{"unbounded", Options{}},
-		{"ring", Options{RingSize: 5}},
-		{"ring1", Options{RingSize: 1}},
-		{"ring-maxdeliveries", Options{RingSize: 8, MaxDeliveries: 3}},
-		{"ring-delay", Options{RingSize: 4, MaxDeliveries: 4, RedeliveryDelay: 2 * time.Second}},
-		{"delay", Options{RedeliveryDelay: time.Second}},
+		{"unbounded", Options{}, false},
+		{"ring", Options{RingSize: 5}, false},
+		{"ring1", Options{RingSize: 1}, false},
+		{"ring-maxdeliveries", Options{RingSize: 8, MaxDeliveries: 3}, false},
+		{"ring-delay", Options{RingSize: 4, MaxDeliveries: 4, RedeliveryDelay: 2 * time.Second}, false},
+		{"delay", Options{RedeliveryDelay: time.Second}, false},
+		{"priority", Options{}, true},
+		{"priority-ring", Options{RingSize: 5}, true},
+		{"priority-ring-delay", Options{RingSize: 4, MaxDeliveries: 4, RedeliveryDelay: 2 * time.Second}, true},
+		{"priority-delay", Options{RedeliveryDelay: time.Second, MaxDeliveries: 3}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			seeds := 200
@@ -340,7 +411,7 @@ func TestModel(t *testing.T) {
 				seeds = 20
 			}
 			for seed := range uint64(seeds) {
-				runModel(t, seed, tc.o, 400)
+				runModel(t, seed, tc.o, 400, tc.prios)
 			}
 		})
 	}
@@ -348,13 +419,13 @@ func TestModel(t *testing.T) {
 
 // FuzzModel explores more seeds and configurations: go test -fuzz=FuzzModel ./internal/queue/
 func FuzzModel(f *testing.F) {
-	f.Add(uint64(1), int8(0), int8(0), false)
-	f.Add(uint64(2), int8(3), int8(2), true)
-	f.Fuzz(func(t *testing.T, seed uint64, ring, maxDeliveries int8, delay bool) {
+	f.Add(uint64(1), int8(0), int8(0), false, false)
+	f.Add(uint64(2), int8(3), int8(2), true, true)
+	f.Fuzz(func(t *testing.T, seed uint64, ring, maxDeliveries int8, delay, prios bool) {
 		o := Options{RingSize: int(ring), MaxDeliveries: int(maxDeliveries)}
 		if delay {
 			o.RedeliveryDelay = time.Second
 		}
-		runModel(t, seed, o, 300)
+		runModel(t, seed, o, 300, prios)
 	})
 }
