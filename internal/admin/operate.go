@@ -102,6 +102,8 @@ type Subscription struct {
 	Pending int `json:"pending"`
 	// DurableName is the events-store durable-name ("" when none).
 	DurableName string `json:"durableName,omitempty"`
+	// Selector is the subscription's JMS selector header ("" when none).
+	Selector string `json:"selector,omitempty"`
 	// Delivered counts MESSAGE frames written to it.
 	Delivered uint64 `json:"delivered"`
 	// Dropped counts events not delivered because it or its connection was full.

@@ -32,7 +32,7 @@ func (s adminSource) Connections() []admin.Connection {
 			for _, si := range dc.Subscriptions() {
 				c.Subscriptions = append(c.Subscriptions, admin.Subscription{
 					ID: si.ID, Group: si.Group, Destination: si.Destination, Pattern: si.Pattern, Ack: si.Ack,
-					Prefetch: si.Prefetch, Pending: si.Pending, DurableName: si.DurableName,
+					Prefetch: si.Prefetch, Pending: si.Pending, DurableName: si.DurableName, Selector: si.Selector,
 					Delivered: si.Delivered, Dropped: si.Dropped,
 				})
 			}

@@ -20,6 +20,8 @@ type SubscriptionInfo struct {
 	Pending int
 	// DurableName is the events-store durable-name ("" for none).
 	DurableName string
+	// Selector is the JMS selector the subscription filters with ("" for none).
+	Selector string
 	// Delivered counts MESSAGE frames written; Dropped counts events not delivered because
 	// the subscription or connection was full.
 	Delivered, Dropped uint64
@@ -35,6 +37,9 @@ func (c *Conn) Subscriptions() []SubscriptionInfo {
 			Ack: s.Ack.String(), Prefetch: s.Prefetch, Pending: len(s.pending) + s.acking,
 			DurableName: s.DurableName, Delivered: s.Delivered.Load(), Dropped: s.Dropped.Load(),
 		})
+		if s.Selector != nil {
+			out[len(out)-1].Selector = s.Selector.String()
+		}
 	}
 	c.mu.Unlock()
 	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
