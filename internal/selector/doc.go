@@ -29,8 +29,9 @@
 // STOMP carries every header as text. ActiveMQ 5's STOMP adapter compiles each selector
 // with "convert_string_expressions", so a string property compared with a number or a
 // boolean is converted to it; Artemis keeps STOMP headers as string properties and has no
-// such conversion, so only string comparisons match there. Titan takes ActiveMQ's rule,
-// which accepts every selector that works on Artemis with the same result:
+// such conversion (a header compared with a number is unequal there), so selectors written
+// for Artemis compare strings, which behave the same under ActiveMQ's rule. Titan takes
+// ActiveMQ's rule:
 //
 //   - = and <> between a header and a string compare strings; between a header and a
 //     number the header is read as a number, and between a header and TRUE/FALSE as a
