@@ -48,6 +48,13 @@ type Queue struct {
 	pick       func(*queue.Message) bool
 	picked     *delivery.Subscription
 	pickedNext int
+	// selGen numbers the current set of consumers (bumped on every add and remove; 0 is
+	// never current). pickLocked sets a ready message's queue.Message.Mark to it when no
+	// consumer of the set selects the message, whatever their credit, so later walks pass
+	// it without evaluating a selector until the set changes. (After 2^32 changes a stale
+	// mark could match again; a queue would need that many SUBSCRIBEs while one message
+	// waits.)
+	selGen uint32
 
 	blocked atomic.Int32 // producers waiting in admit for room
 
@@ -285,18 +292,39 @@ func (p *Queue) dispatchSelectiveLocked(now time.Time, acked []*message.Message,
 
 // pickLocked is PopFunc's pick for dispatchSelectiveLocked: it accepts qm when a consumer,
 // from the round-robin cursor on, has credit and selects it, and records that consumer.
-// p.mu held.
+// A message no consumer selects is marked with selGen and passed at once until the set of
+// consumers changes. p.mu held.
 func (p *Queue) pickLocked(qm *queue.Message) bool {
+	if qm.Mark == p.selGen {
+		return false // no consumer of this set selects it
+	}
 	m := qm.Value.(*message.Message)
 	n := len(p.consumers)
+	selected := false
 	for i := 0; i < n; i++ {
 		s := p.consumers[(p.rr+i)%n]
-		if s.Selects(m) && s.HasCredit() {
+		if !s.Selects(m) {
+			continue
+		}
+		selected = true
+		if s.HasCredit() {
 			p.picked, p.pickedNext = s, (p.rr+i+1)%n
 			return true
 		}
 	}
+	if !selected {
+		qm.Mark = p.selGen
+	}
 	return false
+}
+
+// consumersChangedLocked starts a new consumer-set generation: marks of the old one no
+// longer hold. p.mu held.
+func (p *Queue) consumersChangedLocked() {
+	p.selGen++
+	if p.selGen == 0 {
+		p.selGen = 1
+	}
 }
 
 // armTimerLocked schedules a wake-up for the next scheduled message. p.mu held.
@@ -349,6 +377,7 @@ func (p *Queue) addConsumer(s *delivery.Subscription) {
 		}
 	}
 	p.consumers = append(p.consumers, s)
+	p.consumersChangedLocked()
 	acked, removed := p.dispatchLocked(p.now(), nil, nil)
 	p.mu.Unlock()
 	p.finish(acked, removed)
@@ -367,6 +396,7 @@ func (p *Queue) removeConsumer(s *delivery.Subscription, seqs []uint64) {
 	if p.rr >= len(p.consumers) {
 		p.rr = 0
 	}
+	p.consumersChangedLocked()
 	now := p.now()
 	var removed []queue.Removed
 	if len(seqs) > 0 && !p.deleted {

@@ -30,6 +30,11 @@ type Message struct {
 	// The caller sets it before Enqueue (DefaultPriority for a message naming none); the
 	// queue never changes it.
 	Priority uint8
+	// Mark is the owner's, for its own bookkeeping on a ready message (pointqueue records
+	// which set of selective consumers found that none of them selects it, so later walks
+	// pass it at once); the queue never reads or writes it. It sits in padding: a Message
+	// is no larger for it.
+	Mark uint32
 	// DeliverAt is when the message becomes deliverable. The zero time, or any time not after
 	// the enqueue's now, means at once; a later time holds the message as scheduled until then.
 	DeliverAt time.Time
