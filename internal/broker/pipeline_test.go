@@ -11,6 +11,7 @@ import (
 	"github.com/titan-broker/titan/internal/config"
 	"github.com/titan-broker/titan/internal/frame"
 	"github.com/titan-broker/titan/internal/store/pebblestore"
+	"github.com/titan-broker/titan/internal/testwait"
 )
 
 // A producer that does not wait for each RECEIPT gets its persistent SENDs committed in
@@ -75,5 +76,5 @@ func TestPipelineStopsAtFirstFailure(t *testing.T) {
 		t.Fatalf("got %q", m.Body)
 	}
 	c.ExpectQuiet() // the SUBSCRIBE dispatched all the queue held
-	eventually(t, func() bool { return streamCount(t, b, "queue/default/p/small") <= 1 })
+	testwait.Eventually(t, 5*time.Second, `streamCount(t, b, "queue/default/p/small") <= 1`, func() bool { return streamCount(t, b, "queue/default/p/small") <= 1 })
 }
