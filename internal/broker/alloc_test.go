@@ -4,11 +4,13 @@ import (
 	"runtime"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/titan-broker/titan/internal/broker"
 	"github.com/titan-broker/titan/internal/brokertest"
 	"github.com/titan-broker/titan/internal/frame"
 	"github.com/titan-broker/titan/internal/router"
+	"github.com/titan-broker/titan/internal/testwait"
 )
 
 // nullClient is a router.Client that accepts every frame and counts MESSAGEs, so that the
@@ -85,7 +87,7 @@ func sendAllocs(t *testing.T, destination string) float64 {
 	allocs := testing.AllocsPerRun(2000, func() { g.r.Handle(g.pc, g.send) })
 	// An events-store subscriber's reader delivers on its own goroutine, after the SEND
 	// pipeline published: wait for it (AllocsPerRun counts the whole process's allocations).
-	eventually(t, func() bool { return g.sub.messages.Load() >= 5002 })
+	testwait.Eventually(t, 5*time.Second, `g.sub.messages.Load() >= 5002`, func() bool { return g.sub.messages.Load() >= 5002 })
 	g.close()
 	return allocs
 }

@@ -4,9 +4,11 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/titan-broker/titan/internal/delivery"
 	"github.com/titan-broker/titan/internal/dest"
+	"github.com/titan-broker/titan/internal/testwait"
 )
 
 // A subscription's Allow filter (set by authorization) skips the channels it refuses, in
@@ -26,7 +28,7 @@ func TestSubscriptionAllowFiltersEventsFanout(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		waitFor(t, func() bool { return len(w.got()) == 2 })
+		testwait.Eventually(t, 5*time.Second, `len(w.got()) == 2`, func() bool { return len(w.got()) == 2 })
 		got := w.got()
 		sort.Strings(got) // fanout mode: one queue per channel, no order across channels
 		if strings.Join(got, ",") != "prices.eu,prices.us" {

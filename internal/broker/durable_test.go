@@ -12,6 +12,7 @@ import (
 	"github.com/titan-broker/titan/internal/config"
 	"github.com/titan-broker/titan/internal/dest"
 	"github.com/titan-broker/titan/internal/frame"
+	"github.com/titan-broker/titan/internal/testwait"
 )
 
 func durableConfig(dir string) config.Config {
@@ -77,7 +78,7 @@ func TestQueueMessagesSurviveRestart(t *testing.T) {
 			t.Fatalf("after restart got %q, want m%d", m.Body, i)
 		}
 	}
-	c2.ExpectNothing(100 * time.Millisecond)
+	c2.ExpectQuiet() // the SUBSCRIBE dispatched every restored message
 	c2.SendFrame("SUBSCRIBE", "", "destination:/queue/later", "id:2")
 	m := c2.Expect(frame.CmdMessage)
 	if string(m.Body) != "scheduled" {
@@ -95,7 +96,7 @@ func TestRingQueueContentAndSizeSurviveRestart(t *testing.T) {
 		p.SendFrame("SEND", body, "destination:/queue/prices", "receipt:"+body)
 		p.Expect(frame.CmdReceipt)
 	}
-	eventually(t, func() bool { return streamCount(t, b, "queue/default/p/prices") == 3 }) // ring removals leave the store too
+	testwait.Eventually(t, 5*time.Second, `streamCount(t, b, "queue/default/p/prices") == 3`, func() bool { return streamCount(t, b, "queue/default/p/prices") == 3 }) // ring removals leave the store too
 	stop()
 
 	b2, stop2 := startStop(t, durableConfig(dir))
@@ -125,15 +126,4 @@ func streamCount(t *testing.T, b *broker.Broker, name string) int64 {
 		}
 	}
 	return 0
-}
-
-func eventually(t *testing.T, fn func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !fn() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not met within 5s")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/titan-broker/titan/internal/admin"
 	"github.com/titan-broker/titan/internal/brokertest"
 	"github.com/titan-broker/titan/internal/frame"
+	"github.com/titan-broker/titan/internal/testwait"
 )
 
 // TestDurableSubscriptionRegistry: the durable subscription limit refuses a new name (and
@@ -59,7 +60,7 @@ func TestDurableSubscriptionRegistry(t *testing.T) {
 		t.Fatalf("%d created, %d refused; want 4 and 4 (%v)", ok, refused, results)
 	}
 	var list *admin.DurableSubscriptionList
-	eventually(t, func() bool {
+	testwait.Eventually(t, 5*time.Second, "4 durable subscriptions offline", func() bool {
 		var err error
 		list, err = a.DurableSubscriptions(admin.QueueRef{})
 		if err != nil {
@@ -119,7 +120,7 @@ func TestEventsPrefetchPausesProducer(t *testing.T) {
 			t.Fatalf("message %d: body %q", i, m.Body)
 		}
 		if i < n-1 {
-			sub.ExpectNothing(50 * time.Millisecond) // held at the prefetch until the ACK
+			sub.ExpectQuiet() // held at the prefetch until the ACK; the next Expect checks the order
 		}
 		sub.SendFrame("ACK", "", "id:"+m.Value("ack"))
 	}

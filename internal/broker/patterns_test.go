@@ -15,6 +15,7 @@ import (
 	"github.com/titan-broker/titan/internal/event"
 	"github.com/titan-broker/titan/internal/frame"
 	"github.com/titan-broker/titan/internal/message"
+	"github.com/titan-broker/titan/internal/testwait"
 )
 
 // recordingWriter keeps every MESSAGE body it is given.
@@ -84,17 +85,6 @@ func subscribe(t *testing.T, e *engine, w delivery.Writer, group string, d dest.
 	return s
 }
 
-func waitFor(t *testing.T, fn func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !fn() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not met")
-		}
-		time.Sleep(time.Millisecond)
-	}
-}
-
 func TestExactIdentityNeverFallsBack(t *testing.T) {
 	e := newEngine(engineOptions{FanoutMode: true})
 	parent, child := &recordingWriter{}, &recordingWriter{}
@@ -106,11 +96,11 @@ func TestExactIdentityNeverFallsBack(t *testing.T) {
 	if _, err := e.Publish(events("orders.cancelled"), msg("x")); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, func() bool { return len(child.got()) == 1 })
+	testwait.Eventually(t, 5*time.Second, `len(child.got()) == 1`, func() bool { return len(child.got()) == 1 })
 	if _, ok := e.Lookup(events("orders")); ok {
 		t.Fatal("publishing to /orders/created created a queue for /orders")
 	}
-	waitFor(t, func() bool {
+	testwait.Eventually(t, 5*time.Second, "orders.cancelled dispatched", func() bool {
 		q, _ := e.Lookup(events("orders.cancelled"))
 		return q.Stats().Dispatched == 1
 	})
@@ -129,7 +119,7 @@ func TestSameDestinationInTwoGroupsIsTwoQueues(t *testing.T) {
 	subscribe(t, e, b, "notification", dest.Destination{Pattern: dest.PatternEvents, Channel: "orders"})
 	_, _ = e.Publish(dest.Identity{Group: "market", Pattern: dest.PatternEvents, Channel: "orders"}, msg("m"))
 	_, _ = e.Publish(dest.Identity{Group: "notification", Pattern: dest.PatternEvents, Channel: "orders"}, msg("n"))
-	waitFor(t, func() bool { return len(a.got()) == 1 && len(b.got()) == 1 })
+	testwait.Eventually(t, 5*time.Second, `len(a.got()) == 1 && len(b.got()) == 1`, func() bool { return len(a.got()) == 1 && len(b.got()) == 1 })
 	if a.got()[0] != "m" || b.got()[0] != "n" {
 		t.Fatalf("market %v notification %v", a.got(), b.got())
 	}
@@ -156,7 +146,7 @@ func TestFIFOUnderConcurrentProducers(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	waitFor(t, func() bool { return len(w.got()) == producers*each })
+	testwait.Eventually(t, 5*time.Second, `len(w.got()) == producers*each`, func() bool { return len(w.got()) == producers*each })
 	last := map[string]int{}
 	for _, b := range w.got() {
 		p, i, _ := cut(b)
@@ -261,7 +251,7 @@ func TestBlockPolicyResumesWhenRoomAppears(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("blocked producer not released when the queue made room")
 	}
-	waitFor(t, func() bool { return len(w.got()) == 2 })
+	testwait.Eventually(t, 5*time.Second, `len(w.got()) == 2`, func() bool { return len(w.got()) == 2 })
 }
 
 func TestBlockedProducerIsReleasedByItsConnectionOrShutdown(t *testing.T) {
@@ -315,10 +305,10 @@ func TestOneConsumerPerDestinationAndIdleConsumerEnds(t *testing.T) {
 	}
 	q, _ := e.Lookup(events("c"))
 	eq := q.(*event.Queue)
-	waitFor(t, func() bool { return len(w.got()) == 100 })
-	waitFor(t, func() bool { return eq.Consumers.Load() == 0 }) // idle consumer ended
-	_, _ = e.Publish(events("c"), msg("again"))                 // and the next publish restarts it
-	waitFor(t, func() bool { return len(w.got()) == 101 })
+	testwait.Eventually(t, 5*time.Second, `len(w.got()) == 100`, func() bool { return len(w.got()) == 100 })
+	testwait.Eventually(t, 5*time.Second, `eq.Consumers.Load() == 0`, func() bool { return eq.Consumers.Load() == 0 }) // idle consumer ended
+	_, _ = e.Publish(events("c"), msg("again"))                                                                        // and the next publish restarts it
+	testwait.Eventually(t, 5*time.Second, `len(w.got()) == 101`, func() bool { return len(w.got()) == 101 })
 }
 
 func TestStalledSubscriptionResumesOnDrain(t *testing.T) {
@@ -335,7 +325,7 @@ func TestStalledSubscriptionResumesOnDrain(t *testing.T) {
 	w.full = false
 	w.mu.Unlock()
 	e.Resume(s.Conn)
-	waitFor(t, func() bool { return len(w.got()) == 1 })
+	testwait.Eventually(t, 5*time.Second, `len(w.got()) == 1`, func() bool { return len(w.got()) == 1 })
 }
 
 func TestDirectModeUsesAnExplicitlyCreatedEventsQueue(t *testing.T) {
@@ -348,7 +338,7 @@ func TestDirectModeUsesAnExplicitlyCreatedEventsQueue(t *testing.T) {
 	}
 	e.Create(events("orders"), address.Settings{MaxPendingBytes: 1 << 20})
 	_, _ = e.Publish(events("orders"), msg("queued"))
-	waitFor(t, func() bool { return len(w.got()) == 2 })
+	testwait.Eventually(t, 5*time.Second, `len(w.got()) == 2`, func() bool { return len(w.got()) == 2 })
 	q, _ := e.Lookup(events("orders"))
 	if q.Stats().Enqueued != 1 || q.Stats().Dispatched != 1 {
 		t.Fatalf("explicit queue not used: %+v", q.Stats())
@@ -497,7 +487,7 @@ func TestEventsPublishPausesOnCongestedSubscriber(t *testing.T) {
 			_, _ = e.Publish(events("hot"), msg("next"))
 			close(done)
 		}()
-		waitFor(t, func() bool { return len(w.got()) == 1 }) // delivered past the limit
+		testwait.Eventually(t, 5*time.Second, `len(w.got()) == 1`, func() bool { return len(w.got()) == 1 }) // delivered past the limit
 		select {
 		case <-done:
 			if !fanout { // in fanout mode the queue's consumer waits, not the publisher
@@ -509,7 +499,7 @@ func TestEventsPublishPausesOnCongestedSubscriber(t *testing.T) {
 		w.congested = nil
 		w.mu.Unlock()
 		close(congested) // the subscriber read down to its low watermark
-		waitFor(t, func() bool { return len(w.got()) == 2 })
+		testwait.Eventually(t, 5*time.Second, `len(w.got()) == 2`, func() bool { return len(w.got()) == 2 })
 		<-done
 		if got := w.got(); got[0] != "big" || got[1] != "next" {
 			t.Fatalf("fanout=%v: delivered %v", fanout, got)
@@ -522,7 +512,7 @@ func TestEventsPublishPausesOnCongestedSubscriber(t *testing.T) {
 	cancel := make(chan struct{})
 	done := make(chan struct{})
 	go func() { _, _ = e.PublishUntil(events("hot"), msg("x"), cancel); close(done) }()
-	waitFor(t, func() bool { return len(w.got()) == 1 })
+	testwait.Eventually(t, 5*time.Second, `len(w.got()) == 1`, func() bool { return len(w.got()) == 1 })
 	close(cancel)
 	<-done
 }
@@ -572,7 +562,7 @@ func TestFanoutConsumerLingersAndEnds(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		waitFor(t, func() bool { return len(w.got()) == (burst+1)*5 })
+		testwait.Eventually(t, 5*time.Second, `len(w.got()) == (burst+1)*5`, func() bool { return len(w.got()) == (burst+1)*5 })
 	}
 	if n := sp.started.Load(); n != 1 {
 		t.Fatalf("%d consumer goroutines for 10 bursts, want 1", n)
@@ -593,12 +583,12 @@ func TestFanoutConsumerLingersAndEnds(t *testing.T) {
 	if _, err := p.Publish(events("l"), msg("a"), nil); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, func() bool { return len(w.got()) == 1 && consumers(d) == 0 })
+	testwait.Eventually(t, 5*time.Second, `len(w.got()) == 1 && consumers(d) == 0`, func() bool { return len(w.got()) == 1 && consumers(d) == 0 })
 	sp.wg.Wait()
 	if _, err := p.Publish(events("l"), msg("b"), nil); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, func() bool { return len(w.got()) == 2 })
+	testwait.Eventually(t, 5*time.Second, `len(w.got()) == 2`, func() bool { return len(w.got()) == 2 })
 	if n := sp.started.Load(); n != 2 {
 		t.Fatalf("%d consumer goroutines, want 2 (one per burst after an idle end)", n)
 	}
@@ -610,7 +600,7 @@ func TestFanoutConsumerLingersAndEnds(t *testing.T) {
 	if _, err := p.Publish(events("l"), msg("c"), nil); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, func() bool { return len(w.got()) == 1 })
+	testwait.Eventually(t, 5*time.Second, `len(w.got()) == 1`, func() bool { return len(w.got()) == 1 })
 	q, _ := d.Lookup(events("l"))
 	q.Purge()
 	sp.wg.Wait()

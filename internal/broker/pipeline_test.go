@@ -11,6 +11,7 @@ import (
 	"github.com/titan-broker/titan/internal/config"
 	"github.com/titan-broker/titan/internal/frame"
 	"github.com/titan-broker/titan/internal/store/pebblestore"
+	"github.com/titan-broker/titan/internal/testwait"
 )
 
 // A producer that does not wait for each RECEIPT gets its persistent SENDs committed in
@@ -74,6 +75,6 @@ func TestPipelineStopsAtFirstFailure(t *testing.T) {
 	if m := c.Expect(frame.CmdMessage); string(m.Body) != "a" {
 		t.Fatalf("got %q", m.Body)
 	}
-	c.ExpectNothing(200 * time.Millisecond)
-	eventually(t, func() bool { return streamCount(t, b, "queue/default/p/small") <= 1 })
+	c.ExpectQuiet() // the SUBSCRIBE dispatched all the queue held
+	testwait.Eventually(t, 5*time.Second, `streamCount(t, b, "queue/default/p/small") <= 1`, func() bool { return streamCount(t, b, "queue/default/p/small") <= 1 })
 }

@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -60,6 +61,8 @@ type Client struct {
 	t    testing.TB
 	Conn net.Conn
 	p    *frame.Parser
+	// barriers numbers this client's ExpectQuiet transactions.
+	barriers int
 }
 
 // Dial connects to addr without sending anything.
@@ -142,15 +145,30 @@ func (c *Client) Expect(cmd frame.Command, hdrs ...string) *frame.Frame {
 	return f
 }
 
-// ExpectNothing fails if a frame arrives within d.
-func (c *Client) ExpectNothing(d time.Duration) {
+// ExpectQuiet proves with a barrier, not a timer, that nothing is queued for this
+// connection: it sends a frame that changes nothing (BEGIN, then ABORT with a receipt, of a
+// transaction private to the barrier) and fails unless that RECEIPT is the next frame to
+// arrive (within 5 s). The broker handles one connection's frames in order and writes one
+// connection's frames in order, so a MESSAGE it had already handed to this connection
+// arrives before the RECEIPT.
+//
+// It proves nothing about work the broker has not done yet: call it once the action that
+// must have had no effect on this connection is known to be complete — a RECEIPT for the
+// frame that caused it (fan-out to topics and dispatch to queue consumers with credit run
+// before the SEND is answered), this connection's own earlier frames, or a later message
+// that travels the same ordered path.
+func (c *Client) ExpectQuiet() {
 	c.t.Helper()
-	f, err := c.Read(d)
-	if err == nil {
-		c.t.Fatalf("unexpected frame %s", f)
+	c.barriers++
+	id := "titan-barrier-" + strconv.Itoa(c.barriers)
+	c.SendFrame("BEGIN", "", "transaction:"+id)
+	c.SendFrame("ABORT", "", "transaction:"+id, "receipt:"+id)
+	f, err := c.Read(5 * time.Second)
+	if err != nil {
+		c.t.Fatalf("barrier %s: %v", id, err)
 	}
-	if ne, ok := err.(net.Error); !ok || !ne.Timeout() {
-		c.t.Fatalf("expected silence, got %v", err)
+	if f.Command != frame.CmdReceipt || f.Value("receipt-id") != id {
+		c.t.Fatalf("expected nothing before barrier %s, got %s", id, f)
 	}
 }
 

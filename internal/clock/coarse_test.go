@@ -4,19 +4,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/titan-broker/titan/internal/testwait"
 	"go.uber.org/goleak"
 )
-
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("not within 5s: %s", what)
-		}
-		time.Sleep(time.Millisecond)
-	}
-}
 
 // TestCoarse checks that a Coarse clock follows the system clock within a few resolutions
 // while read, never goes backwards, stops its ticker when idle and restarts it on the next
@@ -32,7 +22,7 @@ func TestCoarse(t *testing.T) {
 		t.Fatal("the first read did not start the ticker")
 	}
 	// It advances while read.
-	eventually(t, "the coarse time advances", func() bool { return c.Now().Sub(first) >= 5*time.Millisecond })
+	testwait.Eventually(t, 5*time.Second, "the coarse time advances", func() bool { return c.Now().Sub(first) >= 5*time.Millisecond })
 	last := c.Now()
 	for range 1000 {
 		now := c.Now()
@@ -42,7 +32,7 @@ func TestCoarse(t *testing.T) {
 		last = now
 	}
 	// Idle: the ticker stops by itself.
-	eventually(t, "the idle ticker stops", func() bool { return !c.running.Load() })
+	testwait.Eventually(t, 5*time.Second, "the idle ticker stops", func() bool { return !c.running.Load() })
 	if d := time.Since(c.Now()); d < 0 || d > time.Second {
 		t.Fatalf("read after the idle stop %v off the system clock", d)
 	}
