@@ -94,7 +94,8 @@ func (b *Broker) wire(fanout bool, settings dispatch.SettingsSource, clk clock.C
 	p := &patterns{dispatcher: d, deliveries: &delivery.Registry{EgressDropped: &d.EgressHeadersDropped}}
 	sp := spawner{b}
 	eo := event.Options{FanoutMode: fanout, Spawner: sp, Flow: &b.flow, Logger: log.With("component", "events"),
-		SlowConsumerTimeout: b.cfg.FlowControl.Subscriber.SlowConsumerTimeoutDuration()}
+		SlowConsumerTimeout: b.cfg.FlowControl.Subscriber.SlowConsumerTimeoutDuration(),
+		MaxBufferBytes:      b.cfg.FlowControl.Subscriber.MaxBufferBytes}
 	if r, ok := settings.(*config.Resolver); ok && r.HasDropPolicy() {
 		eo.DropPolicy = r
 	}

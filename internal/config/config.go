@@ -299,6 +299,12 @@ type SubscriberFlow struct {
 	// SlowConsumerTimeout is how long, in ms, a subscriber may stay over the high watermark
 	// without its pending output shrinking (default 30000; -1 disables the close).
 	SlowConsumerTimeout int `yaml:"slow-consumer-timeout"`
+	// MaxBufferBytes bounds what one subscriber connection may have queued or held for its
+	// events subscriptions (issue 30): past MaxPendingBytes the slow-consumer timer runs;
+	// at MaxBufferBytes the subscriber is closed as a slow consumer at once (under
+	// slow-consumer-policy DROP it drops at MaxPendingBytes instead). Default 0: four
+	// times MaxPendingBytes. Must be 0 or at least MaxPendingBytes.
+	MaxBufferBytes int64 `yaml:"max-buffer-bytes"`
 }
 
 // QueueFlow bounds queues-pattern queues.
@@ -342,8 +348,10 @@ type AddressSetting struct {
 	RetentionMaxAge           string `yaml:"retention-max-age"` // Go duration
 
 	// SlowConsumerPolicy is what events destinations do for a subscriber over its outbound
-	// limit: BLOCK (default: pause the producers; close a slow consumer) or DROP (drop the
-	// message for that subscriber, count it and log it, rate-limited).
+	// limit: CLOSE (default; BLOCK is accepted as its old name: buffer up to max-buffer-bytes
+	// and close the subscriber as a slow consumer after slow-consumer-timeout or at that
+	// bound; producers never wait) or DROP (drop the message for that subscriber, count it
+	// and log it, rate-limited).
 	SlowConsumerPolicy string `yaml:"slow-consumer-policy"`
 }
 
@@ -500,6 +508,9 @@ func (c *Config) ApplyDefaults() {
 	if f.Subscriber.SlowConsumerTimeout == 0 {
 		f.Subscriber.SlowConsumerTimeout = 30000
 	}
+	if f.Subscriber.MaxBufferBytes == 0 {
+		f.Subscriber.MaxBufferBytes = 4 * f.Subscriber.MaxPendingBytes
+	}
 	if f.Heap.HighWatermark == 0 {
 		f.Heap.HighWatermark = 0.9
 	}
@@ -610,6 +621,9 @@ func (c *Config) Validate() error {
 	if f := c.FlowControl.Subscriber; f.MaxPendingBytes < 0 || f.ResumePendingBytes < 0 || (f.MaxPendingBytes > 0 && f.ResumePendingBytes >= f.MaxPendingBytes) {
 		add("titan.flow-control.subscriber: want 0 <= resume-pending-bytes < max-pending-bytes (got %d, %d)", f.ResumePendingBytes, f.MaxPendingBytes)
 	}
+	if f := c.FlowControl.Subscriber; f.MaxBufferBytes != 0 && f.MaxBufferBytes < f.MaxPendingBytes {
+		add("titan.flow-control.subscriber: want max-buffer-bytes >= max-pending-bytes (got %d, %d)", f.MaxBufferBytes, f.MaxPendingBytes)
+	}
 	if h := c.FlowControl.Heap; h.HighWatermark < 0 || h.HighWatermark > 1 || h.LowWatermark < 0 || (h.HighWatermark > 0 && h.LowWatermark >= h.HighWatermark) || h.MaxBytes < -1 {
 		add("titan.flow-control.heap: want 0 <= low-watermark < high-watermark <= 1 and max-bytes >= -1 (got %g, %g, %d)", h.LowWatermark, h.HighWatermark, h.MaxBytes)
 	}
@@ -677,7 +691,7 @@ func (c *Config) Validate() error {
 			add("%s: %v", where, err)
 		}
 		if _, ok := ParseSlowConsumerPolicy(a.SlowConsumerPolicy); !ok {
-			add("%s: slow-consumer-policy %q is not supported (want BLOCK or DROP)", where, a.SlowConsumerPolicy)
+			add("%s: slow-consumer-policy %q is not supported (want CLOSE or DROP)", where, a.SlowConsumerPolicy)
 		}
 		if a.RetentionMaxAge != "" {
 			if _, err := time.ParseDuration(a.RetentionMaxAge); err != nil {
@@ -758,11 +772,12 @@ func Ms(n int) time.Duration { return time.Duration(n) * time.Millisecond }
 // connection's pending output (flow-control.subscriber.max-pending-bytes).
 const DefaultSubscriberMaxPendingBytes = 16 << 20
 
-// ParseSlowConsumerPolicy maps an address setting's slow-consumer-policy ("" or BLOCK, DROP;
-// any case) to drop: whether events are dropped for a subscriber over its limit.
+// ParseSlowConsumerPolicy maps an address setting's slow-consumer-policy ("" or CLOSE, DROP;
+// any case; BLOCK, the name before issue 30, is CLOSE) to drop: whether events are dropped
+// for a subscriber over its limit rather than buffered until it is closed as a slow consumer.
 func ParseSlowConsumerPolicy(s string) (drop, ok bool) {
 	switch strings.ToUpper(s) {
-	case "", "BLOCK":
+	case "", "CLOSE", "BLOCK":
 		return false, true
 	case "DROP":
 		return true, true
