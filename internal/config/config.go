@@ -104,6 +104,13 @@ type Limits struct {
 	// connection closes: connections that each start a maximal frame and never finish it
 	// cannot hold max-body-length each without bound.
 	MaxLargeFrameBytes int64 `yaml:"max-large-frame-bytes"`
+	// MaxPendingRequests bounds the commands and queries awaiting a response (or their
+	// timeout) in the whole broker (default 100000; -1 unlimited). A request over it gets
+	// ERROR `too many pending requests` naming this key. Reloadable: no.
+	MaxPendingRequests int `yaml:"max-pending-requests"`
+	// MaxPendingRequestsByClient bounds them per connection (default 1000; -1 unlimited),
+	// with the same ERROR naming this key. Reloadable: no.
+	MaxPendingRequestsByClient int `yaml:"max-pending-requests-by-client"`
 }
 
 // Cluster is titan.cluster: cluster mode on NATS JetStream (issue 15). Either an embedded
@@ -552,6 +559,12 @@ func (c *Config) ApplyDefaults() {
 	}
 	if c.Limits.MaxLargeFrameBytes == 0 {
 		c.Limits.MaxLargeFrameBytes = 512 << 20
+	}
+	if c.Limits.MaxPendingRequests == 0 {
+		c.Limits.MaxPendingRequests = 100000
+	}
+	if c.Limits.MaxPendingRequestsByClient == 0 {
+		c.Limits.MaxPendingRequestsByClient = 1000
 	}
 	if c.Store.Type == "" {
 		c.Store.Type = "pebble"

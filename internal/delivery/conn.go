@@ -135,6 +135,11 @@ type Conn struct {
 	heldBytes int64 // guarded by mu
 	slow      bool  // guarded by mu
 
+	// PendingRequests is the number of requests (commands, queries) this connection sent
+	// that await their response or timeout; the request/response pattern keeps it to bound
+	// them per connection.
+	PendingRequests atomic.Int64
+
 	egressDropped *atomic.Uint64   // counter of headers left out on egress; may be nil
 	latency       Observer         // publish-to-deliver seconds; may be nil
 	now           func() time.Time // latency's clock (Registry.Now)

@@ -80,5 +80,5 @@ func (discard) DropOwned(string)                                                
 
 // request is Request with a minute's timeout and no requesting connection.
 func request(p *Pattern, id dest.Identity, m *message.Message, replyTo dest.Identity, corr string) error {
-	return p.Request(id, m, replyTo, corr, time.Minute)
+	return p.Request(id, m, replyTo, corr, time.Minute, nil)
 }
