@@ -5,7 +5,15 @@
 // hand-off Queue drained by one consumer goroutine per identity.
 //
 // Subscriptions may use wildcards over the channel's segments (`*`, trailing `>`); a SEND
-// never does. Routing is by exact (group, bare) index plus the channel filter.
+// never does. Routing is by exact (group, bare) index plus the channel filter; a
+// subscription's own filters (fan.deliver) then decide per message.
+//
+// # Slow subscribers
+//
+// The fan-out never waits for a subscriber (issue 30): each one's connection buffers what
+// it has not read, a client-ack subscription at its prefetch has its messages held, and the
+// destination's slow-consumer policy (CLOSE or DROP) applies to that subscriber alone
+// (delivery.Conn.DeliverEvent). Producers and the other subscribers go on.
 //
 // # Concurrency
 //
