@@ -175,26 +175,26 @@ func (p *Pattern) Request(id dest.Identity, m *message.Message, replyTo dest.Ide
 	r := p.rpc
 	key := pendingKey(replyTo, corr)
 	sh := r.shard(key)
-	sh.mu.Lock()
-	_, dup := sh.pending[key]
-	closed := sh.closed
-	sh.mu.Unlock()
-	switch {
-	case closed:
-		return dispatch.ErrCanceled // closed: the broker is shutting down
-	case dup:
-		return ErrDuplicateRequest
-	}
 	if err := p.reserve(requester); err != nil {
 		return err
 	}
 	cnt := r.counters.get(id)
-	cnt.requests.Add(1)
 	remote := p.opts.Responders
 	var chosen *delivery.Subscription
 	if remote == nil {
 		if chosen = r.choose(id); chosen == nil {
 			p.release(requester)
+			sh.mu.Lock() // a refusal comes before the "no responder" answer
+			_, dup := sh.pending[key]
+			closed := sh.closed
+			sh.mu.Unlock()
+			switch {
+			case closed:
+				return dispatch.ErrCanceled
+			case dup:
+				return ErrDuplicateRequest
+			}
+			cnt.requests.Add(1)
 			cnt.noResponder.Add(1)
 			p.answer(replyTo, corr, "no responder")
 			return nil
@@ -214,6 +214,7 @@ func (p *Pattern) Request(id dest.Identity, m *message.Message, replyTo dest.Ide
 	sh.pending[key] = pr
 	pr.timer = p.opts.Clock.AfterFunc(timeout, func() { p.expire(pr) })
 	sh.mu.Unlock()
+	cnt.requests.Add(1)
 	var taken bool
 	if remote != nil {
 		taken = remote.Offer(id, m, replyTo, corr, timeout)
