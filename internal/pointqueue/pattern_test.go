@@ -240,4 +240,3 @@ func TestScheduledMessage(t *testing.T) {
 		}
 	})
 }
-

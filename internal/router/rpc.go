@@ -93,7 +93,9 @@ func (s requestStage) Apply(c *Context) {
 			c.failWith("server shutting down", "the request was not accepted", err)
 			return
 		}
-		var refusal interface{ Refusal() (message, detail string) }
+		var refusal interface {
+			Refusal() (message, detail string)
+		}
 		if errors.As(err, &refusal) { // a bound on pending requests, named
 			msg, detail := refusal.Refusal()
 			c.failWith(msg, detail, err)

@@ -75,8 +75,10 @@ func BenchmarkRoundTrip(b *testing.B) {
 
 type discard struct{}
 
-func (discard) Publish(dest.Identity, *message.Message, <-chan struct{}) (bool, error) { return false, nil }
-func (discard) DropOwned(string)                                                   {}
+func (discard) Publish(dest.Identity, *message.Message, <-chan struct{}) (bool, error) {
+	return false, nil
+}
+func (discard) DropOwned(string) {}
 
 // request is Request with a minute's timeout and no requesting connection.
 func request(p *Pattern, id dest.Identity, m *message.Message, replyTo dest.Identity, corr string) error {

@@ -84,7 +84,7 @@ type rpcState struct {
 	channels sync.Map // dest.Identity → *channel: the responders of one request channel
 	pending  [pendingShards]pendingShard
 	counters counterSet
-	owners   sync.Map // temp-queue owner session id → *delivery.Conn
+	owners   sync.Map     // temp-queue owner session id → *delivery.Conn
 	inFlight atomic.Int64 // pending requests of the whole pattern (Options.MaxPending)
 }
 
