@@ -81,8 +81,8 @@ func (e *engine) Ack(c *delivery.Conn, key, sub string, nack bool) error {
 	return c.Ack(key, sub, nack)
 }
 func (e *engine) Resume(c *delivery.Conn) { c.Resume() }
-func (e *engine) Request(id dest.Identity, m *message.Message, replyTo dest.Identity, corr string, timeout time.Duration) error {
-	return e.requests.Request(id, m, replyTo, corr, timeout)
+func (e *engine) Request(id dest.Identity, m *message.Message, replyTo dest.Identity, corr string, timeout time.Duration, requester *delivery.Conn) error {
+	return e.requests.Request(id, m, replyTo, corr, timeout, requester)
 }
 func (e *engine) CountDroppedResponse(id dest.Identity, late bool) {
 	e.requests.CountDroppedResponse(id, late)

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/titan-broker/titan/internal/config"
+	"github.com/titan-broker/titan/internal/delivery"
 	"github.com/titan-broker/titan/internal/dest"
 	"github.com/titan-broker/titan/internal/flow"
 	"github.com/titan-broker/titan/internal/message"
@@ -84,9 +85,9 @@ type heapGatedRequests struct {
 	b *Broker
 }
 
-func (g heapGatedRequests) Request(id dest.Identity, m *message.Message, replyTo dest.Identity, corr string, timeout time.Duration) error {
+func (g heapGatedRequests) Request(id dest.Identity, m *message.Message, replyTo dest.Identity, corr string, timeout time.Duration, requester *delivery.Conn) error {
 	g.b.heapWait(nil)
-	return g.Requests.Request(id, m, replyTo, corr, timeout)
+	return g.Requests.Request(id, m, replyTo, corr, timeout, requester)
 }
 
 // heapWait pauses the caller while the heap is congested. Lock-free when it is not.

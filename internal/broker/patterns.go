@@ -97,14 +97,16 @@ func (b *Broker) wire(fanout bool, settings dispatch.SettingsSource, clk clock.C
 	p := &patterns{dispatcher: d, deliveries: &delivery.Registry{EgressDropped: &d.EgressHeadersDropped}}
 	sp := spawner{b}
 	eo := event.Options{FanoutMode: fanout, Spawner: sp, Flow: &b.flow, Logger: log.With("component", "events"),
-		SlowConsumerTimeout: b.cfg.FlowControl.Subscriber.SlowConsumerTimeoutDuration()}
+		SlowConsumerTimeout: b.cfg.FlowControl.Subscriber.SlowConsumerTimeoutDuration(),
+		MaxBufferBytes:      b.cfg.FlowControl.Subscriber.MaxBufferBytes}
 	if r, ok := settings.(*config.Resolver); ok && r.HasDropPolicy() {
 		eo.DropPolicy = r
 	}
 	p.events = event.New(d, eo)
 	p.queues = pointqueue.New(d, pointqueue.Options{Clock: clk, Retirer: b.durable, Persister: b.durable, Logger: log.With("component", "queues")})
 	p.log = eventlog.New(d, eventlog.Options{Store: b.durable, Spawner: sp, Logger: log.With("component", "events-store"), MaxDurableSubscriptions: b.maxDurableSubscriptions()})
-	p.rpcOptions = rpc.Options{Replies: replies{&b.router}, TempQueues: p.queues, Clock: clk, Logger: log.With("component", "rpc")}
+	p.rpcOptions = rpc.Options{Replies: replies{&b.router}, TempQueues: p.queues, Clock: clk, Logger: log.With("component", "rpc"),
+		MaxPending: max(b.cfg.Limits.MaxPendingRequests, 0), MaxPendingByClient: max(b.cfg.Limits.MaxPendingRequestsByClient, 0)}
 	p.requests = rpc.New(p.rpcOptions)
 	ports := router.Ports{
 		Deliveries:   p.deliveries,

@@ -118,7 +118,7 @@ func TestRequestsAcrossNodes(t *testing.T) {
 	send := func(id dest.Identity, corr string, timeout time.Duration) {
 		t.Helper()
 		m := &message.Message{ID: corr, Group: id.Group, Destination: id.Destination(), Headers: []frame.Header{{Key: frame.HdrCorrelationID, Value: corr}}}
-		if err := a.req.Request(id, m, replyTo, corr, timeout); err != nil {
+		if err := a.req.Request(id, m, replyTo, corr, timeout, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -338,7 +338,7 @@ func BenchmarkRequestAcrossNodes(b *testing.B) {
 			b.Fatal("responder not visible")
 		}
 		m := &message.Message{ID: "warm", Group: "default", Destination: "/command/jobs"}
-		_ = ra.req.Request(id, m, replyTo, fmt.Sprint("warm-", time.Now().UnixNano()), time.Minute)
+		_ = ra.req.Request(id, m, replyTo, fmt.Sprint("warm-", time.Now().UnixNano()), time.Minute, nil)
 		time.Sleep(10 * time.Millisecond)
 	}
 	body := make([]byte, 128)
@@ -348,7 +348,7 @@ func BenchmarkRequestAcrossNodes(b *testing.B) {
 		i++
 		corr := "c-" + fmt.Sprint(i)
 		m := &message.Message{ID: corr, Group: "default", Destination: "/command/jobs", Body: body}
-		if err := ra.req.Request(id, m, replyTo, corr, time.Minute); err != nil {
+		if err := ra.req.Request(id, m, replyTo, corr, time.Minute, nil); err != nil {
 			b.Fatal(err)
 		}
 		if p, _ := rb.req.Respond(replyTo, corr); !p {

@@ -104,6 +104,13 @@ type Limits struct {
 	// connection closes: connections that each start a maximal frame and never finish it
 	// cannot hold max-body-length each without bound.
 	MaxLargeFrameBytes int64 `yaml:"max-large-frame-bytes"`
+	// MaxPendingRequests bounds the commands and queries awaiting a response (or their
+	// timeout) in the whole broker (default 100000; -1 unlimited). A request over it gets
+	// ERROR `too many pending requests` naming this key. Reloadable: no.
+	MaxPendingRequests int `yaml:"max-pending-requests"`
+	// MaxPendingRequestsByClient bounds them per connection (default 1000; -1 unlimited),
+	// with the same ERROR naming this key. Reloadable: no.
+	MaxPendingRequestsByClient int `yaml:"max-pending-requests-by-client"`
 }
 
 // Cluster is titan.cluster: cluster mode on NATS JetStream (issue 15). Either an embedded
@@ -299,6 +306,12 @@ type SubscriberFlow struct {
 	// SlowConsumerTimeout is how long, in ms, a subscriber may stay over the high watermark
 	// without its pending output shrinking (default 30000; -1 disables the close).
 	SlowConsumerTimeout int `yaml:"slow-consumer-timeout"`
+	// MaxBufferBytes bounds what one subscriber connection may have queued or held for its
+	// events subscriptions (issue 30): past MaxPendingBytes the slow-consumer timer runs;
+	// at MaxBufferBytes the subscriber is closed as a slow consumer at once (under
+	// slow-consumer-policy DROP it drops at MaxPendingBytes instead). Default 0: four
+	// times MaxPendingBytes. Must be 0 or at least MaxPendingBytes.
+	MaxBufferBytes int64 `yaml:"max-buffer-bytes"`
 }
 
 // QueueFlow bounds queues-pattern queues.
@@ -342,8 +355,10 @@ type AddressSetting struct {
 	RetentionMaxAge           string `yaml:"retention-max-age"` // Go duration
 
 	// SlowConsumerPolicy is what events destinations do for a subscriber over its outbound
-	// limit: BLOCK (default: pause the producers; close a slow consumer) or DROP (drop the
-	// message for that subscriber, count it and log it, rate-limited).
+	// limit: CLOSE (default; BLOCK is accepted as its old name: buffer up to max-buffer-bytes
+	// and close the subscriber as a slow consumer after slow-consumer-timeout or at that
+	// bound; producers never wait) or DROP (drop the message for that subscriber, count it
+	// and log it, rate-limited).
 	SlowConsumerPolicy string `yaml:"slow-consumer-policy"`
 }
 
@@ -500,6 +515,9 @@ func (c *Config) ApplyDefaults() {
 	if f.Subscriber.SlowConsumerTimeout == 0 {
 		f.Subscriber.SlowConsumerTimeout = 30000
 	}
+	if f.Subscriber.MaxBufferBytes == 0 {
+		f.Subscriber.MaxBufferBytes = 4 * f.Subscriber.MaxPendingBytes
+	}
 	if f.Heap.HighWatermark == 0 {
 		f.Heap.HighWatermark = 0.9
 	}
@@ -541,6 +559,12 @@ func (c *Config) ApplyDefaults() {
 	}
 	if c.Limits.MaxLargeFrameBytes == 0 {
 		c.Limits.MaxLargeFrameBytes = 512 << 20
+	}
+	if c.Limits.MaxPendingRequests == 0 {
+		c.Limits.MaxPendingRequests = 100000
+	}
+	if c.Limits.MaxPendingRequestsByClient == 0 {
+		c.Limits.MaxPendingRequestsByClient = 1000
 	}
 	if c.Store.Type == "" {
 		c.Store.Type = "pebble"
@@ -610,6 +634,9 @@ func (c *Config) Validate() error {
 	if f := c.FlowControl.Subscriber; f.MaxPendingBytes < 0 || f.ResumePendingBytes < 0 || (f.MaxPendingBytes > 0 && f.ResumePendingBytes >= f.MaxPendingBytes) {
 		add("titan.flow-control.subscriber: want 0 <= resume-pending-bytes < max-pending-bytes (got %d, %d)", f.ResumePendingBytes, f.MaxPendingBytes)
 	}
+	if f := c.FlowControl.Subscriber; f.MaxBufferBytes != 0 && f.MaxBufferBytes < f.MaxPendingBytes {
+		add("titan.flow-control.subscriber: want max-buffer-bytes >= max-pending-bytes (got %d, %d)", f.MaxBufferBytes, f.MaxPendingBytes)
+	}
 	if h := c.FlowControl.Heap; h.HighWatermark < 0 || h.HighWatermark > 1 || h.LowWatermark < 0 || (h.HighWatermark > 0 && h.LowWatermark >= h.HighWatermark) || h.MaxBytes < -1 {
 		add("titan.flow-control.heap: want 0 <= low-watermark < high-watermark <= 1 and max-bytes >= -1 (got %g, %g, %d)", h.LowWatermark, h.HighWatermark, h.MaxBytes)
 	}
@@ -677,7 +704,7 @@ func (c *Config) Validate() error {
 			add("%s: %v", where, err)
 		}
 		if _, ok := ParseSlowConsumerPolicy(a.SlowConsumerPolicy); !ok {
-			add("%s: slow-consumer-policy %q is not supported (want BLOCK or DROP)", where, a.SlowConsumerPolicy)
+			add("%s: slow-consumer-policy %q is not supported (want CLOSE or DROP)", where, a.SlowConsumerPolicy)
 		}
 		if a.RetentionMaxAge != "" {
 			if _, err := time.ParseDuration(a.RetentionMaxAge); err != nil {
@@ -758,11 +785,12 @@ func Ms(n int) time.Duration { return time.Duration(n) * time.Millisecond }
 // connection's pending output (flow-control.subscriber.max-pending-bytes).
 const DefaultSubscriberMaxPendingBytes = 16 << 20
 
-// ParseSlowConsumerPolicy maps an address setting's slow-consumer-policy ("" or BLOCK, DROP;
-// any case) to drop: whether events are dropped for a subscriber over its limit.
+// ParseSlowConsumerPolicy maps an address setting's slow-consumer-policy ("" or CLOSE, DROP;
+// any case; BLOCK, the name before issue 30, is CLOSE) to drop: whether events are dropped
+// for a subscriber over its limit rather than buffered until it is closed as a slow consumer.
 func ParseSlowConsumerPolicy(s string) (drop, ok bool) {
 	switch strings.ToUpper(s) {
-	case "", "BLOCK":
+	case "", "CLOSE", "BLOCK":
 		return false, true
 	case "DROP":
 		return true, true

@@ -88,3 +88,32 @@ func TestFlowControlValidation(t *testing.T) {
 		}
 	}
 }
+
+// TestSubscriberBufferAndPendingRequestLimits checks the keys of issues 30 and 32:
+// max-buffer-bytes defaults to four times max-pending-bytes and may not be below it;
+// slow-consumer-policy CLOSE is the default's name (BLOCK its old one); the pending-request
+// limits default to 100000 and 1000.
+func TestSubscriberBufferAndPendingRequestLimits(t *testing.T) {
+	c, err := Parse([]byte("titan:\n  flow-control:\n    subscriber: {max-pending-bytes: 1048576}\n"))
+	if err != nil || c.Validate() != nil {
+		t.Fatalf("%v %v", err, c.Validate())
+	}
+	if got := c.FlowControl.Subscriber.MaxBufferBytes; got != 4<<20 {
+		t.Fatalf("max-buffer-bytes default %d, want 4 MiB", got)
+	}
+	if c.Limits.MaxPendingRequests != 100000 || c.Limits.MaxPendingRequestsByClient != 1000 {
+		t.Fatalf("pending-request limits %d, %d", c.Limits.MaxPendingRequests, c.Limits.MaxPendingRequestsByClient)
+	}
+	c, err = Parse([]byte("titan:\n  flow-control:\n    subscriber: {max-pending-bytes: 1048576, max-buffer-bytes: 1024}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "max-buffer-bytes") {
+		t.Fatalf("max-buffer-bytes below max-pending-bytes: %v", err)
+	}
+	for _, p := range []string{"", "CLOSE", "close", "BLOCK"} {
+		if drop, ok := ParseSlowConsumerPolicy(p); drop || !ok {
+			t.Fatalf("slow-consumer-policy %q: drop %v ok %v", p, drop, ok)
+		}
+	}
+}

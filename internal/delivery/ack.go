@@ -14,9 +14,11 @@ func (c *Conn) Ack(key, subID string, nack bool) error {
 	for _, r := range res {
 		if r.src != nil {
 			r.sub.acking++
-		} else {
-			r.sub.releaseCreditLocked() // events: the credit is free now
 		}
+	}
+	if len(res) > 0 && res[0].src == nil {
+		// events: the credit is free now; one ACK resolves deliveries of one subscription.
+		c.drainHeldLocked(res[0].sub)
 	}
 	c.mu.Unlock()
 	if !ok {

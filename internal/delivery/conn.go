@@ -52,12 +52,12 @@ type Subscription struct {
 	head  *frame.Buf    // constant MESSAGE head of an auto-ack first delivery (headLocked)
 	headV frame.Version // the version head is encoded at
 
-	creditWait  chan struct{} // producers waiting for credit (credit.go); closed when some frees up
-	creditTimer *time.Timer   // slow-consumer timer of creditWait
-	// slow is set when the subscription was closed as a slow consumer (credit.go): producers
-	// no longer wait for it, although its connection may take until its write timeout to
-	// close (a client that reads nothing cannot even be written its ERROR).
-	slow bool
+	// held are events messages fanned out while the (client-ack) subscription was at its
+	// prefetch, in fan-out order, written as ACKs free credit (event.go); heldTimer is the
+	// slow-consumer timer armed while any are held.
+	held         []heldEvent
+	heldTimer    *time.Timer
+	heldProgress bool // an ACK wrote held messages since heldTimer was armed
 
 	Delivered atomic.Uint64 // MESSAGE frames written
 	Dropped   atomic.Uint64 // events not delivered because the subscription or connection was full
@@ -155,6 +155,15 @@ type Conn struct {
 	pending map[string]*delivery     // by ack key, made by the first delivery awaiting an ACK; guarded by mu
 	nextTag uint64                   // guarded by mu
 	closed  bool                     // guarded by mu
+	// heldBytes is the size of the events messages held for the subscriptions' credit
+	// (event.go); slow is set once delivery closed the connection as a slow consumer.
+	heldBytes int64 // guarded by mu
+	slow      bool  // guarded by mu
+
+	// PendingRequests is the number of requests (commands, queries) this connection sent
+	// that await their response or timeout; the request/response pattern keeps it to bound
+	// them per connection.
+	PendingRequests atomic.Int64
 
 	egressDropped *atomic.Uint64   // counter of headers left out on egress; may be nil
 	latency       Observer         // publish-to-deliver seconds; may be nil
@@ -248,7 +257,7 @@ func (c *Conn) Detach(sub *Subscription) {
 		delete(c.subs, sub.ID)
 	}
 	sub.closed = true
-	sub.releaseCreditLocked()
+	sub.dropHeldLocked()
 	var unacked []Unacked
 	for _, d := range sub.pending { // consumption order
 		delete(c.pending, d.key)
@@ -411,73 +420,4 @@ func (s *Subscription) OldestPending() (key string, ok bool) {
 		return "", false
 	}
 	return s.pending[0].key, true
-}
-
-// EventResult is what DeliverEvent did with a message.
-type EventResult int8
-
-const (
-	// EventWritten: the MESSAGE was queued on the connection.
-	EventWritten EventResult = iota
-	// EventNoCredit: nothing was written because the client-ack subscription is at its
-	// prefetch (only when DeliverEvent was asked to check credit); the subscription is open.
-	EventNoCredit
-	// EventRefused: nothing was written because the subscription or its connection is
-	// closed, or (drop) the connection is over its outbound limit.
-	EventRefused
-)
-
-// DeliverEvent writes an events message m to sub (auto or client ack; nothing to settle).
-// With credit, a client-ack subscription with Prefetch unacknowledged deliveries is not
-// written (EventNoCredit: the caller waits for credit, EventCreditWait, or drops); without
-// it the message is written over the prefetch. Unless drop is set, the write is not refused
-// for the connection's outbound limit: the message is queued and congested (not nil while
-// the connection is over its high watermark) is what the producer waits on before it reads
-// its next frame. With drop (the destination's slow-consumer-policy is DROP) a connection
-// over its limit refuses the message like Deliver. Nothing is written (EventRefused) when
-// sub or the connection is closed, or the write is refused under drop; sub is never
-// stalled. One lock of c per call: the credit check and the write are one step.
-func (c *Conn) DeliverEvent(sub *Subscription, m *message.Message, drop, credit bool) (res EventResult, congested <-chan struct{}) {
-	c.mu.Lock()
-	if c.closed || sub.closed {
-		c.mu.Unlock()
-		return EventRefused, nil
-	}
-	var prefix *frame.Buf
-	var dl *delivery
-	v := c.w.Version()
-	if sub.Ack == AckAuto {
-		prefix = sub.headLocked(v)
-	} else {
-		if credit && len(sub.pending)+sub.acking >= sub.Prefetch {
-			c.mu.Unlock()
-			return EventNoCredit, nil
-		}
-		d := message.Delivery{Subscription: sub.ID}
-		key, hdr := ackKeyLocked(c, sub, m.ID)
-		d.AckID = hdr
-		dl = &delivery{key: key, sub: sub}
-		prefix = frame.GetBuf()
-		prefix.B = message.AppendPrefix(prefix.B, &d, v)
-	}
-	shared, dropped := m.Shared(v)
-	if dropped > 0 && c.egressDropped != nil {
-		c.egressDropped.Add(uint64(dropped))
-	}
-	ok, congested := c.w.WriteEvent(prefix, shared, !drop)
-	if !ok {
-		frame.PutBuf(prefix)
-		c.mu.Unlock()
-		return EventRefused, nil
-	}
-	if dl != nil {
-		if c.pending == nil {
-			c.pending = make(map[string]*delivery)
-		}
-		c.pending[dl.key] = dl
-		sub.pending = append(sub.pending, dl)
-	}
-	c.mu.Unlock()
-	sub.Delivered.Add(1)
-	return EventWritten, congested
 }

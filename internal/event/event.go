@@ -5,7 +5,15 @@
 // hand-off Queue drained by one consumer goroutine per identity.
 //
 // Subscriptions may use wildcards over the channel's segments (`*`, trailing `>`); a SEND
-// never does. Routing is by exact (group, bare) index plus the channel filter.
+// never does. Routing is by exact (group, bare) index plus the channel filter; a
+// subscription's own filters (fan.deliver) then decide per message.
+//
+// # Slow subscribers
+//
+// The fan-out never waits for a subscriber (issue 30): each one's connection buffers what
+// it has not read, a client-ack subscription at its prefetch has its messages held, and the
+// destination's slow-consumer policy (CLOSE or DROP) applies to that subscriber alone
+// (delivery.Conn.DeliverEvent). Producers and the other subscribers go on.
 //
 // # Concurrency
 //
@@ -43,17 +51,22 @@ type Options struct {
 	FanoutMode bool
 	// Spawner starts the queues' consumer goroutines (default: plain go).
 	Spawner Spawner
-	// Flow counts producer pauses and events dropped by policy (nil: a private Stats).
+	// Flow counts events dropped by policy (nil: a private Stats). The fan-out pauses no
+	// producer: producers pause only at the broker-wide heap watermarks.
 	Flow *flow.Stats
 	// DropPolicy, when set, names the destinations whose slow-consumer-policy is DROP; nil
 	// means none (every subscriber is flow-controlled).
 	DropPolicy DropPolicy
 	// Logger receives the rate-limited log of drops by policy (nil: discarded).
 	Logger *slog.Logger
-	// SlowConsumerTimeout is how long a client-ack subscription at its prefetch may keep
-	// producers waiting for an acknowledgement before its connection is closed as a slow
-	// consumer (0: never). See credit.go.
+	// SlowConsumerTimeout is how long messages may stay held for a client-ack subscription
+	// at its prefetch without an acknowledgement before its connection is closed as a slow
+	// consumer (0: never; delivery.EventPolicy.SlowAfter).
 	SlowConsumerTimeout time.Duration
+	// MaxBufferBytes bounds what one subscriber connection may have queued or held for its
+	// events subscriptions before it is closed as a slow consumer at once
+	// (flow-control.subscriber.max-buffer-bytes; 0: delivery.DefaultEventMaxBytes).
+	MaxBufferBytes int64
 	// ConsumerLinger is how long a fanout-mode queue's consumer goroutine waits for more
 	// messages once its queue is empty before it ends (default DefaultConsumerLinger).
 	ConsumerLinger time.Duration
@@ -121,14 +134,15 @@ func (p *Pattern) goroutine(name string, fn func()) bool {
 }
 
 // Publish fans m out to id's subscriptions, directly or through id's dispatcher queue (see
-// the package doc). A wait for room under PolicyBlock ends with dispatch.ErrCanceled when
+// the package doc). The fan-out never waits for a subscriber; a wait for room in a
+// fanout-mode queue under PolicyBlock ends with dispatch.ErrCanceled when
 // cancel closes or the dispatcher closes. dropped reports a PolicyDrop discard. Errors:
 // dispatch.ErrQueueFull, dispatch.ErrQueuePaused, dispatch.ErrCanceled.
 func (p *Pattern) Publish(id dest.Identity, m *message.Message, cancel <-chan struct{}) (dropped bool, err error) {
 	p.d.Published.Add(1)
 	if !p.opts.FanoutMode {
 		if explicit := p.queues.Load() > 0 && p.hasQueue(id); !explicit {
-			if p.fanout(id, m, cancel) == 0 {
+			if p.fanout(id, m) == 0 {
 				p.d.EventsNoSub.Add(1)
 			}
 			return false, nil
@@ -148,41 +162,34 @@ func (p *Pattern) Publish(id dest.Identity, m *message.Message, cancel <-chan st
 }
 
 // fanout writes m to every subscription of id's group whose filter matches id's channel,
-// and returns how many received it. A subscription over its connection's outbound limit
-// still receives m (DESIGN §9); then the caller — the producer's read goroutine, or a
-// fanout-mode queue's consumer — waits until every such connection is back at its low
-// watermark or closed, or until cancel or the dispatcher's stop closes. Under
-// slow-consumer-policy DROP the message is dropped for such a subscription instead, and
-// counted.
-func (p *Pattern) fanout(id dest.Identity, m *message.Message, cancel <-chan struct{}) int {
+// and returns how many took it (written or held for credit). It never waits for a
+// subscriber (issue 30): each one's own bounded buffer absorbs what it has not read yet, and
+// the slow-consumer policy applies to it alone (delivery.Conn.DeliverEvent) — the caller,
+// the producer's read goroutine or a fanout-mode queue's consumer, goes on at once. A
+// message not delivered to a subscription is counted as dropped; under
+// slow-consumer-policy DROP also by policy.
+func (p *Pattern) fanout(id dest.Identity, m *message.Message) int {
 	sl := (*p.subs.Load())[key(id.Group, id.Bare)]
 	if sl == nil {
 		return 0
 	}
 	f := fan{p: p, id: id, m: m}
 	sl.Match(id.Channel, f.deliver)
-	for _, sub := range f.starved {
-		f.awaitCredit(sub, cancel)
-	}
-	if len(f.waits) > 0 {
-		p.opts.Flow.Wait(f.waits, cancel, p.d.Stop())
-	}
 	return f.n
 }
 
-// fan is one publication's fan-out state. It stays on the stack; waits is allocated only
-// when a subscriber is congested.
+// fan is one publication's fan-out state. It stays on the stack.
 type fan struct {
-	p        *Pattern
-	id       dest.Identity
-	m        *message.Message
-	n        int
-	policy   int8              // 0 unknown, 1 pause producers, 2 drop
-	waits    []<-chan struct{} // congested subscribers' resume channels
-	lastWait <-chan struct{}
-	starved  []*delivery.Subscription // client-ack subscriptions at their prefetch (credit.go)
+	p      *Pattern
+	id     dest.Identity
+	m      *message.Message
+	n      int
+	policy int8 // 0 unknown, 1 close (CLOSE/BLOCK), 2 drop
 }
 
+// deliver is the per-subscription step of the fan-out: the subscription's filters (today
+// Allow, the authorization of a wildcard subscription's concrete channel) decide whether
+// it gets m at all, then m is written.
 func (f *fan) deliver(sub *delivery.Subscription) {
 	if sub.Allow != nil && !sub.Allow(f.id.Channel) {
 		return
@@ -196,37 +203,25 @@ func (f *fan) deliver(sub *delivery.Subscription) {
 			f.policy = 2
 		}
 	}
-	f.write(sub, true)
+	f.write(sub)
 }
 
-// write writes f.m to sub, recording a congested connection for the producer to wait on.
-// With credit, a client-ack subscription at its prefetch is not written: it is dropped
-// under slow-consumer-policy DROP, else it is starved (delivered by awaitCredit once it
-// has credit).
-func (f *fan) write(sub *delivery.Subscription, credit bool) {
-	res, congested := sub.Conn.DeliverEvent(sub, f.m, f.policy == 2, credit)
-	switch res {
-	case delivery.EventNoCredit:
-		if f.policy == 2 {
-			f.drop(sub, true)
-			return
-		}
-		f.starved = append(f.starved, sub)
-		return
-	case delivery.EventRefused:
-		f.drop(sub, f.policy == 2)
-		return
-	}
-	f.n++
-	if congested != nil && congested != f.lastWait {
-		f.lastWait = congested
-		f.waits = append(f.waits, congested)
+// write delivers f.m to sub under the destination's slow-consumer policy.
+func (f *fan) write(sub *delivery.Subscription) {
+	pol := delivery.EventPolicy{Drop: f.policy == 2, MaxBytes: f.p.opts.MaxBufferBytes, SlowAfter: f.p.opts.SlowConsumerTimeout}
+	switch sub.Conn.DeliverEvent(sub, f.m, pol) {
+	case delivery.EventWritten, delivery.EventHeld:
+		f.n++
+	case delivery.EventDropped:
+		f.drop(sub, true)
+	default: // EventRefused, EventOverflow (closed as a slow consumer, counted by its session)
+		f.drop(sub, false)
 	}
 }
 
-// drop counts a message not delivered to sub: its connection is closing (or closed as a
-// slow consumer), the producer's own wait was canceled, or (byPolicy) it is over its limit
-// or at its prefetch under slow-consumer-policy DROP.
+// drop counts a message not delivered to sub: its connection is closing (or was closed as
+// a slow consumer), or (byPolicy) it is over its limit or at its prefetch under
+// slow-consumer-policy DROP.
 func (f *fan) drop(sub *delivery.Subscription, byPolicy bool) {
 	sub.Dropped.Add(1)
 	f.p.d.EventsDropped.Add(1)

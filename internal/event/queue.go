@@ -148,7 +148,7 @@ func (q *Queue) drain() {
 		}
 		q.mu.Unlock()
 		for i, m := range batch {
-			if q.p.fanout(q.id, m, nil) == 0 {
+			if q.p.fanout(q.id, m) == 0 {
 				q.NoSub.Add(1)
 			}
 			q.Dispatched.Add(1)

@@ -11,8 +11,11 @@
 //
 // # Concurrency
 //
-// Everything exported is safe for concurrent use. Pattern.mu guards the readers; a reader's
-// own mutex guards its positions. Neither is held while calling the store.
+// Everything exported is safe for concurrent use. A publication takes no pattern-wide lock
+// (issue 32): it finds its log's state in a sync.Map and takes that log's tail lock, then
+// its readers lock, one after the other. Pattern.mu guards the reader set (subscribe,
+// detach, close, stats); a reader's own mutex guards its positions. None is held while
+// calling the store.
 package eventlog
 
 import (
@@ -79,18 +82,29 @@ type Pattern struct {
 	log  *slog.Logger
 	wg   sync.WaitGroup // running pollers
 
-	mu      sync.Mutex                         // guards the fields below
-	logs    map[dest.Identity][]*reader        // live readers by identity
-	tails   map[dest.Identity]*tail            // shared live tail of every log with readers
+	// live holds, by identity, the logState of every log with subscriptions: a publication
+	// finds its log here without a lock and takes only that log's lock (issue 32).
+	live sync.Map // dest.Identity → *logState
+
+	mu      sync.Mutex                         // guards the fields below; never taken by Publish
 	readers map[*delivery.Subscription]*reader // live readers by subscription
 	closed  bool                               // Close ran: no poller starts
 
 	durables durables // durable subscriptions: count, limit, live keys (durable.go)
 }
 
+// logState is one log's live readers and shared tail.
+type logState struct {
+	mu      sync.Mutex
+	readers []*reader // guarded by mu; replaced on change, never modified in place
+	refs    int       // subscriptions holding the tail, including ones still subscribing; guarded by mu
+	dead    bool      // guarded by mu: refs fell to 0 and it left Pattern.live
+	tail    tail
+}
+
 // New returns the events-store pattern; d supplies the counters.
 func New(d *dispatch.Dispatcher, o Options) *Pattern {
-	p := &Pattern{d: d, opts: o, log: o.Logger, logs: map[dest.Identity][]*reader{}, tails: map[dest.Identity]*tail{}, readers: map[*delivery.Subscription]*reader{}}
+	p := &Pattern{d: d, opts: o, log: o.Logger, readers: map[*delivery.Subscription]*reader{}}
 	if p.log == nil {
 		p.log = slog.New(slog.DiscardHandler)
 	}
@@ -105,14 +119,18 @@ func (p *Pattern) Publish(id dest.Identity, m *message.Message, _ <-chan struct{
 	if m.Sequence == 0 {
 		return false, dispatch.ErrNotStored
 	}
-	p.mu.Lock()
-	if t := p.tails[id]; t != nil {
-		t.put(m)
+	v, ok := p.live.Load(id)
+	if !ok {
+		return false, nil
 	}
-	for _, ls := range p.logs[id] {
+	lg := v.(*logState)
+	lg.tail.put(m)
+	lg.mu.Lock()
+	readers := lg.readers
+	lg.mu.Unlock()
+	for _, ls := range readers {
 		ls.poller.Kick() // the live tail
 	}
-	p.mu.Unlock()
 	return false, nil
 }
 
@@ -128,32 +146,28 @@ func (p *Pattern) Subscribe(sub *delivery.Subscription) error {
 		return err
 	}
 	id := sub.Identity()
-	p.mu.Lock()
-	t := p.tails[id]
-	if t == nil {
-		t = &tail{}
-		p.tails[id] = t
-	}
-	t.refs++ // held until Detach: a reader's tail stays the log's tail while it reads
-	p.mu.Unlock()
-	ls, err := p.newReader(sub, id, t)
+	lg := p.holdLog(id) // held until Detach: a reader's tail stays the log's tail while it reads
+	ls, err := p.newReader(sub, id, &lg.tail)
 	if err != nil {
-		p.releaseTail(id, t)
+		p.releaseLog(id, lg)
 		sub.Conn.Remove(sub)
 		return err
 	}
+	ls.log = lg
 	p.mu.Lock()
 	if p.closed {
 		p.mu.Unlock()
-		p.releaseTail(id, t)
+		p.releaseLog(id, lg)
 		p.releaseDurable(ls.key)
 		sub.Conn.Remove(sub)
 		return dispatch.ErrNotStored
 	}
-	p.logs[id] = append(p.logs[id], ls)
 	p.readers[sub] = ls
 	p.wg.Add(1)
 	p.mu.Unlock()
+	lg.mu.Lock()
+	lg.readers = append(lg.readers[:len(lg.readers):len(lg.readers)], ls)
+	lg.mu.Unlock()
 	sub.SetFeed(ls.poller)
 	run := func() {
 		defer p.wg.Done()
@@ -182,25 +196,50 @@ func (p *Pattern) Detach(sub *delivery.Subscription, _ []delivery.Unacked) {
 	ls := p.readers[sub]
 	if ls != nil {
 		delete(p.readers, sub)
-		delivery.RemoveFromList(p.logs, ls.id, ls)
 	}
 	p.mu.Unlock()
 	if ls != nil {
-		p.releaseTail(ls.id, ls.tail)
+		lg := ls.log
+		lg.mu.Lock()
+		for i, x := range lg.readers {
+			if x == ls {
+				lg.readers = append(lg.readers[:i:i], lg.readers[i+1:]...)
+				break
+			}
+		}
+		lg.mu.Unlock()
+		p.releaseLog(ls.id, lg)
 		ls.stop()
 	}
 }
 
-// releaseTail drops a subscription's hold on id's shared tail t and forgets the tail once
-// no subscription holds it. Counting holds, rather than the live readers, keeps a tail that
-// a Subscribe still setting up its reader uses: that reader relies on every publish after
-// its Bounds reaching its tail.
-func (p *Pattern) releaseTail(id dest.Identity, t *tail) {
-	p.mu.Lock()
-	if t.refs--; t.refs == 0 && p.tails[id] == t {
-		delete(p.tails, id)
+// holdLog returns id's live log state, made if needed, with one more hold on it.
+func (p *Pattern) holdLog(id dest.Identity) *logState {
+	for {
+		v, _ := p.live.LoadOrStore(id, &logState{})
+		lg := v.(*logState)
+		lg.mu.Lock()
+		if lg.dead { // its last hold was just released: make a new one
+			lg.mu.Unlock()
+			continue
+		}
+		lg.refs++
+		lg.mu.Unlock()
+		return lg
 	}
-	p.mu.Unlock()
+}
+
+// releaseLog drops a subscription's hold on id's log state lg and forgets it (its tail
+// too) once no subscription holds it. Counting holds, rather than the live readers, keeps
+// a tail that a Subscribe still setting up its reader uses: that reader relies on every
+// publish after its Bounds reaching its tail.
+func (p *Pattern) releaseLog(id dest.Identity, lg *logState) {
+	lg.mu.Lock()
+	if lg.refs--; lg.refs == 0 {
+		lg.dead = true
+		p.live.CompareAndDelete(id, lg)
+	}
+	lg.mu.Unlock()
 }
 
 // Close stops every reader, saves durable positions and waits until every poller has
@@ -236,14 +275,12 @@ func (p *Pattern) Stats() Stats {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	var st Stats
-	for _, subs := range p.logs {
-		for _, ls := range subs {
-			st.Pollers++
-			reg := ls.poller.Regulator()
-			st.MaxInterval = max(st.MaxInterval, reg.Interval())
-			st.Sheds += reg.Sheds.Load()
-			st.Skipped += ls.poller.Skipped.Load()
-		}
+	for _, ls := range p.readers {
+		st.Pollers++
+		reg := ls.poller.Regulator()
+		st.MaxInterval = max(st.MaxInterval, reg.Interval())
+		st.Sheds += reg.Sheds.Load()
+		st.Skipped += ls.poller.Skipped.Load()
 	}
 	return st
 }

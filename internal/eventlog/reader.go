@@ -33,6 +33,7 @@ type reader struct {
 	poller *outbox.Poller
 	key    string           // durable position key; "" when not durable
 	tail   *tail            // the log's shared live tail
+	log    *logState        // the log's live state (its readers and tail); set by Subscribe
 	next   *message.Message // the tail message being delivered (poller goroutine only)
 
 	// saveMu serialises the position saves (savePosition, stop): each computes a position

@@ -27,8 +27,6 @@ const (
 // every subscriber (message.Message.Shared). Only messages already committed (published
 // after their fsync) enter it. Safe for concurrent use.
 type tail struct {
-	refs int // subscriptions using the tail, including ones still subscribing; guarded by Pattern.mu
-
 	mu    sync.Mutex
 	ring  [tailSize]*message.Message // guarded by mu: ring[seq%tailSize], sequences in [lo, hi]
 	hi    uint64                     // guarded by mu: the highest sequence published since the tail was made

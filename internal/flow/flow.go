@@ -1,16 +1,16 @@
-// Package flow is Titan's flow control (DESIGN §9): the watermarks that pause producers
-// instead of dropping what they send.
+// Package flow is Titan's flow control (DESIGN §9): the watermarks of a subscriber's
+// output and of the heap.
 //
 // A subscriber's connection carries an Outbound: the bytes queued for its writer, with a
-// high and a low watermark. Crossing the high one makes the connection congested; a
-// producer whose message was written to a congested connection waits (Stats.Wait) in its
-// own read goroutine — so its connection stops being read — until the subscriber's writer
-// brings the queue back to the low watermark, or the subscriber's connection closes. A
-// subscriber that stays over the high watermark without its queue shrinking for SlowAfter
-// is a slow consumer: its owner closes it with an ERROR, which releases the producers.
+// high and a low watermark. Crossing the high one makes the connection congested and arms
+// the slow-consumer timer: a subscriber that stays over the high watermark without its queue
+// shrinking for SlowAfter is a slow consumer, and its owner closes it with an ERROR. No
+// producer waits for a congested subscriber (issue 30: a slow subscriber is isolated; the
+// events pattern bounds what it buffers for one, delivery.EventPolicy).
 //
 // Heap is the broker-wide pair of watermarks over the Go heap: over the high mark every
-// producer pauses before publishing, until the heap falls under the low mark.
+// producer pauses before publishing (Stats.Wait), until the heap falls under the low mark.
+// It is the only place producers pause for flow control.
 //
 // # Concurrency
 //
@@ -36,9 +36,9 @@ type Stats struct {
 	Dropped atomic.Uint64
 }
 
-// Wait pauses the calling producer until every channel in waits is closed (each is a
-// congested connection's Outbound.Congested, closed at its low watermark or when the
-// connection closes), or until cancel or stop closes. nil channels are skipped. It reports
+// Wait pauses the calling producer until every channel in waits is closed (the heap's
+// Congested, or a congested connection's Outbound.Congested, closed at its low watermark or
+// when the connection closes), or until cancel or stop closes. nil channels are skipped. It reports
 // false when cancel or stop ended the wait. It counts one pause and one resume when it
 // waited at all. st may be nil (nothing is counted).
 func (st *Stats) Wait(waits []<-chan struct{}, cancel, stop <-chan struct{}) bool {

@@ -71,9 +71,12 @@ type Pattern interface {
 type Requests interface {
 	Subscriber
 	// Request sends m (a command or query to id) to one responder and arms its timeout;
-	// replyTo is where the response, or the broker's executed:false answer, goes. Errors:
-	// a correlation-id already pending on replyTo, or the pattern closed.
-	Request(id dest.Identity, m *message.Message, replyTo dest.Identity, corr string, timeout time.Duration) error
+	// replyTo is where the response, or the broker's executed:false answer, goes;
+	// requester is the sending connection's delivery state (nil when there is none), whose
+	// pending requests are bounded. Errors: a correlation-id already pending on replyTo, a
+	// bound on pending requests (an error with a Refusal() (message, detail string) method
+	// giving the ERROR to send), or the pattern closed.
+	Request(id dest.Identity, m *message.Message, replyTo dest.Identity, corr string, timeout time.Duration, requester *delivery.Conn) error
 	// Respond matches a SEND to replyTo with correlation-id corr: pending when it completed
 	// a request, late when that request had timed out.
 	Respond(replyTo dest.Identity, corr string) (pending, late bool)

@@ -75,7 +75,7 @@ func (e *fakeEngine) Ack(c *delivery.Conn, key, sub string, nack bool) error {
 }
 func (e *fakeEngine) CloseConn(c *delivery.Conn)               {}
 func (e *fakeEngine) NewConn(w delivery.Writer) *delivery.Conn { return delivery.NewConn(w, nil) }
-func (e *fakeEngine) Request(id dest.Identity, m *message.Message, replyTo dest.Identity, corr string, timeout time.Duration) error {
+func (e *fakeEngine) Request(id dest.Identity, m *message.Message, replyTo dest.Identity, corr string, timeout time.Duration, _ *delivery.Conn) error {
 	return nil
 }
 func (e *fakeEngine) Respond(replyTo dest.Identity, corr string) (bool, bool) {

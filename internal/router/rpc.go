@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/titan-broker/titan/internal/delivery"
 	"github.com/titan-broker/titan/internal/dest"
 	"github.com/titan-broker/titan/internal/dispatch"
 	"github.com/titan-broker/titan/internal/frame"
@@ -83,9 +84,21 @@ func (s requestStage) Apply(c *Context) {
 	}
 	m = message.Rebuilt(m, headers) // a message is immutable once built (its tail is encoded)
 	c.Message = m
-	if err := s.router.ports.Requests.Request(c.Identity, m, replyTo, corr, timeout); err != nil {
+	var requester *delivery.Conn
+	if c.Conn != nil {
+		requester = c.Conn.Delivery
+	}
+	if err := s.router.ports.Requests.Request(c.Identity, m, replyTo, corr, timeout, requester); err != nil {
 		if errors.Is(err, dispatch.ErrCanceled) {
 			c.failWith("server shutting down", "the request was not accepted", err)
+			return
+		}
+		var refusal interface {
+			Refusal() (message, detail string)
+		}
+		if errors.As(err, &refusal) { // a bound on pending requests, named
+			msg, detail := refusal.Refusal()
+			c.failWith(msg, detail, err)
 			return
 		}
 		c.fail("duplicate correlation-id", "a request with correlation-id "+frame.Echo(corr)+" is already pending")

@@ -18,8 +18,17 @@
 //
 // # Concurrency
 //
-// Everything exported is safe for concurrent use. The pattern's mutex is never held while
-// delivering, publishing or taking a delivery.Conn's lock.
+// Everything exported is safe for concurrent use. No lock of the pattern spans more than one
+// request channel or one shard of pending requests (issue 32): a request channel's lock
+// (its responders and round-robin cursor) is held while asking a responder's credit
+// (delivery.Conn.mu), and a pending shard's lock nests nothing. Neither is held while
+// delivering or publishing.
+//
+// # Bounds
+//
+// Pending requests are bounded per connection (Options.MaxPendingByClient) and for the
+// pattern (Options.MaxPending) besides their timeout; a request over a bound is refused
+// with a *PendingLimitError naming its configuration key.
 package rpc
 
 import (
@@ -71,6 +80,13 @@ type Options struct {
 	Clock clock.Clock
 	// Logger receives the pattern's events; nil discards them.
 	Logger *slog.Logger
+	// MaxPending bounds the requests awaiting a response in the whole pattern
+	// (limits.max-pending-requests); a request over it is refused with a
+	// *PendingLimitError. 0 means no bound.
+	MaxPending int
+	// MaxPendingByClient bounds the requests one connection has awaiting a response
+	// (limits.max-pending-requests-by-client); 0 means no bound.
+	MaxPendingByClient int
 }
 
 // Pattern is request/response. Create with New.
@@ -79,6 +95,8 @@ type Pattern struct {
 	log    *slog.Logger
 	rpc    *rpcState
 	timers clock.Callbacks // running timeout callbacks, waited for by Close
+
+	brokerLimit, byClientLimit error // the refusals over MaxPending and MaxPendingByClient, made once
 }
 
 // New returns the request/response pattern.
@@ -86,7 +104,9 @@ func New(o Options) *Pattern {
 	if o.Clock == nil {
 		o.Clock = clock.Real
 	}
-	p := &Pattern{opts: o, log: o.Logger, rpc: newRPCState()}
+	p := &Pattern{opts: o, log: o.Logger, rpc: newRPCState(),
+		brokerLimit:   &PendingLimitError{Key: KeyMaxPending, Max: o.MaxPending},
+		byClientLimit: &PendingLimitError{Key: KeyMaxPendingByClient, Max: o.MaxPendingByClient}}
 	if p.log == nil {
 		p.log = slog.New(slog.DiscardHandler)
 	}
@@ -101,49 +121,57 @@ func (p *Pattern) Subscribe(sub *delivery.Subscription) error {
 		return err
 	}
 	id := sub.Identity()
-	r := p.rpc
-	r.mu.Lock()
-	r.responders[id] = append(r.responders[id], sub)
-	r.mu.Unlock()
-	return nil
+	for {
+		v, _ := p.rpc.channels.LoadOrStore(id, &channel{})
+		ch := v.(*channel)
+		ch.mu.Lock()
+		if ch.dead { // its last responder just left: make a new one
+			ch.mu.Unlock()
+			continue
+		}
+		ch.subs = append(ch.subs[:len(ch.subs):len(ch.subs)], sub)
+		ch.mu.Unlock()
+		return nil
+	}
 }
 
 // Detach implements delivery.Owner: sub stops responding. A request it received and did not
 // answer times out.
 func (p *Pattern) Detach(sub *delivery.Subscription, _ []delivery.Unacked) {
 	id := sub.Identity()
-	r := p.rpc
-	r.mu.Lock()
-	if delivery.RemoveFromList(r.responders, id, sub) {
-		delete(r.rr, id)
+	v, ok := p.rpc.channels.Load(id)
+	if !ok {
+		return
 	}
-	r.mu.Unlock()
+	ch := v.(*channel)
+	ch.mu.Lock()
+	for i, s := range ch.subs {
+		if s == sub {
+			ch.subs = append(ch.subs[:i:i], ch.subs[i+1:]...)
+			ch.rr = 0
+			break
+		}
+	}
+	if len(ch.subs) == 0 && !ch.dead {
+		ch.dead = true
+		p.rpc.channels.CompareAndDelete(id, ch)
+	}
+	ch.mu.Unlock()
 }
 
 // Own registers c as the connection owning session id's temp-queues.
-func (p *Pattern) Own(session string, c *delivery.Conn) {
-	r := p.rpc
-	r.mu.Lock()
-	r.owners[session] = c
-	r.mu.Unlock()
-}
+func (p *Pattern) Own(session string, c *delivery.Conn) { p.rpc.owners.Store(session, c) }
 
 // Release forgets session id's ownership and deletes its temp-queues (its connection
 // closed): pending replies are discarded.
 func (p *Pattern) Release(session string) {
-	r := p.rpc
-	r.mu.Lock()
-	delete(r.owners, session)
-	r.mu.Unlock()
+	p.rpc.owners.Delete(session)
 	p.opts.TempQueues.DropOwned(session)
 }
 
 // TempOwnerAlive reports whether session id owns live temp-queues.
 func (p *Pattern) TempOwnerAlive(session string) bool {
-	r := p.rpc
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	_, ok := r.owners[session]
+	_, ok := p.rpc.owners.Load(session)
 	return ok
 }
 
@@ -166,14 +194,17 @@ func (t tempPublisher) Publish(id dest.Identity, m *message.Message, cancel <-ch
 // Idempotent.
 func (p *Pattern) Close() {
 	p.timers.Close()
-	r := p.rpc
-	r.mu.Lock()
-	r.closed = true
-	for k, pr := range r.pending {
-		pr.timer.Stop()
-		delete(r.pending, k)
+	for i := range p.rpc.pending {
+		sh := &p.rpc.pending[i]
+		sh.mu.Lock()
+		sh.closed = true
+		for k, pr := range sh.pending {
+			pr.timer.Stop()
+			delete(sh.pending, k)
+			p.release(pr.requester)
+		}
+		sh.mu.Unlock()
 	}
-	r.mu.Unlock()
 }
 
 // tempOwner returns the owning session id of a temp-queue channel ("<session>.<name>").

@@ -2,6 +2,7 @@ package rpc
 
 import (
 	"errors"
+	"hash/maphash"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -13,13 +14,6 @@ import (
 	"github.com/titan-broker/titan/internal/dispatch"
 	"github.com/titan-broker/titan/internal/frame"
 	"github.com/titan-broker/titan/internal/message"
-)
-
-// Errors of the request path.
-var (
-	// ErrDuplicateRequest is returned by Request for a correlation-id already pending on the
-	// same reply-to destination.
-	ErrDuplicateRequest = errors.New("rpc: correlation-id already pending")
 )
 
 // RPC header names.
@@ -69,33 +63,68 @@ func (c *rpcCounters) observe(d time.Duration) {
 }
 
 type pendingRequest struct {
-	key      string
-	request  dest.Identity // the command or query channel
-	replyTo  dest.Identity
-	corr     string
-	started  time.Time
-	timer    clock.Timer
-	counters *rpcCounters
+	key       string
+	request   dest.Identity // the command or query channel
+	replyTo   dest.Identity
+	corr      string
+	started   time.Time
+	timer     clock.Timer
+	counters  *rpcCounters
+	requester *delivery.Conn // the connection that sent it (its count of pending requests); may be nil
 }
 
-// rpcState is the request/response bookkeeping.
+// pendingShards is the number of shards of the pending requests (a power of two).
+const pendingShards = 64
+
+// rpcState is the request/response bookkeeping. Nothing broker-wide is locked on the
+// request path (issue 32): responders are kept per request channel, each with its own
+// lock; pending requests are sharded by their key (reply-to and correlation-id); counters
+// and temp-queue owners are read without a lock.
 type rpcState struct {
-	mu         sync.Mutex
-	responders map[dest.Identity][]*delivery.Subscription // guarded by mu
-	rr         map[dest.Identity]int                      // guarded by mu
-	pending    map[string]*pendingRequest                 // by reply-to identity + correlation-id; guarded by mu
-	expired    map[string]time.Time                       // recently timed-out keys, for counting late responses; guarded by mu
-	counters   map[dest.Identity]*rpcCounters             // guarded by mu
-	closed     bool                                       // Close ran: no timer is armed; guarded by mu
-	owners     map[string]*delivery.Conn                  // temp-queue owner session ids → connection; guarded by mu
+	channels sync.Map // dest.Identity → *channel: the responders of one request channel
+	pending  [pendingShards]pendingShard
+	counters counterSet
+	owners   sync.Map     // temp-queue owner session id → *delivery.Conn
+	inFlight atomic.Int64 // pending requests of the whole pattern (Options.MaxPending)
+}
+
+// channel is one request channel's responders and round-robin cursor.
+type channel struct {
+	mu   sync.Mutex
+	subs []*delivery.Subscription // guarded by mu; replaced, never modified in place
+	rr   int                      // guarded by mu: the next responder to try
+	dead bool                     // guarded by mu: its last responder left; it is no longer in channels
+}
+
+// pendingShard is one shard of the pending requests, by key.
+type pendingShard struct {
+	mu      sync.Mutex
+	pending map[string]*pendingRequest // by reply-to identity + correlation-id; guarded by mu
+	expired map[string]time.Time       // recently timed-out keys, for counting late responses; guarded by mu
+	closed  bool                       // Close ran: no timer is armed; guarded by mu
+	_       [64]byte                   // keeps shards' locks off each other's cache lines
 }
 
 func newRPCState() *rpcState {
-	return &rpcState{
-		responders: map[dest.Identity][]*delivery.Subscription{}, rr: map[dest.Identity]int{},
-		pending: map[string]*pendingRequest{}, expired: map[string]time.Time{},
-		counters: map[dest.Identity]*rpcCounters{}, owners: map[string]*delivery.Conn{},
+	r := &rpcState{}
+	for i := range r.pending {
+		r.pending[i].pending = map[string]*pendingRequest{}
+		r.pending[i].expired = map[string]time.Time{}
 	}
+	return r
+}
+
+var shardSeed = maphash.MakeSeed()
+
+func (r *rpcState) shard(key string) *pendingShard {
+	return &r.pending[maphash.String(shardSeed, key)&(pendingShards-1)]
+}
+
+// counterSet holds the per-channel counters: read without a lock, created under mu.
+type counterSet struct {
+	m  sync.Map   // dest.Identity → *rpcCounters
+	mu sync.Mutex // serializes creation
+	n  int        // counters created; guarded by mu
 }
 
 // maxRPCChannels bounds the request channels with counters of their own; requests to
@@ -103,18 +132,24 @@ func newRPCState() *rpcState {
 // endless channels cannot grow the metrics without bound.
 const maxRPCChannels = 1000
 
-func (r *rpcState) countersLocked(id dest.Identity) *rpcCounters {
-	c := r.counters[id]
-	if c == nil {
-		if len(r.counters) >= maxRPCChannels {
-			id = dest.Identity{Group: "_other", Pattern: id.Pattern, Channel: "_other"}
-			if c = r.counters[id]; c != nil {
-				return c
-			}
-		}
-		c = &rpcCounters{}
-		r.counters[id] = c
+func (cs *counterSet) get(id dest.Identity) *rpcCounters {
+	if c, ok := cs.m.Load(id); ok {
+		return c.(*rpcCounters)
 	}
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	if c, ok := cs.m.Load(id); ok {
+		return c.(*rpcCounters)
+	}
+	if cs.n >= maxRPCChannels {
+		id = dest.Identity{Group: "_other", Pattern: id.Pattern, Channel: "_other"}
+		if c, ok := cs.m.Load(id); ok {
+			return c.(*rpcCounters)
+		}
+	}
+	c := &rpcCounters{}
+	cs.m.Store(id, c)
+	cs.n++
 	return c
 }
 
@@ -122,69 +157,81 @@ func pendingKey(replyTo dest.Identity, corr string) string {
 	return replyTo.Group + "\x00" + replyTo.Pattern.String() + "\x00" + replyTo.Channel + "\x00" + corr
 }
 
-// maxExpired bounds the remembered timed-out requests (oldest forgotten first).
+// maxExpired bounds the remembered timed-out requests, over all shards (oldest of a shard
+// forgotten first).
 const maxExpired = 10000
 
 // Request sends m (a command or query to id) to one responder and arms its timeout; replyTo
-// is where the response, or the broker's executed:false answer, goes. It never fails for want
-// of a responder: that answer is published at once instead. With Options.Responders the
-// responder is whichever one that port offers m to (cluster mode: a responder of any node);
-// otherwise one of this pattern's own, round-robin among those with credit. Errors:
-// ErrDuplicateRequest; dispatch.ErrCanceled after Close.
-func (p *Pattern) Request(id dest.Identity, m *message.Message, replyTo dest.Identity, corr string, timeout time.Duration) error {
+// is where the response, or the broker's executed:false answer, goes; requester is the
+// connection that sent it (nil for none: HTTP, embedded), whose pending requests are
+// bounded by Options.MaxPendingByClient. It never fails for want of a responder: that
+// answer is published at once instead. With Options.Responders the responder is whichever
+// one that port offers m to (cluster mode: a responder of any node); otherwise one of this
+// pattern's own, round-robin among those with credit (one whose writer refuses is skipped
+// for the next, up to maxDeliverAttempts). Errors: ErrDuplicateRequest; a
+// *PendingLimitError (ErrTooManyPending) over a bound on pending requests;
+// dispatch.ErrCanceled after Close.
+func (p *Pattern) Request(id dest.Identity, m *message.Message, replyTo dest.Identity, corr string, timeout time.Duration, requester *delivery.Conn) error {
 	r := p.rpc
 	key := pendingKey(replyTo, corr)
-	r.mu.Lock()
-	if _, dup := r.pending[key]; dup {
-		r.mu.Unlock()
-		return ErrDuplicateRequest
+	sh := r.shard(key)
+	if err := p.reserve(requester); err != nil {
+		return err
 	}
-	cnt := r.countersLocked(id)
-	cnt.requests.Add(1)
+	cnt := r.counters.get(id)
 	remote := p.opts.Responders
 	var chosen *delivery.Subscription
 	if remote == nil {
-		subs := r.responders[id]
-		n := len(subs)
-		start := r.rr[id]
-		for i := 0; i < n; i++ {
-			s := subs[(start+i)%n]
-			if s.HasCredit() {
-				chosen = s
-				r.rr[id] = (start + i + 1) % n
-				break
+		if chosen = r.choose(id); chosen == nil {
+			p.release(requester)
+			sh.mu.Lock() // a refusal comes before the "no responder" answer
+			_, dup := sh.pending[key]
+			closed := sh.closed
+			sh.mu.Unlock()
+			switch {
+			case closed:
+				return dispatch.ErrCanceled
+			case dup:
+				return ErrDuplicateRequest
 			}
-		}
-		if chosen == nil {
-			r.mu.Unlock()
+			cnt.requests.Add(1)
 			cnt.noResponder.Add(1)
 			p.answer(replyTo, corr, "no responder")
 			return nil
 		}
 	}
-	if r.closed {
-		r.mu.Unlock()
-		return dispatch.ErrCanceled // closed: the broker is shutting down
+	pr := &pendingRequest{key: key, request: id, replyTo: replyTo, corr: corr, started: p.opts.Clock.Now(), counters: cnt, requester: requester}
+	sh.mu.Lock()
+	if _, dup := sh.pending[key]; dup || sh.closed {
+		closed := sh.closed
+		sh.mu.Unlock()
+		p.release(requester)
+		if closed {
+			return dispatch.ErrCanceled
+		}
+		return ErrDuplicateRequest
 	}
-	pr := &pendingRequest{key: key, request: id, replyTo: replyTo, corr: corr, started: p.opts.Clock.Now(), counters: cnt}
-	r.pending[key] = pr
+	sh.pending[key] = pr
 	pr.timer = p.opts.Clock.AfterFunc(timeout, func() { p.expire(pr) })
-	r.mu.Unlock()
+	sh.mu.Unlock()
+	cnt.requests.Add(1)
 	var taken bool
 	if remote != nil {
 		taken = remote.Offer(id, m, replyTo, corr, timeout)
 	} else {
-		taken = chosen.Conn.Deliver(chosen, m, nil, 0, 1)
+		// A responder whose writer refuses (over its outbound limit) is stalled by the
+		// refusal: the next one with credit gets the request.
+		for range maxDeliverAttempts {
+			if taken = chosen.Conn.Deliver(chosen, m, nil, 0, 1); taken {
+				break
+			}
+			if chosen = r.choose(id); chosen == nil {
+				break
+			}
+		}
 	}
 	if !taken {
-		r.mu.Lock()
-		mine := r.pending[key] == pr // not already answered by its timeout
-		if mine {
-			delete(r.pending, key)
-		}
-		r.mu.Unlock()
-		pr.timer.Stop()
-		if mine {
+		if p.take(pr) { // not already answered by its timeout or a response
 			cnt.noResponder.Add(1)
 			p.answer(replyTo, corr, "no responder")
 		}
@@ -192,29 +239,98 @@ func (p *Pattern) Request(id dest.Identity, m *message.Message, replyTo dest.Ide
 	return nil
 }
 
+// maxDeliverAttempts bounds the responders a request is offered to before it is answered
+// "no responder".
+const maxDeliverAttempts = 8
+
+// choose returns the next responder of id with credit, round-robin, or nil.
+func (r *rpcState) choose(id dest.Identity) *delivery.Subscription {
+	v, ok := r.channels.Load(id)
+	if !ok {
+		return nil
+	}
+	ch := v.(*channel)
+	ch.mu.Lock()
+	defer ch.mu.Unlock()
+	n := len(ch.subs)
+	for i := range n {
+		s := ch.subs[(ch.rr+i)%n]
+		if s.HasCredit() {
+			ch.rr = (ch.rr + i + 1) % n
+			return s
+		}
+	}
+	return nil
+}
+
+// reserve counts one more pending request of requester and of the pattern, or refuses it
+// over Options.MaxPendingByClient or Options.MaxPending.
+func (p *Pattern) reserve(requester *delivery.Conn) error {
+	if requester != nil {
+		if n := requester.PendingRequests.Add(1); p.opts.MaxPendingByClient > 0 && n > int64(p.opts.MaxPendingByClient) {
+			requester.PendingRequests.Add(-1)
+			return p.byClientLimit
+		}
+	}
+	if n := p.rpc.inFlight.Add(1); p.opts.MaxPending > 0 && n > int64(p.opts.MaxPending) {
+		p.rpc.inFlight.Add(-1)
+		if requester != nil {
+			requester.PendingRequests.Add(-1)
+		}
+		return p.brokerLimit
+	}
+	return nil
+}
+
+// release undoes reserve: a request of requester is no longer pending.
+func (p *Pattern) release(requester *delivery.Conn) {
+	p.rpc.inFlight.Add(-1)
+	if requester != nil {
+		requester.PendingRequests.Add(-1)
+	}
+}
+
+// take removes pr from the pending requests and stops its timer; it reports false when
+// something else (a response, its timeout, Close) already took it.
+func (p *Pattern) take(pr *pendingRequest) bool {
+	sh := p.rpc.shard(pr.key)
+	sh.mu.Lock()
+	mine := sh.pending[pr.key] == pr
+	if mine {
+		delete(sh.pending, pr.key)
+	}
+	sh.mu.Unlock()
+	if mine {
+		pr.timer.Stop()
+		p.release(pr.requester)
+	}
+	return mine
+}
+
 func (p *Pattern) expire(pr *pendingRequest) {
 	if !p.timers.Enter() {
 		return // closed
 	}
 	defer p.timers.Leave()
-	r := p.rpc
-	r.mu.Lock()
-	if r.closed || r.pending[pr.key] != pr {
-		r.mu.Unlock()
+	sh := p.rpc.shard(pr.key)
+	sh.mu.Lock()
+	if sh.closed || sh.pending[pr.key] != pr {
+		sh.mu.Unlock()
 		return
 	}
-	delete(r.pending, pr.key)
-	if len(r.expired) >= maxExpired {
+	delete(sh.pending, pr.key)
+	if len(sh.expired) >= maxExpired/pendingShards {
 		oldest, ot := "", time.Time{}
-		for k, t := range r.expired {
+		for k, t := range sh.expired {
 			if oldest == "" || t.Before(ot) {
 				oldest, ot = k, t
 			}
 		}
-		delete(r.expired, oldest)
+		delete(sh.expired, oldest)
 	}
-	r.expired[pr.key] = p.opts.Clock.Now()
-	r.mu.Unlock()
+	sh.expired[pr.key] = p.opts.Clock.Now()
+	sh.mu.Unlock()
+	p.release(pr.requester)
 	pr.counters.timeouts.Add(1)
 	p.answer(pr.replyTo, pr.corr, "timeout")
 }
@@ -245,35 +361,33 @@ func (p *Pattern) answer(replyTo dest.Identity, corr, reason string) {
 // It returns pending=true when it completed a request (the caller publishes the response as
 // usual), late=true when the request had already timed out (the caller drops it).
 func (p *Pattern) Respond(replyTo dest.Identity, corr string) (pending, late bool) {
-	r := p.rpc
 	key := pendingKey(replyTo, corr)
-	r.mu.Lock()
-	pr, ok := r.pending[key]
+	sh := p.rpc.shard(key)
+	sh.mu.Lock()
+	pr, ok := sh.pending[key]
 	if ok {
-		delete(r.pending, key)
-		r.mu.Unlock()
+		delete(sh.pending, key)
+		sh.mu.Unlock()
 		pr.timer.Stop()
+		p.release(pr.requester)
 		pr.counters.responses.Add(1)
 		pr.counters.observe(p.opts.Clock.Now().Sub(pr.started))
 		return true, false
 	}
-	_, late = r.expired[key]
+	_, late = sh.expired[key]
 	if late {
-		delete(r.expired, key)
+		delete(sh.expired, key)
 	}
-	r.mu.Unlock()
+	sh.mu.Unlock()
 	return false, late
 }
 
 // CountDroppedResponse counts a response the caller dropped (late or unknown) against the
 // request channel's counters when known, else against the reply destination.
 func (p *Pattern) CountDroppedResponse(replyTo dest.Identity, late bool) {
-	r := p.rpc
-	r.mu.Lock()
 	// Reply destinations (temp-queues above all) come and go: count them under one series
 	// per pattern rather than one per destination.
-	c := r.countersLocked(dest.Identity{Group: "_replies", Pattern: replyTo.Pattern, Channel: "_replies"})
-	r.mu.Unlock()
+	c := p.rpc.counters.get(dest.Identity{Group: "_replies", Pattern: replyTo.Pattern, Channel: "_replies"})
 	if late {
 		c.late.Add(1)
 	} else {
@@ -281,12 +395,14 @@ func (p *Pattern) CountDroppedResponse(replyTo dest.Identity, late bool) {
 	}
 }
 
+// Pending returns the number of requests awaiting a response (or their timeout).
+func (p *Pattern) Pending() int { return int(p.rpc.inFlight.Load()) }
+
 // Stats returns the request/response counters per channel, sorted.
 func (p *Pattern) Stats() []Stats {
-	r := p.rpc
-	r.mu.Lock()
-	out := make([]Stats, 0, len(r.counters))
-	for id, c := range r.counters {
+	var out []Stats
+	p.rpc.counters.m.Range(func(k, v any) bool {
+		id, c := k.(dest.Identity), v.(*rpcCounters)
 		c.mu.Lock()
 		st := Stats{
 			Group: id.Group, Pattern: id.Pattern.String(), Channel: id.Channel,
@@ -299,8 +415,8 @@ func (p *Pattern) Stats() []Stats {
 		}
 		c.mu.Unlock()
 		out = append(out, st)
-	}
-	r.mu.Unlock()
+		return true
+	})
 	sort.Slice(out, func(i, j int) bool {
 		if out[i].Group != out[j].Group {
 			return out[i].Group < out[j].Group

@@ -1,0 +1,313 @@
+package rpc
+
+import (
+	"bytes"
+	"errors"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/titan-broker/titan/internal/clock"
+	"github.com/titan-broker/titan/internal/delivery"
+	"github.com/titan-broker/titan/internal/dest"
+	"github.com/titan-broker/titan/internal/dispatch"
+	"github.com/titan-broker/titan/internal/frame"
+	"github.com/titan-broker/titan/internal/message"
+)
+
+// recWriter is a responder's delivery.Writer: it records the bodies of the MESSAGEs
+// written to it, or refuses them while full.
+type recWriter struct {
+	mu     sync.Mutex
+	full   bool
+	bodies []string
+}
+
+func (w *recWriter) Version() frame.Version { return frame.V12 }
+func (w *recWriter) QueuedBytes() int64     { return 0 }
+func (w *recWriter) WriteMessage(p *frame.Buf, shared []byte) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.full {
+		return false
+	}
+	frame.PutBuf(p)
+	_, body, _ := bytes.Cut(shared, []byte("\n\n"))
+	w.bodies = append(w.bodies, string(bytes.TrimRight(body, "\x00\n")))
+	return true
+}
+func (w *recWriter) WriteEvent(p *frame.Buf, s []byte, _ bool) (bool, <-chan struct{}) {
+	return w.WriteMessage(p, s), nil
+}
+func (w *recWriter) got() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return append([]string(nil), w.bodies...)
+}
+
+// answers records the broker's executed:false answers: "<corr>:<error>".
+type answers struct {
+	mu  sync.Mutex
+	got []string
+}
+
+func (a *answers) Publish(_ dest.Identity, m *message.Message, _ <-chan struct{}) (bool, error) {
+	corr, _ := m.Header(frame.HdrCorrelationID)
+	reason, _ := m.Header(HdrError)
+	a.mu.Lock()
+	a.got = append(a.got, corr+":"+reason)
+	a.mu.Unlock()
+	return false, nil
+}
+func (a *answers) DropOwned(string) {}
+func (a *answers) list() string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return strings.Join(a.got, " ")
+}
+
+var (
+	cmd     = dest.Identity{Group: "default", Pattern: dest.PatternCommands, Channel: "work"}
+	replyTo = dest.Identity{Group: "default", Pattern: dest.PatternQueues, Channel: "replies"}
+)
+
+func newPattern(o Options) (*Pattern, *answers) {
+	a := &answers{}
+	o.Replies, o.TempQueues = a, a
+	return New(o), a
+}
+
+func responder(t *testing.T, p *Pattern, id string, ack delivery.AckMode, prefetch int) (*recWriter, *delivery.Subscription) {
+	t.Helper()
+	w := &recWriter{}
+	sub := &delivery.Subscription{ID: id, Conn: delivery.NewConn(w, nil), Group: "default",
+		Dest: dest.Destination{Pattern: dest.PatternCommands, Channel: "work"}, Ack: ack, Prefetch: prefetch}
+	if err := p.Subscribe(sub); err != nil {
+		t.Fatal(err)
+	}
+	return w, sub
+}
+
+func req(body string) *message.Message {
+	return &message.Message{ID: body, Group: "default", Destination: "/command/work", Body: []byte(body)}
+}
+
+// TestRoundRobinSkipsRespondersWithoutCredit checks responder choice: requests go
+// round-robin among the responders, skipping one at its prefetch (client ack) or whose
+// writer refused (stalled), and with none able to take it the broker answers
+// "no responder" at once.
+func TestRoundRobinSkipsRespondersWithoutCredit(t *testing.T) {
+	p, ans := newPattern(Options{})
+	defer p.Close()
+	a, _ := responder(t, p, "a", delivery.AckAuto, 0)
+	b, _ := responder(t, p, "b", delivery.AckAuto, 0)
+	c, csub := responder(t, p, "c", delivery.AckClientIndividual, 1)
+	for i := range 6 {
+		if err := p.Request(cmd, req("r"+strconv.Itoa(i)), replyTo, "k"+strconv.Itoa(i), time.Minute, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// c took r2 and is then at its prefetch: a and b share the rest in turn.
+	if g := strings.Join(a.got(), " ") + "|" + strings.Join(b.got(), " ") + "|" + strings.Join(c.got(), " "); g != "r0 r3 r5|r1 r4|r2" {
+		t.Fatalf("a|b|c got %s, want r0 r3 r5|r1 r4|r2", g)
+	}
+	// c acknowledges: it has credit again and is next in turn after a and b.
+	key, _ := csub.OldestPending()
+	if err := csub.Conn.Ack(key, "c", false); err != nil {
+		t.Fatal(err)
+	}
+	a.full, b.full = true, true
+	for _, k := range []string{"x", "y"} {
+		if err := p.Request(cmd, req(k), replyTo, k, time.Minute, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// x: a and b refuse (stalled), c takes it; y: nobody has credit.
+	if g := strings.Join(c.got(), " "); g != "r2 x" {
+		t.Fatalf("c got %q, want r2 x", g)
+	}
+	if g := ans.list(); g != "y:no responder" {
+		t.Fatalf("answers %q, want y:no responder", g)
+	}
+	if p.Pending() != 7 {
+		t.Fatalf("%d pending, want 7 (every request a responder took)", p.Pending())
+	}
+}
+
+// TestTimeoutAndLateResponse checks a request's life under the clock port: unanswered, it
+// times out exactly at its timeout with the broker's "timeout" answer; a response after that
+// is late (dropped, counted); a response before it completes it, stops its timer and is
+// observed in the histogram; an unknown response is neither.
+func TestTimeoutAndLateResponse(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p, ans := newPattern(Options{Clock: clock.Real})
+		defer p.Close()
+		responder(t, p, "a", delivery.AckAuto, 0)
+		if err := p.Request(cmd, req("slow"), replyTo, "slow", 5*time.Second, nil); err != nil {
+			t.Fatal(err)
+		}
+		if err := p.Request(cmd, req("fast"), replyTo, "fast", 5*time.Second, nil); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Second)
+		if pending, late := p.Respond(replyTo, "fast"); !pending || late {
+			t.Fatalf("response in time: pending %v late %v", pending, late)
+		}
+		time.Sleep(4*time.Second - time.Nanosecond)
+		synctest.Wait()
+		if ans.list() != "" {
+			t.Fatalf("answered before the timeout: %q", ans.list())
+		}
+		time.Sleep(time.Nanosecond)
+		synctest.Wait()
+		if g := ans.list(); g != "slow:timeout" {
+			t.Fatalf("answers %q, want slow:timeout", g)
+		}
+		if pending, late := p.Respond(replyTo, "slow"); pending || !late {
+			t.Fatalf("response after the timeout: pending %v late %v, want late", pending, late)
+		}
+		if pending, late := p.Respond(replyTo, "nobody"); pending || late {
+			t.Fatalf("unknown response: pending %v late %v", pending, late)
+		}
+		time.Sleep(time.Minute) // the answered request's timer was stopped
+		synctest.Wait()
+		st := p.Stats()
+		if len(st) != 1 || st[0].Requests != 2 || st[0].Responses != 1 || st[0].Timeouts != 1 || st[0].Count != 1 || st[0].Sum != 1 {
+			t.Fatalf("stats %+v", st)
+		}
+		if ans.list() != "slow:timeout" || p.Pending() != 0 {
+			t.Fatalf("answers %q, pending %d", ans.list(), p.Pending())
+		}
+	})
+}
+
+// TestDuplicateCorrelationID checks that a correlation-id already pending on the same
+// reply-to is refused, and accepted again once its request completed.
+func TestDuplicateCorrelationID(t *testing.T) {
+	p, _ := newPattern(Options{})
+	defer p.Close()
+	responder(t, p, "a", delivery.AckAuto, 0)
+	if err := p.Request(cmd, req("1"), replyTo, "k", time.Minute, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Request(cmd, req("2"), replyTo, "k", time.Minute, nil); !errors.Is(err, ErrDuplicateRequest) {
+		t.Fatalf("duplicate: %v", err)
+	}
+	other := dest.Identity{Group: "default", Pattern: dest.PatternQueues, Channel: "other"}
+	if err := p.Request(cmd, req("3"), other, "k", time.Minute, nil); err != nil {
+		t.Fatalf("same correlation-id, another reply-to: %v", err)
+	}
+	p.Respond(replyTo, "k")
+	if err := p.Request(cmd, req("4"), replyTo, "k", time.Minute, nil); err != nil {
+		t.Fatalf("after the response: %v", err)
+	}
+}
+
+// TestPendingBounds checks the bounds on pending requests: per connection and for the
+// pattern, a request over one is refused with a *PendingLimitError naming its key (its
+// Refusal gives the ERROR), and every way a request ends — response, timeout, no
+// responder, Close — gives its place back.
+func TestPendingBounds(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p, _ := newPattern(Options{MaxPending: 5, MaxPendingByClient: 2})
+		responder(t, p, "a", delivery.AckAuto, 0)
+		c1 := delivery.NewConn(&recWriter{}, nil)
+		c2 := delivery.NewConn(&recWriter{}, nil)
+		send := func(c *delivery.Conn, corr string) error {
+			return p.Request(cmd, req(corr), replyTo, corr, time.Second, c)
+		}
+		for _, k := range []string{"a1", "a2"} {
+			if err := send(c1, k); err != nil {
+				t.Fatal(err)
+			}
+		}
+		err := send(c1, "a3")
+		var le *PendingLimitError
+		if !errors.As(err, &le) || !errors.Is(err, ErrTooManyPending) || le.Key != KeyMaxPendingByClient {
+			t.Fatalf("third request of one connection: %v, want the per-connection bound", err)
+		}
+		if msg, detail := le.Refusal(); msg != "too many pending requests" || !strings.Contains(detail, KeyMaxPendingByClient) {
+			t.Fatalf("refusal %q / %q", msg, detail)
+		}
+		for _, k := range []string{"b1", "b2"} {
+			if err := send(c2, k); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := send(nil, "n1"); err != nil {
+			t.Fatal(err)
+		}
+		if err := send(nil, "n2"); !errors.As(err, &le) || le.Key != KeyMaxPending {
+			t.Fatalf("sixth pending request: %v, want the broker bound", err)
+		}
+		if c1.PendingRequests.Load() != 2 || p.Pending() != 5 {
+			t.Fatalf("c1 %d, pattern %d pending", c1.PendingRequests.Load(), p.Pending())
+		}
+		p.Respond(replyTo, "a1") // a response frees c1's place
+		if err := send(c1, "a4"); err != nil {
+			t.Fatalf("after a response: %v", err)
+		}
+		time.Sleep(time.Second) // every request times out
+		synctest.Wait()
+		if c1.PendingRequests.Load() != 0 || c2.PendingRequests.Load() != 0 || p.Pending() != 0 {
+			t.Fatalf("after the timeouts: c1 %d, c2 %d, pattern %d pending", c1.PendingRequests.Load(), c2.PendingRequests.Load(), p.Pending())
+		}
+		// No responder: the request is answered at once and holds no place.
+		p2, _ := newPattern(Options{MaxPendingByClient: 1})
+		for _, k := range []string{"x", "y"} {
+			if err := p2.Request(cmd, req(k), replyTo, k, time.Minute, c1); err != nil {
+				t.Fatalf("no responder: %v", err)
+			}
+		}
+		// Close gives back the places of the requests it ends.
+		if err := send(c1, "z"); err != nil {
+			t.Fatal(err)
+		}
+		p.Close()
+		p2.Close()
+		if c1.PendingRequests.Load() != 0 || p.Pending() != 0 {
+			t.Fatalf("after Close: c1 %d, pattern %d", c1.PendingRequests.Load(), p.Pending())
+		}
+		if err := send(c1, "after"); !errors.Is(err, dispatch.ErrCanceled) {
+			t.Fatalf("after Close: %v", err)
+		}
+	})
+}
+
+// TestResponderLeavesChannel checks that a channel whose last responder left takes a new
+// responder, and its requests no longer reach the one that left.
+func TestResponderLeavesChannel(t *testing.T) {
+	p, ans := newPattern(Options{})
+	defer p.Close()
+	w, sub := responder(t, p, "a", delivery.AckAuto, 0)
+	sub.Conn.Detach(sub)
+	if err := p.Request(cmd, req("1"), replyTo, "1", time.Minute, nil); err != nil {
+		t.Fatal(err)
+	}
+	w2, _ := responder(t, p, "b", delivery.AckAuto, 0)
+	if err := p.Request(cmd, req("2"), replyTo, "2", time.Minute, nil); err != nil {
+		t.Fatal(err)
+	}
+	if len(w.got()) != 0 || strings.Join(w2.got(), " ") != "2" || ans.list() != "1:no responder" {
+		t.Fatalf("left %v, new %v, answers %q", w.got(), w2.got(), ans.list())
+	}
+}
+
+// TestTempOwners checks the temp-queue owner registry: a SEND to the temp-queue of a
+// connection that released it is refused with dispatch.ErrNoQueue.
+func TestTempOwners(t *testing.T) {
+	p, _ := newPattern(Options{})
+	defer p.Close()
+	p.Own("s1", delivery.NewConn(&recWriter{}, nil))
+	tq := dest.Identity{Group: "default", Pattern: dest.PatternTempQueue, Channel: "s1.r"}
+	if _, err := p.Temp().Publish(tq, req("x"), nil); err != nil || !p.TempOwnerAlive("s1") {
+		t.Fatalf("live owner: %v", err)
+	}
+	p.Release("s1")
+	if _, err := p.Temp().Publish(tq, req("x"), nil); !errors.Is(err, dispatch.ErrNoQueue) {
+		t.Fatalf("released owner: %v, want dispatch.ErrNoQueue", err)
+	}
+}
