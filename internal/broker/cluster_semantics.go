@@ -4,6 +4,7 @@ import (
 	"log/slog"
 
 	"github.com/titan-broker/titan/internal/cluster"
+	"github.com/titan-broker/titan/internal/cluster/pipeline"
 	"github.com/titan-broker/titan/internal/config"
 )
 
@@ -13,10 +14,10 @@ import (
 // read ring-size from them), and the returned committer is the router's transaction port,
 // so a COMMIT stores its SENDs as JetStream atomic batches. Called once, before the router
 // is built.
-func (c *clusterPatterns) semantics(cfg config.Config, settings cluster.Settings, log *slog.Logger) *cluster.Committer {
+func (c *clusterPatterns) semantics(cfg config.Config, settings cluster.Settings, log *slog.Logger) *pipeline.Committer {
 	w := config.Ms(cfg.DuplicateDetection.Window)
 	c.queues.DuplicateWindow = w
 	c.store.DuplicateWindow = w
 	c.store.Settings = settings
-	return cluster.NewCommitter(c.node, c.queues, c.store, log.With("component", "cluster-commit"))
+	return pipeline.NewCommitter(c.node, c.queues, c.store, log.With("component", "cluster-commit"))
 }

@@ -1,10 +1,12 @@
-package cluster
+package status
 
 import (
 	"context"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/titan-broker/titan/internal/cluster"
 )
 
 // metricsTimeout bounds the Status call of one scrape.
@@ -29,13 +31,13 @@ var (
 		"Parts of the cluster state the last scrape could not read (0 when all answered).", nil, nil)
 )
 
-// Collector returns a Prometheus collector of the cluster gauges: nodes and nodes up, meta
+// Collector returns node n's Prometheus collector of the cluster gauges: nodes and nodes up, meta
 // leadership, and per Titan stream its leadership, messages and each replica's lag and
 // currency. Each scrape reads the cluster's state as Status does, without the queues (bounded by 3 s); a scrape that cannot list the
 // streams reports only the node gauges. Safe for concurrent use.
-func (n *Node) Collector() prometheus.Collector { return nodeCollector{n} }
+func Collector(n *cluster.Node) prometheus.Collector { return nodeCollector{n} }
 
-type nodeCollector struct{ n *Node }
+type nodeCollector struct{ n *cluster.Node }
 
 func (c nodeCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descNodes, descNodesUp, descMetaLeader, descStreamLeader, descStreamMessages, descReplicaLag, descReplicaCurrent, descStatusErrors} {
@@ -46,7 +48,7 @@ func (c nodeCollector) Describe(ch chan<- *prometheus.Desc) {
 func (c nodeCollector) Collect(ch chan<- prometheus.Metric) {
 	ctx, cancel := context.WithTimeout(context.Background(), metricsTimeout)
 	defer cancel()
-	st, err := c.n.status(ctx, false)
+	st, err := read(ctx, c.n, false)
 	errs := len(st.Errors)
 	if err != nil {
 		errs++

@@ -1,4 +1,4 @@
-package cluster
+package pipeline
 
 import (
 	"context"
@@ -12,9 +12,22 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/titan-broker/titan/internal/cluster"
 	"github.com/titan-broker/titan/internal/dest"
 	"github.com/titan-broker/titan/internal/message"
 )
+
+// Store is a stored pattern's adapter as the pipeline needs it (declared here,
+// implemented by queues.Pattern and logs.Pattern).
+type Store interface {
+	// Build returns id's placement and the JetStream message that stores m there (dropped:
+	// m is not stored, for example an already-expired queue message).
+	Build(id dest.Identity, m *message.Message) (p cluster.Placement, msg *nats.Msg, dropped bool)
+	// Count records a stored publish (ack.Duplicate: a duplicate of a stored message).
+	Count(ack *jetstream.PubAck)
+	// Streams is the adapter's stream maker (a stream made by one is made).
+	Streams() *cluster.Streams
+}
 
 // Tunables of pipelined publishes.
 const (
@@ -78,11 +91,12 @@ const (
 // may already be delivered, so it is not deleted (at-least-once, as for any SEND answered
 // with an ERROR). Safe for concurrent use.
 type Persister struct {
-	q   *Queues
-	e   *EventsStore
-	c   *Committer
-	js  jetstream.JetStream // asynchronous publishing context (own error handler and limits)
-	log *slog.Logger
+	q    Store
+	e    Store
+	c    *Committer
+	js   jetstream.JetStream // asynchronous publishing context (own error handler and limits)
+	sync jetstream.JetStream // the node's context, for synchronous publishes and retries
+	log  *slog.Logger
 
 	// sendMu orders sending: a publish's send number and its write to the NATS connection
 	// happen under it, so send order is the order JetStream receives them. Taken before
@@ -129,55 +143,48 @@ type subjectState struct {
 
 // NewPersister returns the pipelined persister over n's queues and events-store adapters;
 // c (may be nil) stores PersistAll's transactions. Errors: creating the JetStream context.
-func NewPersister(n *Node, q *Queues, e *EventsStore, c *Committer, log *slog.Logger) (*Persister, error) {
+func NewPersister(n *cluster.Node, q, e Store, c *Committer, log *slog.Logger) (*Persister, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
 	p := &Persister{q: q, e: e, c: c, log: log, byMsg: make(map[*nats.Msg]*pendingPublish),
-		subs: make(map[string]*subjectState), reached: make(map[string]bool), stall: StallFence, attempt: publishAttemptTimeout, now: time.Now}
+		subs: make(map[string]*subjectState), reached: make(map[string]bool), stall: StallFence, attempt: cluster.PublishAttemptTimeout, now: time.Now}
 	p.cond = sync.NewCond(&p.mu)
-	js, err := jetstream.New(n.nc,
+	js, err := jetstream.New(n.Conn(),
 		jetstream.WithPublishAsyncMaxPending(MaxPendingPublishes),
 		jetstream.WithPublishAsyncTimeout(p.attempt),
 		jetstream.WithPublishAsyncErrHandler(func(_ jetstream.JetStream, msg *nats.Msg, _ error) { p.failed(msg) }))
 	if err != nil {
 		return nil, fmt.Errorf("cluster: async publishing context: %w", err)
 	}
-	p.js = js
+	p.js, p.sync = js, n.JetStream()
 	return p, nil
 }
 
 // build returns the placement and JetStream message of m on id (dropped: an expired queue
 // message, which is not stored).
-func (p *Persister) build(id dest.Identity, m *message.Message) (pl placement, msg *nats.Msg, events, dropped bool) {
+func (p *Persister) build(id dest.Identity, m *message.Message) (pl cluster.Placement, msg *nats.Msg, events, dropped bool) {
 	if id.Pattern == dest.PatternEventsStore {
-		pl, msg = p.e.build(id, m)
-		return pl, msg, true, false
+		pl, msg, dropped = p.e.Build(id, m)
+		return pl, msg, true, dropped
 	}
-	pl, msg, dropped = p.q.build(id, m)
+	pl, msg, dropped = p.q.Build(id, m)
 	return pl, msg, false, dropped
 }
 
 // ensure creates pl's stream unless this node already made it (the common case costs one
 // map lookup and no context).
-func (p *Persister) ensure(pl placement, events bool) error {
-	s := p.q.streams
+func (p *Persister) ensure(pl cluster.Placement, events bool) error {
+	s := p.q.Streams()
 	if events {
-		s = p.e.streams
+		s = p.e.Streams()
 	}
-	if s.has(pl.cfg.Name) {
+	if s.Has(pl.Config.Name) {
 		return nil
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), PublishTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), cluster.PublishTimeout)
 	defer cancel()
-	return s.ensure(ctx, pl.cfg)
-}
-
-// has reports whether this node saw stream name made.
-func (s *streams) has(name string) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.made[name]
+	return s.Ensure(ctx, pl.Config)
 }
 
 // mark sets m.Sequence so that the adapters' Publish knows m is stored (see the type).
@@ -194,9 +201,9 @@ func (p *Persister) Persist(id dest.Identity, m *message.Message) error {
 		return err
 	}
 	p.gate()
-	ctx, cancel := context.WithTimeout(context.Background(), PublishTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), cluster.PublishTimeout)
 	defer cancel()
-	ack, err := publishRetrying(ctx, p.q.js, msg)
+	ack, err := cluster.PublishRetrying(ctx, p.sync, msg)
 	if err != nil {
 		return fmt.Errorf("cluster: message not stored: %w", err)
 	}
@@ -259,9 +266,9 @@ func (p *Persister) PersistAsync(id dest.Identity, m *message.Message) (wait fun
 	}
 	st.pending++
 	p.order = append(p.order, pp)
-	first := !p.reached[pl.stream]
+	first := !p.reached[pl.Stream]
 	p.mu.Unlock()
-	fut, err := p.js.PublishMsgAsync(msg, jetstream.WithStallWait(PublishTimeout), jetstream.WithRetryAttempts(0))
+	fut, err := p.js.PublishMsgAsync(msg, jetstream.WithStallWait(cluster.PublishTimeout), jetstream.WithRetryAttempts(0))
 	p.sendMu.Unlock()
 	if err != nil {
 		p.resolve(pp, nil)
@@ -275,7 +282,7 @@ func (p *Persister) PersistAsync(id dest.Identity, m *message.Message) (wait fun
 			return nil, err
 		}
 		p.mu.Lock()
-		p.reached[pl.stream] = true
+		p.reached[pl.Stream] = true
 		p.mu.Unlock()
 		p.mark(m)
 		return func() error { return nil }, nil
@@ -356,11 +363,11 @@ func (p *Persister) wait(pp *pendingPublish) error {
 		return nil
 	}
 	p.failed(pp.msg)
-	deadline := pp.sent.Add(PublishTimeout)
-	if retryable(err) || errors.Is(err, jetstream.ErrAsyncPublishTimeout) || errors.Is(err, nats.ErrDisconnected) {
+	deadline := pp.sent.Add(cluster.PublishTimeout)
+	if cluster.Retryable(err) || errors.Is(err, jetstream.ErrAsyncPublishTimeout) || errors.Is(err, nats.ErrDisconnected) {
 		p.Retried.Add(1)
 		ctx, cancel := context.WithDeadline(context.Background(), deadline)
-		ack, err = publishRetrying(ctx, p.q.js, pp.msg)
+		ack, err = cluster.PublishRetrying(ctx, p.sync, pp.msg)
 		cancel()
 	}
 	if err != nil {
@@ -376,8 +383,8 @@ func (p *Persister) wait(pp *pendingPublish) error {
 // count records a stored publish on its adapter.
 func (p *Persister) count(events bool, ack *jetstream.PubAck) {
 	if events {
-		p.e.count(ack)
+		p.e.Count(ack)
 		return
 	}
-	p.q.count(ack)
+	p.q.Count(ack)
 }

@@ -1,4 +1,6 @@
-package cluster
+// Package events is the events pattern in cluster mode: core NATS carries what crosses
+// nodes, nothing is stored.
+package events
 
 import (
 	"sync"
@@ -6,17 +8,18 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/titan-broker/titan/internal/cluster"
 	"github.com/titan-broker/titan/internal/delivery"
 	"github.com/titan-broker/titan/internal/dest"
 	"github.com/titan-broker/titan/internal/message"
 )
 
-// Events is the events pattern in cluster mode: a SEND is one core NATS publish on its
+// Pattern is the events pattern in cluster mode: a SEND is one core NATS publish on its
 // subject (nothing stored, as events retain nothing), and every SUBSCRIBE is one NATS
 // subscription on its filter's subject, so fan-out crosses nodes with the same `*`/`>`
 // grammar and groups stay separate namespaces (the group is a subject token). Order is
 // FIFO per publishing node (NATS orders per connection); see README "Running a cluster".
-type Events struct {
+type Pattern struct {
 	nc *nats.Conn
 
 	mu   sync.Mutex // guards subs
@@ -27,16 +30,16 @@ type Events struct {
 	Published, Dropped, Undecodable atomic.Uint64
 }
 
-// NewEvents returns the events adapter over n's connection.
-func NewEvents(n *Node) *Events {
-	return &Events{nc: n.nc, subs: make(map[*delivery.Subscription]*nats.Subscription)}
+// New returns the events adapter over n's connection.
+func New(n *cluster.Node) *Pattern {
+	return &Pattern{nc: n.Conn(), subs: make(map[*delivery.Subscription]*nats.Subscription)}
 }
 
 // Publish sends m to id's subject. It never blocks on subscribers (no cluster-wide
 // back-pressure exists for core NATS); dropped is always false. Errors: the NATS
 // connection's (closed, payload too large).
-func (e *Events) Publish(id dest.Identity, m *message.Message, _ <-chan struct{}) (dropped bool, err error) {
-	if err := e.nc.Publish(Subject(id), message.Encode(nil, m)); err != nil {
+func (e *Pattern) Publish(id dest.Identity, m *message.Message, _ <-chan struct{}) (dropped bool, err error) {
+	if err := e.nc.Publish(cluster.Subject(id), message.Encode(nil, m)); err != nil {
 		return false, err
 	}
 	e.Published.Add(1)
@@ -47,7 +50,7 @@ func (e *Events) Publish(id dest.Identity, m *message.Message, _ <-chan struct{}
 // message is delivered when the subscription has credit and its Allow (authorization)
 // accepts the concrete channel; otherwise it is counted as dropped or skipped. Errors:
 // delivery.ErrDuplicateSubscription, the NATS connection's.
-func (e *Events) Subscribe(sub *delivery.Subscription) error {
+func (e *Pattern) Subscribe(sub *delivery.Subscription) error {
 	sub.Owner = e
 	if err := sub.Conn.Add(sub); err != nil {
 		return err
@@ -55,7 +58,7 @@ func (e *Events) Subscribe(sub *delivery.Subscription) error {
 	bare := sub.Dest.Bare
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	ns, err := e.nc.Subscribe(Subject(sub.Identity()), func(msg *nats.Msg) {
+	ns, err := e.nc.Subscribe(cluster.Subject(sub.Identity()), func(msg *nats.Msg) {
 		m, err := message.Decode(msg.Data)
 		if err != nil {
 			e.Undecodable.Add(1)
@@ -83,7 +86,7 @@ func (e *Events) Subscribe(sub *delivery.Subscription) error {
 
 // Detach implements delivery.Owner: the NATS subscription ends. Events are not
 // redelivered.
-func (e *Events) Detach(sub *delivery.Subscription, _ []delivery.Unacked) {
+func (e *Pattern) Detach(sub *delivery.Subscription, _ []delivery.Unacked) {
 	e.mu.Lock()
 	ns := e.subs[sub]
 	delete(e.subs, sub)
@@ -94,7 +97,7 @@ func (e *Events) Detach(sub *delivery.Subscription, _ []delivery.Unacked) {
 }
 
 // Subscriptions returns the number of local events subscriptions.
-func (e *Events) Subscriptions() int {
+func (e *Pattern) Subscriptions() int {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	return len(e.subs)

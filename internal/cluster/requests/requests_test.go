@@ -1,4 +1,4 @@
-package cluster
+package requests
 
 import (
 	"fmt"
@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/titan-broker/titan/internal/cluster"
+	"github.com/titan-broker/titan/internal/cluster/clustertest"
 	"github.com/titan-broker/titan/internal/delivery"
 	"github.com/titan-broker/titan/internal/dest"
 	"github.com/titan-broker/titan/internal/frame"
@@ -73,16 +75,16 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 }
 
 type rpcNode struct {
-	req     *Requests
+	req     *Pattern
 	replies *recorder
 	temps   *recorder
 	reg     *delivery.Registry
 }
 
-func newRPCNode(t *testing.T, n *Node) *rpcNode {
+func newRPCNode(t *testing.T, n *cluster.Node) *rpcNode {
 	t.Helper()
 	rn := &rpcNode{replies: &recorder{}, temps: &recorder{}, reg: &delivery.Registry{}}
-	req, err := NewRequests(n, rpc.Options{Replies: rn.replies, TempQueues: rn.temps}, nil)
+	req, err := New(n, rpc.Options{Replies: rn.replies, TempQueues: rn.temps}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,7 +113,7 @@ func command(group, channel string) dest.Identity {
 // are matched on the requester's node, timeouts and missing responders are answered with
 // executed:false, and groups do not see each other.
 func TestRequestsAcrossNodes(t *testing.T) {
-	nodes := startNodes(t)
+	nodes := clustertest.StartNodes(t)
 	a, b, c := newRPCNode(t, nodes[0]), newRPCNode(t, nodes[1]), newRPCNode(t, nodes[2])
 	wb, wc := b.responder(t, "default", "jobs"), c.responder(t, "default", "jobs")
 	replyTo := dest.Identity{Group: "default", Pattern: dest.PatternQueues, Channel: "replies"}
@@ -234,7 +236,7 @@ func TestRequestsAcrossNodes(t *testing.T) {
 // A temp-queue owned on node a is reachable from node b while its owner lives, and refused
 // once it left.
 func TestTempQueueAcrossNodes(t *testing.T) {
-	nodes := startNodes(t)
+	nodes := clustertest.StartNodes(t)
 	a, b := newRPCNode(t, nodes[0]), newRPCNode(t, nodes[1])
 	const session = "titan-0123456789abcdef"
 	a.req.Own(session, a.reg.NewConn(&countingWriter{}))
@@ -313,10 +315,10 @@ func TestRequestKeyRoundTrip(t *testing.T) {
 // BenchmarkRequestAcrossNodes measures one request from node a delivered to a responder
 // on node b, and its response matched back on node a (two NATS round trips).
 func BenchmarkRequestAcrossNodes(b *testing.B) {
-	nodes := startNodesB(b)
-	mk := func(n *Node) *rpcNode {
+	nodes := clustertest.StartNodes(b)
+	mk := func(n *cluster.Node) *rpcNode {
 		rn := &rpcNode{replies: &recorder{}, temps: &recorder{}, reg: &delivery.Registry{}}
-		req, err := NewRequests(n, rpc.Options{Replies: rn.replies, TempQueues: rn.temps}, nil)
+		req, err := New(n, rpc.Options{Replies: rn.replies, TempQueues: rn.temps}, nil)
 		if err != nil {
 			b.Fatal(err)
 		}
