@@ -36,12 +36,17 @@ const (
 	// stops its connection being read. Each connection also has at most the router's
 	// pipeline depth (256) in flight.
 	MaxPendingPublishes = 4096
-	// StallFence is how long the oldest unanswered publish of a node may be outstanding
-	// before the node stops sending new ones until it is answered (see Persister). It is
+	// StallFence is how long the oldest unanswered publish to a stream may be outstanding
+	// before the node stops sending new ones to that stream until it is answered (see
+	// Persister). It is
 	// well below JetStream's shortest election after a leader's crash (4 s), so publishes
 	// sent to a dead leader all fail and are retried in order before a new leader can
 	// store a later one.
 	StallFence = 200 * time.Millisecond
+	// MaxStreamPending bounds the publishes one stream may have awaiting their PubAck on a
+	// node: a quarter of MaxPendingPublishes, so a stalled stream never takes the whole
+	// node's window (nats.go's, shared by every stream) from the others.
+	MaxStreamPending = MaxPendingPublishes / 4
 )
 
 // Persister stores durable SENDs to queues and events-store logs in JetStream for the
@@ -53,6 +58,11 @@ const (
 // the RECEIPT. The queues and events-store adapters' Publish then has nothing left to do
 // for that message (m.Sequence is set).
 //
+// Ordering and back-pressure are per stream (issue 28): each stream the node publishes to
+// has its own lane — its send order, unresolved publishes, failures and stall fence — so a
+// stream whose leader is slow, frozen or being re-elected stops only the connections that
+// write to it; SENDs to every other stream go on being pipelined.
+//
 // Retries and order. A publish that fails (no PubAck within the attempt timeout, no
 // responders, no quorum: a leader change) is retried by its wait func with the same
 // Nats-Msg-Id, so it is stored once, until PublishTimeout from its first send; if it still
@@ -62,9 +72,10 @@ const (
 // a later one that a new leader already accepted. The rule that keeps delivery FIFO per
 // destination through a leader's crash: while any publish of this node has failed and is
 // not yet stored, or the oldest unanswered one has been outstanding for StallFence, no new
-// publish is sent (the producers' connections stop being read); the retries then go out in
-// SEND order, each connection's one after the other, before anything newer. The
-// publishes in flight when a leader crashed were all sent to it within StallFence, which
+// publish to its stream is sent (the producers' connections stop being read); the retries then go out in
+// SEND order, each connection's one after the other, before anything newer. All of this
+// holds per stream (per lane): the retries and fences of one stream never hold back
+// another's publishes. The publishes in flight when a leader crashed were all sent to it within StallFence, which
 // is far shorter than JetStream's election after a crash (at least 4 s), so none of the
 // later ones can reach the next leader before the earlier ones are retried.
 //
@@ -98,23 +109,14 @@ type Persister struct {
 	sync jetstream.JetStream // the node's context, for synchronous publishes and retries
 	log  *slog.Logger
 
-	// sendMu orders sending: a publish's send number and its write to the NATS connection
-	// happen under it, so send order is the order JetStream receives them. Taken before
-	// mu, never the other way round (nats.go calls the error handler, which takes mu,
-	// holding its own lock).
-	sendMu  sync.Mutex
-	sent    uint64 // send numbers; guarded by sendMu
 	mu      sync.Mutex
-	cond    *sync.Cond                    // on mu: a publish resolved
-	order   []*pendingPublish             // unresolved publishes in send order (resolved ones popped from the head)
-	byMsg   map[*nats.Msg]*pendingPublish // unresolved, for the error handler
-	subs    map[string]*subjectState      // subjects with unresolved publishes (reordering check)
-	failing int                           // unresolved publishes that failed at least once
+	lanes   map[string]*lane              // by stream name; guarded by mu
+	byMsg   map[*nats.Msg]*pendingPublish // unresolved, for the error handler; guarded by mu
+	subs    map[string]*subjectState      // subjects with unresolved publishes (reordering check); guarded by mu
 	stall   time.Duration                 // StallFence (tests shorten it)
 	attempt time.Duration                 // one attempt's PubAck timeout
 	now     func() time.Time              // clock
 	ticket  atomic.Uint64                 // marks m.Sequence of messages stored here
-	reached map[string]bool               // streams this node has stored a publish in (see "Interest"); guarded by mu
 
 	// Pipelined counts publishes sent asynchronously; Retried those retried after a
 	// failure; Reordered those stored while an earlier publish to the same subject was
@@ -122,8 +124,27 @@ type Persister struct {
 	Pipelined, Retried, Reordered atomic.Uint64
 }
 
+// lane is one stream's publishing state on this node: its send order, its unresolved
+// publishes and its gate (see Persister).
+type lane struct {
+	stream string
+	// sendMu orders sending: a publish's send number and its write to the NATS connection
+	// happen under it, so send order is the order JetStream receives them. Taken before
+	// Persister.mu, never the other way round (nats.go calls the error handler, which takes
+	// mu, holding its own lock).
+	sendMu sync.Mutex
+	sent   uint64 // send numbers; guarded by sendMu
+
+	cond    *sync.Cond        // on Persister.mu: a publish of this lane resolved
+	order   []*pendingPublish // unresolved publishes in send order (resolved ones popped from the head); guarded by Persister.mu
+	pending int               // unresolved publishes; guarded by Persister.mu
+	failing int               // unresolved publishes that failed at least once; guarded by Persister.mu
+	reached bool              // this node has stored a publish in the stream (see "Interest"); guarded by Persister.mu
+}
+
 // pendingPublish is one asynchronous publish until its wait func resolved it.
 type pendingPublish struct {
+	lane   *lane
 	msg    *nats.Msg
 	fut    jetstream.PubAckFuture
 	sent   time.Time
@@ -147,9 +168,8 @@ func NewPersister(n *cluster.Node, q, e Store, c *Committer, log *slog.Logger) (
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	p := &Persister{q: q, e: e, c: c, log: log, byMsg: make(map[*nats.Msg]*pendingPublish),
-		subs: make(map[string]*subjectState), reached: make(map[string]bool), stall: StallFence, attempt: cluster.PublishAttemptTimeout, now: time.Now}
-	p.cond = sync.NewCond(&p.mu)
+	p := &Persister{q: q, e: e, c: c, log: log, byMsg: make(map[*nats.Msg]*pendingPublish), lanes: make(map[string]*lane),
+		subs: make(map[string]*subjectState), stall: StallFence, attempt: cluster.PublishAttemptTimeout, now: time.Now}
 	js, err := jetstream.New(n.Conn(),
 		jetstream.WithPublishAsyncMaxPending(MaxPendingPublishes),
 		jetstream.WithPublishAsyncTimeout(p.attempt),
@@ -187,6 +207,19 @@ func (p *Persister) ensure(pl cluster.Placement, events bool) error {
 	return s.Ensure(ctx, pl.Config)
 }
 
+// lane returns stream's lane, made on first use (streams are few: one per group and
+// limits class).
+func (p *Persister) lane(stream string) *lane {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	l := p.lanes[stream]
+	if l == nil {
+		l = &lane{stream: stream, cond: sync.NewCond(&p.mu)}
+		p.lanes[stream] = l
+	}
+	return l
+}
+
 // mark sets m.Sequence so that the adapters' Publish knows m is stored (see the type).
 func (p *Persister) mark(m *message.Message) { m.Sequence = p.ticket.Add(1) }
 
@@ -200,7 +233,7 @@ func (p *Persister) Persist(id dest.Identity, m *message.Message) error {
 	if err := p.ensure(pl, events); err != nil {
 		return err
 	}
-	p.gate()
+	p.gate(p.lane(pl.Stream))
 	ctx, cancel := context.WithTimeout(context.Background(), cluster.PublishTimeout)
 	defer cancel()
 	ack, err := cluster.PublishRetrying(ctx, p.sync, msg)
@@ -238,8 +271,8 @@ func (p *Persister) Forget(dest.Identity, *message.Message) {}
 
 // PersistAsync publishes m to id's stream without waiting for the PubAck and marks m
 // stored; wait (called exactly once, in SEND order per connection) returns once it is
-// stored, after retries (see the type). It may block while the node's publishes are being
-// retried or stalled (back-pressure on the producer), and blocks until m is stored when
+// stored, after retries (see the type). It may block while the node's publishes to id's
+// stream are being retried or stalled (back-pressure on the producer), and blocks until m is stored when
 // it is the node's first publish to its stream (the type's "Interest"). Errors: the
 // stream could not be created, the publish could not be sent, or (a first publish) it
 // was not stored.
@@ -251,11 +284,12 @@ func (p *Persister) PersistAsync(id dest.Identity, m *message.Message) (wait fun
 	if err := p.ensure(pl, events); err != nil {
 		return nil, err
 	}
-	p.gate()
-	pp := &pendingPublish{msg: msg, events: events}
-	p.sendMu.Lock()
-	p.sent++
-	pp.n = p.sent
+	l := p.lane(pl.Stream)
+	p.gate(l)
+	pp := &pendingPublish{lane: l, msg: msg, events: events}
+	l.sendMu.Lock()
+	l.sent++
+	pp.n = l.sent
 	p.mu.Lock()
 	pp.sent = p.now()
 	p.byMsg[msg] = pp
@@ -265,11 +299,12 @@ func (p *Persister) PersistAsync(id dest.Identity, m *message.Message) (wait fun
 		p.subs[msg.Subject] = st
 	}
 	st.pending++
-	p.order = append(p.order, pp)
-	first := !p.reached[pl.Stream]
+	l.order = append(l.order, pp)
+	l.pending++
+	first := !l.reached
 	p.mu.Unlock()
 	fut, err := p.js.PublishMsgAsync(msg, jetstream.WithStallWait(cluster.PublishTimeout), jetstream.WithRetryAttempts(0))
-	p.sendMu.Unlock()
+	l.sendMu.Unlock()
 	if err != nil {
 		p.resolve(pp, nil)
 		return nil, fmt.Errorf("cluster: message not stored: %w", err)
@@ -282,7 +317,7 @@ func (p *Persister) PersistAsync(id dest.Identity, m *message.Message) (wait fun
 			return nil, err
 		}
 		p.mu.Lock()
-		p.reached[pl.Stream] = true
+		l.reached = true
 		p.mu.Unlock()
 		p.mark(m)
 		return func() error { return nil }, nil
@@ -291,18 +326,19 @@ func (p *Persister) PersistAsync(id dest.Identity, m *message.Message) (wait fun
 	return func() error { return p.wait(pp) }, nil
 }
 
-// gate waits while a publish is being retried or the oldest unanswered one stalled.
-func (p *Persister) gate() {
+// gate waits while a publish to l's stream is being retried, the oldest unanswered one
+// stalled, or MaxStreamPending are unanswered. Other streams' lanes are not looked at.
+func (p *Persister) gate(l *lane) {
 	p.mu.Lock()
 	for {
-		for len(p.order) > 0 && p.order[0].done {
-			p.order[0] = nil
-			p.order = p.order[1:]
+		for len(l.order) > 0 && l.order[0].done {
+			l.order[0] = nil
+			l.order = l.order[1:]
 		}
-		if p.failing == 0 && (len(p.order) == 0 || p.now().Sub(p.order[0].sent) < p.stall) {
+		if l.failing == 0 && l.pending < MaxStreamPending && (len(l.order) == 0 || p.now().Sub(l.order[0].sent) < p.stall) {
 			break
 		}
-		p.cond.Wait()
+		l.cond.Wait()
 	}
 	p.mu.Unlock()
 }
@@ -312,7 +348,7 @@ func (p *Persister) failed(msg *nats.Msg) {
 	p.mu.Lock()
 	if pp := p.byMsg[msg]; pp != nil && !pp.failed {
 		pp.failed = true
-		p.failing++
+		pp.lane.failing++
 	}
 	p.mu.Unlock()
 }
@@ -322,8 +358,10 @@ func (p *Persister) resolve(pp *pendingPublish, ack *jetstream.PubAck) {
 	reordered := false
 	p.mu.Lock()
 	pp.done = true
+	l := pp.lane
+	l.pending--
 	if pp.failed {
-		p.failing--
+		l.failing--
 	}
 	delete(p.byMsg, pp.msg)
 	if st := p.subs[pp.msg.Subject]; st != nil {
@@ -341,7 +379,7 @@ func (p *Persister) resolve(pp *pendingPublish, ack *jetstream.PubAck) {
 		}
 	}
 	p.mu.Unlock()
-	p.cond.Broadcast()
+	l.cond.Broadcast()
 	if reordered {
 		p.log.Warn("a retried publish was stored after a later one on its destination (leader change within the stall fence)",
 			"subject", pp.msg.Subject, "stream_seq", ack.Sequence)
