@@ -61,7 +61,7 @@ func (p *patterns) wireCluster(n *cluster.Node, settings cluster.Settings, log *
 	p.requests = reqs.Pattern
 	ports.Events, ports.Queues, ports.EventsStore = c.events, c.queues, c.store
 	ports.Requests = reqs
-	ports.TempQueues = tempQueues{Publisher: reqs.Temp(), Subscriber: p.queues}
+	ports.TempQueues = tempQueues{Publisher: reqs.Temp(), Subscriber: reqs.TempSubscriber(p.queues)}
 	if ports.Destinations != nil {
 		ports.Destinations = reqs.TempDestinations(ports.Destinations)
 	}

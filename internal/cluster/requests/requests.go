@@ -96,9 +96,14 @@ const (
 //     remembers where each request it delivered came from; a response SENT there (to the
 //     reply-to, with the correlation-id) is first matched on the requesting node by a claim
 //     request, so a response after the timeout is dropped as late exactly as single-node.
-//   - A temp-queue lives on its owner connection's node (it dies with the connection); each
-//     connection subscribes t.*.tmp.<session>.>, so a SEND from any node reaches it, and a
-//     SEND after the owner left is refused as single-node refuses it.
+//   - A temp-queue lives on its owner connection's node (it dies with the connection). Its
+//     NATS interest, t.*.tmp.<session>.>, is made on first use (issue 28: not one NATS
+//     subscription per connection): when the connection's temp-queue is first made or
+//     looked up as a destination (a SEND or a request's reply-to naming it) or subscribed
+//     to (TempSubscriber) — the ways its name reaches another node — so a SEND from any
+//     node reaches it, and a SEND
+//     after the owner left is refused as single-node refuses it. An idle connection costs
+//     no NATS subscription.
 //
 // Groups stay separate namespaces: the group is a subject token.
 type Pattern struct {
@@ -115,7 +120,7 @@ type Pattern struct {
 	responders map[*delivery.Subscription]*nats.Subscription // guarded by mu
 	local      map[dest.Identity][]*delivery.Subscription    // responders here, by channel; guarded by mu
 	rr         map[dest.Identity]int                         // guarded by mu
-	owners     map[string]*nats.Subscription                 // temp-queue owner sessions here; guarded by mu
+	owners     map[string]*nats.Subscription                 // temp-queue owner sessions here (nil: no NATS interest yet); guarded by mu
 	routed     map[string]routedRequest                      // requests delivered here for other nodes; guarded by mu
 	alive      map[string]time.Time                          // remote owners found alive, until; guarded by mu
 	claimSub   *nats.Subscription
@@ -123,6 +128,9 @@ type Pattern struct {
 	// Offered, Busy and Claims count requests sent to responders over NATS, requests a
 	// responder node could not deliver, and responses matched on another node.
 	Offered, Busy, Claims atomic.Uint64
+	// TempInterests is the number of NATS subscriptions this node holds for temp-queue
+	// owners (connections whose temp-queues were used).
+	TempInterests atomic.Int64
 }
 
 // routedRequest is where a request delivered here came from.
@@ -428,17 +436,46 @@ func (r *Pattern) onClaim(msg *nats.Msg) {
 	_ = msg.Respond([]byte(ans))
 }
 
-// Own registers c as the owner of session id's temp-queues, reachable from every node.
+// Own registers c as the owner of session id's temp-queues. They become reachable from
+// every node on first use (interest).
 func (r *Pattern) Own(session string, c *delivery.Conn) {
 	r.Pattern.Own(session, c)
+	r.mu.Lock()
+	r.owners[session] = nil
+	r.mu.Unlock()
+}
+
+// interest makes session's temp-queues reachable from every node: its NATS subscription,
+// made once, while session is owned here. The subscription is flushed to this node's
+// server before interest returns, so it is known to the other nodes (routes carry it
+// ahead of anything this node publishes later) before the temp-queue's name can reach them.
+func (r *Pattern) interest(session string) {
+	r.mu.Lock()
+	ns, owned := r.owners[session]
+	r.mu.Unlock()
+	if !owned || ns != nil {
+		return
+	}
 	ns, err := r.nc.Subscribe(ownerSubject(session), r.onTemp)
 	if err != nil {
 		r.log.Warn("temp-queues not reachable from other nodes", "session", session, "err", err)
 		return
 	}
 	r.mu.Lock()
-	r.owners[session] = ns
+	cur, owned := r.owners[session]
+	keep := owned && cur == nil
+	if keep {
+		r.owners[session] = ns
+		r.TempInterests.Add(1)
+	}
 	r.mu.Unlock()
+	if !keep { // released meanwhile, or another caller made it first
+		_ = ns.Unsubscribe()
+		return
+	}
+	if err := r.nc.FlushTimeout(ProbeTimeout); err != nil {
+		r.log.Warn("temp-queue interest not confirmed by the server", "session", session, "err", err)
+	}
 }
 
 // Release ends session id's ownership on every node and drops its temp-queues.
@@ -446,6 +483,9 @@ func (r *Pattern) Release(session string) {
 	r.mu.Lock()
 	ns := r.owners[session]
 	delete(r.owners, session)
+	if ns != nil {
+		r.TempInterests.Add(-1)
+	}
 	r.mu.Unlock()
 	if ns != nil {
 		_ = ns.Unsubscribe()
@@ -561,7 +601,8 @@ type Destinations interface {
 }
 
 // TempDestinations wraps d so that a SEND to a temp-queue owned on another node creates
-// nothing here: the queue lives on its owner's node.
+// nothing here (the queue lives on its owner's node), and so that a temp-queue owned here
+// gets its NATS interest when it is first made or looked up.
 func (r *Pattern) TempDestinations(d Destinations) Destinations { return tempDestinations{d, r} }
 
 type tempDestinations struct {
@@ -577,14 +618,28 @@ func (t tempDestinations) remote(id dest.Identity) bool {
 	return isSessionID(owner) && !t.r.Pattern.TempOwnerAlive(owner)
 }
 
+// local makes the NATS interest of a temp-queue owned here.
+func (t tempDestinations) local(id dest.Identity) {
+	if id.Pattern != dest.PatternTempQueue {
+		return
+	}
+	owner, _, _ := strings.Cut(id.Channel, ".")
+	t.r.interest(owner)
+}
+
 func (t tempDestinations) Exists(id dest.Identity) bool {
-	return t.remote(id) || t.Destinations.Exists(id)
+	if t.remote(id) {
+		return true
+	}
+	t.local(id)
+	return t.Destinations.Exists(id)
 }
 
 func (t tempDestinations) Ensure(id dest.Identity) (bool, error) {
 	if t.remote(id) {
 		return false, nil
 	}
+	t.local(id)
 	return t.Destinations.Ensure(id)
 }
 
@@ -601,4 +656,28 @@ func (r *Pattern) Responders() int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return len(r.responders)
+}
+
+// Subscriber is the temp-queue subscribing port of a node (router.Subscriber; the node's
+// queues pattern holds temp-queues).
+type Subscriber interface {
+	Subscribe(sub *delivery.Subscription) error
+}
+
+// TempSubscriber wraps s so that a SUBSCRIBE to a temp-queue makes its owner's NATS
+// interest (a client learns its temp-queue's full name from its session id, so another
+// node may send to it from then on).
+func (r *Pattern) TempSubscriber(s Subscriber) Subscriber { return tempSubscriber{s, r} }
+
+type tempSubscriber struct {
+	Subscriber
+	r *Pattern
+}
+
+func (t tempSubscriber) Subscribe(sub *delivery.Subscription) error {
+	if id := sub.Identity(); id.Pattern == dest.PatternTempQueue {
+		owner, _, _ := strings.Cut(id.Channel, ".")
+		t.r.interest(owner)
+	}
+	return t.Subscriber.Subscribe(sub)
 }

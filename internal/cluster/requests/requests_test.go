@@ -233,18 +233,43 @@ func TestRequestsAcrossNodes(t *testing.T) {
 	}
 }
 
-// A temp-queue owned on node a is reachable from node b while its owner lives, and refused
-// once it left.
+// localDestinations stands in for the dispatcher's destination port.
+type localDestinations struct{ made map[dest.Identity]bool }
+
+func (d *localDestinations) Exists(id dest.Identity) bool { return d.made[id] }
+func (d *localDestinations) Ensure(id dest.Identity) (bool, error) {
+	created := !d.made[id]
+	d.made[id] = true
+	return created, nil
+}
+
+// A temp-queue owned on node a gets its NATS interest on first use, not at CONNECT (issue
+// 28: an idle connection costs no NATS subscription); it is then reachable from node b
+// while its owner lives, and refused once it left.
 func TestTempQueueAcrossNodes(t *testing.T) {
 	nodes := clustertest.StartNodes(t)
 	a, b := newRPCNode(t, nodes[0]), newRPCNode(t, nodes[1])
 	const session = "titan-0123456789abcdef"
 	a.req.Own(session, a.reg.NewConn(&countingWriter{}))
+	id := dest.Identity{Group: dest.DefaultGroup, Pattern: dest.PatternTempQueue, Channel: session + ".replies.x"}
+	if n := a.req.TempInterests.Load(); n != 0 {
+		t.Fatalf("%d temp-queue NATS subscriptions for a connection that used none, want 0", n)
+	}
+	if b.req.TempOwnerAlive(session) {
+		t.Fatal("an owner whose temp-queues were never used is visible from another node")
+	}
+	ad := a.req.TempDestinations(&localDestinations{made: map[dest.Identity]bool{}})
+	if _, err := ad.Ensure(id); err != nil { // the temp-queue's first use (a reply-to naming it)
+		t.Fatal(err)
+	}
+	ad.Exists(id) // a second use makes nothing more
+	if n := a.req.TempInterests.Load(); n != 1 {
+		t.Fatalf("%d temp-queue NATS subscriptions after first use, want 1", n)
+	}
 	waitFor(t, "the owner visible from node b", func() bool { return b.req.TempOwnerAlive(session) })
 	if b.req.TempOwnerAlive("titan-fedcba9876543210") || b.req.TempOwnerAlive("replies") {
 		t.Errorf("an unknown session is alive")
 	}
-	id := dest.Identity{Group: dest.DefaultGroup, Pattern: dest.PatternTempQueue, Channel: session + ".replies.x"}
 	m := &message.Message{ID: "t-1", Group: id.Group, Destination: id.Destination(), Body: []byte("hi")}
 	if _, err := b.req.Temp().Publish(id, m, nil); err != nil {
 		t.Fatal(err)
@@ -257,6 +282,9 @@ func TestTempQueueAcrossNodes(t *testing.T) {
 		t.Errorf("a remote owner's temp-queue is created on the sender's node")
 	}
 	a.req.Release(session)
+	if n := a.req.TempInterests.Load(); n != 0 {
+		t.Errorf("%d temp-queue NATS subscriptions after the owner left, want 0", n)
+	}
 	// Gone: once the owner's departure reached node b, a SEND is dropped and counted (not
 	// refused: that would close the sender's connection for a requester that left).
 	waitFor(t, "the owner gone", func() bool { return !b.req.TempOwnerAlive(session) })
