@@ -55,12 +55,11 @@ type Placement struct {
 }
 
 // PlaceQueue returns queue id's placement: ringSize is its address setting ring-size (0:
-// none), replicas the streams' replica count, window their Nats-Msg-Id window (0:
-// DefaultDuplicateWindow).
+// none), replicas the streams' replica count, window the configured duplicate-detection
+// window (0: DefaultDuplicateWindow; the stream's Nats-Msg-Id window is
+// StreamWindow(window), see duplicates.go).
 func PlaceQueue(id dest.Identity, ringSize, replicas int, window time.Duration) Placement {
-	if window <= 0 {
-		window = DefaultDuplicateWindow
-	}
+	window = StreamWindow(window)
 	if n := ringSize; n > 0 {
 		k := strconv.Itoa(n)
 		kind, bare, hold := "r"+k, "rb"+k, "rs"+k
@@ -91,9 +90,7 @@ func PlaceQueue(id dest.Identity, ringSize, replicas int, window time.Duration) 
 // PlaceLog returns events-store log id's placement from its address settings s
 // (retention); replicas and window as PlaceQueue's.
 func PlaceLog(id dest.Identity, s address.Settings, replicas int, window time.Duration) Placement {
-	if window <= 0 {
-		window = DefaultDuplicateWindow
-	}
+	window = StreamWindow(window)
 	if s.RetentionMaxMessages <= 0 && s.RetentionMaxBytes <= 0 && s.RetentionMaxAge <= 0 {
 		return Placement{Stream: StoreStreamName(id.Group), Subject: Subject(id), Config: jetstream.StreamConfig{
 			Name: StoreStreamName(id.Group), Subjects: storeSubjects(id.Group),
@@ -145,8 +142,9 @@ func retentionClass(s address.Settings) string {
 // MsgID is the Nats-Msg-Id of m stored for id. A SEND carrying a duplicate id
 // (_AMQ_DUPL_ID) gets an id derived from (destination, duplicate id), so the same
 // duplicate id sent again to the same destination through any node, within the stream's
-// Duplicates window, is stored once and still acknowledged (PubAck Duplicate: the producer
-// gets its RECEIPT). Any other message gets its broker-assigned message-id, which makes
+// Duplicates window (and beyond it, within duplicate-detection.window, through
+// Duplicates), is stored once and still acknowledged (PubAck Duplicate: the producer gets
+// its RECEIPT). Any other message gets its broker-assigned message-id, which makes
 // the broker's own retry of a publish whose PubAck was lost idempotent.
 func MsgID(id dest.Identity, m *message.Message) string {
 	if d, ok := m.Header(dedup.Header); ok && d != "" {
@@ -157,7 +155,7 @@ func MsgID(id dest.Identity, m *message.Message) string {
 		}
 		h.Write([]byte{0})
 		h.Write([]byte(d))
-		return "dupl:" + hex.EncodeToString(h.Sum(nil)[:20])
+		return clientIDPrefix + hex.EncodeToString(h.Sum(nil)[:20])
 	}
 	return m.ID
 }

@@ -48,10 +48,13 @@ type Pattern struct {
 	readers map[*delivery.Subscription]*reader // guarded by mu
 
 	// Settings gives a log its retention (address settings retention-max-messages,
-	// -bytes, -age; semantics.go); nil: none. DuplicateWindow is the streams' Nats-Msg-Id
-	// window (0: DefaultDuplicateWindow). Both are set before the first use.
+	// -bytes, -age; cluster.PlaceLog); nil: none. DuplicateWindow is
+	// titan.duplicate-detection.window (0: DefaultDuplicateWindow; the streams' Nats-Msg-Id
+	// window is cluster.StreamWindow of it) and DuplicateIDs (nil: the stream's window only)
+	// recognises client duplicate ids beyond it. All are set before the first use.
 	Settings        cluster.Settings
 	DuplicateWindow time.Duration
+	DuplicateIDs    *cluster.Duplicates
 
 	// Appended counts SENDs stored; Duplicates counts SENDs JetStream answered as
 	// duplicates of a stored message (same _AMQ_DUPL_ID, any node).
@@ -96,7 +99,16 @@ func (e *Pattern) Publish(id dest.Identity, m *message.Message, cancel <-chan st
 	if err := e.ensureStream(ctx, p); err != nil {
 		return false, err
 	}
+	if seen, err := e.DuplicateIDs.SeenMsg(ctx, msg); err != nil {
+		return false, fmt.Errorf("cluster: message not stored: %w", err)
+	} else if seen {
+		e.Count(&jetstream.PubAck{Duplicate: true}) // stored before, beyond the stream's window
+		return false, nil
+	}
 	ack, err := cluster.PublishRetrying(ctx, e.js, msg)
+	if err == nil {
+		err = e.DuplicateIDs.RecordMsg(ctx, msg)
+	}
 	if err != nil {
 		e.log.Warn("events-store publish failed", "log", id.String(), "err", err)
 		return false, fmt.Errorf("cluster: message not stored: %w", err)

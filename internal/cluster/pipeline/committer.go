@@ -89,6 +89,10 @@ func (e *PartialCommitError) Unwrap() error { return e.Err }
 // message, each deduplicated by its id, so the repeat is stored once and the rest once.
 // That fallback is not atomic: a crash in it leaves a prefix, which a retry completes.
 type Committer struct {
+	// DuplicateIDs (nil: the streams' windows only) recognises client duplicate ids beyond
+	// the streams' Nats-Msg-Id window; set before the first use.
+	DuplicateIDs *cluster.Duplicates
+
 	q   Store
 	e   Store
 	js  jetstream.JetStream
@@ -145,17 +149,8 @@ func (c *Committer) PublishBatch(ids []dest.Identity, ms []*message.Message, can
 		}
 		sp.msgs = append(sp.msgs, msg)
 	}
-	ctx, stop := context.WithTimeout(context.Background(), cluster.PublishTimeout)
+	ctx, stop := cluster.WithCancel(cluster.PublishTimeout, cancel)
 	defer stop()
-	if cancel != nil {
-		go func() {
-			select {
-			case <-cancel:
-				stop()
-			case <-ctx.Done():
-			}
-		}()
-	}
 	stored := 0
 	for _, sp := range parts {
 		if err := c.publishPart(ctx, sp, cancel); err != nil {
@@ -180,7 +175,40 @@ func (c *Committer) publishPart(ctx context.Context, sp *streamPart, cancel <-ch
 	if err := st.Streams().Ensure(ctx, sp.p.Config); err != nil {
 		return err
 	}
-	if len(sp.msgs) == 1 {
+	// Client duplicate ids stored before, beyond the stream's own window, are left out
+	// (acknowledged as duplicates); the part's others are recorded once it is stored.
+	fresh := sp.msgs[:0:0]
+	for _, msg := range sp.msgs {
+		seen, err := c.DuplicateIDs.SeenMsg(ctx, msg)
+		if err != nil {
+			return err
+		}
+		if seen {
+			c.count(sp, &jetstream.PubAck{Duplicate: true})
+			continue
+		}
+		fresh = append(fresh, msg)
+	}
+	if len(fresh) < len(sp.msgs) {
+		sp = &streamPart{p: sp.p, msgs: fresh, eq: sp.eq}
+	}
+	if err := c.publishFresh(ctx, sp, cancel); err != nil {
+		return err
+	}
+	for _, msg := range sp.msgs {
+		if err := c.DuplicateIDs.RecordMsg(ctx, msg); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// publishFresh stores the part's messages (publishPart without the duplicate id checks).
+func (c *Committer) publishFresh(ctx context.Context, sp *streamPart, cancel <-chan struct{}) error {
+	switch len(sp.msgs) {
+	case 0:
+		return nil
+	case 1:
 		ack, err := cluster.PublishRetrying(ctx, c.js, sp.msgs[0])
 		if err == nil {
 			c.count(sp, ack)

@@ -118,6 +118,12 @@ type Persister struct {
 	now     func() time.Time              // clock
 	ticket  atomic.Uint64                 // marks m.Sequence of messages stored here
 
+	// DuplicateIDs (nil: the streams' windows only) recognises client duplicate ids beyond
+	// the streams' Nats-Msg-Id window: a SEND whose id it has seen is acknowledged as a
+	// duplicate and not stored again, and one stored is recorded before its wait returns.
+	// NewPersister takes the Committer's.
+	DuplicateIDs *cluster.Duplicates
+
 	// Pipelined counts publishes sent asynchronously; Retried those retried after a
 	// failure; Reordered those stored while an earlier publish to the same subject was
 	// still being retried (the FIFO rule's residual case, see the type).
@@ -178,6 +184,9 @@ func NewPersister(n *cluster.Node, q, e Store, c *Committer, log *slog.Logger) (
 		return nil, fmt.Errorf("cluster: async publishing context: %w", err)
 	}
 	p.js, p.sync = js, n.JetStream()
+	if c != nil {
+		p.DuplicateIDs = c.DuplicateIDs
+	}
 	return p, nil
 }
 
@@ -233,10 +242,16 @@ func (p *Persister) Persist(id dest.Identity, m *message.Message) error {
 	if err := p.ensure(pl, events); err != nil {
 		return err
 	}
-	p.gate(p.lane(pl.Stream))
 	ctx, cancel := context.WithTimeout(context.Background(), cluster.PublishTimeout)
 	defer cancel()
+	if seen, err := p.seen(ctx, events, msg, m); err != nil || seen {
+		return err
+	}
+	p.gate(p.lane(pl.Stream))
 	ack, err := cluster.PublishRetrying(ctx, p.sync, msg)
+	if err == nil {
+		err = p.DuplicateIDs.RecordMsg(ctx, msg)
+	}
 	if err != nil {
 		return fmt.Errorf("cluster: message not stored: %w", err)
 	}
@@ -284,6 +299,17 @@ func (p *Persister) PersistAsync(id dest.Identity, m *message.Message) (wait fun
 	if err := p.ensure(pl, events); err != nil {
 		return nil, err
 	}
+	if _, ok := cluster.DuplicateKey(msg); ok && p.DuplicateIDs.Long() {
+		ctx, cancel := context.WithTimeout(context.Background(), cluster.PublishTimeout)
+		seen, err := p.seen(ctx, events, msg, m)
+		cancel()
+		if err != nil {
+			return nil, err
+		}
+		if seen {
+			return func() error { return nil }, nil
+		}
+	}
 	l := p.lane(pl.Stream)
 	p.gate(l)
 	pp := &pendingPublish{lane: l, msg: msg, events: events}
@@ -319,11 +345,46 @@ func (p *Persister) PersistAsync(id dest.Identity, m *message.Message) (wait fun
 		p.mu.Lock()
 		l.reached = true
 		p.mu.Unlock()
+		if err := p.record(msg); err != nil {
+			return nil, err
+		}
 		p.mark(m)
 		return func() error { return nil }, nil
 	}
 	p.mark(m)
-	return func() error { return p.wait(pp) }, nil
+	return func() error {
+		if err := p.wait(pp); err != nil {
+			return err
+		}
+		return p.record(msg)
+	}, nil
+}
+
+// seen reports whether msg's client duplicate id was stored before, beyond its stream's
+// own window; such a message is counted as a duplicate and marked stored.
+func (p *Persister) seen(ctx context.Context, events bool, msg *nats.Msg, m *message.Message) (bool, error) {
+	seen, err := p.DuplicateIDs.SeenMsg(ctx, msg)
+	if err != nil {
+		return false, fmt.Errorf("cluster: message not stored: %w", err)
+	}
+	if seen {
+		p.count(events, &jetstream.PubAck{Duplicate: true})
+		p.mark(m)
+	}
+	return seen, nil
+}
+
+// record notes msg's client duplicate id (if any) once msg is stored.
+func (p *Persister) record(msg *nats.Msg) error {
+	if _, ok := cluster.DuplicateKey(msg); !ok || !p.DuplicateIDs.Long() {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), cluster.PublishTimeout)
+	defer cancel()
+	if err := p.DuplicateIDs.RecordMsg(ctx, msg); err != nil {
+		return fmt.Errorf("cluster: message not stored: %w", err)
+	}
+	return nil
 }
 
 // gate waits while a publish to l's stream is being retried, the oldest unanswered one

@@ -102,8 +102,8 @@ func TestClusterSemantics(t *testing.T) {
 		if got := clustertest.BodiesOn(t, js, p.Stream, p.Subject); !clustertest.Equal(got, []string{"e2", "e3"}) {
 			t.Errorf("log with retention-max-messages 2 holds %q", got)
 		}
-		if p.Config.MaxAge != 5*time.Minute || p.Config.Duplicates != 5*time.Minute {
-			t.Errorf("retention stream max age %v, duplicates %v; want 5m, 5m (the 10m window capped by max age)", p.Config.MaxAge, p.Config.Duplicates)
+		if p.Config.MaxAge != 5*time.Minute || p.Config.Duplicates != cluster.BrokerIDWindow {
+			t.Errorf("retention stream max age %v, duplicates %v; want 5m, %v (the streams' broker-id window)", p.Config.MaxAge, p.Config.Duplicates, cluster.BrokerIDWindow)
 		}
 		if p0 := es[0].Place(dest.Identity{Group: "g", Pattern: dest.PatternEventsStore, Channel: "keep"}); p0.Stream != "TITAN_g_ES" {
 			t.Errorf("log without retention placed in %s", p0.Stream)
@@ -143,7 +143,7 @@ func TestClusterSemantics(t *testing.T) {
 			t.Fatal(err)
 		}
 		q := queues.New(nodes[2], nil, nil)
-		q.DuplicateWindow = 3 * time.Minute
+		q.DuplicateWindow = 30 * time.Second // below BrokerIDWindow: the stream's window is it
 		c := NewCommitter(nodes[2], q, es[2], nil)
 		a := clustertest.QueueID("up", "a")
 		if err := c.PublishBatch([]dest.Identity{a, a}, []*message.Message{clustertest.MsgFor(a, "u1"), clustertest.MsgFor(a, "u2")}, nil); err != nil {
@@ -153,7 +153,7 @@ func TestClusterSemantics(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if cfg := st.CachedInfo().Config; !cfg.AllowAtomicPublish || cfg.Duplicates != 3*time.Minute || !cfg.AllowMsgSchedules {
+		if cfg := st.CachedInfo().Config; !cfg.AllowAtomicPublish || cfg.Duplicates != 30*time.Second || !cfg.AllowMsgSchedules {
 			t.Errorf("stream config after first use: atomic %v, duplicates %v, schedules %v", cfg.AllowAtomicPublish, cfg.Duplicates, cfg.AllowMsgSchedules)
 		}
 	})

@@ -53,9 +53,12 @@ type Pattern struct {
 	consumers map[dest.Identity]*consumer // guarded by mu
 	closed    bool                        // guarded by mu
 
-	// DuplicateWindow is the queue streams' Nats-Msg-Id window (0: DefaultDuplicateWindow);
-	// set before the first use (the broker sets titan.duplicate-detection.window).
+	// DuplicateWindow is titan.duplicate-detection.window (0: DefaultDuplicateWindow): the
+	// queue streams' Nats-Msg-Id window is cluster.StreamWindow of it. DuplicateIDs (nil:
+	// the stream's window only) recognises client duplicate ids beyond it. Both are set
+	// before the first use.
 	DuplicateWindow time.Duration
+	DuplicateIDs    *cluster.Duplicates
 
 	// Published, DeadLettered, Redelivered count queue SENDs stored, messages dead-lettered
 	// and NACK redeliveries requested by this node. Duplicates counts SENDs JetStream
@@ -108,7 +111,16 @@ func (q *Pattern) Publish(id dest.Identity, m *message.Message, cancel <-chan st
 	}
 	ctx, stop := cluster.WithCancel(cluster.PublishTimeout, cancel)
 	defer stop()
+	if seen, err := q.DuplicateIDs.SeenMsg(ctx, msg); err != nil {
+		return false, fmt.Errorf("cluster: message not stored: %w", err)
+	} else if seen {
+		q.Count(&jetstream.PubAck{Duplicate: true}) // stored before, beyond the stream's window
+		return false, nil
+	}
 	ack, err := q.publishMsg(ctx, p, msg)
+	if err == nil {
+		err = q.DuplicateIDs.RecordMsg(ctx, msg)
+	}
 	if err != nil {
 		q.log.Warn("queue publish failed", "queue", id.String(), "err", err)
 		return false, fmt.Errorf("cluster: message not stored: %w", err)
