@@ -49,6 +49,10 @@ type Status struct {
 	Streams []StreamStatus
 	// Queues are the queues' durable consumers sorted by group, then destination.
 	Queues []QueueStatus
+	// RaftGroups is the number of Raft groups this node takes part in (the meta group, and
+	// one per stream replica and per replicated consumer replica it hosts); 0 with an
+	// external NATS, whose servers Titan cannot see into.
+	RaftGroups int
 	// Errors are the parts that could not be read (for example a stream without a leader
 	// during an election); the rest is still reported.
 	Errors []string
@@ -219,6 +223,7 @@ func read(ctx context.Context, n *cluster.Node, queues bool) (*Status, error) {
 // group's peers, up when a route to them is connected.
 func embeddedNodes(srv *server.Server, st *Status, node func(string) *NodeStatus) {
 	node(st.Node).Up = true
+	st.RaftGroups = raftGroups(srv)
 	if jsi, err := srv.Jsz(&server.JSzOptions{}); err == nil && jsi.Meta != nil {
 		st.MetaLeader = jsi.Meta.Leader
 		if jsi.Meta.Name != "" {
@@ -236,6 +241,26 @@ func embeddedNodes(srv *server.Server, st *Status, node func(string) *NodeStatus
 			}
 		}
 	}
+}
+
+// raftGroups counts the Raft groups srv takes part in: the meta group (system account) and
+// the stream and consumer groups of every JetStream account.
+func raftGroups(srv *server.Server) int {
+	accounts := []string{""} // the system account
+	if jsi, err := srv.Jsz(&server.JSzOptions{Accounts: true}); err == nil {
+		for _, a := range jsi.AccountDetails {
+			accounts = append(accounts, a.Name)
+		}
+	}
+	n := 0
+	for _, acc := range accounts {
+		if rz := srv.Raftz(&server.RaftzOptions{AccountFilter: acc}); rz != nil {
+			for _, groups := range *rz {
+				n += len(groups)
+			}
+		}
+	}
+	return n
 }
 
 // queueStatuses appends the queues of stream (group's queue stream) to st: every subject

@@ -1,9 +1,17 @@
 package status
 
 import (
+	"context"
+	"fmt"
+	"strings"
 	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/titan-broker/titan/internal/cluster"
+	"github.com/titan-broker/titan/internal/cluster/clustertest"
+	"github.com/titan-broker/titan/internal/cluster/queues"
 	"github.com/titan-broker/titan/internal/dest"
 )
 
@@ -37,5 +45,46 @@ func TestStatusKnowsRingAndRetentionPlacements(t *testing.T) {
 		if _, ok := cluster.IdentityOfSubject(s); ok {
 			t.Errorf("cluster.IdentityOfSubject(%q) accepted a subject that is no queue's", s)
 		}
+	}
+}
+
+// The Raft groups gauge (issue 27) counts the groups a node takes part in: the meta group,
+// then one per replicated stream and one per replicated consumer it hosts.
+func TestStatusCountsRaftGroups(t *testing.T) {
+	nodes := clustertest.StartNodes(t)
+	groups := func() int {
+		st, _ := Of(context.Background(), nodes[0])
+		return st.RaftGroups
+	}
+	if got := groups(); got != 1 {
+		t.Fatalf("%d Raft groups before any stream, want 1 (the meta group)", got)
+	}
+	q := queues.New(nodes[1], nil, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := q.CreateQueue(ctx, dest.Identity{Group: "raft", Pattern: dest.PatternQueues, Channel: "jobs"}); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(15 * time.Second)
+	for groups() != 3 && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	if got := groups(); got != 3 {
+		t.Fatalf("%d Raft groups with one R3 queue stream and its consumer, want 3", got)
+	}
+	var buf strings.Builder
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(Collector(nodes[0]))
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == "titan_cluster_raft_groups" {
+			fmt.Fprint(&buf, mf.GetMetric()[0].GetGauge().GetValue())
+		}
+	}
+	if buf.String() != "3" {
+		t.Fatalf("titan_cluster_raft_groups %q, want 3", buf.String())
 	}
 }
