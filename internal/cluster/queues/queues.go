@@ -39,7 +39,9 @@ const (
 // Each node runs one pull loop per queue it has subscribers for: it pulls only as many
 // messages as its subscriptions have credit for (prefetch-count), delivers round-robin
 // among them, and settles ACK (Ack), NACK (Nak, NakWithDelay for redelivery-delay) and
-// disconnect (Nak in consumption order). delivery-count is JetStream's NumDelivered; a
+// disconnect (Nak in consumption order). delivery-count is JetStream's NumDelivered less
+// the trips to nodes that handed the message to no client (undelivered.go), as a single
+// node counts; a
 // message delivered max-deliveries times is published to its dead-letter queue (idempotent
 // Nats-Msg-Id) and then terminated on its queue.
 type Pattern struct {
@@ -48,6 +50,8 @@ type Pattern struct {
 	settings cluster.Settings
 	log      *slog.Logger
 	streams  *cluster.Streams
+	// undelivered records deliveries no client received (undelivered.go).
+	undelivered *undelivered
 
 	mu        sync.Mutex
 	consumers map[dest.Identity]*consumer // guarded by mu
@@ -72,7 +76,8 @@ func New(n *cluster.Node, settings cluster.Settings, log *slog.Logger) *Pattern 
 		log = slog.New(slog.DiscardHandler)
 	}
 	return &Pattern{js: n.JetStream(), replicas: n.Replicas(), settings: settings, log: log,
-		streams: cluster.NewStreams(n.JetStream()), consumers: make(map[dest.Identity]*consumer)}
+		streams: cluster.NewStreams(n.JetStream()), consumers: make(map[dest.Identity]*consumer),
+		undelivered: &undelivered{js: n.JetStream(), replicas: n.Replicas()}}
 }
 
 func (q *Pattern) settingsOf(id dest.Identity) address.Settings {
@@ -354,7 +359,7 @@ func (c *consumer) run() {
 	defer close(c.done)
 	c.loop.Run()
 	for _, m := range c.loop.Held() {
-		_ = m.Nak()
+		c.q.returnUndelivered(m) // undelivered.go
 	}
 	c.q.mu.Lock()
 	if c.q.consumers[c.id] == c {
@@ -412,7 +417,7 @@ func (c *consumer) Deliver(jm jetstream.Msg) bool {
 		_ = jm.Term() // expired: removed, never delivered
 		return true
 	}
-	count := int(meta.NumDelivered)
+	count := c.q.deliveryCount(meta) // undelivered.go
 	if mx := c.q.settingsOf(c.id).MaxDeliveries; mx > 0 && count > mx {
 		c.q.deadLetter(c.id, jm, m, count-1)
 		return true
