@@ -46,11 +46,12 @@ const ReadyTimeout = 60 * time.Second
 // Node is this broker's place in the cluster: the embedded nats-server (nil with an
 // external NATS), the connection to it and its JetStream context.
 type Node struct {
-	cfg config.Cluster
-	srv *server.Server
-	nc  *nats.Conn
-	js  jetstream.JetStream
-	log *slog.Logger
+	cfg  config.Cluster
+	srv  *server.Server
+	nc   *nats.Conn
+	js   jetstream.JetStream
+	acks *Acks
+	log  *slog.Logger
 }
 
 // Start embeds a clustered nats-server with JetStream (cfg.Name set) or connects to the
@@ -79,6 +80,7 @@ func Start(ctx context.Context, cfg config.Cluster, maxPayload int, log *slog.Lo
 			return nil, fmt.Errorf("cluster: in-process connection: %w", err)
 		}
 	}
+	n.acks = newAcks(n.nc)
 	n.js, err = jetstream.New(n.nc)
 	if err != nil {
 		n.Close()

@@ -42,6 +42,7 @@ type Pattern struct {
 	js       jetstream.JetStream
 	replicas int
 	streams  *cluster.Streams
+	acks     *cluster.Acks // the node's acknowledgements
 	log      *slog.Logger
 
 	mu      sync.Mutex
@@ -66,7 +67,7 @@ func New(n *cluster.Node, log *slog.Logger) *Pattern {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Pattern{js: n.JetStream(), replicas: n.Replicas(), streams: cluster.NewStreams(n.JetStream()), log: log,
+	return &Pattern{js: n.JetStream(), replicas: n.Replicas(), streams: cluster.NewStreams(n.JetStream()), acks: n.Acks(), log: log,
 		readers: make(map[*delivery.Subscription]*reader)}
 }
 
@@ -375,5 +376,5 @@ func (r *reader) settle(seq uint64, nack bool) {
 		_ = m.Nak()
 		return
 	}
-	_ = m.Ack()
+	_ = r.e.acks.Ack(m) // answered: a receipted ACK waits for it (cluster.Acks)
 }

@@ -107,6 +107,7 @@ type Persister struct {
 	c    *Committer
 	js   jetstream.JetStream // asynchronous publishing context (own error handler and limits)
 	sync jetstream.JetStream // the node's context, for synchronous publishes and retries
+	acks *cluster.Acks       // the node's acknowledgements (Sync)
 	log  *slog.Logger
 
 	mu      sync.Mutex
@@ -183,7 +184,7 @@ func NewPersister(n *cluster.Node, q, e Store, c *Committer, log *slog.Logger) (
 	if err != nil {
 		return nil, fmt.Errorf("cluster: async publishing context: %w", err)
 	}
-	p.js, p.sync = js, n.JetStream()
+	p.js, p.sync, p.acks = js, n.JetStream(), n.Acks()
 	if c != nil {
 		p.DuplicateIDs = c.DuplicateIDs
 	}
@@ -280,6 +281,11 @@ func (p *Persister) PersistAll(ids []dest.Identity, ms []*message.Message) error
 	}
 	return nil
 }
+
+// Sync implements router.Syncer: it returns once every acknowledgement this node sent so
+// far is applied by its consumer's leader (cluster.Acks), so the router writes an ACK's
+// RECEIPT only after the ACK is stored (issue 27). Errors: cluster.ErrAckUnconfirmed.
+func (p *Persister) Sync() error { return p.acks.Sync() }
 
 // Forget does nothing: a stored JetStream message may already be delivered (see the type).
 func (p *Persister) Forget(dest.Identity, *message.Message) {}

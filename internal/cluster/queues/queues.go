@@ -52,6 +52,7 @@ type Pattern struct {
 	streams  *cluster.Streams
 	// undelivered records deliveries no client received (undelivered.go).
 	undelivered *undelivered
+	acks        *cluster.Acks // the node's acknowledgements
 
 	mu        sync.Mutex
 	consumers map[dest.Identity]*consumer // guarded by mu
@@ -77,7 +78,7 @@ func New(n *cluster.Node, settings cluster.Settings, log *slog.Logger) *Pattern 
 	}
 	return &Pattern{js: n.JetStream(), replicas: n.Replicas(), settings: settings, log: log,
 		streams: cluster.NewStreams(n.JetStream()), consumers: make(map[dest.Identity]*consumer),
-		undelivered: &undelivered{js: n.JetStream(), replicas: n.Replicas()}}
+		undelivered: &undelivered{js: n.JetStream(), replicas: n.Replicas()}, acks: n.Acks()}
 }
 
 func (q *Pattern) settingsOf(id dest.Identity) address.Settings {
@@ -494,7 +495,7 @@ func (c *consumer) settle(tag uint64, nack bool) {
 		return
 	}
 	if !nack {
-		_ = f.msg.Ack()
+		_ = c.q.acks.Ack(f.msg) // answered: a receipted ACK waits for it (cluster.Acks)
 		return
 	}
 	s := c.q.settingsOf(c.id)
