@@ -359,8 +359,12 @@ func (c *consumer) pickLocked() *delivery.Subscription {
 func (c *consumer) run() {
 	defer close(c.done)
 	c.loop.Run()
-	for _, m := range c.loop.Held() {
-		c.q.returnUndelivered(m) // undelivered.go
+	if held := c.loop.Held(); len(held) > 0 {
+		ctx, cancel := context.WithTimeout(context.Background(), cluster.AttemptTimeout)
+		for _, m := range held {
+			c.q.returnUndelivered(ctx, m) // undelivered.go
+		}
+		cancel()
 	}
 	c.q.mu.Lock()
 	if c.q.consumers[c.id] == c {

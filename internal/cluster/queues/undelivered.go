@@ -108,13 +108,13 @@ func (u *undelivered) add(ctx context.Context, meta *jetstream.MsgMetadata) erro
 
 // returnUndelivered NAKs a message this node pulled and handed to no client, recording the
 // trip first so the next delivery's count leaves it out.
-func (q *Pattern) returnUndelivered(jm jetstream.Msg) {
-	if meta, err := jm.Metadata(); err == nil {
-		ctx, cancel := context.WithTimeout(context.Background(), cluster.AttemptTimeout*2)
+// ctx bounds the recording of every message a loop returns at once (a node shutting down
+// without a quorum must not wait for each); once it ended, messages are NAKed unrecorded.
+func (q *Pattern) returnUndelivered(ctx context.Context, jm jetstream.Msg) {
+	if meta, err := jm.Metadata(); err == nil && ctx.Err() == nil {
 		if err := q.undelivered.add(ctx, meta); err != nil {
 			q.log.Warn("undelivered trip not recorded; the next delivery-count includes it", "stream", meta.Stream, "stream_seq", meta.Sequence.Stream, "err", err)
 		}
-		cancel()
 	}
 	_ = jm.Nak()
 }
