@@ -216,7 +216,29 @@ func read(ctx context.Context, n *cluster.Node, queues bool) (*Status, error) {
 		st.Nodes = append(st.Nodes, *ns)
 	}
 	slices.SortFunc(st.Nodes, func(a, b NodeStatus) int { return strings.Compare(a.Name, b.Name) })
+	if n.Embedded() {
+		markDown(st, nodes)
+	}
 	return st, listErr
+}
+
+// markDown shows the replicas on a node this node sees down (no route to it) as offline
+// (issue 27): a leader reports a replica it lost only a moment ago as "lag 1" and current
+// until its own timeout, which read as a healthy node.
+func markDown(st *Status, nodes map[string]*NodeStatus) {
+	fix := func(rs []ReplicaStatus) {
+		for i := range rs {
+			if ns := nodes[rs[i].Name]; ns != nil && !ns.Up {
+				rs[i].Offline, rs[i].Current = true, false
+			}
+		}
+	}
+	for i := range st.Streams {
+		fix(st.Streams[i].Replicas)
+	}
+	for i := range st.Queues {
+		fix(st.Queues[i].Replicas)
+	}
 }
 
 // embeddedNodes fills the meta leader and the nodes from the embedded server: the meta

@@ -88,3 +88,15 @@ func TestStatusCountsRaftGroups(t *testing.T) {
 		t.Fatalf("titan_cluster_raft_groups %q, want 3", buf.String())
 	}
 }
+
+// A replica on a node this node sees down reads offline, not "lag 1" and current (issue 27).
+func TestReplicasOnDownNodesAreOffline(t *testing.T) {
+	st := &Status{Streams: []StreamStatus{{Name: "TITAN_g_Q", Replicas: []ReplicaStatus{
+		{Name: "a", Current: true}, {Name: "b", Current: true, Lag: 1},
+	}}}}
+	markDown(st, map[string]*NodeStatus{"a": {Name: "a", Up: true}, "b": {Name: "b"}})
+	got := st.Streams[0].Replicas
+	if got[0].Offline || !got[0].Current || !got[1].Offline || got[1].Current {
+		t.Fatalf("replicas %+v: want a current, b offline", got)
+	}
+}
