@@ -38,6 +38,7 @@ type serveFlags struct {
 	clusterRoutes   string
 	clusterNode     string
 	clusterReplicas int
+	clientPort      int
 }
 
 func newServeCmd() *cobra.Command {
@@ -53,7 +54,7 @@ Environment: TITAN_CONFIG, TITAN_HOST, TITAN_PORT, TITAN_MONITOR_HOST, TITAN_MON
 TITAN_MONITOR_TOKEN, TITAN_DATA_DIR, TITAN_STORE, TITAN_LOG_LEVEL, TITAN_LOG_FORMAT,
 TITAN_FANOUT_MODE, TITAN_DEFAULT_PATTERN, TITAN_DESTINATION_METRICS (true), TITAN_USERS_FILE,
 TITAN_CLUSTER_NAME, TITAN_CLUSTER_NODE, TITAN_CLUSTER_LISTEN, TITAN_CLUSTER_ROUTES,
-TITAN_CLUSTER_REPLICAS.
+TITAN_CLUSTER_REPLICAS, TITAN_CLUSTER_CLIENT_PORT.
 
 Cluster mode: --cluster-name with --cluster-node, --cluster-listen and --cluster-routes (the
 same route list on every node) runs this broker as one node of a cluster on NATS JetStream;
@@ -128,6 +129,7 @@ re-reads the file without dropping connections.`,
 	fl.StringVar(&f.clusterRoutes, "cluster-routes", "", "cluster mode: seed routes nats://HOST:PORT,... (the same list on every node)")
 	fl.IntVar(&f.clusterReplicas, "cluster-replicas", 0, "cluster mode: JetStream replicas per stream (default 3)")
 	fl.StringVar(&f.clusterNode, "cluster-node", "", "cluster mode: this node's unique, stable name")
+	fl.IntVar(&f.clientPort, "cluster-client-port", 0, "cluster mode: the embedded NATS server's client port on 127.0.0.1, for nats CLI and benchmarks (titan.cluster.client-port; default a free port)")
 	fl.BoolVar(&f.destMetrics, "destination-metrics", false, "count SENDs and bytes per (group, destination) on /metrics (a custom router stage)")
 	return cmd
 }
@@ -205,6 +207,9 @@ func loadServeConfig(cmd *cobra.Command, f *serveFlags) (config.Config, error) {
 		cfg.Cluster.Routes = strings.Split(routes, ",")
 	}
 	if err := num("cluster-replicas", "TITAN_CLUSTER_REPLICAS", &cfg.Cluster.Replicas); err != nil {
+		return cfg, err
+	}
+	if err := num("cluster-client-port", "TITAN_CLUSTER_CLIENT_PORT", &cfg.Cluster.ClientPort); err != nil {
 		return cfg, err
 	}
 	for i := range cfg.Servers {

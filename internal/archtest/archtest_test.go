@@ -151,6 +151,14 @@ func TestRulesCatchAViolation(t *testing.T) {
 		"internal/cluster":    nil,
 		"internal/rpc":        nil,
 		"internal/selector":   nil,
+		// A cluster pattern reaching another one, and the pull loop reaching a pattern.
+		"internal/cluster/events":   {"internal/cluster", "internal/cluster/queues"},
+		"internal/cluster/queues":   {"internal/cluster", "internal/cluster/pull"},
+		"internal/cluster/logs":     {"internal/cluster/pull"},
+		"internal/cluster/requests": {"internal/rpc"},
+		"internal/cluster/pull":     {"internal/cluster/logs"},
+		"internal/cluster/pipeline": {"internal/cluster"},
+		"internal/cluster/status":   {"internal/cluster"},
 	}
 	var all []string
 	for _, r := range Rules {
@@ -159,6 +167,9 @@ func TestRulesCatchAViolation(t *testing.T) {
 	want := []string{
 		"import rule violated: internal/frame imports internal/dest\n\trule: frame imports nothing of ours",
 		"import rule violated: internal/router imports internal/delivery imports internal/event\n\trule: the router imports no adapter (pattern implementations, store implementations, admin, broker)",
+		"import rule violated: internal/cluster/events imports internal/cluster/queues\n\trule: cluster pattern packages import each other only through declared ports (they may wrap a single-node pattern)",
+		"import rule violated: internal/cluster/queues imports internal/cluster/pull imports internal/cluster/logs\n\trule: cluster pattern packages import each other only through declared ports (they may wrap a single-node pattern)",
+		"import rule violated: internal/cluster/pull imports internal/cluster/logs\n\trule: the cluster's shared packages (node, pull loop) reach no pattern, pipeline or status",
 	}
 	if !slices.Equal(all, want) {
 		t.Fatalf("violations:\n%s\nwant:\n%s", strings.Join(all, "\n"), strings.Join(want, "\n"))

@@ -3,9 +3,19 @@ package archtest
 // Module is the module path every rule is relative to.
 const Module = "github.com/titan-broker/titan"
 
-// Patterns are the pattern packages: each is an adapter behind ports the router declares
-// (internal/cluster holds the cluster-mode adapters on NATS JetStream).
-var Patterns = append(append([]string{}, SingleNodePatterns...), "internal/cluster")
+// Patterns are the pattern packages: each is an adapter behind ports the router declares,
+// on a single node and in cluster mode.
+var Patterns = append(append([]string{}, SingleNodePatterns...), ClusterPatterns...)
+
+// ClusterPatterns are the cluster-mode pattern packages on NATS JetStream, one per
+// pattern as on the single node (issue 28). Below them sits internal/cluster (the node and
+// what they share) and internal/cluster/pull (the pull loop of queues and logs); above
+// them internal/cluster/pipeline (the store stage's publisher, over their Store port) and
+// internal/cluster/status.
+var ClusterPatterns = []string{"internal/cluster/events", "internal/cluster/queues", "internal/cluster/logs", "internal/cluster/requests"}
+
+// ClusterShared are the cluster packages every cluster pattern may use; they reach none.
+var ClusterShared = []string{"internal/cluster", "internal/cluster/pull"}
 
 // SingleNodePatterns are the single-node pattern packages. The cluster adapters sit one
 // layer above them: internal/cluster may wrap one (its request/response keeps rpc's pending
@@ -36,25 +46,37 @@ var Rules = []Rule{
 	{
 		Name:      "the transport and session never import the router or a pattern package",
 		From:      []string{"internal/transport", "internal/session"},
-		Forbidden: append([]string{"internal/router"}, Patterns...),
+		Forbidden: append([]string{"internal/router", "internal/cluster/..."}, Patterns...),
 	},
 	{
 		Name: "the router imports no adapter (pattern implementations, store implementations, admin, broker)",
 		From: []string{"internal/router"},
 		Forbidden: append([]string{
 			"internal/store/...", "internal/durable", "internal/admin", "internal/broker",
-			"internal/session", "internal/transport", "internal/metrics", "embed",
+			"internal/session", "internal/transport", "internal/metrics", "embed", "internal/cluster/...",
 		}, Patterns...),
 	},
 	{
 		Name:      "pattern packages import each other only through declared ports",
 		From:      SingleNodePatterns,
-		Forbidden: append([]string{"internal/router", "internal/broker", "internal/admin"}, Patterns...),
+		Forbidden: append([]string{"internal/router", "internal/broker", "internal/admin", "internal/cluster/..."}, Patterns...),
 	},
 	{
-		Name:      "the cluster adapters wrap single-node patterns but never reach the router, broker or admin",
-		From:      []string{"internal/cluster"},
-		Forbidden: []string{"internal/router", "internal/broker", "internal/admin"},
+		Name: "cluster pattern packages import each other only through declared ports (they may wrap a single-node pattern)",
+		From: ClusterPatterns,
+		Forbidden: append([]string{"internal/router", "internal/broker", "internal/admin",
+			"internal/cluster/pipeline", "internal/cluster/status"}, ClusterPatterns...),
+	},
+	{
+		Name:      "the cluster's shared packages (node, pull loop) reach no pattern, pipeline or status",
+		From:      ClusterShared,
+		Forbidden: append([]string{"internal/router", "internal/broker", "internal/admin", "internal/cluster/..."}, SingleNodePatterns...),
+		Allowed:   []string{"internal/cluster"},
+	},
+	{
+		Name:      "the cluster pipeline and status reach patterns only through ports",
+		From:      []string{"internal/cluster/pipeline", "internal/cluster/status"},
+		Forbidden: append([]string{"internal/router", "internal/broker", "internal/admin"}, Patterns...),
 	},
 	{
 		Name:      "selector (JMS message selectors) imports nothing of ours",

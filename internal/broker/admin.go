@@ -13,7 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/titan-broker/titan/internal/admin"
-	"github.com/titan-broker/titan/internal/cluster"
+	"github.com/titan-broker/titan/internal/cluster/status"
 	"github.com/titan-broker/titan/internal/dest"
 	"github.com/titan-broker/titan/internal/dispatch"
 	"github.com/titan-broker/titan/internal/eventlog"
@@ -89,7 +89,7 @@ func (b *Broker) Admin() *admin.Admin {
 		node, clusterSrc = clusterNodeName(n, b.cfg.Cluster.NodeName, node), clusterAdmin{n}
 		c := b.p.cluster
 		clusterOps = clusterQueues{c.queues} // queue actions act on JetStream (cluster_ops.go)
-		extra = append(extra, n.Collector(), cluster.AdapterCollector(c.queues, c.store, c.requests))
+		extra = append(extra, status.Collector(n), c.queues.Collector(), c.store.Collector(), c.requests.Collector())
 	}
 	return admin.New(adminSource{b}, admin.Options{
 		Users:         users,

@@ -18,6 +18,7 @@ import (
 
 	"github.com/titan-broker/titan/internal/clock"
 	"github.com/titan-broker/titan/internal/cluster"
+	"github.com/titan-broker/titan/internal/cluster/pipeline"
 	"github.com/titan-broker/titan/internal/config"
 	"github.com/titan-broker/titan/internal/delivery"
 	"github.com/titan-broker/titan/internal/dest"
@@ -162,7 +163,7 @@ func New(cfg config.Config, opts Options) (*Broker, error) {
 	idPrefix := "titan-" + bootID(time.Now())
 	if cfg.Cluster.Enabled() {
 		// Cluster mode: JetStream stores queue messages and events-store logs. The router's
-		// store stage publishes them asynchronously (cluster.Persister) and writes each
+		// store stage publishes them asynchronously (pipeline.Persister) and writes each
 		// RECEIPT after its PubAck, in SEND order, so a connection's SENDs are pipelined.
 		n, err := cluster.Start(context.Background(), cfg.Cluster, first.MaxBodyLength, b.log.With("component", "cluster"))
 		if err != nil {
@@ -176,7 +177,7 @@ func New(cfg config.Config, opts Options) (*Broker, error) {
 		}
 		committer := p.cluster.semantics(cfg, resolver, b.log)
 		batch = committer
-		cp, err := cluster.NewPersister(n, p.cluster.queues, p.cluster.store, committer, b.log.With("component", "cluster-publish"))
+		cp, err := pipeline.NewPersister(n, p.cluster.queues, p.cluster.store, committer, b.log.With("component", "cluster-publish"))
 		if err != nil {
 			n.Close()
 			_ = st.Close()

@@ -5,6 +5,7 @@ import (
 
 	"github.com/titan-broker/titan/internal/admin"
 	"github.com/titan-broker/titan/internal/cluster"
+	"github.com/titan-broker/titan/internal/cluster/status"
 )
 
 // clusterAdmin adapts the cluster node to admin.ClusterSource (the monitor API's cluster
@@ -15,7 +16,7 @@ type clusterAdmin struct{ n *cluster.Node }
 func (c clusterAdmin) ClusterStatus(ctx context.Context) (*admin.ClusterStatus, error) {
 	// Without a quorum the stream list fails, but the nodes this node sees (and which are
 	// down) are what an operator needs then: answer them, with the failure in Errors.
-	st, err := c.n.Status(ctx)
+	st, err := status.Of(ctx, c.n)
 	if err != nil && len(st.Nodes) == 0 {
 		return nil, err
 	}
@@ -34,7 +35,7 @@ func (c clusterAdmin) ClusterStatus(ctx context.Context) (*admin.ClusterStatus, 
 	return out, nil
 }
 
-func adminReplicas(rs []cluster.ReplicaStatus) []admin.ClusterReplica {
+func adminReplicas(rs []status.ReplicaStatus) []admin.ClusterReplica {
 	out := make([]admin.ClusterReplica, 0, len(rs))
 	for _, r := range rs {
 		out = append(out, admin.ClusterReplica{Name: r.Name, Current: r.Current, Offline: r.Offline, Lag: r.Lag, ActiveMs: r.Active.Milliseconds()})

@@ -5,7 +5,7 @@ import (
 	"errors"
 
 	"github.com/titan-broker/titan/internal/admin"
-	"github.com/titan-broker/titan/internal/cluster"
+	clusterqueues "github.com/titan-broker/titan/internal/cluster/queues"
 	"github.com/titan-broker/titan/internal/dest"
 	"github.com/titan-broker/titan/internal/dispatch"
 	"github.com/titan-broker/titan/internal/message"
@@ -13,14 +13,14 @@ import (
 
 // clusterQueues adapts the cluster's queues adapter to admin.ClusterQueues: the operator's
 // queue actions act on JetStream, cluster-wide.
-type clusterQueues struct{ q *cluster.Queues }
+type clusterQueues struct{ q *clusterqueues.Pattern }
 
 // opErr maps the cluster's sentinels to the dispatcher's, which the admin API reports.
 func opErr(err error) error {
 	switch {
-	case errors.Is(err, cluster.ErrNoQueue):
+	case errors.Is(err, clusterqueues.ErrNoQueue):
 		return dispatch.ErrNoQueue
-	case errors.Is(err, cluster.ErrQueueNotEmpty):
+	case errors.Is(err, clusterqueues.ErrQueueNotEmpty):
 		return dispatch.ErrQueueNotEmpty
 	}
 	return err

@@ -5,6 +5,10 @@ import (
 
 	"github.com/titan-broker/titan/internal/clock"
 	"github.com/titan-broker/titan/internal/cluster"
+	clusterevents "github.com/titan-broker/titan/internal/cluster/events"
+	"github.com/titan-broker/titan/internal/cluster/logs"
+	clusterqueues "github.com/titan-broker/titan/internal/cluster/queues"
+	"github.com/titan-broker/titan/internal/cluster/requests"
 	"github.com/titan-broker/titan/internal/config"
 	"github.com/titan-broker/titan/internal/delivery"
 	"github.com/titan-broker/titan/internal/dest"
@@ -37,27 +41,27 @@ type patterns struct {
 // clusterPatterns are the cluster-mode adapters.
 type clusterPatterns struct {
 	node     *cluster.Node
-	events   *cluster.Events
-	queues   *cluster.Queues
-	store    *cluster.EventsStore
-	requests *cluster.Requests
+	events   *clusterevents.Pattern
+	queues   *clusterqueues.Pattern
+	store    *logs.Pattern
+	requests *requests.Pattern
 }
 
 // wireCluster puts the cluster adapters behind the router's ports. Request/response
 // replaces p.requests (so its counters are the ones reported); temp-queues stay on this
-// node's queues pattern, reached from other nodes through cluster.Requests.
+// node's queues pattern, reached from other nodes through requests.Pattern.
 func (p *patterns) wireCluster(n *cluster.Node, settings cluster.Settings, log *slog.Logger, ports *router.Ports) error {
-	reqs, err := cluster.NewRequests(n, p.rpcOptions, log.With("component", "cluster-rpc"))
+	reqs, err := requests.New(n, p.rpcOptions, log.With("component", "cluster-rpc"))
 	if err != nil {
 		return err
 	}
-	c := &clusterPatterns{node: n, events: cluster.NewEvents(n), queues: cluster.NewQueues(n, settings, log.With("component", "cluster-queues")),
-		store: cluster.NewEventsStore(n, log.With("component", "cluster-events-store")), requests: reqs}
+	c := &clusterPatterns{node: n, events: clusterevents.New(n), queues: clusterqueues.New(n, settings, log.With("component", "cluster-queues")),
+		store: logs.New(n, log.With("component", "cluster-events-store")), requests: reqs}
 	p.cluster = c
 	p.requests = reqs.Pattern
 	ports.Events, ports.Queues, ports.EventsStore = c.events, c.queues, c.store
 	ports.Requests = reqs
-	ports.TempQueues = tempQueues{Publisher: reqs.Temp(), Subscriber: p.queues}
+	ports.TempQueues = tempQueues{Publisher: reqs.Temp(), Subscriber: reqs.TempSubscriber(p.queues)}
 	if ports.Destinations != nil {
 		ports.Destinations = reqs.TempDestinations(ports.Destinations)
 	}

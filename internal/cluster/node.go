@@ -1,8 +1,14 @@
 // Package cluster is Titan's cluster mode (issue 15): several titan nodes as one broker on
-// NATS JetStream, never a consensus protocol of Titan's own. A Node embeds a clustered
-// nats-server with JetStream (or connects to an external NATS cluster); Events and Queues
-// are the adapters the broker wires behind the router's ports instead of the single-node
-// pattern packages.
+// NATS JetStream, never a consensus protocol of Titan's own. This package is the node and
+// what every cluster adapter shares: a Node embeds a clustered nats-server with JetStream
+// (or connects to an external NATS cluster); the subject mapping (Subject), where a
+// destination is stored (Placement), stream creation (Streams) and bounded, retried
+// JetStream requests. The adapters the broker wires behind the router's ports instead of
+// the single-node pattern packages live one package per pattern below it, mirroring the
+// single node (issue 28): events, queues, logs (events-store), requests
+// (request/response and temp-queues); pull is the pull loop queues and logs share,
+// pipeline the store stage's pipelined publisher and transaction committer, status the
+// cluster view and its gauges.
 //
 // Mapping (docs/design.md "Cluster mode"): one subject namespace
 // t.<group>.<kind>.<tok1>.<tok2>… that keeps group and segment boundaries (Subject); events
@@ -40,11 +46,12 @@ const ReadyTimeout = 60 * time.Second
 // Node is this broker's place in the cluster: the embedded nats-server (nil with an
 // external NATS), the connection to it and its JetStream context.
 type Node struct {
-	cfg config.Cluster
-	srv *server.Server
-	nc  *nats.Conn
-	js  jetstream.JetStream
-	log *slog.Logger
+	cfg  config.Cluster
+	srv  *server.Server
+	nc   *nats.Conn
+	js   jetstream.JetStream
+	acks *Acks
+	log  *slog.Logger
 }
 
 // Start embeds a clustered nats-server with JetStream (cfg.Name set) or connects to the
@@ -73,6 +80,7 @@ func Start(ctx context.Context, cfg config.Cluster, maxPayload int, log *slog.Lo
 			return nil, fmt.Errorf("cluster: in-process connection: %w", err)
 		}
 	}
+	n.acks = newAcks(n.nc)
 	n.js, err = jetstream.New(n.nc)
 	if err != nil {
 		n.Close()
@@ -189,6 +197,15 @@ func (n *Node) Conn() *nats.Conn { return n.nc }
 
 // JetStream returns the JetStream context.
 func (n *Node) JetStream() jetstream.JetStream { return n.js }
+
+// Server is the embedded nats-server, nil with an external NATS.
+func (n *Node) Server() *server.Server { return n.srv }
+
+// Config is the node's cluster configuration (defaults applied).
+func (n *Node) Config() config.Cluster { return n.cfg }
+
+// Embedded reports whether this node embeds its nats-server (false: an external NATS).
+func (n *Node) Embedded() bool { return n.srv != nil }
 
 // Replicas is the replica count of the streams this node creates.
 func (n *Node) Replicas() int { return n.cfg.Replicas }

@@ -9,44 +9,46 @@ import (
 // Subject kinds: the third token of every subject (t.<group>.<kind>.…). A bare
 // destination is a different identity from its prefixed form, so it has kinds of its own.
 const (
-	kindEvents     = "ev"
-	kindEventsBare = "evb"
-	kindQueue      = "q"
-	kindQueueBare  = "qb"
-	// kindSchedule holds scheduled (delay) queue messages until JetStream's scheduler
+	// KindEvents and KindEventsBare are events subjects.
+	KindEvents     = "ev"
+	KindEventsBare = "evb"
+	// KindQueue and KindQueueBare are queue subjects.
+	KindQueue     = "q"
+	KindQueueBare = "qb"
+	// KindSchedule holds scheduled (delay) queue messages until JetStream's scheduler
 	// appends them to their queue's subject.
-	kindSchedule = "qs"
-	// kindStore and kindStoreBare are events-store logs.
-	kindStore     = "es"
-	kindStoreBare = "esb"
+	KindSchedule = "qs"
+	// KindStore and KindStoreBare are events-store logs.
+	KindStore     = "es"
+	KindStoreBare = "esb"
 )
 
 // kindOf returns the subject kind of a pattern's identity.
 func kindOf(p dest.Pattern, bare bool) string {
 	switch {
 	case p == dest.PatternEventsStore && bare:
-		return kindStoreBare
+		return KindStoreBare
 	case p == dest.PatternEventsStore:
-		return kindStore
+		return KindStore
 	case p == dest.PatternQueues && bare:
-		return kindQueueBare
+		return KindQueueBare
 	case p == dest.PatternQueues:
-		return kindQueue
+		return KindQueue
 	case bare:
-		return kindEventsBare
+		return KindEventsBare
 	}
-	return kindEvents
+	return KindEvents
 }
 
 // Subject returns the NATS subject of id: t.<group>.<kind>.<tok1>.<tok2>…, one subject
-// token per channel segment, each encoded by encodeToken. For an events SUBSCRIBE filter,
+// token per channel segment, each encoded by AppendToken. For an events SUBSCRIBE filter,
 // wildcard tokens "*" and ">" stay wildcards: Titan's grammar is NATS's (one token, one or
 // more trailing tokens), so a filter matches exactly the subjects its channels map to.
-func Subject(id dest.Identity) string { return subjectOf(id, kindOf(id.Pattern, id.Bare)) }
+func Subject(id dest.Identity) string { return SubjectOf(id, kindOf(id.Pattern, id.Bare)) }
 
-// subjectOf is Subject with the kind token given (ring queues and events-store retention
-// classes have kinds of their own: semantics.go).
-func subjectOf(id dest.Identity, kind string) string {
+// SubjectOf is Subject with the kind token given (ring queues and events-store retention
+// classes have kinds of their own: placement.go).
+func SubjectOf(id dest.Identity, kind string) string {
 	var b strings.Builder
 	b.Grow(8 + len(id.Group) + len(id.Channel)*2)
 	b.WriteString("t.")
@@ -59,15 +61,15 @@ func subjectOf(id dest.Identity, kind string) string {
 			b.WriteString(tok)
 			continue
 		}
-		appendToken(&b, tok)
+		AppendToken(&b, tok)
 	}
 	return b.String()
 }
 
-// appendToken writes tok with every byte outside [A-Za-z0-9_-] percent-encoded (%XX), so a
+// AppendToken writes tok with every byte outside [A-Za-z0-9_-] percent-encoded (%XX), so a
 // literal "*", ">", "%", space or UTF-8 byte inside a segment never becomes NATS syntax
 // and the mapping stays reversible. Titan channels have no empty segment (dest.Parse).
-func appendToken(b *strings.Builder, tok string) {
+func AppendToken(b *strings.Builder, tok string) {
 	const hex = "0123456789ABCDEF"
 	for i := 0; i < len(tok); i++ {
 		c := tok[i]
@@ -81,18 +83,97 @@ func appendToken(b *strings.Builder, tok string) {
 	}
 }
 
-// streamName is the WorkQueue stream of a group's queues.
-func streamName(group string) string { return "TITAN_" + group + "_Q" }
+// StreamName is the WorkQueue stream of a group's queues.
+func StreamName(group string) string { return "TITAN_" + group + "_Q" }
 
-// queueSubjects are the subjects of a group's queue stream.
-func queueSubjects(group string) []string {
-	return []string{"t." + group + "." + kindQueue + ".>", "t." + group + "." + kindQueueBare + ".>", "t." + group + "." + kindSchedule + ".>"}
+// QueueSubjects are the subjects of a group's queue stream.
+func QueueSubjects(group string) []string {
+	return []string{"t." + group + "." + KindQueue + ".>", "t." + group + "." + KindQueueBare + ".>", "t." + group + "." + KindSchedule + ".>"}
 }
 
-// storeStreamName is the Limits stream of a group's events-store logs.
-func storeStreamName(group string) string { return "TITAN_" + group + "_ES" }
+// StoreStreamName is the Limits stream of a group's events-store logs.
+func StoreStreamName(group string) string { return "TITAN_" + group + "_ES" }
 
 // storeSubjects are the subjects of a group's events-store stream.
 func storeSubjects(group string) []string {
-	return []string{"t." + group + "." + kindStore + ".>", "t." + group + "." + kindStoreBare + ".>"}
+	return []string{"t." + group + "." + KindStore + ".>", "t." + group + "." + KindStoreBare + ".>"}
+}
+
+// IdentityOfSubject is Subject's inverse for a queue subject (t.<group>.q.<tokens> or
+// t.<group>.qb.<tokens>, and a ring queue's t.<group>.r<N>.<tokens> or rb<N>): it undoes
+// AppendToken's percent-encoding.
+func IdentityOfSubject(subject string) (dest.Identity, bool) {
+	parts := strings.SplitN(subject, ".", 4)
+	if len(parts) != 4 || parts[0] != "t" {
+		return dest.Identity{}, false
+	}
+	id := dest.Identity{Group: parts[1], Pattern: dest.PatternQueues}
+	switch parts[2] {
+	case KindQueue:
+	case KindQueueBare:
+		id.Bare = true
+	default:
+		switch k := parts[2]; {
+		case len(k) > 2 && k[:2] == "rb" && digits(k[2:]):
+			id.Bare = true
+		case len(k) > 1 && k[0] == 'r' && digits(k[1:]):
+		default:
+			return dest.Identity{}, false
+		}
+	}
+	toks := strings.Split(parts[3], ".")
+	for i, tok := range toks {
+		dec, ok := DecodeToken(tok)
+		if !ok {
+			return dest.Identity{}, false
+		}
+		toks[i] = dec
+	}
+	id.Channel = strings.Join(toks, ".")
+	return id, true
+}
+
+// DecodeToken undoes AppendToken.
+func DecodeToken(tok string) (string, bool) {
+	if !strings.Contains(tok, "%") {
+		return tok, true
+	}
+	var b strings.Builder
+	for i := 0; i < len(tok); i++ {
+		if tok[i] != '%' {
+			b.WriteByte(tok[i])
+			continue
+		}
+		if i+2 >= len(tok) {
+			return "", false
+		}
+		hi, lo := unhex(tok[i+1]), unhex(tok[i+2])
+		if hi < 0 || lo < 0 {
+			return "", false
+		}
+		b.WriteByte(byte(hi<<4 | lo))
+		i += 2
+	}
+	return b.String(), true
+}
+
+func unhex(c byte) int {
+	switch {
+	case c >= '0' && c <= '9':
+		return int(c - '0')
+	case c >= 'A' && c <= 'F':
+		return int(c-'A') + 10
+	case c >= 'a' && c <= 'f':
+		return int(c-'a') + 10
+	}
+	return -1
+}
+
+func digits(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return s != ""
 }

@@ -39,9 +39,10 @@ func main() {
 	titan := flag.String("titan", "titan", "the titan binary to measure")
 	conns := flag.Int("conns", 10000, "idle STOMP connections to open")
 	heartBeat := flag.String("heart-beat", "10000,10000", "the heart-beat header each CONNECT sends")
+	clusterMode := flag.Bool("cluster", false, "measure a cluster node: titan runs in cluster mode (one embedded node, replicas 1, its own route as the seed)")
 	settle := flag.Duration("settle", 15*time.Second, "how long to wait, idle, before the second reading (past the broker's 10 s idle decay, gctune)")
 	flag.Parse()
-	if err := run(*titan, *conns, *heartBeat, *settle); err != nil {
+	if err := run(*titan, *conns, *heartBeat, *settle, *clusterMode); err != nil {
 		fmt.Fprintln(os.Stderr, "idlemem:", err)
 		os.Exit(1)
 	}
@@ -49,7 +50,7 @@ func main() {
 
 var readyLine = regexp.MustCompile(`ready: STOMP (\S+?)(?:,|\s).*monitor (\S+),`)
 
-func run(titan string, n int, heartBeat string, settle time.Duration) error {
+func run(titan string, n int, heartBeat string, settle time.Duration, clusterMode bool) error {
 	var lim syscall.Rlimit
 	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err == nil && lim.Cur < uint64(n)+100 {
 		return fmt.Errorf("RLIMIT_NOFILE is %d; %d connections need more (raise ulimit -n)", lim.Cur, n)
@@ -60,13 +61,49 @@ func run(titan string, n int, heartBeat string, settle time.Duration) error {
 	}
 	defer os.RemoveAll(dir)
 	cfg := filepath.Join(dir, "titan.yml")
-	if err := os.WriteFile(cfg, []byte(`titan:
+	yaml := `titan:
   servers:
     - {name: stomp, host: 127.0.0.1, port: 0}
   monitor: {host: 127.0.0.1, port: 0}
   store: {type: memory}
   log: {level: warn}
-`), 0o644); err != nil {
+`
+	if clusterMode {
+		// A three-node cluster on loopback: the measured node and two peers (its quorum),
+		// all of this binary; only the first is measured.
+		var ports []int
+		for range 3 {
+			l, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				return err
+			}
+			ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+			_ = l.Close()
+		}
+		routes := fmt.Sprintf(`["nats://127.0.0.1:%d", "nats://127.0.0.1:%d", "nats://127.0.0.1:%d"]`, ports[0], ports[1], ports[2])
+		section := func(i int) string {
+			return fmt.Sprintf("  cluster: {name: idlemem, node-name: n%d, listen: 127.0.0.1:%d, routes: %s, store-dir: %q}\n",
+				i, ports[i], routes, filepath.Join(dir, fmt.Sprint("js", i)))
+		}
+		yaml += section(0)
+		for i := 1; i < 3; i++ {
+			peerCfg := filepath.Join(dir, fmt.Sprint("peer", i, ".yml"))
+			peer := "titan:\n  servers:\n    - {name: stomp, host: 127.0.0.1, port: 0}\n  monitor: {host: 127.0.0.1, port: 0}\n  store: {type: memory}\n  log: {level: error}\n" + section(i)
+			if err := os.WriteFile(peerCfg, []byte(peer), 0o644); err != nil {
+				return err
+			}
+			pc := exec.Command(titan, "serve", "--config", peerCfg)
+			pc.Dir = dir
+			if err := pc.Start(); err != nil {
+				return err
+			}
+			defer func() {
+				_ = pc.Process.Signal(syscall.SIGTERM)
+				_ = pc.Wait()
+			}()
+		}
+	}
+	if err := os.WriteFile(cfg, []byte(yaml), 0o644); err != nil {
 		return err
 	}
 	cmd := exec.Command(titan, "serve", "--config", cfg)

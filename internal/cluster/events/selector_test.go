@@ -1,16 +1,20 @@
-package cluster
+package events
 
 import (
 	"bytes"
 	"slices"
 	"sync"
 	"testing"
+	"time"
 
+	"github.com/titan-broker/titan/internal/cluster/clustertest"
+	"github.com/titan-broker/titan/internal/cluster/queues"
 	"github.com/titan-broker/titan/internal/delivery"
 	"github.com/titan-broker/titan/internal/dest"
 	"github.com/titan-broker/titan/internal/frame"
 	"github.com/titan-broker/titan/internal/message"
 	"github.com/titan-broker/titan/internal/selector"
+	"github.com/titan-broker/titan/internal/testwait"
 )
 
 // bodyWriter stands in for a client socket and keeps each MESSAGE's body.
@@ -45,12 +49,12 @@ func (w *bodyWriter) got() []string {
 // node delivers, for events published through another node; the queues adapter does not
 // claim to honour selectors (the router refuses them there).
 func TestEventsSelector(t *testing.T) {
-	nodes := startNodes(t)
-	pub, subNode := NewEvents(nodes[0]), NewEvents(nodes[1])
+	nodes := clustertest.StartNodes(t)
+	pub, subNode := New(nodes[0]), New(nodes[1])
 	if !subNode.HonoursSelectors() {
 		t.Fatal("cluster events must honour selectors")
 	}
-	if _, ok := any(NewQueues(nodes[0], testSettings, nil)).(interface{ HonoursSelectors() bool }); ok {
+	if _, ok := any(queues.New(nodes[0], clustertest.TestSettings, nil)).(interface{ HonoursSelectors() bool }); ok {
 		t.Fatal("cluster queues claim to honour selectors, which they do not")
 	}
 	sel, err := selector.Compile("color = 'red' OR body = 'fence'")
@@ -73,7 +77,7 @@ func TestEventsSelector(t *testing.T) {
 		}
 	}
 	// Subscription interest reaches node 0 asynchronously: probe until a red one arrives.
-	waitFor(t, "the subscription to reach the publishing node", func() bool {
+	testwait.Eventually(t, 15*time.Second, "the subscription to reach the publishing node", func() bool {
 		publish("probe", "red")
 		return slices.Contains(w.got(), "probe")
 	})
@@ -81,7 +85,7 @@ func TestEventsSelector(t *testing.T) {
 		publish(c+string(rune('0'+i)), c)
 	}
 	publish("fence", "none")
-	waitFor(t, "the fence", func() bool { return slices.Contains(w.got(), "fence") })
+	testwait.Eventually(t, 15*time.Second, "the fence", func() bool { return slices.Contains(w.got(), "fence") })
 	var got []string
 	for _, b := range w.got() {
 		if b != "probe" {

@@ -1,4 +1,8 @@
-package cluster
+// Package pipeline stores cluster-mode SENDs for the router: the Persister (the store
+// stage's pipelined publisher, router.Persister) and the Committer (transactions as
+// JetStream atomic batches, router.BatchPublisher), over the queues and events-store
+// adapters' Store port.
+package pipeline
 
 import (
 	"context"
@@ -14,6 +18,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/titan-broker/titan/internal/cluster"
 	"github.com/titan-broker/titan/internal/dest"
 	"github.com/titan-broker/titan/internal/message"
 )
@@ -84,8 +89,13 @@ func (e *PartialCommitError) Unwrap() error { return e.Err }
 // message, each deduplicated by its id, so the repeat is stored once and the rest once.
 // That fallback is not atomic: a crash in it leaves a prefix, which a retry completes.
 type Committer struct {
-	q   *Queues
-	e   *EventsStore
+	// DuplicateIDs (nil: the streams' windows only) recognises client duplicate ids beyond
+	// the streams' Nats-Msg-Id window; set before the first use.
+	DuplicateIDs *cluster.Duplicates
+
+	q   Store
+	e   Store
+	js  jetstream.JetStream
 	nc  *nats.Conn
 	log *slog.Logger
 
@@ -94,11 +104,11 @@ type Committer struct {
 }
 
 // NewCommitter returns the committer over the node's queues and events-store adapters.
-func NewCommitter(n *Node, q *Queues, e *EventsStore, log *slog.Logger) *Committer {
+func NewCommitter(n *cluster.Node, q, e Store, log *slog.Logger) *Committer {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Committer{q: q, e: e, nc: n.nc, log: log}
+	return &Committer{q: q, e: e, js: n.JetStream(), nc: n.Conn(), log: log}
 }
 
 // Batches reports whether id's SENDs are committed by PublishBatch (queues and
@@ -108,7 +118,7 @@ func (c *Committer) Batches(id dest.Identity) bool {
 }
 
 type streamPart struct {
-	p    placement
+	p    cluster.Placement
 	msgs []*nats.Msg
 	eq   bool // events-store part (count on e)
 }
@@ -122,40 +132,29 @@ func (c *Committer) PublishBatch(ids []dest.Identity, ms []*message.Message, can
 	var parts []*streamPart
 	index := make(map[string]*streamPart)
 	for i, id := range ids {
-		var p placement
-		var msg *nats.Msg
 		es := id.Pattern == dest.PatternEventsStore
+		st := c.q
 		if es {
-			p, msg = c.e.build(id, ms[i])
-		} else {
-			var dropped bool
-			if p, msg, dropped = c.q.build(id, ms[i]); dropped {
-				continue
-			}
+			st = c.e
 		}
-		sp := index[p.stream]
+		p, msg, dropped := st.Build(id, ms[i])
+		if dropped {
+			continue
+		}
+		sp := index[p.Stream]
 		if sp == nil {
 			sp = &streamPart{p: p, eq: es}
-			index[p.stream] = sp
+			index[p.Stream] = sp
 			parts = append(parts, sp)
 		}
 		sp.msgs = append(sp.msgs, msg)
 	}
-	ctx, stop := context.WithTimeout(context.Background(), PublishTimeout)
+	ctx, stop := cluster.WithCancel(cluster.PublishTimeout, cancel)
 	defer stop()
-	if cancel != nil {
-		go func() {
-			select {
-			case <-cancel:
-				stop()
-			case <-ctx.Done():
-			}
-		}()
-	}
 	stored := 0
 	for _, sp := range parts {
 		if err := c.publishPart(ctx, sp, cancel); err != nil {
-			c.log.Warn("transaction part not stored", "stream", sp.p.stream, "messages", len(sp.msgs), "err", err)
+			c.log.Warn("transaction part not stored", "stream", sp.p.Stream, "messages", len(sp.msgs), "err", err)
 			if stored > 0 {
 				return &PartialCommitError{Stored: stored, Err: err}
 			}
@@ -169,11 +168,48 @@ func (c *Committer) PublishBatch(ids []dest.Identity, ms []*message.Message, can
 // publishPart stores one stream's part: a single message as a plain publish, more as an
 // atomic batch (retried whole with a new batch id through leader changes).
 func (c *Committer) publishPart(ctx context.Context, sp *streamPart, cancel <-chan struct{}) error {
-	if err := c.q.streams.ensure(ctx, sp.p.cfg); err != nil {
+	st := c.q
+	if sp.eq {
+		st = c.e
+	}
+	if err := st.Streams().Ensure(ctx, sp.p.Config); err != nil {
 		return err
 	}
-	if len(sp.msgs) == 1 {
-		ack, err := publishRetrying(ctx, c.q.js, sp.msgs[0])
+	// Client duplicate ids stored before, beyond the stream's own window, are left out
+	// (acknowledged as duplicates); the part's others are recorded once it is stored.
+	fresh := sp.msgs[:0:0]
+	for _, msg := range sp.msgs {
+		seen, err := c.DuplicateIDs.SeenMsg(ctx, msg)
+		if err != nil {
+			return err
+		}
+		if seen {
+			c.count(sp, &jetstream.PubAck{Duplicate: true})
+			continue
+		}
+		fresh = append(fresh, msg)
+	}
+	if len(fresh) < len(sp.msgs) {
+		sp = &streamPart{p: sp.p, msgs: fresh, eq: sp.eq}
+	}
+	if err := c.publishFresh(ctx, sp, cancel); err != nil {
+		return err
+	}
+	for _, msg := range sp.msgs {
+		if err := c.DuplicateIDs.RecordMsg(ctx, msg); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// publishFresh stores the part's messages (publishPart without the duplicate id checks).
+func (c *Committer) publishFresh(ctx context.Context, sp *streamPart, cancel <-chan struct{}) error {
+	switch len(sp.msgs) {
+	case 0:
+		return nil
+	case 1:
+		ack, err := cluster.PublishRetrying(ctx, c.js, sp.msgs[0])
 		if err == nil {
 			c.count(sp, ack)
 		}
@@ -194,7 +230,7 @@ func (c *Committer) publishPart(ctx context.Context, sp *streamPart, cancel <-ch
 			}
 		}
 		busy := errors.As(err, &apiErr) && apiErr.ErrorCode == errCodeBatchInflight
-		if !busy && !retryable(err) || ctx.Err() != nil {
+		if !busy && !cluster.Retryable(err) || ctx.Err() != nil {
 			return err
 		}
 		select {
@@ -207,12 +243,12 @@ func (c *Committer) publishPart(ctx context.Context, sp *streamPart, cancel <-ch
 
 // oneByOne stores sp's messages one publish each (the duplicate fallback).
 func (c *Committer) oneByOne(ctx context.Context, sp *streamPart) error {
-	c.log.Info("transaction batch holds an already stored message id; storing its messages one by one", "stream", sp.p.stream, "messages", len(sp.msgs))
+	c.log.Info("transaction batch holds an already stored message id; storing its messages one by one", "stream", sp.p.Stream, "messages", len(sp.msgs))
 	for _, msg := range sp.msgs {
 		msg.Header.Del(batchIDHeader)
 		msg.Header.Del(batchSeqHeader)
 		msg.Header.Del(batchCommitHeader)
-		ack, err := publishRetrying(ctx, c.q.js, msg)
+		ack, err := cluster.PublishRetrying(ctx, c.js, msg)
 		if err != nil {
 			return err
 		}
@@ -223,9 +259,9 @@ func (c *Committer) oneByOne(ctx context.Context, sp *streamPart) error {
 
 func (c *Committer) count(sp *streamPart, ack *jetstream.PubAck) {
 	if sp.eq {
-		c.e.count(ack)
+		c.e.Count(ack)
 	} else {
-		c.q.count(ack)
+		c.q.Count(ack)
 	}
 }
 
@@ -265,7 +301,7 @@ func (c *Committer) atomic(ctx context.Context, sp *streamPart, cancel <-chan st
 		case i == n-1:
 			msg.Header.Set(batchCommitHeader, "1")
 			if c.hook != nil {
-				c.hook(sp.p.stream, n)
+				c.hook(sp.p.Stream, n)
 			}
 			select {
 			case <-cancel:
@@ -314,7 +350,7 @@ func (c *Committer) atomic(ctx context.Context, sp *streamPart, cancel <-chan st
 
 // request sends msg and waits for its answer, one bounded attempt.
 func (c *Committer) request(ctx context.Context, msg *nats.Msg) (*nats.Msg, error) {
-	actx, cancel := context.WithTimeout(ctx, publishAttemptTimeout)
+	actx, cancel := context.WithTimeout(ctx, cluster.PublishAttemptTimeout)
 	defer cancel()
 	resp, err := c.nc.RequestMsgWithContext(actx, msg)
 	if err != nil {

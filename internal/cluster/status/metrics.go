@@ -1,10 +1,12 @@
-package cluster
+package status
 
 import (
 	"context"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/titan-broker/titan/internal/cluster"
 )
 
 // metricsTimeout bounds the Status call of one scrape.
@@ -25,20 +27,22 @@ var (
 		"Raft operations the replica is behind the stream's leader.", []string{"stream", "replica"}, nil)
 	descReplicaCurrent = prometheus.NewDesc("titan_cluster_stream_replica_current",
 		"1 when the replica is current (seen recently and caught up), else 0.", []string{"stream", "replica"}, nil)
+	descRaftGroups = prometheus.NewDesc("titan_cluster_raft_groups",
+		"Raft groups this node takes part in: the JetStream meta group and one per stream and replicated consumer replica it hosts (embedded NATS only).", nil, nil)
 	descStatusErrors = prometheus.NewDesc("titan_cluster_status_errors",
 		"Parts of the cluster state the last scrape could not read (0 when all answered).", nil, nil)
 )
 
-// Collector returns a Prometheus collector of the cluster gauges: nodes and nodes up, meta
+// Collector returns node n's Prometheus collector of the cluster gauges: nodes and nodes up, meta
 // leadership, and per Titan stream its leadership, messages and each replica's lag and
 // currency. Each scrape reads the cluster's state as Status does, without the queues (bounded by 3 s); a scrape that cannot list the
 // streams reports only the node gauges. Safe for concurrent use.
-func (n *Node) Collector() prometheus.Collector { return nodeCollector{n} }
+func Collector(n *cluster.Node) prometheus.Collector { return nodeCollector{n} }
 
-type nodeCollector struct{ n *Node }
+type nodeCollector struct{ n *cluster.Node }
 
 func (c nodeCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descNodes, descNodesUp, descMetaLeader, descStreamLeader, descStreamMessages, descReplicaLag, descReplicaCurrent, descStatusErrors} {
+	for _, d := range []*prometheus.Desc{descNodes, descNodesUp, descMetaLeader, descRaftGroups, descStreamLeader, descStreamMessages, descReplicaLag, descReplicaCurrent, descStatusErrors} {
 		ch <- d
 	}
 }
@@ -46,7 +50,7 @@ func (c nodeCollector) Describe(ch chan<- *prometheus.Desc) {
 func (c nodeCollector) Collect(ch chan<- prometheus.Metric) {
 	ctx, cancel := context.WithTimeout(context.Background(), metricsTimeout)
 	defer cancel()
-	st, err := c.n.status(ctx, false)
+	st, err := read(ctx, c.n, false)
 	errs := len(st.Errors)
 	if err != nil {
 		errs++
@@ -64,6 +68,9 @@ func (c nodeCollector) Collect(ch chan<- prometheus.Metric) {
 	gauge(descNodesUp, float64(up))
 	gauge(descMetaLeader, b2f(st.MetaLeader != "" && st.MetaLeader == st.Node))
 	gauge(descStatusErrors, float64(errs))
+	if c.n.Embedded() {
+		gauge(descRaftGroups, float64(st.RaftGroups))
+	}
 	for _, s := range st.Streams {
 		gauge(descStreamLeader, b2f(s.Leader == st.Node), s.Name)
 		gauge(descStreamMessages, float64(s.Messages), s.Name)

@@ -1,4 +1,6 @@
-package cluster
+// Package status is the cluster as one node sees it (the monitor API's cluster view,
+// `titan cluster`) and the cluster gauges on /metrics.
+package status
 
 import (
 	"context"
@@ -10,6 +12,7 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/titan-broker/titan/internal/cluster"
 	"github.com/titan-broker/titan/internal/dest"
 )
 
@@ -46,6 +49,10 @@ type Status struct {
 	Streams []StreamStatus
 	// Queues are the queues' durable consumers sorted by group, then destination.
 	Queues []QueueStatus
+	// RaftGroups is the number of Raft groups this node takes part in (the meta group, and
+	// one per stream replica and per replicated consumer replica it hosts); 0 with an
+	// external NATS, whose servers Titan cannot see into.
+	RaftGroups int
 	// Errors are the parts that could not be read (for example a stream without a leader
 	// during an election); the rest is still reported.
 	Errors []string
@@ -131,22 +138,19 @@ type QueueStatus struct {
 	Replicas []ReplicaStatus
 }
 
-// Status reads the cluster's state: one JetStream API request per Titan stream and one
+// Of reads the cluster's state as node n sees it: one JetStream API request per Titan stream and one
 // consumer listing per queue stream, bounded by StatusTimeout. Parts that cannot be read
 // are listed in Status.Errors. When not even the stream list answers (no meta leader, this
 // node cut off from a quorum) it returns that error too, with a Status that still holds
 // what this node knows by itself (its nodes, up or not). Never a nil Status. Safe for
 // concurrent use.
-func (n *Node) Status(ctx context.Context) (*Status, error) { return n.status(ctx, true) }
+func Of(ctx context.Context, n *cluster.Node) (*Status, error) { return read(ctx, n, true) }
 
-// Embedded reports whether this node embeds its nats-server (false: an external NATS).
-func (n *Node) Embedded() bool { return n.srv != nil }
-
-// status is Status; without queues it skips the queue listing (Status.Queues stays empty).
-func (n *Node) status(ctx context.Context, queues bool) (*Status, error) {
+// read is Of; without queues it skips the queue listing (Status.Queues stays empty).
+func read(ctx context.Context, n *cluster.Node, queues bool) (*Status, error) {
 	ctx, cancel := context.WithTimeout(ctx, StatusTimeout)
 	defer cancel()
-	st := &Status{Mode: ModeExternal, Node: n.Name(), Cluster: n.cfg.Name}
+	st := &Status{Mode: ModeExternal, Node: n.Name(), Cluster: n.Config().Name}
 	nodes := map[string]*NodeStatus{}
 	node := func(name string) *NodeStatus {
 		if name == "" {
@@ -159,15 +163,15 @@ func (n *Node) status(ctx context.Context, queues bool) (*Status, error) {
 		}
 		return ns
 	}
-	if n.srv != nil {
+	if n.Embedded() {
 		st.Mode = ModeEmbedded
-		n.embeddedNodes(st, node)
+		embeddedNodes(n.Server(), st, node)
 	} else {
 		node(st.Node).Up = true
 	}
 
 	var infos []*jetstream.StreamInfo
-	lister := n.js.ListStreams(ctx)
+	lister := n.JetStream().ListStreams(ctx)
 	for si := range lister.Info() {
 		if strings.HasPrefix(si.Config.Name, "TITAN_") {
 			infos = append(infos, si)
@@ -185,18 +189,18 @@ func (n *Node) status(ctx context.Context, queues bool) (*Status, error) {
 		st.Streams = append(st.Streams, ss)
 		if l := node(ss.Leader); l != nil {
 			l.Leads = append(l.Leads, ss.Name)
-			if n.srv == nil {
+			if !n.Embedded() {
 				l.Up = true
 			}
 		}
 		for _, r := range ss.Replicas {
 			rn := node(r.Name)
-			if n.srv == nil && !r.Offline {
+			if !n.Embedded() && !r.Offline {
 				rn.Up = true
 			}
 		}
 		if queues && ss.Kind == "queues" {
-			st.Errors = append(st.Errors, n.queueStatuses(ctx, st, ss)...)
+			st.Errors = append(st.Errors, queueStatuses(ctx, n.JetStream(), st, ss)...)
 		}
 	}
 	slices.SortFunc(st.Streams, func(a, b StreamStatus) int { return strings.Compare(a.Name, b.Name) })
@@ -212,14 +216,37 @@ func (n *Node) status(ctx context.Context, queues bool) (*Status, error) {
 		st.Nodes = append(st.Nodes, *ns)
 	}
 	slices.SortFunc(st.Nodes, func(a, b NodeStatus) int { return strings.Compare(a.Name, b.Name) })
+	if n.Embedded() {
+		markDown(st, nodes)
+	}
 	return st, listErr
+}
+
+// markDown shows the replicas on a node this node sees down (no route to it) as offline
+// (issue 27): a leader reports a replica it lost only a moment ago as "lag 1" and current
+// until its own timeout, which read as a healthy node.
+func markDown(st *Status, nodes map[string]*NodeStatus) {
+	fix := func(rs []ReplicaStatus) {
+		for i := range rs {
+			if ns := nodes[rs[i].Name]; ns != nil && !ns.Up {
+				rs[i].Offline, rs[i].Current = true, false
+			}
+		}
+	}
+	for i := range st.Streams {
+		fix(st.Streams[i].Replicas)
+	}
+	for i := range st.Queues {
+		fix(st.Queues[i].Replicas)
+	}
 }
 
 // embeddedNodes fills the meta leader and the nodes from the embedded server: the meta
 // group's peers, up when a route to them is connected.
-func (n *Node) embeddedNodes(st *Status, node func(string) *NodeStatus) {
+func embeddedNodes(srv *server.Server, st *Status, node func(string) *NodeStatus) {
 	node(st.Node).Up = true
-	if jsi, err := n.srv.Jsz(&server.JSzOptions{}); err == nil && jsi.Meta != nil {
+	st.RaftGroups = raftGroups(srv)
+	if jsi, err := srv.Jsz(&server.JSzOptions{}); err == nil && jsi.Meta != nil {
 		st.MetaLeader = jsi.Meta.Leader
 		if jsi.Meta.Name != "" {
 			st.Cluster = jsi.Meta.Name
@@ -229,7 +256,7 @@ func (n *Node) embeddedNodes(st *Status, node func(string) *NodeStatus) {
 			node(p.Name)
 		}
 	}
-	if rz, err := n.srv.Routez(&server.RoutezOptions{}); err == nil {
+	if rz, err := srv.Routez(&server.RoutezOptions{}); err == nil {
 		for _, r := range rz.Routes {
 			if r.RemoteName != "" {
 				node(r.RemoteName).Up = true
@@ -238,11 +265,31 @@ func (n *Node) embeddedNodes(st *Status, node func(string) *NodeStatus) {
 	}
 }
 
+// raftGroups counts the Raft groups srv takes part in: the meta group (system account) and
+// the stream and consumer groups of every JetStream account.
+func raftGroups(srv *server.Server) int {
+	accounts := []string{""} // the system account
+	if jsi, err := srv.Jsz(&server.JSzOptions{Accounts: true}); err == nil {
+		for _, a := range jsi.AccountDetails {
+			accounts = append(accounts, a.Name)
+		}
+	}
+	n := 0
+	for _, acc := range accounts {
+		if rz := srv.Raftz(&server.RaftzOptions{AccountFilter: acc}); rz != nil {
+			for _, groups := range *rz {
+				n += len(groups)
+			}
+		}
+	}
+	return n
+}
+
 // queueStatuses appends the queues of stream (group's queue stream) to st: every subject
 // holding messages and every queue consumer, and returns what could not be read.
-func (n *Node) queueStatuses(ctx context.Context, st *Status, ss StreamStatus) []string {
+func queueStatuses(ctx context.Context, js jetstream.JetStream, st *Status, ss StreamStatus) []string {
 	stream, group := ss.Name, ss.Group
-	s, err := n.js.Stream(ctx, stream)
+	s, err := js.Stream(ctx, stream)
 	if err != nil {
 		return []string{"stream " + stream + ": " + err.Error()}
 	}
@@ -263,7 +310,7 @@ func (n *Node) queueStatuses(ctx context.Context, st *Status, ss StreamStatus) [
 		errs = append(errs, "subjects of "+stream+": "+err.Error())
 	} else {
 		for subj, count := range si.State.Subjects {
-			if id, ok := identityOfSubject(subj); ok && id.Group == group {
+			if id, ok := cluster.IdentityOfSubject(subj); ok && id.Group == group {
 				get(id).Stored = count
 			}
 		}
@@ -273,7 +320,7 @@ func (n *Node) queueStatuses(ctx context.Context, st *Status, ss StreamStatus) [
 		if !strings.HasPrefix(ci.Name, "q_") {
 			continue
 		}
-		id, ok := identityOfSubject(ci.Config.FilterSubject)
+		id, ok := cluster.IdentityOfSubject(ci.Config.FilterSubject)
 		if !ok || id.Group != group {
 			continue
 		}
@@ -352,74 +399,4 @@ func replicas(ps []*jetstream.PeerInfo) []ReplicaStatus {
 	}
 	slices.SortFunc(out, func(a, b ReplicaStatus) int { return strings.Compare(a.Name, b.Name) })
 	return out
-}
-
-// identityOfSubject is Subject's inverse for a queue subject (t.<group>.q.<tokens> or
-// t.<group>.qb.<tokens>, and a ring queue's t.<group>.r<N>.<tokens> or rb<N>): it undoes
-// appendToken's percent-encoding.
-func identityOfSubject(subject string) (dest.Identity, bool) {
-	parts := strings.SplitN(subject, ".", 4)
-	if len(parts) != 4 || parts[0] != "t" {
-		return dest.Identity{}, false
-	}
-	id := dest.Identity{Group: parts[1], Pattern: dest.PatternQueues}
-	switch parts[2] {
-	case kindQueue:
-	case kindQueueBare:
-		id.Bare = true
-	default:
-		switch k := parts[2]; {
-		case len(k) > 2 && k[:2] == "rb" && digits(k[2:]):
-			id.Bare = true
-		case len(k) > 1 && k[0] == 'r' && digits(k[1:]):
-		default:
-			return dest.Identity{}, false
-		}
-	}
-	toks := strings.Split(parts[3], ".")
-	for i, tok := range toks {
-		dec, ok := decodeToken(tok)
-		if !ok {
-			return dest.Identity{}, false
-		}
-		toks[i] = dec
-	}
-	id.Channel = strings.Join(toks, ".")
-	return id, true
-}
-
-// decodeToken undoes appendToken.
-func decodeToken(tok string) (string, bool) {
-	if !strings.Contains(tok, "%") {
-		return tok, true
-	}
-	var b strings.Builder
-	for i := 0; i < len(tok); i++ {
-		if tok[i] != '%' {
-			b.WriteByte(tok[i])
-			continue
-		}
-		if i+2 >= len(tok) {
-			return "", false
-		}
-		hi, lo := unhex(tok[i+1]), unhex(tok[i+2])
-		if hi < 0 || lo < 0 {
-			return "", false
-		}
-		b.WriteByte(byte(hi<<4 | lo))
-		i += 2
-	}
-	return b.String(), true
-}
-
-func unhex(c byte) int {
-	switch {
-	case c >= '0' && c <= '9':
-		return int(c - '0')
-	case c >= 'A' && c <= 'F':
-		return int(c-'A') + 10
-	case c >= 'a' && c <= 'f':
-		return int(c-'a') + 10
-	}
-	return -1
 }

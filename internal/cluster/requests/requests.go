@@ -1,4 +1,7 @@
-package cluster
+// Package requests is request/response (commands, queries) and temp-queues in cluster
+// mode: the single-node rpc pattern keeps the bookkeeping, core NATS carries what crosses
+// nodes.
+package requests
 
 import (
 	"encoding/base64"
@@ -12,6 +15,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/titan-broker/titan/internal/cluster"
 	"github.com/titan-broker/titan/internal/delivery"
 	"github.com/titan-broker/titan/internal/dest"
 	"github.com/titan-broker/titan/internal/dispatch"
@@ -79,7 +83,7 @@ const (
 	maxAlive = 4096
 )
 
-// Requests is request/response (commands, queries) and temp-queues in cluster mode: the
+// Pattern is request/response (commands, queries) and temp-queues in cluster mode: the
 // router's Requests port, with the single-node pattern (rpc.Pattern: pending requests,
 // timeouts answered with executed:false, counters, local temp-queue owners) doing the
 // bookkeeping, and core NATS carrying what crosses nodes:
@@ -92,12 +96,17 @@ const (
 //     remembers where each request it delivered came from; a response SENT there (to the
 //     reply-to, with the correlation-id) is first matched on the requesting node by a claim
 //     request, so a response after the timeout is dropped as late exactly as single-node.
-//   - A temp-queue lives on its owner connection's node (it dies with the connection); each
-//     connection subscribes t.*.tmp.<session>.>, so a SEND from any node reaches it, and a
-//     SEND after the owner left is refused as single-node refuses it.
+//   - A temp-queue lives on its owner connection's node (it dies with the connection). Its
+//     NATS interest, t.*.tmp.<session>.>, is made on first use (issue 28: not one NATS
+//     subscription per connection): when the connection's temp-queue is first made or
+//     looked up as a destination (a SEND or a request's reply-to naming it) or subscribed
+//     to (TempSubscriber) — the ways its name reaches another node — so a SEND from any
+//     node reaches it, and a SEND
+//     after the owner left is refused as single-node refuses it. An idle connection costs
+//     no NATS subscription.
 //
 // Groups stay separate namespaces: the group is a subject token.
-type Requests struct {
+type Pattern struct {
 	*rpc.Pattern
 	nc    *nats.Conn
 	log   *slog.Logger
@@ -111,7 +120,7 @@ type Requests struct {
 	responders map[*delivery.Subscription]*nats.Subscription // guarded by mu
 	local      map[dest.Identity][]*delivery.Subscription    // responders here, by channel; guarded by mu
 	rr         map[dest.Identity]int                         // guarded by mu
-	owners     map[string]*nats.Subscription                 // temp-queue owner sessions here; guarded by mu
+	owners     map[string]*nats.Subscription                 // temp-queue owner sessions here (nil: no NATS interest yet); guarded by mu
 	routed     map[string]routedRequest                      // requests delivered here for other nodes; guarded by mu
 	alive      map[string]time.Time                          // remote owners found alive, until; guarded by mu
 	claimSub   *nats.Subscription
@@ -119,6 +128,9 @@ type Requests struct {
 	// Offered, Busy and Claims count requests sent to responders over NATS, requests a
 	// responder node could not deliver, and responses matched on another node.
 	Offered, Busy, Claims atomic.Uint64
+	// TempInterests is the number of NATS subscriptions this node holds for temp-queue
+	// owners (connections whose temp-queues were used).
+	TempInterests atomic.Int64
 }
 
 // routedRequest is where a request delivered here came from.
@@ -127,15 +139,15 @@ type routedRequest struct {
 	until time.Time
 }
 
-// NewRequests returns request/response and temp-queues over n's connection; o configures
-// the underlying rpc.Pattern (its Responders is set to the returned Requests). Errors: the
+// New returns request/response and temp-queues over n's connection; o configures
+// the underlying rpc.Pattern (its Responders is set to the returned Pattern). Errors: the
 // NATS connection's (subscribing this node's claim subject).
-func NewRequests(n *Node, o rpc.Options, log *slog.Logger) (*Requests, error) {
+func New(n *cluster.Node, o rpc.Options, log *slog.Logger) (*Pattern, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	r := &Requests{
-		nc: n.nc, log: log, claim: nats.NewInbox(), now: time.Now,
+	r := &Pattern{
+		nc: n.Conn(), log: log, claim: nats.NewInbox(), now: time.Now,
 		responders: make(map[*delivery.Subscription]*nats.Subscription), local: make(map[dest.Identity][]*delivery.Subscription),
 		rr: make(map[dest.Identity]int), owners: make(map[string]*nats.Subscription),
 		routed: make(map[string]routedRequest), alive: make(map[string]time.Time),
@@ -164,22 +176,22 @@ func requestSubject(id dest.Identity) string {
 	case id.Bare:
 		kind = kindCommandBare
 	}
-	return subjectOf(id, kind)
+	return cluster.SubjectOf(id, kind)
 }
 
 // tempSubject is the NATS subject of a temp-queue (channel "<session>.<name>").
-func tempSubject(id dest.Identity) string { return subjectOf(id, kindTemp) }
+func tempSubject(id dest.Identity) string { return cluster.SubjectOf(id, kindTemp) }
 
 // ownerSubject is the filter a temp-queue owner's node subscribes for its session, in
 // every group.
 func ownerSubject(session string) string {
-	return subjectOf(dest.Identity{Group: "*", Channel: session}, kindTemp) + ".>"
+	return cluster.SubjectOf(dest.Identity{Group: "*", Channel: session}, kindTemp) + ".>"
 }
 
 // probeSubject asks whether session owns temp-queues: "$probe" is never a group (groups
 // are [a-zA-Z0-9_-]), so it never names a temp-queue.
 func probeSubject(session string) string {
-	return subjectOf(dest.Identity{Group: "$probe", Channel: session}, kindTemp) + ".alive"
+	return cluster.SubjectOf(dest.Identity{Group: "$probe", Channel: session}, kindTemp) + ".alive"
 }
 
 // encodeIdentity is id as one string: group, pattern, bare flag and channel, separated
@@ -241,7 +253,7 @@ func isSessionID(s string) bool {
 // Subscribe registers sub as a responder of its (group, pattern, channel) cluster-wide: a
 // NATS queue subscription on the channel's subject. Errors:
 // delivery.ErrDuplicateSubscription, the NATS connection's.
-func (r *Requests) Subscribe(sub *delivery.Subscription) error {
+func (r *Pattern) Subscribe(sub *delivery.Subscription) error {
 	sub.Owner = r
 	if err := sub.Conn.Add(sub); err != nil {
 		return err
@@ -261,7 +273,7 @@ func (r *Requests) Subscribe(sub *delivery.Subscription) error {
 
 // Detach implements delivery.Owner: sub stops responding. A request it received and did
 // not answer times out on the requester's node.
-func (r *Requests) Detach(sub *delivery.Subscription, _ []delivery.Unacked) {
+func (r *Pattern) Detach(sub *delivery.Subscription, _ []delivery.Unacked) {
 	id := sub.Identity()
 	r.mu.Lock()
 	ns := r.responders[sub]
@@ -282,7 +294,7 @@ const offerAttempts = 3
 // Offer implements rpc.Responders: m goes to one responder of id on any node, over NATS.
 // It reports false when no responder is subscribed anywhere (NATS has no responders) or
 // offerAttempts picks all landed on nodes without a responder with credit.
-func (r *Requests) Offer(id dest.Identity, m *message.Message, replyTo dest.Identity, corr string, timeout time.Duration) bool {
+func (r *Pattern) Offer(id dest.Identity, m *message.Message, replyTo dest.Identity, corr string, timeout time.Duration) bool {
 	data := message.Encode(nil, m)
 	key := b64.EncodeToString([]byte(requestKey(replyTo, corr)))
 	ms := strconv.FormatInt(timeout.Milliseconds(), 10)
@@ -315,7 +327,7 @@ func (r *Requests) Offer(id dest.Identity, m *message.Message, replyTo dest.Iden
 // onRequest delivers a request that NATS handed to local responder sub (or, when sub has
 // no credit, to another local responder of the channel that has) and answers the
 // requesting node.
-func (r *Requests) onRequest(sub *delivery.Subscription, msg *nats.Msg) {
+func (r *Pattern) onRequest(sub *delivery.Subscription, msg *nats.Msg) {
 	m, err := message.Decode(msg.Data)
 	rawKey, kerr := b64.DecodeString(msg.Header.Get(hdrReplyKey))
 	if err != nil || kerr != nil {
@@ -359,7 +371,7 @@ func (r *Requests) onRequest(sub *delivery.Subscription, msg *nats.Msg) {
 }
 
 // routeLocked records where a delivered request came from, within maxRouted. r.mu held.
-func (r *Requests) routeLocked(key string, rt routedRequest) {
+func (r *Pattern) routeLocked(key string, rt routedRequest) {
 	if len(r.routed) >= maxRouted {
 		now := r.now()
 		for k, v := range r.routed {
@@ -380,7 +392,7 @@ func (r *Requests) routeLocked(key string, rt routedRequest) {
 // Respond matches a response SENT to replyTo with correlation-id corr: against this node's
 // pending requests first, then, for a request this node delivered for another node, on that
 // node (a claim request). pending and late are as rpc.Pattern.Respond's.
-func (r *Requests) Respond(replyTo dest.Identity, corr string) (pending, late bool) {
+func (r *Pattern) Respond(replyTo dest.Identity, corr string) (pending, late bool) {
 	if pending, late = r.Pattern.Respond(replyTo, corr); pending || late {
 		return pending, late
 	}
@@ -410,7 +422,7 @@ func (r *Requests) Respond(replyTo dest.Identity, corr string) (pending, late bo
 }
 
 // onClaim matches another node's response against this node's pending requests.
-func (r *Requests) onClaim(msg *nats.Msg) {
+func (r *Pattern) onClaim(msg *nats.Msg) {
 	replyTo, corr, ok := decodeKey(string(msg.Data))
 	ans := replyUnknown
 	if ok {
@@ -424,24 +436,56 @@ func (r *Requests) onClaim(msg *nats.Msg) {
 	_ = msg.Respond([]byte(ans))
 }
 
-// Own registers c as the owner of session id's temp-queues, reachable from every node.
-func (r *Requests) Own(session string, c *delivery.Conn) {
+// Own registers c as the owner of session id's temp-queues. They become reachable from
+// every node on first use (interest).
+func (r *Pattern) Own(session string, c *delivery.Conn) {
 	r.Pattern.Own(session, c)
+	r.mu.Lock()
+	r.owners[session] = nil
+	r.mu.Unlock()
+}
+
+// interest makes session's temp-queues reachable from every node: its NATS subscription,
+// made once, while session is owned here. The subscription is flushed to this node's
+// server before interest returns, so it is known to the other nodes (routes carry it
+// ahead of anything this node publishes later) before the temp-queue's name can reach them.
+func (r *Pattern) interest(session string) {
+	r.mu.Lock()
+	ns, owned := r.owners[session]
+	r.mu.Unlock()
+	if !owned || ns != nil {
+		return
+	}
 	ns, err := r.nc.Subscribe(ownerSubject(session), r.onTemp)
 	if err != nil {
 		r.log.Warn("temp-queues not reachable from other nodes", "session", session, "err", err)
 		return
 	}
 	r.mu.Lock()
-	r.owners[session] = ns
+	cur, owned := r.owners[session]
+	keep := owned && cur == nil
+	if keep {
+		r.owners[session] = ns
+		r.TempInterests.Add(1)
+	}
 	r.mu.Unlock()
+	if !keep { // released meanwhile, or another caller made it first
+		_ = ns.Unsubscribe()
+		return
+	}
+	if err := r.nc.FlushTimeout(ProbeTimeout); err != nil {
+		r.log.Warn("temp-queue interest not confirmed by the server", "session", session, "err", err)
+	}
 }
 
 // Release ends session id's ownership on every node and drops its temp-queues.
-func (r *Requests) Release(session string) {
+func (r *Pattern) Release(session string) {
 	r.mu.Lock()
 	ns := r.owners[session]
 	delete(r.owners, session)
+	if ns != nil {
+		r.TempInterests.Add(-1)
+	}
 	r.mu.Unlock()
 	if ns != nil {
 		_ = ns.Unsubscribe()
@@ -452,7 +496,7 @@ func (r *Requests) Release(session string) {
 // TempOwnerAlive reports whether session id owns live temp-queues on this node or, for a
 // session id of another node's client, on any node (asked over NATS; a positive answer is
 // remembered for aliveTTL).
-func (r *Requests) TempOwnerAlive(session string) bool {
+func (r *Pattern) TempOwnerAlive(session string) bool {
 	if r.Pattern.TempOwnerAlive(session) {
 		return true
 	}
@@ -483,9 +527,9 @@ func (r *Requests) TempOwnerAlive(session string) bool {
 // here, over NATS to the owner's node otherwise. A SEND to the temp-queue of a connection
 // closed here is refused with dispatch.ErrNoQueue, as single-node; one to an owner that
 // left another node is dropped and counted (see ownerGone).
-func (r *Requests) Temp() rpc.Publisher { return tempPublisher{r} }
+func (r *Pattern) Temp() rpc.Publisher { return tempPublisher{r} }
 
-type tempPublisher struct{ r *Requests }
+type tempPublisher struct{ r *Pattern }
 
 func (t tempPublisher) Publish(id dest.Identity, m *message.Message, cancel <-chan struct{}) (bool, error) {
 	r := t.r
@@ -519,13 +563,13 @@ func (t tempPublisher) Publish(id dest.Identity, m *message.Message, cancel <-ch
 // nobody awaits, the outcome single-node gives a SEND to a closed connection's temp-queue
 // (its route drops and counts it). Refusing it instead would fail the SEND with a fatal
 // ERROR and close the responder's connection for a requester that merely left.
-func (r *Requests) ownerGone(id dest.Identity) (dropped bool, err error) {
+func (r *Pattern) ownerGone(id dest.Identity) (dropped bool, err error) {
 	r.Pattern.CountDroppedResponse(id, false)
 	return true, nil
 }
 
 // onTemp queues a temp-queue message SENT on another node, or answers a probe.
-func (r *Requests) onTemp(msg *nats.Msg) {
+func (r *Pattern) onTemp(msg *nats.Msg) {
 	if strings.HasPrefix(msg.Subject, "t.$probe.") {
 		_ = msg.Respond([]byte(replyOK))
 		return
@@ -557,12 +601,13 @@ type Destinations interface {
 }
 
 // TempDestinations wraps d so that a SEND to a temp-queue owned on another node creates
-// nothing here: the queue lives on its owner's node.
-func (r *Requests) TempDestinations(d Destinations) Destinations { return tempDestinations{d, r} }
+// nothing here (the queue lives on its owner's node), and so that a temp-queue owned here
+// gets its NATS interest when it is first made or looked up.
+func (r *Pattern) TempDestinations(d Destinations) Destinations { return tempDestinations{d, r} }
 
 type tempDestinations struct {
 	Destinations
-	r *Requests
+	r *Pattern
 }
 
 func (t tempDestinations) remote(id dest.Identity) bool {
@@ -573,14 +618,28 @@ func (t tempDestinations) remote(id dest.Identity) bool {
 	return isSessionID(owner) && !t.r.Pattern.TempOwnerAlive(owner)
 }
 
+// local makes the NATS interest of a temp-queue owned here.
+func (t tempDestinations) local(id dest.Identity) {
+	if id.Pattern != dest.PatternTempQueue {
+		return
+	}
+	owner, _, _ := strings.Cut(id.Channel, ".")
+	t.r.interest(owner)
+}
+
 func (t tempDestinations) Exists(id dest.Identity) bool {
-	return t.remote(id) || t.Destinations.Exists(id)
+	if t.remote(id) {
+		return true
+	}
+	t.local(id)
+	return t.Destinations.Exists(id)
 }
 
 func (t tempDestinations) Ensure(id dest.Identity) (bool, error) {
 	if t.remote(id) {
 		return false, nil
 	}
+	t.local(id)
 	return t.Destinations.Ensure(id)
 }
 
@@ -593,8 +652,32 @@ func (t tempDestinations) CountRefusal() {
 }
 
 // Responders returns the number of responder subscriptions on this node.
-func (r *Requests) Responders() int {
+func (r *Pattern) Responders() int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return len(r.responders)
+}
+
+// Subscriber is the temp-queue subscribing port of a node (router.Subscriber; the node's
+// queues pattern holds temp-queues).
+type Subscriber interface {
+	Subscribe(sub *delivery.Subscription) error
+}
+
+// TempSubscriber wraps s so that a SUBSCRIBE to a temp-queue makes its owner's NATS
+// interest (a client learns its temp-queue's full name from its session id, so another
+// node may send to it from then on).
+func (r *Pattern) TempSubscriber(s Subscriber) Subscriber { return tempSubscriber{s, r} }
+
+type tempSubscriber struct {
+	Subscriber
+	r *Pattern
+}
+
+func (t tempSubscriber) Subscribe(sub *delivery.Subscription) error {
+	if id := sub.Identity(); id.Pattern == dest.PatternTempQueue {
+		owner, _, _ := strings.Cut(id.Channel, ".")
+		t.r.interest(owner)
+	}
+	return t.Subscriber.Subscribe(sub)
 }

@@ -1,4 +1,4 @@
-package cluster
+package requests
 
 import (
 	"fmt"
@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/titan-broker/titan/internal/cluster"
+	"github.com/titan-broker/titan/internal/cluster/clustertest"
 	"github.com/titan-broker/titan/internal/delivery"
 	"github.com/titan-broker/titan/internal/dest"
 	"github.com/titan-broker/titan/internal/frame"
@@ -73,16 +75,16 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 }
 
 type rpcNode struct {
-	req     *Requests
+	req     *Pattern
 	replies *recorder
 	temps   *recorder
 	reg     *delivery.Registry
 }
 
-func newRPCNode(t *testing.T, n *Node) *rpcNode {
+func newRPCNode(t *testing.T, n *cluster.Node) *rpcNode {
 	t.Helper()
 	rn := &rpcNode{replies: &recorder{}, temps: &recorder{}, reg: &delivery.Registry{}}
-	req, err := NewRequests(n, rpc.Options{Replies: rn.replies, TempQueues: rn.temps}, nil)
+	req, err := New(n, rpc.Options{Replies: rn.replies, TempQueues: rn.temps}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,7 +113,7 @@ func command(group, channel string) dest.Identity {
 // are matched on the requester's node, timeouts and missing responders are answered with
 // executed:false, and groups do not see each other.
 func TestRequestsAcrossNodes(t *testing.T) {
-	nodes := startNodes(t)
+	nodes := clustertest.StartNodes(t)
 	a, b, c := newRPCNode(t, nodes[0]), newRPCNode(t, nodes[1]), newRPCNode(t, nodes[2])
 	wb, wc := b.responder(t, "default", "jobs"), c.responder(t, "default", "jobs")
 	replyTo := dest.Identity{Group: "default", Pattern: dest.PatternQueues, Channel: "replies"}
@@ -231,18 +233,43 @@ func TestRequestsAcrossNodes(t *testing.T) {
 	}
 }
 
-// A temp-queue owned on node a is reachable from node b while its owner lives, and refused
-// once it left.
+// localDestinations stands in for the dispatcher's destination port.
+type localDestinations struct{ made map[dest.Identity]bool }
+
+func (d *localDestinations) Exists(id dest.Identity) bool { return d.made[id] }
+func (d *localDestinations) Ensure(id dest.Identity) (bool, error) {
+	created := !d.made[id]
+	d.made[id] = true
+	return created, nil
+}
+
+// A temp-queue owned on node a gets its NATS interest on first use, not at CONNECT (issue
+// 28: an idle connection costs no NATS subscription); it is then reachable from node b
+// while its owner lives, and refused once it left.
 func TestTempQueueAcrossNodes(t *testing.T) {
-	nodes := startNodes(t)
+	nodes := clustertest.StartNodes(t)
 	a, b := newRPCNode(t, nodes[0]), newRPCNode(t, nodes[1])
 	const session = "titan-0123456789abcdef"
 	a.req.Own(session, a.reg.NewConn(&countingWriter{}))
+	id := dest.Identity{Group: dest.DefaultGroup, Pattern: dest.PatternTempQueue, Channel: session + ".replies.x"}
+	if n := a.req.TempInterests.Load(); n != 0 {
+		t.Fatalf("%d temp-queue NATS subscriptions for a connection that used none, want 0", n)
+	}
+	if b.req.TempOwnerAlive(session) {
+		t.Fatal("an owner whose temp-queues were never used is visible from another node")
+	}
+	ad := a.req.TempDestinations(&localDestinations{made: map[dest.Identity]bool{}})
+	if _, err := ad.Ensure(id); err != nil { // the temp-queue's first use (a reply-to naming it)
+		t.Fatal(err)
+	}
+	ad.Exists(id) // a second use makes nothing more
+	if n := a.req.TempInterests.Load(); n != 1 {
+		t.Fatalf("%d temp-queue NATS subscriptions after first use, want 1", n)
+	}
 	waitFor(t, "the owner visible from node b", func() bool { return b.req.TempOwnerAlive(session) })
 	if b.req.TempOwnerAlive("titan-fedcba9876543210") || b.req.TempOwnerAlive("replies") {
 		t.Errorf("an unknown session is alive")
 	}
-	id := dest.Identity{Group: dest.DefaultGroup, Pattern: dest.PatternTempQueue, Channel: session + ".replies.x"}
 	m := &message.Message{ID: "t-1", Group: id.Group, Destination: id.Destination(), Body: []byte("hi")}
 	if _, err := b.req.Temp().Publish(id, m, nil); err != nil {
 		t.Fatal(err)
@@ -255,6 +282,9 @@ func TestTempQueueAcrossNodes(t *testing.T) {
 		t.Errorf("a remote owner's temp-queue is created on the sender's node")
 	}
 	a.req.Release(session)
+	if n := a.req.TempInterests.Load(); n != 0 {
+		t.Errorf("%d temp-queue NATS subscriptions after the owner left, want 0", n)
+	}
 	// Gone: once the owner's departure reached node b, a SEND is dropped and counted (not
 	// refused: that would close the sender's connection for a requester that left).
 	waitFor(t, "the owner gone", func() bool { return !b.req.TempOwnerAlive(session) })
@@ -313,10 +343,10 @@ func TestRequestKeyRoundTrip(t *testing.T) {
 // BenchmarkRequestAcrossNodes measures one request from node a delivered to a responder
 // on node b, and its response matched back on node a (two NATS round trips).
 func BenchmarkRequestAcrossNodes(b *testing.B) {
-	nodes := startNodesB(b)
-	mk := func(n *Node) *rpcNode {
+	nodes := clustertest.StartNodes(b)
+	mk := func(n *cluster.Node) *rpcNode {
 		rn := &rpcNode{replies: &recorder{}, temps: &recorder{}, reg: &delivery.Registry{}}
-		req, err := NewRequests(n, rpc.Options{Replies: rn.replies, TempQueues: rn.temps}, nil)
+		req, err := New(n, rpc.Options{Replies: rn.replies, TempQueues: rn.temps}, nil)
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -16,7 +16,7 @@ import (
 	"github.com/titan-broker/titan/internal/message"
 )
 
-// This file places a destination in its stream: which JetStream stream holds a queue or an
+// This file places a destination in its Stream: which JetStream stream holds a queue or an
 // events-store log, on which subject, with which limits. Address settings that JetStream
 // can only express per stream (ring-size; events-store retention) select a stream shared
 // by every destination of the group with the same limits: one stream per (group, limits
@@ -41,81 +41,74 @@ import (
 // single-node duplicate-detection default (titan.duplicate-detection.window, 10 minutes).
 const DefaultDuplicateWindow = 10 * time.Minute
 
-// placement is where one destination's messages live.
-type placement struct {
-	stream  string // stream name
-	subject string // the destination's subject
-	// holders is the subject prefix of scheduled (delay) holders, "t.<group>.<kind>."
+// Placement is where one destination's messages live.
+type Placement struct {
+	// Stream is the stream's name.
+	Stream string
+	// Subject is the destination's subject.
+	Subject string
+	// Holders is the subject prefix of scheduled (delay) holders, "t.<group>.<kind>."
 	// (queues only).
-	holders string
-	cfg     jetstream.StreamConfig
+	Holders string
+	// Config is the stream's configuration (created by Streams.Ensure when missing).
+	Config jetstream.StreamConfig
 }
 
-// place returns id's queue placement from its address settings (ring-size).
-func (q *Queues) place(id dest.Identity) placement {
-	window := q.window()
-	if n := q.settingsOf(id).RingSize; n > 0 {
+// PlaceQueue returns queue id's placement: ringSize is its address setting ring-size (0:
+// none), replicas the streams' replica count, window the configured duplicate-detection
+// window (0: DefaultDuplicateWindow; the stream's Nats-Msg-Id window is
+// StreamWindow(window), see duplicates.go).
+func PlaceQueue(id dest.Identity, ringSize, replicas int, window time.Duration) Placement {
+	window = StreamWindow(window)
+	if n := ringSize; n > 0 {
 		k := strconv.Itoa(n)
 		kind, bare, hold := "r"+k, "rb"+k, "rs"+k
-		p := placement{stream: streamName(id.Group) + "_R" + k, holders: "t." + id.Group + "." + hold + "."}
+		p := Placement{Stream: StreamName(id.Group) + "_R" + k, Holders: "t." + id.Group + "." + hold + "."}
 		if id.Bare {
-			p.subject = subjectOf(id, bare)
+			p.Subject = SubjectOf(id, bare)
 		} else {
-			p.subject = subjectOf(id, kind)
+			p.Subject = SubjectOf(id, kind)
 		}
-		p.cfg = jetstream.StreamConfig{
-			Name: p.stream, Subjects: []string{"t." + id.Group + "." + kind + ".>", "t." + id.Group + "." + bare + ".>", p.holders + ">"},
-			Retention: jetstream.WorkQueuePolicy, Storage: jetstream.FileStorage, Replicas: q.replicas,
+		p.Config = jetstream.StreamConfig{
+			Name: p.Stream, Subjects: []string{"t." + id.Group + "." + kind + ".>", "t." + id.Group + "." + bare + ".>", p.Holders + ">"},
+			Retention: jetstream.WorkQueuePolicy, Storage: jetstream.FileStorage, Replicas: replicas,
 			MaxMsgsPerSubject: int64(n), Discard: jetstream.DiscardOld,
 			Duplicates: window, AllowMsgTTL: true, AllowMsgSchedules: true, AllowAtomicPublish: true, MaxConsumers: -1,
 		}
 		return p
 	}
-	return placement{
-		stream: streamName(id.Group), subject: Subject(id), holders: "t." + id.Group + "." + kindSchedule + ".",
-		cfg: jetstream.StreamConfig{
-			Name: streamName(id.Group), Subjects: queueSubjects(id.Group),
-			Retention: jetstream.WorkQueuePolicy, Storage: jetstream.FileStorage, Replicas: q.replicas,
+	return Placement{
+		Stream: StreamName(id.Group), Subject: Subject(id), Holders: "t." + id.Group + "." + KindSchedule + ".",
+		Config: jetstream.StreamConfig{
+			Name: StreamName(id.Group), Subjects: QueueSubjects(id.Group),
+			Retention: jetstream.WorkQueuePolicy, Storage: jetstream.FileStorage, Replicas: replicas,
 			Duplicates: window, AllowMsgTTL: true, AllowMsgSchedules: true, AllowAtomicPublish: true, MaxConsumers: -1,
 		},
 	}
 }
 
-func (q *Queues) window() time.Duration {
-	if q.DuplicateWindow > 0 {
-		return q.DuplicateWindow
-	}
-	return DefaultDuplicateWindow
-}
-
-// place returns id's events-store placement from its address settings (retention).
-func (e *EventsStore) place(id dest.Identity) placement {
-	window := e.DuplicateWindow
-	if window <= 0 {
-		window = DefaultDuplicateWindow
-	}
-	var s address.Settings
-	if e.Settings != nil {
-		s = e.Settings.Settings(id)
-	}
+// PlaceLog returns events-store log id's placement from its address settings s
+// (retention); replicas and window as PlaceQueue's.
+func PlaceLog(id dest.Identity, s address.Settings, replicas int, window time.Duration) Placement {
+	window = StreamWindow(window)
 	if s.RetentionMaxMessages <= 0 && s.RetentionMaxBytes <= 0 && s.RetentionMaxAge <= 0 {
-		return placement{stream: storeStreamName(id.Group), subject: Subject(id), cfg: jetstream.StreamConfig{
-			Name: storeStreamName(id.Group), Subjects: storeSubjects(id.Group),
-			Retention: jetstream.LimitsPolicy, Storage: jetstream.FileStorage, Replicas: e.replicas,
+		return Placement{Stream: StoreStreamName(id.Group), Subject: Subject(id), Config: jetstream.StreamConfig{
+			Name: StoreStreamName(id.Group), Subjects: storeSubjects(id.Group),
+			Retention: jetstream.LimitsPolicy, Storage: jetstream.FileStorage, Replicas: replicas,
 			Duplicates: window, AllowAtomicPublish: true, MaxConsumers: -1,
 		}}
 	}
 	h := retentionClass(s)
-	kind, bare := kindStore+h, kindStoreBare+h
-	p := placement{stream: storeStreamName(id.Group) + "_" + h}
+	kind, bare := KindStore+h, KindStoreBare+h
+	p := Placement{Stream: StoreStreamName(id.Group) + "_" + h}
 	if id.Bare {
-		p.subject = subjectOf(id, bare)
+		p.Subject = SubjectOf(id, bare)
 	} else {
-		p.subject = subjectOf(id, kind)
+		p.Subject = SubjectOf(id, kind)
 	}
 	cfg := jetstream.StreamConfig{
-		Name: p.stream, Subjects: []string{"t." + id.Group + "." + kind + ".>", "t." + id.Group + "." + bare + ".>"},
-		Retention: jetstream.LimitsPolicy, Storage: jetstream.FileStorage, Replicas: e.replicas,
+		Name: p.Stream, Subjects: []string{"t." + id.Group + "." + kind + ".>", "t." + id.Group + "." + bare + ".>"},
+		Retention: jetstream.LimitsPolicy, Storage: jetstream.FileStorage, Replicas: replicas,
 		Discard: jetstream.DiscardOld, MaxMsgs: -1, MaxMsgsPerSubject: -1, MaxBytes: -1,
 		Duplicates: window, AllowAtomicPublish: true, MaxConsumers: -1,
 	}
@@ -130,7 +123,7 @@ func (e *EventsStore) place(id dest.Identity) placement {
 		// JetStream refuses a duplicate window longer than the stream's max age.
 		cfg.Duplicates = min(window, s.RetentionMaxAge)
 	}
-	p.cfg = cfg
+	p.Config = cfg
 	return p
 }
 
@@ -146,13 +139,14 @@ func retentionClass(s address.Settings) string {
 	return hex.EncodeToString(h[:4])
 }
 
-// msgID is the Nats-Msg-Id of m stored for id. A SEND carrying a duplicate id
+// MsgID is the Nats-Msg-Id of m stored for id. A SEND carrying a duplicate id
 // (_AMQ_DUPL_ID) gets an id derived from (destination, duplicate id), so the same
 // duplicate id sent again to the same destination through any node, within the stream's
-// Duplicates window, is stored once and still acknowledged (PubAck Duplicate: the producer
-// gets its RECEIPT). Any other message gets its broker-assigned message-id, which makes
+// Duplicates window (and beyond it, within duplicate-detection.window, through
+// Duplicates), is stored once and still acknowledged (PubAck Duplicate: the producer gets
+// its RECEIPT). Any other message gets its broker-assigned message-id, which makes
 // the broker's own retry of a publish whose PubAck was lost idempotent.
-func msgID(id dest.Identity, m *message.Message) string {
+func MsgID(id dest.Identity, m *message.Message) string {
 	if d, ok := m.Header(dedup.Header); ok && d != "" {
 		h := sha256.New()
 		h.Write([]byte(id.String()))
@@ -161,7 +155,7 @@ func msgID(id dest.Identity, m *message.Message) string {
 		}
 		h.Write([]byte{0})
 		h.Write([]byte(d))
-		return "dupl:" + hex.EncodeToString(h.Sum(nil)[:20])
+		return clientIDPrefix + hex.EncodeToString(h.Sum(nil)[:20])
 	}
 	return m.ID
 }

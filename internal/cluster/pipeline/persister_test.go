@@ -1,4 +1,4 @@
-package cluster
+package pipeline
 
 import (
 	"context"
@@ -10,6 +10,10 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/titan-broker/titan/internal/cluster"
+	"github.com/titan-broker/titan/internal/cluster/clustertest"
+	"github.com/titan-broker/titan/internal/cluster/logs"
+	"github.com/titan-broker/titan/internal/cluster/queues"
 	"github.com/titan-broker/titan/internal/dest"
 	"github.com/titan-broker/titan/internal/message"
 )
@@ -56,15 +60,15 @@ func testMessage(i int) *message.Message {
 // loaded machine can miss raft heartbeats) may reorder, and then every reordering must be
 // counted.
 func TestPersisterPipelinesInOrder(t *testing.T) {
-	nodes := startNodes(t)
-	q := NewQueues(nodes[0], nil, nil)
-	e := NewEventsStore(nodes[0], nil)
+	nodes := clustertest.StartNodes(t)
+	q := queues.New(nodes[0], nil, nil)
+	e := logs.New(nodes[0], nil)
 	p, err := NewPersister(nodes[0], q, e, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	id := dest.Identity{Group: "pipe", Pattern: dest.PatternQueues, Channel: "jobs"}
-	elections, err := nodes[0].nc.SubscribeSync("$JS.EVENT.ADVISORY.STREAM.LEADER_ELECTED." + q.place(id).stream)
+	elections, err := nodes[0].Conn().SubscribeSync("$JS.EVENT.ADVISORY.STREAM.LEADER_ELECTED." + q.Place(id).Stream)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,7 +96,7 @@ func TestPersisterPipelinesInOrder(t *testing.T) {
 	if got := q.Published.Load(); got != n {
 		t.Fatalf("published %d, want %d", got, n)
 	}
-	if err := nodes[0].nc.Flush(); err != nil {
+	if err := nodes[0].Conn().Flush(); err != nil {
 		t.Fatal(err)
 	}
 	elected, _, _ := elections.Pending()
@@ -101,10 +105,10 @@ func TestPersisterPipelinesInOrder(t *testing.T) {
 	}
 	t.Logf("leader elections %d, retried %d, reordered %d", elected, p.Retried.Load(), p.Reordered.Load())
 	if elected > 1 {
-		checkStoredOnce(t, streamBodies(t, nodes[1], q.place(id)), n, p)
+		checkStoredOnce(t, streamBodies(t, nodes[1], q.Place(id)), n, p)
 		return
 	}
-	checkStreamOrder(t, nodes[1], q.place(id), n)
+	checkStreamOrder(t, nodes[1], q.Place(id), n)
 	if p.Reordered.Load() != 0 {
 		t.Fatalf("%d publishes counted as reordered, but the stream is in SEND order", p.Reordered.Load())
 	}
@@ -134,7 +138,7 @@ func checkStoredOnce(t *testing.T, bodies []string, want int, p *Persister) {
 }
 
 // streamBodies returns the bodies pl's subject holds, in stream order.
-func streamBodies(t *testing.T, n *Node, pl placement) []string {
+func streamBodies(t *testing.T, n *cluster.Node, pl cluster.Placement) []string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -142,7 +146,7 @@ func streamBodies(t *testing.T, n *Node, pl placement) []string {
 	var info *jetstream.StreamInfo
 	var err error
 	for {
-		if st, err = n.js.Stream(ctx, pl.stream); err == nil {
+		if st, err = n.JetStream().Stream(ctx, pl.Stream); err == nil {
 			if info, err = st.Info(ctx); err == nil {
 				break
 			}
@@ -161,7 +165,7 @@ func streamBodies(t *testing.T, n *Node, pl placement) []string {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if raw.Subject != pl.subject {
+		if raw.Subject != pl.Subject {
 			continue
 		}
 		m, err := message.Decode(raw.Data)
@@ -174,7 +178,7 @@ func streamBodies(t *testing.T, n *Node, pl placement) []string {
 }
 
 // checkStreamOrder checks that pl's subject holds messages 0..want-1 in order, each once.
-func checkStreamOrder(t *testing.T, n *Node, pl placement, want int) {
+func checkStreamOrder(t *testing.T, n *cluster.Node, pl cluster.Placement, want int) {
 	t.Helper()
 	bodies := streamBodies(t, n, pl)
 	for i, b := range bodies {
@@ -192,16 +196,16 @@ func checkStreamOrder(t *testing.T, n *Node, pl placement, want int) {
 // stream holds them in SEND order unless the persister detected and counted a reordering
 // (the residual case of the FIFO rule: a new leader within the stall fence).
 func TestPersisterLeaderLossStoresOnce(t *testing.T) {
-	nodes := startNodes(t)
+	nodes := clustertest.StartNodes(t)
 	id := dest.Identity{Group: "pipe", Pattern: dest.PatternQueues, Channel: "jobs"}
-	q0 := NewQueues(nodes[0], nil, nil)
-	pl := q0.place(id)
+	q0 := queues.New(nodes[0], nil, nil)
+	pl := q0.Place(id)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if err := q0.ensureStream(ctx, pl); err != nil {
+	if err := q0.Streams().Ensure(ctx, pl.Config); err != nil {
 		t.Fatal(err)
 	}
-	st, err := nodes[0].js.Stream(ctx, pl.stream)
+	st, err := nodes[0].JetStream().Stream(ctx, pl.Stream)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -220,8 +224,8 @@ func TestPersisterLeaderLossStoresOnce(t *testing.T) {
 	if leader < 0 {
 		t.Fatalf("leader %q not found", info.Cluster.Leader)
 	}
-	q := NewQueues(nodes[producer], nil, nil)
-	p, err := NewPersister(nodes[producer], q, NewEventsStore(nodes[producer], nil), nil, nil)
+	q := queues.New(nodes[producer], nil, nil)
+	p, err := NewPersister(nodes[producer], q, logs.New(nodes[producer], nil), nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -252,9 +256,9 @@ func TestPersisterLeaderLossStoresOnce(t *testing.T) {
 // waits in SEND order on a second goroutine, as the router's pipeline does). Compare with
 // benchstat -col /mode.
 func BenchmarkConnectionSends(b *testing.B) {
-	nodes := startNodesB(b)
-	q := NewQueues(nodes[1], nil, nil)
-	p, err := NewPersister(nodes[1], q, NewEventsStore(nodes[1], nil), nil, nil)
+	nodes := clustertest.StartNodes(b)
+	q := queues.New(nodes[1], nil, nil)
+	p, err := NewPersister(nodes[1], q, logs.New(nodes[1], nil), nil, nil)
 	if err != nil {
 		b.Fatal(err)
 	}

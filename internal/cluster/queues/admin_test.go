@@ -1,4 +1,4 @@
-package cluster
+package queues
 
 import (
 	"context"
@@ -7,33 +7,35 @@ import (
 	"testing"
 	"time"
 
+	"github.com/titan-broker/titan/internal/cluster"
+	"github.com/titan-broker/titan/internal/cluster/clustertest"
 	"github.com/titan-broker/titan/internal/message"
 )
 
 // The operator actions act on JetStream from any node: messages sent through one node are
 // browsed (ready, then scheduled), moved, paused, purged and deleted through another.
 func TestQueueOperatorActions(t *testing.T) {
-	nodes := startNodes(t)
-	send, op := NewQueues(nodes[0], testSettings, nil), NewQueues(nodes[1], testSettings, nil)
+	nodes := clustertest.StartNodes(t)
+	send, op := New(nodes[0], clustertest.TestSettings, nil), New(nodes[1], clustertest.TestSettings, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	id := qid("ops", "jobs")
+	id := clustertest.QueueID("ops", "jobs")
 
 	if _, err := op.BrowseQueue(ctx, id, 10); !errors.Is(err, ErrNoQueue) {
 		t.Fatalf("browse of an unknown queue: %v, want ErrNoQueue", err)
 	}
 	for i := range 3 {
-		if _, err := send.Publish(id, msgFor(id, fmt.Sprint("m", i)), nil); err != nil {
+		if _, err := send.Publish(id, clustertest.MsgFor(id, fmt.Sprint("m", i)), nil); err != nil {
 			t.Fatal(err)
 		}
 	}
-	later := msgFor(id, "scheduled")
+	later := clustertest.MsgFor(id, "scheduled")
 	later.DeliverAtMs = time.Now().Add(time.Hour).UnixMilli()
 	if _, err := send.Publish(id, later, nil); err != nil {
 		t.Fatal(err)
 	}
-	other := qid("ops", "other") // shares the stream: never touched by actions on jobs
-	if _, err := send.Publish(other, msgFor(other, "keep"), nil); err != nil {
+	other := clustertest.QueueID("ops", "other") // shares the stream: never touched by actions on jobs
+	if _, err := send.Publish(other, clustertest.MsgFor(other, "keep"), nil); err != nil {
 		t.Fatal(err)
 	}
 
@@ -45,7 +47,7 @@ func TestQueueOperatorActions(t *testing.T) {
 	for _, m := range ms {
 		got = append(got, string(m.Message.Body))
 	}
-	if !equal(got, []string{"m0", "m1", "m2", "scheduled"}) || ms[3].DeliverAt.IsZero() || !ms[0].DeliverAt.IsZero() {
+	if !clustertest.Equal(got, []string{"m0", "m1", "m2", "scheduled"}) || ms[3].DeliverAt.IsZero() || !ms[0].DeliverAt.IsZero() {
 		t.Fatalf("browse = %v (%+v), want m0 m1 m2 then the scheduled one", got, ms)
 	}
 	if ms, err = op.BrowseQueue(ctx, id, 2); err != nil || len(ms) != 2 {
@@ -63,11 +65,11 @@ func TestQueueOperatorActions(t *testing.T) {
 	if ok, err := op.MoveQueueHead(ctx, id, func(m *message.Message) error { moved = string(m.Body); return nil }); err != nil || !ok || moved != "m0" {
 		t.Fatalf("move head: %v %v %q", ok, err, moved)
 	}
-	if b := bodiesOn(t, send.js, "TITAN_ops_Q", Subject(id)); !equal(b, []string{"m1", "m2"}) {
+	if b := clustertest.BodiesOn(t, send.js, "TITAN_ops_Q", cluster.Subject(id)); !clustertest.Equal(b, []string{"m1", "m2"}) {
 		t.Fatalf("after the move the queue holds %v", b)
 	}
 
-	if err := op.SetPaused(ctx, qid("ops", "nothing"), true); !errors.Is(err, ErrNoQueue) {
+	if err := op.SetPaused(ctx, clustertest.QueueID("ops", "nothing"), true); !errors.Is(err, ErrNoQueue) {
 		t.Fatalf("pause of a queue the cluster does not hold: %v, want ErrNoQueue", err)
 	}
 	// Pause and resume act on the durable consumer, created by the pause if need be.
@@ -93,10 +95,10 @@ func TestQueueOperatorActions(t *testing.T) {
 	if ms, err := op.BrowseQueue(ctx, id, 10); err != nil || len(ms) != 0 {
 		t.Fatalf("after purge browse = %d messages, %v", len(ms), err)
 	}
-	if b := bodiesOn(t, send.js, "TITAN_ops_Q", Subject(other)); !equal(b, []string{"keep"}) {
+	if b := clustertest.BodiesOn(t, send.js, "TITAN_ops_Q", cluster.Subject(other)); !clustertest.Equal(b, []string{"keep"}) {
 		t.Fatalf("the other queue holds %v", b)
 	}
-	if _, err := send.Publish(id, msgFor(id, "again"), nil); err != nil {
+	if _, err := send.Publish(id, clustertest.MsgFor(id, "again"), nil); err != nil {
 		t.Fatal(err)
 	}
 	if n, err := op.DeleteQueue(ctx, id, true); err != nil || n != 1 {

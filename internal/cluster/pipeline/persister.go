@@ -1,4 +1,4 @@
-package cluster
+package pipeline
 
 import (
 	"context"
@@ -12,9 +12,22 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/titan-broker/titan/internal/cluster"
 	"github.com/titan-broker/titan/internal/dest"
 	"github.com/titan-broker/titan/internal/message"
 )
+
+// Store is a stored pattern's adapter as the pipeline needs it (declared here,
+// implemented by queues.Pattern and logs.Pattern).
+type Store interface {
+	// Build returns id's placement and the JetStream message that stores m there (dropped:
+	// m is not stored, for example an already-expired queue message).
+	Build(id dest.Identity, m *message.Message) (p cluster.Placement, msg *nats.Msg, dropped bool)
+	// Count records a stored publish (ack.Duplicate: a duplicate of a stored message).
+	Count(ack *jetstream.PubAck)
+	// Streams is the adapter's stream maker (a stream made by one is made).
+	Streams() *cluster.Streams
+}
 
 // Tunables of pipelined publishes.
 const (
@@ -23,12 +36,17 @@ const (
 	// stops its connection being read. Each connection also has at most the router's
 	// pipeline depth (256) in flight.
 	MaxPendingPublishes = 4096
-	// StallFence is how long the oldest unanswered publish of a node may be outstanding
-	// before the node stops sending new ones until it is answered (see Persister). It is
+	// StallFence is how long the oldest unanswered publish to a stream may be outstanding
+	// before the node stops sending new ones to that stream until it is answered (see
+	// Persister). It is
 	// well below JetStream's shortest election after a leader's crash (4 s), so publishes
 	// sent to a dead leader all fail and are retried in order before a new leader can
 	// store a later one.
 	StallFence = 200 * time.Millisecond
+	// MaxStreamPending bounds the publishes one stream may have awaiting their PubAck on a
+	// node: a quarter of MaxPendingPublishes, so a stalled stream never takes the whole
+	// node's window (nats.go's, shared by every stream) from the others.
+	MaxStreamPending = MaxPendingPublishes / 4
 )
 
 // Persister stores durable SENDs to queues and events-store logs in JetStream for the
@@ -40,6 +58,11 @@ const (
 // the RECEIPT. The queues and events-store adapters' Publish then has nothing left to do
 // for that message (m.Sequence is set).
 //
+// Ordering and back-pressure are per stream (issue 28): each stream the node publishes to
+// has its own lane — its send order, unresolved publishes, failures and stall fence — so a
+// stream whose leader is slow, frozen or being re-elected stops only the connections that
+// write to it; SENDs to every other stream go on being pipelined.
+//
 // Retries and order. A publish that fails (no PubAck within the attempt timeout, no
 // responders, no quorum: a leader change) is retried by its wait func with the same
 // Nats-Msg-Id, so it is stored once, until PublishTimeout from its first send; if it still
@@ -49,9 +72,10 @@ const (
 // a later one that a new leader already accepted. The rule that keeps delivery FIFO per
 // destination through a leader's crash: while any publish of this node has failed and is
 // not yet stored, or the oldest unanswered one has been outstanding for StallFence, no new
-// publish is sent (the producers' connections stop being read); the retries then go out in
-// SEND order, each connection's one after the other, before anything newer. The
-// publishes in flight when a leader crashed were all sent to it within StallFence, which
+// publish to its stream is sent (the producers' connections stop being read); the retries then go out in
+// SEND order, each connection's one after the other, before anything newer. All of this
+// holds per stream (per lane): the retries and fences of one stream never hold back
+// another's publishes. The publishes in flight when a leader crashed were all sent to it within StallFence, which
 // is far shorter than JetStream's election after a crash (at least 4 s), so none of the
 // later ones can reach the next leader before the earlier ones are retried.
 //
@@ -78,29 +102,28 @@ const (
 // may already be delivered, so it is not deleted (at-least-once, as for any SEND answered
 // with an ERROR). Safe for concurrent use.
 type Persister struct {
-	q   *Queues
-	e   *EventsStore
-	c   *Committer
-	js  jetstream.JetStream // asynchronous publishing context (own error handler and limits)
-	log *slog.Logger
+	q    Store
+	e    Store
+	c    *Committer
+	js   jetstream.JetStream // asynchronous publishing context (own error handler and limits)
+	sync jetstream.JetStream // the node's context, for synchronous publishes and retries
+	acks *cluster.Acks       // the node's acknowledgements (Sync)
+	log  *slog.Logger
 
-	// sendMu orders sending: a publish's send number and its write to the NATS connection
-	// happen under it, so send order is the order JetStream receives them. Taken before
-	// mu, never the other way round (nats.go calls the error handler, which takes mu,
-	// holding its own lock).
-	sendMu  sync.Mutex
-	sent    uint64 // send numbers; guarded by sendMu
 	mu      sync.Mutex
-	cond    *sync.Cond                    // on mu: a publish resolved
-	order   []*pendingPublish             // unresolved publishes in send order (resolved ones popped from the head)
-	byMsg   map[*nats.Msg]*pendingPublish // unresolved, for the error handler
-	subs    map[string]*subjectState      // subjects with unresolved publishes (reordering check)
-	failing int                           // unresolved publishes that failed at least once
+	lanes   map[string]*lane              // by stream name; guarded by mu
+	byMsg   map[*nats.Msg]*pendingPublish // unresolved, for the error handler; guarded by mu
+	subs    map[string]*subjectState      // subjects with unresolved publishes (reordering check); guarded by mu
 	stall   time.Duration                 // StallFence (tests shorten it)
 	attempt time.Duration                 // one attempt's PubAck timeout
 	now     func() time.Time              // clock
 	ticket  atomic.Uint64                 // marks m.Sequence of messages stored here
-	reached map[string]bool               // streams this node has stored a publish in (see "Interest"); guarded by mu
+
+	// DuplicateIDs (nil: the streams' windows only) recognises client duplicate ids beyond
+	// the streams' Nats-Msg-Id window: a SEND whose id it has seen is acknowledged as a
+	// duplicate and not stored again, and one stored is recorded before its wait returns.
+	// NewPersister takes the Committer's.
+	DuplicateIDs *cluster.Duplicates
 
 	// Pipelined counts publishes sent asynchronously; Retried those retried after a
 	// failure; Reordered those stored while an earlier publish to the same subject was
@@ -108,8 +131,27 @@ type Persister struct {
 	Pipelined, Retried, Reordered atomic.Uint64
 }
 
+// lane is one stream's publishing state on this node: its send order, its unresolved
+// publishes and its gate (see Persister).
+type lane struct {
+	stream string
+	// sendMu orders sending: a publish's send number and its write to the NATS connection
+	// happen under it, so send order is the order JetStream receives them. Taken before
+	// Persister.mu, never the other way round (nats.go calls the error handler, which takes
+	// mu, holding its own lock).
+	sendMu sync.Mutex
+	sent   uint64 // send numbers; guarded by sendMu
+
+	cond    *sync.Cond        // on Persister.mu: a publish of this lane resolved
+	order   []*pendingPublish // unresolved publishes in send order (resolved ones popped from the head); guarded by Persister.mu
+	pending int               // unresolved publishes; guarded by Persister.mu
+	failing int               // unresolved publishes that failed at least once; guarded by Persister.mu
+	reached bool              // this node has stored a publish in the stream (see "Interest"); guarded by Persister.mu
+}
+
 // pendingPublish is one asynchronous publish until its wait func resolved it.
 type pendingPublish struct {
+	lane   *lane
 	msg    *nats.Msg
 	fut    jetstream.PubAckFuture
 	sent   time.Time
@@ -129,55 +171,63 @@ type subjectState struct {
 
 // NewPersister returns the pipelined persister over n's queues and events-store adapters;
 // c (may be nil) stores PersistAll's transactions. Errors: creating the JetStream context.
-func NewPersister(n *Node, q *Queues, e *EventsStore, c *Committer, log *slog.Logger) (*Persister, error) {
+func NewPersister(n *cluster.Node, q, e Store, c *Committer, log *slog.Logger) (*Persister, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	p := &Persister{q: q, e: e, c: c, log: log, byMsg: make(map[*nats.Msg]*pendingPublish),
-		subs: make(map[string]*subjectState), reached: make(map[string]bool), stall: StallFence, attempt: publishAttemptTimeout, now: time.Now}
-	p.cond = sync.NewCond(&p.mu)
-	js, err := jetstream.New(n.nc,
+	p := &Persister{q: q, e: e, c: c, log: log, byMsg: make(map[*nats.Msg]*pendingPublish), lanes: make(map[string]*lane),
+		subs: make(map[string]*subjectState), stall: StallFence, attempt: cluster.PublishAttemptTimeout, now: time.Now}
+	js, err := jetstream.New(n.Conn(),
 		jetstream.WithPublishAsyncMaxPending(MaxPendingPublishes),
 		jetstream.WithPublishAsyncTimeout(p.attempt),
 		jetstream.WithPublishAsyncErrHandler(func(_ jetstream.JetStream, msg *nats.Msg, _ error) { p.failed(msg) }))
 	if err != nil {
 		return nil, fmt.Errorf("cluster: async publishing context: %w", err)
 	}
-	p.js = js
+	p.js, p.sync, p.acks = js, n.JetStream(), n.Acks()
+	if c != nil {
+		p.DuplicateIDs = c.DuplicateIDs
+	}
 	return p, nil
 }
 
 // build returns the placement and JetStream message of m on id (dropped: an expired queue
 // message, which is not stored).
-func (p *Persister) build(id dest.Identity, m *message.Message) (pl placement, msg *nats.Msg, events, dropped bool) {
+func (p *Persister) build(id dest.Identity, m *message.Message) (pl cluster.Placement, msg *nats.Msg, events, dropped bool) {
 	if id.Pattern == dest.PatternEventsStore {
-		pl, msg = p.e.build(id, m)
-		return pl, msg, true, false
+		pl, msg, dropped = p.e.Build(id, m)
+		return pl, msg, true, dropped
 	}
-	pl, msg, dropped = p.q.build(id, m)
+	pl, msg, dropped = p.q.Build(id, m)
 	return pl, msg, false, dropped
 }
 
 // ensure creates pl's stream unless this node already made it (the common case costs one
 // map lookup and no context).
-func (p *Persister) ensure(pl placement, events bool) error {
-	s := p.q.streams
+func (p *Persister) ensure(pl cluster.Placement, events bool) error {
+	s := p.q.Streams()
 	if events {
-		s = p.e.streams
+		s = p.e.Streams()
 	}
-	if s.has(pl.cfg.Name) {
+	if s.Has(pl.Config.Name) {
 		return nil
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), PublishTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), cluster.PublishTimeout)
 	defer cancel()
-	return s.ensure(ctx, pl.cfg)
+	return s.Ensure(ctx, pl.Config)
 }
 
-// has reports whether this node saw stream name made.
-func (s *streams) has(name string) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.made[name]
+// lane returns stream's lane, made on first use (streams are few: one per group and
+// limits class).
+func (p *Persister) lane(stream string) *lane {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	l := p.lanes[stream]
+	if l == nil {
+		l = &lane{stream: stream, cond: sync.NewCond(&p.mu)}
+		p.lanes[stream] = l
+	}
+	return l
 }
 
 // mark sets m.Sequence so that the adapters' Publish knows m is stored (see the type).
@@ -193,10 +243,16 @@ func (p *Persister) Persist(id dest.Identity, m *message.Message) error {
 	if err := p.ensure(pl, events); err != nil {
 		return err
 	}
-	p.gate()
-	ctx, cancel := context.WithTimeout(context.Background(), PublishTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), cluster.PublishTimeout)
 	defer cancel()
-	ack, err := publishRetrying(ctx, p.q.js, msg)
+	if seen, err := p.seen(ctx, events, msg, m); err != nil || seen {
+		return err
+	}
+	p.gate(p.lane(pl.Stream))
+	ack, err := cluster.PublishRetrying(ctx, p.sync, msg)
+	if err == nil {
+		err = p.DuplicateIDs.RecordMsg(ctx, msg)
+	}
 	if err != nil {
 		return fmt.Errorf("cluster: message not stored: %w", err)
 	}
@@ -226,13 +282,18 @@ func (p *Persister) PersistAll(ids []dest.Identity, ms []*message.Message) error
 	return nil
 }
 
+// Sync implements router.Syncer: it returns once every acknowledgement this node sent so
+// far is applied by its consumer's leader (cluster.Acks), so the router writes an ACK's
+// RECEIPT only after the ACK is stored (issue 27). Errors: cluster.ErrAckUnconfirmed.
+func (p *Persister) Sync() error { return p.acks.Sync() }
+
 // Forget does nothing: a stored JetStream message may already be delivered (see the type).
 func (p *Persister) Forget(dest.Identity, *message.Message) {}
 
 // PersistAsync publishes m to id's stream without waiting for the PubAck and marks m
 // stored; wait (called exactly once, in SEND order per connection) returns once it is
-// stored, after retries (see the type). It may block while the node's publishes are being
-// retried or stalled (back-pressure on the producer), and blocks until m is stored when
+// stored, after retries (see the type). It may block while the node's publishes to id's
+// stream are being retried or stalled (back-pressure on the producer), and blocks until m is stored when
 // it is the node's first publish to its stream (the type's "Interest"). Errors: the
 // stream could not be created, the publish could not be sent, or (a first publish) it
 // was not stored.
@@ -244,11 +305,23 @@ func (p *Persister) PersistAsync(id dest.Identity, m *message.Message) (wait fun
 	if err := p.ensure(pl, events); err != nil {
 		return nil, err
 	}
-	p.gate()
-	pp := &pendingPublish{msg: msg, events: events}
-	p.sendMu.Lock()
-	p.sent++
-	pp.n = p.sent
+	if _, ok := cluster.DuplicateKey(msg); ok && p.DuplicateIDs.Long() {
+		ctx, cancel := context.WithTimeout(context.Background(), cluster.PublishTimeout)
+		seen, err := p.seen(ctx, events, msg, m)
+		cancel()
+		if err != nil {
+			return nil, err
+		}
+		if seen {
+			return func() error { return nil }, nil
+		}
+	}
+	l := p.lane(pl.Stream)
+	p.gate(l)
+	pp := &pendingPublish{lane: l, msg: msg, events: events}
+	l.sendMu.Lock()
+	l.sent++
+	pp.n = l.sent
 	p.mu.Lock()
 	pp.sent = p.now()
 	p.byMsg[msg] = pp
@@ -258,11 +331,12 @@ func (p *Persister) PersistAsync(id dest.Identity, m *message.Message) (wait fun
 		p.subs[msg.Subject] = st
 	}
 	st.pending++
-	p.order = append(p.order, pp)
-	first := !p.reached[pl.stream]
+	l.order = append(l.order, pp)
+	l.pending++
+	first := !l.reached
 	p.mu.Unlock()
-	fut, err := p.js.PublishMsgAsync(msg, jetstream.WithStallWait(PublishTimeout), jetstream.WithRetryAttempts(0))
-	p.sendMu.Unlock()
+	fut, err := p.js.PublishMsgAsync(msg, jetstream.WithStallWait(cluster.PublishTimeout), jetstream.WithRetryAttempts(0))
+	l.sendMu.Unlock()
 	if err != nil {
 		p.resolve(pp, nil)
 		return nil, fmt.Errorf("cluster: message not stored: %w", err)
@@ -275,27 +349,63 @@ func (p *Persister) PersistAsync(id dest.Identity, m *message.Message) (wait fun
 			return nil, err
 		}
 		p.mu.Lock()
-		p.reached[pl.stream] = true
+		l.reached = true
 		p.mu.Unlock()
+		if err := p.record(msg); err != nil {
+			return nil, err
+		}
 		p.mark(m)
 		return func() error { return nil }, nil
 	}
 	p.mark(m)
-	return func() error { return p.wait(pp) }, nil
+	return func() error {
+		if err := p.wait(pp); err != nil {
+			return err
+		}
+		return p.record(msg)
+	}, nil
 }
 
-// gate waits while a publish is being retried or the oldest unanswered one stalled.
-func (p *Persister) gate() {
+// seen reports whether msg's client duplicate id was stored before, beyond its stream's
+// own window; such a message is counted as a duplicate and marked stored.
+func (p *Persister) seen(ctx context.Context, events bool, msg *nats.Msg, m *message.Message) (bool, error) {
+	seen, err := p.DuplicateIDs.SeenMsg(ctx, msg)
+	if err != nil {
+		return false, fmt.Errorf("cluster: message not stored: %w", err)
+	}
+	if seen {
+		p.count(events, &jetstream.PubAck{Duplicate: true})
+		p.mark(m)
+	}
+	return seen, nil
+}
+
+// record notes msg's client duplicate id (if any) once msg is stored.
+func (p *Persister) record(msg *nats.Msg) error {
+	if _, ok := cluster.DuplicateKey(msg); !ok || !p.DuplicateIDs.Long() {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), cluster.PublishTimeout)
+	defer cancel()
+	if err := p.DuplicateIDs.RecordMsg(ctx, msg); err != nil {
+		return fmt.Errorf("cluster: message not stored: %w", err)
+	}
+	return nil
+}
+
+// gate waits while a publish to l's stream is being retried, the oldest unanswered one
+// stalled, or MaxStreamPending are unanswered. Other streams' lanes are not looked at.
+func (p *Persister) gate(l *lane) {
 	p.mu.Lock()
 	for {
-		for len(p.order) > 0 && p.order[0].done {
-			p.order[0] = nil
-			p.order = p.order[1:]
+		for len(l.order) > 0 && l.order[0].done {
+			l.order[0] = nil
+			l.order = l.order[1:]
 		}
-		if p.failing == 0 && (len(p.order) == 0 || p.now().Sub(p.order[0].sent) < p.stall) {
+		if l.failing == 0 && l.pending < MaxStreamPending && (len(l.order) == 0 || p.now().Sub(l.order[0].sent) < p.stall) {
 			break
 		}
-		p.cond.Wait()
+		l.cond.Wait()
 	}
 	p.mu.Unlock()
 }
@@ -305,7 +415,7 @@ func (p *Persister) failed(msg *nats.Msg) {
 	p.mu.Lock()
 	if pp := p.byMsg[msg]; pp != nil && !pp.failed {
 		pp.failed = true
-		p.failing++
+		pp.lane.failing++
 	}
 	p.mu.Unlock()
 }
@@ -315,8 +425,10 @@ func (p *Persister) resolve(pp *pendingPublish, ack *jetstream.PubAck) {
 	reordered := false
 	p.mu.Lock()
 	pp.done = true
+	l := pp.lane
+	l.pending--
 	if pp.failed {
-		p.failing--
+		l.failing--
 	}
 	delete(p.byMsg, pp.msg)
 	if st := p.subs[pp.msg.Subject]; st != nil {
@@ -334,7 +446,7 @@ func (p *Persister) resolve(pp *pendingPublish, ack *jetstream.PubAck) {
 		}
 	}
 	p.mu.Unlock()
-	p.cond.Broadcast()
+	l.cond.Broadcast()
 	if reordered {
 		p.log.Warn("a retried publish was stored after a later one on its destination (leader change within the stall fence)",
 			"subject", pp.msg.Subject, "stream_seq", ack.Sequence)
@@ -356,11 +468,11 @@ func (p *Persister) wait(pp *pendingPublish) error {
 		return nil
 	}
 	p.failed(pp.msg)
-	deadline := pp.sent.Add(PublishTimeout)
-	if retryable(err) || errors.Is(err, jetstream.ErrAsyncPublishTimeout) || errors.Is(err, nats.ErrDisconnected) {
+	deadline := pp.sent.Add(cluster.PublishTimeout)
+	if cluster.Retryable(err) || errors.Is(err, jetstream.ErrAsyncPublishTimeout) || errors.Is(err, nats.ErrDisconnected) {
 		p.Retried.Add(1)
 		ctx, cancel := context.WithDeadline(context.Background(), deadline)
-		ack, err = publishRetrying(ctx, p.q.js, pp.msg)
+		ack, err = cluster.PublishRetrying(ctx, p.sync, pp.msg)
 		cancel()
 	}
 	if err != nil {
@@ -376,8 +488,8 @@ func (p *Persister) wait(pp *pendingPublish) error {
 // count records a stored publish on its adapter.
 func (p *Persister) count(events bool, ack *jetstream.PubAck) {
 	if events {
-		p.e.count(ack)
+		p.e.Count(ack)
 		return
 	}
-	p.q.count(ack)
+	p.q.Count(ack)
 }

@@ -1,4 +1,4 @@
-package cluster
+package queues
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/titan-broker/titan/internal/cluster"
 	"github.com/titan-broker/titan/internal/dest"
 	"github.com/titan-broker/titan/internal/message"
 )
@@ -40,7 +41,7 @@ const pauseFor = 100 * 365 * 24 * time.Hour
 func consumerConfig(subject string) jetstream.ConsumerConfig {
 	return jetstream.ConsumerConfig{
 		Durable: consumerName(subject), FilterSubject: subject,
-		AckPolicy: jetstream.AckExplicitPolicy, AckWait: AckWait, MaxDeliver: -1,
+		AckPolicy: jetstream.AckExplicitPolicy, AckWait: cluster.AckWait, MaxDeliver: -1,
 		MaxAckPending: 20000, MaxWaiting: 512,
 	}
 }
@@ -55,57 +56,39 @@ type QueueMessage struct {
 	DeliverAt time.Time
 }
 
-// attempt runs fn with a bounded context, retrying while JetStream answers with errors a
-// leader change or a quorum coming back clears, until ctx ends.
-func attempt(ctx context.Context, fn func(ctx context.Context) error) error {
-	for {
-		actx, cancel := context.WithTimeout(ctx, attemptTimeout)
-		err := fn(actx)
-		cancel()
-		if err == nil || !retryable(err) || ctx.Err() != nil {
-			return err
-		}
-		select {
-		case <-ctx.Done():
-			return err
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
-}
-
-// lookup returns id's placement, its stream (nil when the stream does not exist) and how
+// lookup returns id's cluster.Placement, its stream (nil when the stream does not exist) and how
 // many messages the stream holds on the queue's subject.
-func (q *Queues) lookup(ctx context.Context, id dest.Identity) (placement, jetstream.Stream, uint64, error) {
-	p := q.place(id)
+func (q *Pattern) lookup(ctx context.Context, id dest.Identity) (cluster.Placement, jetstream.Stream, uint64, error) {
+	p := q.Place(id)
 	var s jetstream.Stream
 	var stored uint64
-	err := attempt(ctx, func(ctx context.Context) error {
+	err := cluster.Attempt(ctx, func(ctx context.Context) error {
 		var err error
-		s, err = q.js.Stream(ctx, p.stream)
+		s, err = q.js.Stream(ctx, p.Stream)
 		if err != nil {
 			return err
 		}
-		si, err := s.Info(ctx, jetstream.WithSubjectFilter(p.subject))
+		si, err := s.Info(ctx, jetstream.WithSubjectFilter(p.Subject))
 		if err != nil {
 			return err
 		}
-		stored = si.State.Subjects[p.subject]
+		stored = si.State.Subjects[p.Subject]
 		return nil
 	})
 	if errors.Is(err, jetstream.ErrStreamNotFound) {
 		return p, nil, 0, nil
 	}
 	if err != nil {
-		return p, nil, 0, fmt.Errorf("cluster: reading stream %s: %w", p.stream, err)
+		return p, nil, 0, fmt.Errorf("cluster: reading stream %s: %w", p.Stream, err)
 	}
 	return p, s, stored, nil
 }
 
 // consumerOf returns the queue's durable consumer info, nil when it has none.
-func (q *Queues) consumerOf(ctx context.Context, p placement) (*jetstream.ConsumerInfo, error) {
+func (q *Pattern) consumerOf(ctx context.Context, p cluster.Placement) (*jetstream.ConsumerInfo, error) {
 	var ci *jetstream.ConsumerInfo
-	err := attempt(ctx, func(ctx context.Context) error {
-		c, err := q.js.Consumer(ctx, p.stream, consumerName(p.subject))
+	err := cluster.Attempt(ctx, func(ctx context.Context) error {
+		c, err := q.js.Consumer(ctx, p.Stream, consumerName(p.Subject))
 		if err != nil {
 			return err
 		}
@@ -116,15 +99,15 @@ func (q *Queues) consumerOf(ctx context.Context, p placement) (*jetstream.Consum
 		return nil, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("cluster: reading consumer of %s: %w", p.subject, err)
+		return nil, fmt.Errorf("cluster: reading consumer of %s: %w", p.Subject, err)
 	}
 	return ci, nil
 }
 
-// exists returns id's placement and stream, the messages stored on its subject, and its
+// exists returns id's cluster.Placement and stream, the messages stored on its subject, and its
 // consumer (nil when none). Errors: ErrNoQueue when JetStream holds neither messages nor a
 // consumer for it.
-func (q *Queues) exists(ctx context.Context, id dest.Identity) (placement, jetstream.Stream, uint64, *jetstream.ConsumerInfo, error) {
+func (q *Pattern) exists(ctx context.Context, id dest.Identity) (cluster.Placement, jetstream.Stream, uint64, *jetstream.ConsumerInfo, error) {
 	p, s, stored, err := q.lookup(ctx, id)
 	if err != nil {
 		return p, nil, 0, nil, err
@@ -142,11 +125,11 @@ func (q *Queues) exists(ctx context.Context, id dest.Identity) (placement, jetst
 	return p, s, stored, ci, nil
 }
 
-// stream returns id's placement, stream and the messages stored on its subject. A queue
+// stream returns id's cluster.Placement, stream and the messages stored on its subject. A queue
 // whose group's stream exists reads as empty when JetStream stores nothing for it (browse,
 // purge and re-drive of a drained queue answer empty, as single-node does). Errors:
 // ErrNoQueue when the stream does not exist.
-func (q *Queues) stream(ctx context.Context, id dest.Identity) (placement, jetstream.Stream, uint64, error) {
+func (q *Pattern) stream(ctx context.Context, id dest.Identity) (cluster.Placement, jetstream.Stream, uint64, error) {
 	p, s, stored, err := q.lookup(ctx, id)
 	if err == nil && s == nil {
 		err = ErrNoQueue
@@ -156,16 +139,16 @@ func (q *Queues) stream(ctx context.Context, id dest.Identity) (placement, jetst
 
 // ensureConsumer creates the queue's stream and durable consumer unless they exist;
 // created is true when this call made the consumer.
-func (q *Queues) ensureConsumer(ctx context.Context, id dest.Identity) (p placement, created bool, err error) {
-	p = q.place(id)
+func (q *Pattern) ensureConsumer(ctx context.Context, id dest.Identity) (p cluster.Placement, created bool, err error) {
+	p = q.Place(id)
 	if err := q.ensureStream(ctx, p); err != nil {
 		return p, false, err
 	}
-	cfg := consumerConfig(p.subject)
-	err = attempt(ctx, func(ctx context.Context) error {
-		_, err := q.js.Consumer(ctx, p.stream, cfg.Durable)
+	cfg := consumerConfig(p.Subject)
+	err = cluster.Attempt(ctx, func(ctx context.Context) error {
+		_, err := q.js.Consumer(ctx, p.Stream, cfg.Durable)
 		if errors.Is(err, jetstream.ErrConsumerNotFound) {
-			_, err = q.js.CreateConsumer(ctx, p.stream, cfg)
+			_, err = q.js.CreateConsumer(ctx, p.Stream, cfg)
 			if err == nil {
 				created = true
 			} else if errors.Is(err, jetstream.ErrConsumerExists) {
@@ -182,7 +165,7 @@ func (q *Queues) ensureConsumer(ctx context.Context, id dest.Identity) (p placem
 
 // CreateQueue makes id's queue exist cluster-wide: its stream and its durable consumer.
 // created is false when the consumer existed. Bounded by ctx.
-func (q *Queues) CreateQueue(ctx context.Context, id dest.Identity) (created bool, err error) {
+func (q *Pattern) CreateQueue(ctx context.Context, id dest.Identity) (created bool, err error) {
 	_, created, err = q.ensureConsumer(ctx, id)
 	return created, err
 }
@@ -192,7 +175,7 @@ func (q *Queues) CreateQueue(ctx context.Context, id dest.Identity) (created boo
 // stored meanwhile. Pausing a queue that has messages and no consumer yet creates its
 // consumer, paused. Errors: ErrNoQueue (JetStream holds neither messages nor a consumer for
 // it), the JetStream API's.
-func (q *Queues) SetPaused(ctx context.Context, id dest.Identity, paused bool) error {
+func (q *Pattern) SetPaused(ctx context.Context, id dest.Identity, paused bool) error {
 	p, _, _, ci, err := q.exists(ctx, id)
 	if err != nil {
 		return err
@@ -205,13 +188,13 @@ func (q *Queues) SetPaused(ctx context.Context, id dest.Identity, paused bool) e
 	case paused && ci.Paused, !paused && (ci == nil || !ci.Paused):
 		return nil // pausing a paused queue, resuming a running one: no-ops
 	}
-	name := consumerName(p.subject)
-	err = attempt(ctx, func(ctx context.Context) error {
+	name := consumerName(p.Subject)
+	err = cluster.Attempt(ctx, func(ctx context.Context) error {
 		var err error
 		if paused {
-			_, err = q.js.PauseConsumer(ctx, p.stream, name, time.Now().Add(pauseFor))
+			_, err = q.js.PauseConsumer(ctx, p.Stream, name, time.Now().Add(pauseFor))
 		} else {
-			_, err = q.js.ResumeConsumer(ctx, p.stream, name)
+			_, err = q.js.ResumeConsumer(ctx, p.Stream, name)
 		}
 		return err
 	})
@@ -237,8 +220,8 @@ func (q *Queues) SetPaused(ctx context.Context, id dest.Identity, paused bool) e
 }
 
 // Paused reports whether id's queue's consumer is paused.
-func (q *Queues) Paused(ctx context.Context, id dest.Identity) (bool, error) {
-	ci, err := q.consumerOf(ctx, q.place(id))
+func (q *Pattern) Paused(ctx context.Context, id dest.Identity) (bool, error) {
+	ci, err := q.consumerOf(ctx, q.Place(id))
 	return ci != nil && ci.Paused, err
 }
 
@@ -250,10 +233,10 @@ type purgeResponse struct {
 }
 
 // purgeSubject removes every message stored on subject from stream and returns how many.
-func (q *Queues) purgeSubject(ctx context.Context, stream, subject string) (uint64, error) {
+func (q *Pattern) purgeSubject(ctx context.Context, stream, subject string) (uint64, error) {
 	req, _ := json.Marshal(jetstream.StreamPurgeRequest{Subject: subject})
 	var n uint64
-	err := attempt(ctx, func(ctx context.Context) error {
+	err := cluster.Attempt(ctx, func(ctx context.Context) error {
 		msg, err := q.js.Conn().RequestWithContext(ctx, "$JS.API.STREAM.PURGE."+stream, req)
 		if err != nil {
 			return err
@@ -275,7 +258,7 @@ func (q *Queues) purgeSubject(ctx context.Context, stream, subject string) (uint
 // (their ACKs then do nothing) and scheduled — and returns how many. The queue, its
 // consumer and its pause stay. Errors: ErrNoQueue (no stream for its group), the JetStream
 // API's.
-func (q *Queues) PurgeQueue(ctx context.Context, id dest.Identity) (int, error) {
+func (q *Pattern) PurgeQueue(ctx context.Context, id dest.Identity) (int, error) {
 	p, s, _, err := q.stream(ctx, id)
 	if err != nil {
 		return 0, err
@@ -283,10 +266,10 @@ func (q *Queues) PurgeQueue(ctx context.Context, id dest.Identity) (int, error) 
 	return q.purge(ctx, p, s)
 }
 
-func (q *Queues) purge(ctx context.Context, p placement, s jetstream.Stream) (int, error) {
-	n, err := q.purgeSubject(ctx, p.stream, p.subject)
+func (q *Pattern) purge(ctx context.Context, p cluster.Placement, s jetstream.Stream) (int, error) {
+	n, err := q.purgeSubject(ctx, p.Stream, p.Subject)
 	if err != nil {
-		return 0, fmt.Errorf("cluster: purging %s: %w", p.subject, err)
+		return 0, fmt.Errorf("cluster: purging %s: %w", p.Subject, err)
 	}
 	var held []uint64
 	err = q.holders(ctx, s, p, 0, func(seq uint64, _ *message.Message, _ time.Time) bool {
@@ -297,7 +280,7 @@ func (q *Queues) purge(ctx context.Context, p placement, s jetstream.Stream) (in
 		if err != nil {
 			break
 		}
-		err = attempt(ctx, func(ctx context.Context) error { return s.DeleteMsg(ctx, seq) })
+		err = cluster.Attempt(ctx, func(ctx context.Context) error { return s.DeleteMsg(ctx, seq) })
 		if errors.Is(err, jetstream.ErrMsgNotFound) {
 			err = nil // its schedule fired meanwhile
 			continue
@@ -305,7 +288,7 @@ func (q *Queues) purge(ctx context.Context, p placement, s jetstream.Stream) (in
 		n++
 	}
 	if err != nil {
-		return int(n), fmt.Errorf("cluster: purging scheduled messages of %s: %w", p.subject, err)
+		return int(n), fmt.Errorf("cluster: purging scheduled messages of %s: %w", p.Subject, err)
 	}
 	return int(n), nil
 }
@@ -314,7 +297,7 @@ func (q *Queues) purge(ctx context.Context, p placement, s jetstream.Stream) (in
 // none.
 func next(ctx context.Context, s jetstream.Stream, from uint64, subject string) (*jetstream.RawStreamMsg, error) {
 	var m *jetstream.RawStreamMsg
-	err := attempt(ctx, func(ctx context.Context) error {
+	err := cluster.Attempt(ctx, func(ctx context.Context) error {
 		var err error
 		m, err = s.GetMsg(ctx, from, jetstream.WithGetMsgSubject(subject))
 		return err
@@ -328,16 +311,16 @@ func next(ctx context.Context, s jetstream.Stream, from uint64, subject string) 
 // holders calls fn, in stream order, for the scheduled holders (delay) of p's group whose
 // target is p's queue, reading at most maxHolderScan holders, until fn returns false or
 // limit (> 0) holders were found.
-func (q *Queues) holders(ctx context.Context, s jetstream.Stream, p placement, limit int, fn func(seq uint64, m *message.Message, at time.Time) bool) error {
+func (q *Pattern) holders(ctx context.Context, s jetstream.Stream, p cluster.Placement, limit int, fn func(seq uint64, m *message.Message, at time.Time) bool) error {
 	found := 0
 	seq := uint64(1)
 	for range maxHolderScan {
-		raw, err := next(ctx, s, seq, p.holders+">")
+		raw, err := next(ctx, s, seq, p.Holders+">")
 		if err != nil || raw == nil {
 			return err
 		}
 		seq = raw.Sequence + 1
-		if raw.Header.Get(jetstream.ScheduleTargetHeader) != p.subject {
+		if raw.Header.Get(jetstream.ScheduleTargetHeader) != p.Subject {
 			continue
 		}
 		m, err := message.Decode(raw.Data)
@@ -356,7 +339,7 @@ func (q *Queues) holders(ctx context.Context, s jetstream.Stream, p placement, l
 // BrowseQueue returns up to max messages JetStream stores for id's queue without consuming
 // them: those in the queue in stream order (ready and in delivery alike), then scheduled
 // ones. Errors: ErrNoQueue (no stream for its group), the JetStream API's.
-func (q *Queues) BrowseQueue(ctx context.Context, id dest.Identity, max int) ([]QueueMessage, error) {
+func (q *Pattern) BrowseQueue(ctx context.Context, id dest.Identity, max int) ([]QueueMessage, error) {
 	p, s, _, err := q.stream(ctx, id)
 	if err != nil {
 		return nil, err
@@ -364,7 +347,7 @@ func (q *Queues) BrowseQueue(ctx context.Context, id dest.Identity, max int) ([]
 	out := []QueueMessage{}
 	seq := uint64(1)
 	for len(out) < max {
-		raw, err := next(ctx, s, seq, p.subject)
+		raw, err := next(ctx, s, seq, p.Subject)
 		if err != nil {
 			return nil, fmt.Errorf("cluster: browsing %s: %w", id, err)
 		}
@@ -393,7 +376,7 @@ func (q *Queues) BrowseQueue(ctx context.Context, id dest.Identity, max int) ([]
 // QueueDepth returns how many messages JetStream stores in id's queue (ready and in
 // delivery; not scheduled ones). Errors: ErrNoQueue (no stream for its group), the
 // JetStream API's.
-func (q *Queues) QueueDepth(ctx context.Context, id dest.Identity) (int, error) {
+func (q *Pattern) QueueDepth(ctx context.Context, id dest.Identity) (int, error) {
 	_, _, stored, err := q.stream(ctx, id)
 	return int(stored), err
 }
@@ -404,13 +387,13 @@ func (q *Queues) QueueDepth(ctx context.Context, id dest.Identity) (int, error) 
 // like a ready one (its ACK then does nothing). Errors: ErrNoQueue (no stream for its
 // group), fn's, the JetStream API's (after fn succeeded: the message was copied and is
 // still stored).
-func (q *Queues) MoveQueueHead(ctx context.Context, id dest.Identity, fn func(*message.Message) error) (moved bool, err error) {
+func (q *Pattern) MoveQueueHead(ctx context.Context, id dest.Identity, fn func(*message.Message) error) (moved bool, err error) {
 	p, s, _, err := q.stream(ctx, id)
 	if err != nil {
 		return false, err
 	}
 	for seq := uint64(1); ; {
-		raw, err := next(ctx, s, seq, p.subject)
+		raw, err := next(ctx, s, seq, p.Subject)
 		if err != nil {
 			return false, fmt.Errorf("cluster: reading the head of %s: %w", id, err)
 		}
@@ -425,7 +408,7 @@ func (q *Queues) MoveQueueHead(ctx context.Context, id dest.Identity, fn func(*m
 		if err := fn(m); err != nil {
 			return false, err
 		}
-		err = attempt(ctx, func(ctx context.Context) error { return s.DeleteMsg(ctx, raw.Sequence) })
+		err = cluster.Attempt(ctx, func(ctx context.Context) error { return s.DeleteMsg(ctx, raw.Sequence) })
 		if err != nil && !errors.Is(err, jetstream.ErrMsgNotFound) {
 			return false, fmt.Errorf("cluster: removing a moved message from %s: %w", id, err)
 		}
@@ -438,7 +421,7 @@ func (q *Queues) MoveQueueHead(ctx context.Context, id dest.Identity, fn func(*m
 // subscribers to it make a fresh consumer at their next pull (as the next SEND or
 // SUBSCRIBE would). Errors: ErrNoQueue; ErrQueueNotEmpty when it holds messages (ready or
 // in delivery; scheduled ones are not counted) and force is false; the JetStream API's.
-func (q *Queues) DeleteQueue(ctx context.Context, id dest.Identity, force bool) (int, error) {
+func (q *Pattern) DeleteQueue(ctx context.Context, id dest.Identity, force bool) (int, error) {
 	p, s, stored, ci, err := q.exists(ctx, id)
 	if err != nil {
 		return 0, err
@@ -447,7 +430,7 @@ func (q *Queues) DeleteQueue(ctx context.Context, id dest.Identity, force bool) 
 		return int(stored), ErrQueueNotEmpty
 	}
 	if ci != nil {
-		err := attempt(ctx, func(ctx context.Context) error { return q.js.DeleteConsumer(ctx, p.stream, ci.Name) })
+		err := cluster.Attempt(ctx, func(ctx context.Context) error { return q.js.DeleteConsumer(ctx, p.Stream, ci.Name) })
 		if err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
 			return 0, fmt.Errorf("cluster: deleting the consumer of %s: %w", id, err)
 		}
@@ -470,7 +453,7 @@ const (
 // reconsumeEvery: a leader election (no responders, timeouts) costs nothing. A node that
 // had no pull waiting when the consumer was deleted sees only "no responders" afterwards;
 // its subscribers get the fresh queue when they subscribe again.
-func (c *queueConsumer) reconsume(err error) {
+func (c *consumer) reconsume(err error) {
 	if !errors.Is(err, jetstream.ErrConsumerDeleted) && !errors.Is(err, jetstream.ErrConsumerNotFound) {
 		return
 	}
@@ -485,10 +468,10 @@ func (c *queueConsumer) reconsume(err error) {
 		return
 	}
 	// Short look-ups until the deletion is visible (the pull may hear of it first).
-	p := c.q.place(c.id)
+	p := c.q.Place(c.id)
 	for try := 0; ; try++ {
 		lctx, lcancel := context.WithTimeout(context.Background(), reconsumeLookup)
-		_, lerr := c.q.js.Consumer(lctx, p.stream, consumerName(p.subject))
+		_, lerr := c.q.js.Consumer(lctx, p.Stream, consumerName(p.Subject))
 		lcancel()
 		if errors.Is(lerr, jetstream.ErrConsumerNotFound) {
 			break
@@ -498,14 +481,14 @@ func (c *queueConsumer) reconsume(err error) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), attemptTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), cluster.AttemptTimeout)
 	defer cancel()
 	p, _, err = c.q.ensureConsumer(ctx, c.id)
 	if err != nil {
 		c.q.log.Warn("queue consumer not recreated", "queue", c.id.String(), "err", err)
 		return
 	}
-	if cons, err := c.q.js.Consumer(ctx, p.stream, consumerName(p.subject)); err == nil {
-		c.cons = cons
+	if cons, err := c.q.js.Consumer(ctx, p.Stream, consumerName(p.Subject)); err == nil {
+		c.loop.SetConsumer(cons)
 	}
 }

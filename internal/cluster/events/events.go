@@ -1,0 +1,174 @@
+// Package events is the events pattern in cluster mode: core NATS carries what crosses
+// nodes, nothing is stored.
+package events
+
+import (
+	"sync"
+	"sync/atomic"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/titan-broker/titan/internal/cluster"
+	"github.com/titan-broker/titan/internal/delivery"
+	"github.com/titan-broker/titan/internal/dest"
+	"github.com/titan-broker/titan/internal/message"
+)
+
+// Pattern is the events pattern in cluster mode: a SEND is one core NATS publish on its
+// subject (nothing stored, as events retain nothing). Interest is per node, not per client
+// (issue 28), as the single node's sublist: the first local SUBSCRIBE to a (group, filter)
+// makes one NATS subscription on the filter's subject, every later one with the same filter
+// joins it, and each message that subscription receives is decoded once and fanned out to
+// the local subscriptions; the last one to leave ends it. So fan-out crosses nodes with
+// the same `*`/`>` grammar, groups stay separate namespaces (the group is a subject
+// token), and a node pays one NATS subscription (and one nats.go goroutine) per distinct
+// filter, whatever its number of subscribers. Order is FIFO per publishing node (NATS
+// orders per connection); see README "Running a cluster".
+type Pattern struct {
+	nc *nats.Conn
+
+	mu       sync.Mutex                           // guards interest and subs
+	interest map[string]*interest                 // by subject; guarded by mu
+	subs     map[*delivery.Subscription]*interest // guarded by mu
+
+	// Published counts SENDs published; Dropped counts deliveries a subscription had no
+	// room for; Undecodable counts payloads that were not a Titan message record.
+	Published, Dropped, Undecodable atomic.Uint64
+	// Interests counts the NATS subscriptions this node holds for events (one per
+	// distinct (group, filter) subscribed here).
+	Interests atomic.Int64
+}
+
+// interest is this node's NATS subscription on one subject and the local subscriptions it
+// fans out to.
+type interest struct {
+	subject string
+	ns      *nats.Subscription
+	// local is the fan-out list, replaced whole (copy on write, under Pattern.mu) so the
+	// NATS callback reads it without a lock.
+	local atomic.Pointer[[]*delivery.Subscription]
+}
+
+// New returns the events adapter over n's connection.
+func New(n *cluster.Node) *Pattern {
+	return &Pattern{nc: n.Conn(), interest: make(map[string]*interest), subs: make(map[*delivery.Subscription]*interest)}
+}
+
+// Publish sends m to id's subject. It never blocks on subscribers (no cluster-wide
+// back-pressure exists for core NATS); dropped is always false. Errors: the NATS
+// connection's (closed, payload too large).
+func (e *Pattern) Publish(id dest.Identity, m *message.Message, _ <-chan struct{}) (dropped bool, err error) {
+	if err := e.nc.Publish(cluster.Subject(id), message.Encode(nil, m)); err != nil {
+		return false, err
+	}
+	e.Published.Add(1)
+	return false, nil
+}
+
+// HonoursSelectors implements router.Selecting: a subscription's selector filters what
+// the node delivers to it.
+func (e *Pattern) HonoursSelectors() bool { return true }
+
+// Subscribe registers sub on its connection and adds it to this node's interest in its
+// filter's subject (made by the first local subscription to it). A message is delivered
+// when the subscription has credit and its Allow (authorization) accepts the concrete
+// channel; otherwise it is counted as dropped or skipped. Errors:
+// delivery.ErrDuplicateSubscription, the NATS connection's.
+func (e *Pattern) Subscribe(sub *delivery.Subscription) error {
+	sub.Owner = e
+	if err := sub.Conn.Add(sub); err != nil {
+		return err
+	}
+	subject := cluster.Subject(sub.Identity())
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	in := e.interest[subject]
+	if in == nil {
+		in = &interest{subject: subject}
+		in.local.Store(&[]*delivery.Subscription{})
+		ns, err := e.nc.Subscribe(subject, func(msg *nats.Msg) { e.fanOut(in, msg) })
+		if err != nil {
+			sub.Conn.Remove(sub)
+			return err
+		}
+		in.ns = ns
+		e.interest[subject] = in
+		e.Interests.Add(1)
+	}
+	old := *in.local.Load()
+	next := make([]*delivery.Subscription, len(old), len(old)+1)
+	copy(next, old)
+	next = append(next, sub)
+	in.local.Store(&next)
+	e.subs[sub] = in
+	return nil
+}
+
+// fanOut delivers one message of in's subject to its local subscriptions (the NATS
+// subscription's goroutine).
+func (e *Pattern) fanOut(in *interest, msg *nats.Msg) {
+	local := *in.local.Load()
+	if len(local) == 0 {
+		return
+	}
+	m, err := message.Decode(msg.Data)
+	if err != nil {
+		e.Undecodable.Add(1)
+		return
+	}
+	var d dest.Destination
+	parsed, bad := false, false
+	for _, sub := range local {
+		if sub.Allow != nil {
+			if !parsed {
+				d, err = dest.Parse(m.Destination, dest.PatternEvents)
+				parsed, bad = true, err != nil
+			}
+			if bad || d.Bare != sub.Dest.Bare || !sub.Allow(d.Channel) {
+				continue
+			}
+		}
+		if !sub.Selects(m) {
+			continue // not selected by its JMS selector: skipped, not dropped
+		}
+		if !sub.HasCredit() || !sub.Conn.Deliver(sub, m, nil, 0, 1) {
+			sub.Dropped.Add(1)
+			e.Dropped.Add(1)
+		}
+	}
+}
+
+// Detach implements delivery.Owner: sub leaves its interest; the last one to leave ends
+// the NATS subscription. Events are not redelivered.
+func (e *Pattern) Detach(sub *delivery.Subscription, _ []delivery.Unacked) {
+	e.mu.Lock()
+	in := e.subs[sub]
+	delete(e.subs, sub)
+	var end *nats.Subscription
+	if in != nil {
+		old := *in.local.Load()
+		next := make([]*delivery.Subscription, 0, len(old))
+		for _, s := range old {
+			if s != sub {
+				next = append(next, s)
+			}
+		}
+		in.local.Store(&next)
+		if len(next) == 0 {
+			delete(e.interest, in.subject)
+			e.Interests.Add(-1)
+			end = in.ns
+		}
+	}
+	e.mu.Unlock()
+	if end != nil {
+		_ = end.Unsubscribe()
+	}
+}
+
+// Subscriptions returns the number of local events subscriptions.
+func (e *Pattern) Subscriptions() int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return len(e.subs)
+}

@@ -1,0 +1,101 @@
+package events
+
+import (
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/titan-broker/titan/internal/cluster/clustertest"
+	"github.com/titan-broker/titan/internal/delivery"
+	"github.com/titan-broker/titan/internal/dest"
+	"github.com/titan-broker/titan/internal/frame"
+	"github.com/titan-broker/titan/internal/message"
+)
+
+// countingWriter stands in for a client socket: it takes every MESSAGE and counts them.
+type countingWriter struct{ n atomic.Int64 }
+
+func (w *countingWriter) Version() frame.Version               { return frame.V12 }
+func (w *countingWriter) WriteMessage(*frame.Buf, []byte) bool { w.n.Add(1); return true }
+func (w *countingWriter) WriteEvent(*frame.Buf, []byte, bool) (bool, <-chan struct{}) {
+	w.n.Add(1)
+	return true, nil
+}
+func (w *countingWriter) QueuedBytes() int64 { return 0 }
+
+// NATS interest is per node, not per client (issue 28): local subscriptions with the same
+// (group, filter) share one NATS subscription, each gets every event published on another
+// node, a different filter or group makes its own, and the last one to leave ends it.
+func TestEventsInterestPerNode(t *testing.T) {
+	nodes := clustertest.StartNodes(t)
+	sub, pub := New(nodes[0]), New(nodes[1])
+	reg := &delivery.Registry{}
+	subscribe := func(id, group, channel string) (*delivery.Subscription, *countingWriter) {
+		w := &countingWriter{}
+		s := &delivery.Subscription{ID: id, Conn: reg.NewConn(w), Group: group, Dest: dest.Destination{Pattern: dest.PatternEvents, Channel: channel}, Ack: delivery.AckAuto}
+		if err := sub.Subscribe(s); err != nil {
+			t.Fatal(err)
+		}
+		return s, w
+	}
+	const clients = 50
+	subs := make([]*delivery.Subscription, clients)
+	ws := make([]*countingWriter, clients)
+	for i := range clients {
+		subs[i], ws[i] = subscribe("s", "g", "prices.*")
+	}
+	other, wOther := subscribe("o", "g", "prices.eu")
+	otherGroup, wGroup := subscribe("h", "h", "prices.*")
+	if got := sub.Interests.Load(); got != 3 {
+		t.Fatalf("%d NATS subscriptions for 3 distinct (group, filter), want 3", got)
+	}
+	id := dest.Identity{Group: "g", Pattern: dest.PatternEvents, Channel: "prices.eu"}
+	m := &message.Message{ID: "e-1", Group: "g", Destination: "/topic/prices/eu", Body: []byte("x")}
+	deadline := time.Now().Add(15 * time.Second)
+	for wOther.n.Load() == 0 { // the interest may take a moment to reach the publishing node
+		if time.Now().After(deadline) {
+			t.Fatal("no event reached the subscribing node")
+		}
+		if _, err := pub.Publish(id, m, nil); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	sent := wOther.n.Load()
+	for i, w := range ws {
+		for w.n.Load() < sent && time.Now().Before(deadline) {
+			time.Sleep(5 * time.Millisecond)
+		}
+		if w.n.Load() < sent {
+			t.Fatalf("subscription %d of the shared filter got %d events, the prices.eu one %d", i, w.n.Load(), sent)
+		}
+	}
+	if wGroup.n.Load() != 0 {
+		t.Fatalf("a subscription of group h got %d events of group g", wGroup.n.Load())
+	}
+	for _, s := range subs {
+		sub.Detach(s, nil)
+	}
+	if got := sub.Interests.Load(); got != 2 {
+		t.Fatalf("%d NATS subscriptions after the shared filter's subscribers left, want 2", got)
+	}
+	sub.Detach(other, nil)
+	sub.Detach(otherGroup, nil)
+	if got := sub.Interests.Load(); got != 0 {
+		t.Fatalf("%d NATS subscriptions after every subscriber left, want 0", got)
+	}
+}
+
+// BenchmarkEventsPublish measures one events SEND (a core NATS publish, no subscriber).
+func BenchmarkEventsPublish(b *testing.B) {
+	nodes := clustertest.StartNodes(b)
+	e := New(nodes[0])
+	id := dest.Identity{Group: "bench", Pattern: dest.PatternEvents, Channel: "prices.eu"}
+	m := &message.Message{ID: "bench-1", Group: "bench", Destination: "/topic/prices/eu", Body: make([]byte, 128)}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := e.Publish(id, m, nil); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

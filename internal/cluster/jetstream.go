@@ -1,0 +1,220 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/titan-broker/titan/internal/address"
+	"github.com/titan-broker/titan/internal/dest"
+)
+
+// This file holds what every cluster adapter does with JetStream: bounded, retried API
+// requests and publishes, and stream creation once per node.
+
+// Tunables shared by the cluster adapters.
+const (
+	// PublishTimeout bounds the wait for a PubAck, retries through a leader change
+	// included (crash elections take 4-9 s).
+	PublishTimeout = 30 * time.Second
+	// AckWait is the consumers' ack wait: a delivery not acknowledged nor kept alive within
+	// it is redelivered (a node that died holding it). Live deliveries are kept alive with
+	// +WPI every AckWait/3, since STOMP has no ack timeout.
+	AckWait = 30 * time.Second
+	// AttemptTimeout bounds one JetStream API request before it is retried.
+	AttemptTimeout = 3 * time.Second
+	// PublishAttemptTimeout bounds one publish attempt before it is retried.
+	PublishAttemptTimeout = 5 * time.Second
+)
+
+// Settings gives a destination its address settings (max-deliveries, dead-letter,
+// redelivery-delay, ring-size, retention); implemented by config.Resolver.
+type Settings interface {
+	Settings(id dest.Identity) address.Settings
+}
+
+// SettingsOf returns s's settings of id, the built-in defaults when s is nil.
+func SettingsOf(s Settings, id dest.Identity) address.Settings {
+	if s == nil {
+		return address.Defaults(id)
+	}
+	return s.Settings(id)
+}
+
+// Retryable reports whether a JetStream error may pass with a new leader or quorum.
+func Retryable(err error) bool {
+	return errors.Is(err, nats.ErrNoResponders) || errors.Is(err, jetstream.ErrNoStreamResponse) ||
+		errors.Is(err, nats.ErrTimeout) || errors.Is(err, context.DeadlineExceeded) ||
+		errors.Is(err, jetstream.ErrJetStreamNotEnabled) || errors.Is(err, nats.ErrConnectionReconnecting) ||
+		isAPIUnavailable(err)
+}
+
+func isAPIUnavailable(err error) bool {
+	var apiErr *jetstream.APIError
+	return errors.As(err, &apiErr) && (apiErr.Code == 503 || apiErr.ErrorCode == 10008)
+}
+
+// Attempt runs fn with a context bounded by AttemptTimeout, retrying while JetStream
+// answers with errors a leader change or a quorum coming back clears, until ctx ends.
+func Attempt(ctx context.Context, fn func(ctx context.Context) error) error {
+	for {
+		actx, cancel := context.WithTimeout(ctx, AttemptTimeout)
+		err := fn(actx)
+		cancel()
+		if err == nil || !Retryable(err) || ctx.Err() != nil {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// PublishRetrying publishes msg, retrying through leader changes until ctx ends (its
+// Nats-Msg-Id makes a retry idempotent). Each attempt is bounded by PublishAttemptTimeout:
+// a publish whose stream leader died after receiving it gets no answer.
+func PublishRetrying(ctx context.Context, js jetstream.JetStream, msg *nats.Msg) (*jetstream.PubAck, error) {
+	for {
+		actx, cancel := context.WithTimeout(ctx, PublishAttemptTimeout)
+		ack, err := js.PublishMsg(actx, msg)
+		cancel()
+		if err == nil {
+			return ack, nil
+		}
+		if !Retryable(err) || ctx.Err() != nil {
+			return nil, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, err
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// GetOrCreateConsumer returns the durable consumer cfg.Durable of stream, creating it when
+// missing (an existing one keeps its position and configuration). Attempts are bounded
+// and retried until ctx ends.
+func GetOrCreateConsumer(ctx context.Context, js jetstream.JetStream, stream string, cfg jetstream.ConsumerConfig) (jetstream.Consumer, error) {
+	for {
+		actx, cancel := context.WithTimeout(ctx, AttemptTimeout)
+		cons, err := js.Consumer(actx, stream, cfg.Durable)
+		if errors.Is(err, jetstream.ErrConsumerNotFound) {
+			cons, err = js.CreateConsumer(actx, stream, cfg)
+			if errors.Is(err, jetstream.ErrConsumerExists) {
+				cons, err = js.Consumer(actx, stream, cfg.Durable)
+			}
+		}
+		cancel()
+		if err == nil {
+			return cons, nil
+		}
+		if !Retryable(err) || ctx.Err() != nil {
+			return nil, err
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// LastSequence returns stream's last sequence (bounded attempts, retried until ctx ends).
+func LastSequence(ctx context.Context, js jetstream.JetStream, stream string) (uint64, error) {
+	for {
+		actx, cancel := context.WithTimeout(ctx, AttemptTimeout)
+		st, err := js.Stream(actx, stream)
+		var info *jetstream.StreamInfo
+		if err == nil {
+			info, err = st.Info(actx)
+		}
+		cancel()
+		if err == nil {
+			return info.State.LastSeq, nil
+		}
+		if !Retryable(err) || ctx.Err() != nil {
+			return 0, err
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// Streams creates streams once per node. The zero value is not usable: NewStreams.
+type Streams struct {
+	js       jetstream.JetStream
+	createMu sync.Mutex // serializes creation; the others then find it made
+	mu       sync.Mutex
+	made     map[string]bool // guarded by mu
+}
+
+// NewStreams returns the stream maker over js.
+func NewStreams(js jetstream.JetStream) *Streams {
+	return &Streams{js: js, made: make(map[string]bool)}
+}
+
+// Has reports whether this node saw stream name made.
+func (s *Streams) Has(name string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.made[name]
+}
+
+// Ensure creates the stream cfg unless this node saw it made (an existing stream is
+// reconciled to cfg's Titan-managed settings). Concurrent creations of one stream from
+// several nodes can leave all but the first request unanswered: every attempt is bounded,
+// and each first looks the stream up. Errors: the JetStream API's, after retries until ctx
+// ends.
+func (s *Streams) Ensure(ctx context.Context, cfg jetstream.StreamConfig) error {
+	if s.Has(cfg.Name) {
+		return nil
+	}
+	s.createMu.Lock()
+	defer s.createMu.Unlock()
+	if s.Has(cfg.Name) {
+		return nil
+	}
+	for {
+		actx, cancel := context.WithTimeout(ctx, AttemptTimeout)
+		st, err := s.js.Stream(actx, cfg.Name)
+		if errors.Is(err, jetstream.ErrStreamNotFound) {
+			_, err = s.js.CreateStream(actx, cfg)
+			if errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
+				err = nil
+			}
+		} else if err == nil {
+			err = reconcile(actx, s.js, st.CachedInfo().Config, cfg)
+		}
+		cancel()
+		if err == nil {
+			break
+		}
+		if !Retryable(err) || ctx.Err() != nil {
+			return fmt.Errorf("cluster: creating stream %s: %w", cfg.Name, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	s.mu.Lock()
+	s.made[cfg.Name] = true
+	s.mu.Unlock()
+	return nil
+}
+
+// WithCancel returns a context bounded by timeout that also ends when cancel closes (a
+// producer's connection closed), and its cancel func.
+func WithCancel(timeout time.Duration, cancel <-chan struct{}) (context.Context, context.CancelFunc) {
+	ctx, stop := context.WithTimeout(context.Background(), timeout)
+	if cancel != nil {
+		go func() {
+			select {
+			case <-cancel:
+				stop()
+			case <-ctx.Done():
+			}
+		}()
+	}
+	return ctx, stop
+}

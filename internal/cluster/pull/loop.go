@@ -1,0 +1,210 @@
+// Package pull is the JetStream pull loop shared by the cluster's queues and events-store
+// adapters (issue 28: one component, not one copy per pattern). A Loop pulls from one
+// consumer only as many messages as its Handler has credit for, holds what it pulled until
+// the handler takes it (in order), keeps explicitly acknowledged messages alive with +WPI
+// while it holds them or a client does, and waits for a Kick when there is no credit.
+//
+// # Concurrency
+//
+// Run is the loop's only goroutine; Kick, Held and Stop are safe from any goroutine.
+package pull
+
+import (
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// MaxBatch bounds one pull request (messages).
+const MaxBatch = 256
+
+// Tunables of a Loop.
+const (
+	// fetchWait is how long one pull waits for messages on the server.
+	fetchWait = time.Second
+	// retryWait is the pause after a failed pull (no leader, no quorum).
+	retryWait = 250 * time.Millisecond
+)
+
+// Handler is the adapter side of a Loop (declared here, implemented by the queues and
+// events-store adapters). Every method is called from the loop's goroutine.
+type Handler interface {
+	// Credit is how many messages the handler's subscriptions may take now.
+	Credit() int
+	// Deliver hands jm, the oldest held message, on: delivered, or settled without a
+	// delivery (expired, undecodable, dead-lettered). It returns false when no
+	// subscription can take it now; the loop then keeps jm first and waits for a Kick.
+	Deliver(jm jetstream.Msg) bool
+	// Done reports whether the loop should end (no subscription left). It is asked once
+	// per round, before anything is delivered or pulled.
+	Done() bool
+	// InFlight appends the messages delivered to clients and not yet settled to dst (kept
+	// alive with the held ones; nil for a consumer without acks).
+	InFlight(dst []jetstream.Msg) []jetstream.Msg
+}
+
+// Loop is one consumer's pull loop (New; OnError is set before Run).
+type Loop struct {
+	cons jetstream.Consumer // pulled from; replaced by SetConsumer (loop's goroutine only)
+	h    Handler
+	// acked is true for an explicitly acknowledged consumer: held and in-flight messages
+	// are kept alive with +WPI every keepAlive (AckWait/3).
+	acked     bool
+	keepAlive time.Duration
+
+	// OnError is told of a failed pull, on the loop's goroutine (for example to bind a
+	// deleted consumer anew with SetConsumer).
+	OnError func(err error)
+
+	kick chan struct{}
+	stop chan struct{}
+	done chan struct{}
+	once sync.Once
+
+	mu   sync.Mutex
+	held []jetstream.Msg // pulled, not yet taken by the handler; guarded by mu
+}
+
+// New returns a loop pulling cons for h. acked: cons is explicitly acknowledged, so what
+// the loop holds and what h has in flight is kept alive with +WPI every keepAlive.
+func New(cons jetstream.Consumer, h Handler, acked bool, keepAlive time.Duration) *Loop {
+	return &Loop{cons: cons, h: h, acked: acked, keepAlive: keepAlive,
+		kick: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
+}
+
+// SetConsumer replaces the consumer pulled from (loop's goroutine only: OnError).
+func (l *Loop) SetConsumer(c jetstream.Consumer) { l.cons = c }
+
+// Consumer returns the consumer pulled from (loop's goroutine only).
+func (l *Loop) Consumer() jetstream.Consumer { return l.cons }
+
+// Kick wakes the loop (credit or a subscription changed). Never blocks.
+func (l *Loop) Kick() {
+	select {
+	case l.kick <- struct{}{}:
+	default:
+	}
+}
+
+// Stop ends the loop and waits for Run to return. Idempotent.
+func (l *Loop) Stop() {
+	l.once.Do(func() { close(l.stop) })
+	<-l.done
+}
+
+// Done is closed when Run returned.
+func (l *Loop) Done() <-chan struct{} { return l.done }
+
+// Held removes and returns what the loop pulled and nobody took, in pull order (call it
+// after Run returned, to NAK them).
+func (l *Loop) Held() []jetstream.Msg {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	h := l.held
+	l.held = nil
+	return h
+}
+
+func (l *Loop) heldCount() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.held)
+}
+
+// Run is the loop: deliver what is held, then pull as much as the handler has credit for;
+// wait for a kick when it has none or holds something it could not deliver. It returns
+// when the handler is Done or Stop was called.
+func (l *Loop) Run() {
+	defer close(l.done)
+	tick := time.NewTicker(l.keepAlive)
+	defer tick.Stop()
+	for {
+		select {
+		case <-l.stop:
+			return
+		default:
+		}
+		if l.h.Done() {
+			return
+		}
+		l.deliverHeld()
+		credit := l.h.Credit()
+		if credit == 0 || l.heldCount() > 0 {
+			select {
+			case <-l.stop:
+				return
+			case <-l.kick:
+			case <-tick.C:
+				l.keepAliveAll()
+			}
+			continue
+		}
+		batch, err := l.cons.Fetch(min(credit, MaxBatch), jetstream.FetchMaxWait(fetchWait))
+		if err != nil {
+			if l.OnError != nil {
+				l.OnError(err)
+			}
+			select {
+			case <-l.stop:
+				return
+			case <-l.kick:
+			case <-time.After(retryWait):
+			}
+			continue
+		}
+		for m := range batch.Messages() {
+			l.mu.Lock()
+			l.held = append(l.held, m)
+			l.mu.Unlock()
+			l.deliverHeld()
+		}
+		if err := batch.Error(); err != nil && l.OnError != nil {
+			l.OnError(err)
+		}
+		select {
+		case <-tick.C:
+			l.keepAliveAll()
+		default:
+		}
+	}
+}
+
+// deliverHeld hands held messages to the handler in order while it takes them. Only the
+// loop's goroutine removes from held, so the head stays the head between the lock and
+// Deliver.
+func (l *Loop) deliverHeld() {
+	for {
+		l.mu.Lock()
+		if len(l.held) == 0 {
+			l.mu.Unlock()
+			return
+		}
+		jm := l.held[0]
+		l.mu.Unlock()
+		if !l.h.Deliver(jm) {
+			return
+		}
+		l.mu.Lock()
+		l.held[0] = nil
+		l.held = l.held[1:]
+		l.mu.Unlock()
+	}
+}
+
+// keepAliveAll sends +WPI for every held and in-flight message so that AckWait never
+// redelivers a message this node still holds or a live client has (issue 27: held ones
+// were not kept alive, so a subscriber whose outbound stayed full past AckWait had them
+// redelivered elsewhere while this node still held its copy).
+func (l *Loop) keepAliveAll() {
+	if !l.acked {
+		return
+	}
+	l.mu.Lock()
+	msgs := append([]jetstream.Msg(nil), l.held...)
+	l.mu.Unlock()
+	msgs = l.h.InFlight(msgs)
+	for _, m := range msgs {
+		_ = m.InProgress()
+	}
+}
