@@ -64,6 +64,9 @@ type Broker struct {
 	// largeFrames is the read-buffer budget of large frames in progress, shared by every
 	// server (limits.max-large-frame-bytes; nil: unlimited).
 	largeFrames *frame.Budget
+	// largeFrameReclaims counts the collections forced after large frames were released
+	// (largeframes.go).
+	largeFrameReclaims atomic.Uint64
 	cfg         config.Config
 	opts        Options
 	log         *slog.Logger
@@ -303,6 +306,8 @@ func sessionOptions(s config.Server, log *slog.Logger) *session.Options {
 	o.HeartBeatMin = config.Ms(*p.HeartbeatMin)
 	o.HeartBeatGrace = p.HeartbeatGrace
 	o.ConnectionTTL = config.Ms(p.ConnectionTTL)
+	o.ConnectTimeout = config.Ms(p.ConnectTimeout)
+	o.FrameTimeout = config.Ms(p.FrameTimeout)
 	o.MaxOutboundBytes = p.MaxOutboundBytes
 	o.Logger = log
 	return &o
@@ -368,9 +373,11 @@ func (b *Broker) Start() error {
 		var ln net.Listener
 		log := b.log.With("server", sc.Name)
 		if sc.Transport == "websocket" {
-			ln, err = transport.ListenWebSocket(sc.Addr(), sc.TransportOptions.Path, sc.TransportOptions.AllowedOrigins, wsHosts(sc), tlsConf, log)
+			ln, err = transport.ListenWebSocket(sc.Addr(), transport.WSOptions{Path: sc.TransportOptions.Path,
+				AllowedOrigins: sc.TransportOptions.AllowedOrigins, AllowedHosts: wsHosts(sc), TLS: tlsConf,
+				KeepAlive: config.Ms(sc.TransportOptions.TCPKeepAlive), Logger: log})
 		} else {
-			ln, err = transport.ListenTCP(sc.Addr(), tlsConf)
+			ln, err = transport.ListenTCP(sc.Addr(), tlsConf, config.Ms(sc.TransportOptions.TCPKeepAlive))
 		}
 		if err != nil {
 			return fail(fmt.Errorf("broker: server %s: listen %s: %w", sc.Name, sc.Addr(), err))
@@ -396,6 +403,9 @@ func (b *Broker) Start() error {
 	b.servers = servers
 	b.mu.Unlock()
 	b.startHeapWatch() // after the last way Start can fail: nothing stops it on that path
+	if largeFrames != nil {
+		b.goroutine("large-frame-reclaim", func() { b.reclaimLargeFrames(largeFrames) })
+	}
 	for _, s := range servers {
 		s := s
 		b.log.Info("listening", "server", s.cfg.Name, "transport", s.cfg.Transport, "addr", s.ln.Addr().String())

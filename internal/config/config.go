@@ -193,6 +193,11 @@ type TransportOptions struct {
 	// host, IP literals and loopback names: a browser request with another Host is refused
 	// (DNS rebinding). Clients that send no Origin header are not checked.
 	AllowedHosts []string `yaml:"allowed-hosts"`
+	// TCPKeepAlive is the TCP keepalive period of accepted connections in ms: the idle time
+	// before the first probe and the interval between probes; after 4 unanswered probes the
+	// connection is dropped (default 15000; -1 off). It finds dead peers of connections
+	// that negotiated no heart-beats. TCP and WebSocket alike.
+	TCPKeepAlive int `yaml:"tcp-keepalive"`
 }
 
 // ProtocolOptions are STOMP settings (titan.servers[].protocol-options). Lengths are bytes,
@@ -222,9 +227,18 @@ type ProtocolOptions struct {
 	// HeartbeatGrace multiplies the client interval before a silent connection closes
 	// (default 2.0).
 	HeartbeatGrace float64 `yaml:"heartbeat-grace"`
-	// ConnectionTTL closes connections without client heart-beats after this many ms of
-	// silence (default 60000; -1 never).
+	// ConnectionTTL, when positive, closes connections without client heart-beats after
+	// this many ms of silence (ActiveMQ Artemis's connection-ttl). Default off (0 or -1):
+	// such connections are never closed for silence, as in RabbitMQ and ActiveMQ 5, and
+	// dead peers are found by TCP keepalive (transport-options.tcp-keepalive).
 	ConnectionTTL int `yaml:"connection-ttl"`
+	// ConnectTimeout is how long, in ms, a connection may take from accept to a complete
+	// CONNECT frame (default 10000).
+	ConnectTimeout int `yaml:"connect-timeout"`
+	// FrameTimeout is how long, in ms, a frame may take to arrive once its first byte was
+	// read (default 60000; -1 no bound). A frame still incomplete then gets ERROR `frame
+	// timeout` and the connection closes (close reason frame_timeout).
+	FrameTimeout int `yaml:"frame-timeout"`
 	// MaxSubscriptionsByClient bounds subscriptions per connection (default 1000).
 	MaxSubscriptionsByClient int `yaml:"max-subscriptions-by-client"`
 	// MaxDestinationsByClient bounds the queues and events-store logs one connection's
@@ -462,8 +476,11 @@ func (s *Server) applyDefaults() {
 	if p.HeartbeatGrace == 0 {
 		p.HeartbeatGrace = 2.0
 	}
-	if p.ConnectionTTL == 0 {
-		p.ConnectionTTL = 60000
+	if p.ConnectTimeout == 0 {
+		p.ConnectTimeout = 10000
+	}
+	if p.FrameTimeout == 0 {
+		p.FrameTimeout = 60000
 	}
 	if p.MaxSubscriptionsByClient == 0 {
 		p.MaxSubscriptionsByClient = 1000
@@ -639,6 +656,9 @@ func (c *Config) Validate() error {
 		}
 		if (p.HeartbeatX != nil && *p.HeartbeatX < 0) || (p.HeartbeatY != nil && *p.HeartbeatY < 0) {
 			add("%s: heartbeat-x and heartbeat-y must be >= 0 ms", where)
+		}
+		if p.ConnectionTTL < -1 || p.FrameTimeout < -1 || p.ConnectTimeout < 1 || s.TransportOptions.TCPKeepAlive < -1 {
+			add("%s: connection-ttl, frame-timeout and transport-options.tcp-keepalive must be >= -1 ms, connect-timeout >= 1 ms", where)
 		}
 		if p.HeartbeatMin != nil && *p.HeartbeatMin < 1 {
 			add("%s: heartbeat-min must be >= 1 ms", where)

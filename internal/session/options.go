@@ -35,12 +35,19 @@ type Options struct {
 	// closed (default 2.0, so a connection silent for more than twice the interval closes;
 	// values below 1 are raised to 1).
 	HeartBeatGrace float64
-	// ConnectionTTL is how long a connection without negotiated client heart-beats may stay
-	// silent before it is closed (default 60 s, ActiveMQ Artemis's connection-ttl; negative
-	// disables).
+	// ConnectionTTL, when positive, is how long a connection without negotiated client
+	// heart-beats may stay silent before it is closed (ActiveMQ Artemis's connection-ttl).
+	// Zero or negative (the default) never closes such a connection for silence, as
+	// RabbitMQ and ActiveMQ 5 do: dead peers are found by TCP keepalive instead (issue 30).
 	ConnectionTTL time.Duration
-	// ConnectTimeout bounds the wait for the CONNECT frame after accept (default 10 s).
+	// ConnectTimeout bounds the wait for the CONNECT frame after accept (default 10 s): the
+	// whole frame must have arrived by then, however slowly its bytes trickle in.
 	ConnectTimeout time.Duration
+	// FrameTimeout bounds how long a frame may take to arrive once its first byte was read
+	// (default 60 s; zero or negative: no bound). A frame still incomplete at the bound gets
+	// ERROR "frame timeout" and the connection closes with CloseFrameTimeout. CONNECT is
+	// bounded by ConnectTimeout instead.
+	FrameTimeout time.Duration
 	// WriteTimeout bounds one socket write; a peer that accepts nothing for this long is
 	// closed as a slow consumer (default 30 s).
 	WriteTimeout time.Duration
@@ -69,6 +76,9 @@ type Options struct {
 	AuthFailureDelay time.Duration
 }
 
+// DefaultFrameTimeout is Options.FrameTimeout's default.
+const DefaultFrameTimeout = 60 * time.Second
+
 // DefaultOptions returns the options Titan ships with.
 func DefaultOptions() Options {
 	return Options{
@@ -79,8 +89,8 @@ func DefaultOptions() Options {
 		HeartBeatRecv:    10 * time.Second,
 		HeartBeatMin:     time.Second,
 		HeartBeatGrace:   2.0,
-		ConnectionTTL:    60 * time.Second,
 		ConnectTimeout:   10 * time.Second,
+		FrameTimeout:     DefaultFrameTimeout,
 		WriteTimeout:     30 * time.Second,
 		MaxOutboundBytes: 16 << 20,
 		AuthFailureDelay: DefaultAuthFailureDelay,

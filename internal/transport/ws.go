@@ -45,27 +45,44 @@ func (w *WSListener) hostAllowed(host string) bool {
 	return net.ParseIP(host) != nil || host == "localhost" || strings.HasSuffix(host, ".localhost") || w.hosts[host]
 }
 
-// ListenWebSocket listens on addr and upgrades requests for path.
-//
-// allowedHosts are the names (besides IP literals and loopback names) a browser request's
-// Host header may carry: a page from a foreign name that resolves to this address (DNS
-// rebinding) is same-origin for the browser, so the Origin check alone cannot refuse it.
-// Requests without an Origin header (non-browser clients) are not checked.
-//
-// allowedOrigins are Origin host patterns (path.Match syntax, "*" for any) browsers may also
-// connect from; empty allows same-origin pages only (Origin host equal to the Host header).
-// Requests without an Origin header (non-browser clients) are always accepted.
-func ListenWebSocket(addr, path string, allowedOrigins, allowedHosts []string, tlsConf *tls.Config, log *slog.Logger) (*WSListener, error) {
-	ln, err := ListenTCP(addr, tlsConf)
+// WSOptions configure a WebSocket listener.
+type WSOptions struct {
+	// Path is the HTTP path that is upgraded (e.g. "/stomp").
+	Path string
+	// AllowedOrigins are Origin host patterns (path.Match syntax, "*" for any) browsers may
+	// also connect from; empty allows same-origin pages only (Origin host equal to the Host
+	// header). Requests without an Origin header (non-browser clients) are always accepted.
+	AllowedOrigins []string
+	// AllowedHosts are the names (besides IP literals and loopback names) a browser
+	// request's Host header may carry: a page from a foreign name that resolves to this
+	// address (DNS rebinding) is same-origin for the browser, so the Origin check alone
+	// cannot refuse it. Requests without an Origin header (non-browser clients) are not
+	// checked.
+	AllowedHosts []string
+	// TLS, when not nil, serves wss://.
+	TLS *tls.Config
+	// KeepAlive is the TCP keepalive period of accepted connections (see ListenTCP).
+	KeepAlive time.Duration
+	// Logger receives the HTTP server's errors (at debug level); nil discards them.
+	Logger *slog.Logger
+}
+
+// ListenWebSocket listens on addr and upgrades requests for o.Path.
+func ListenWebSocket(addr string, o WSOptions) (*WSListener, error) {
+	ln, err := ListenTCP(addr, o.TLS, o.KeepAlive)
 	if err != nil {
 		return nil, err
 	}
-	w := &WSListener{ln: ln, conns: make(chan net.Conn), done: make(chan struct{}), origins: allowedOrigins, hosts: map[string]bool{}}
-	for _, h := range allowedHosts {
+	log := o.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	w := &WSListener{ln: ln, conns: make(chan net.Conn), done: make(chan struct{}), origins: o.AllowedOrigins, hosts: map[string]bool{}}
+	for _, h := range o.AllowedHosts {
 		w.hosts[strings.ToLower(h)] = true
 	}
 	mux := http.NewServeMux()
-	mux.HandleFunc(path, w.upgrade)
+	mux.HandleFunc(o.Path, w.upgrade)
 	w.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelDebug)}
 	go func() { _ = w.srv.Serve(ln) }()
 	return w, nil

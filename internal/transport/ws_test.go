@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"io"
-	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -15,7 +14,7 @@ import (
 )
 
 func TestWebSocketStreamReadsTextAndBinaryAndWritesOneMessagePerBatch(t *testing.T) {
-	l, err := ListenWebSocket("127.0.0.1:0", "/stomp", nil, nil, nil, slog.New(slog.DiscardHandler))
+	l, err := ListenWebSocket("127.0.0.1:0", WSOptions{Path: "/stomp"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,7 +73,7 @@ func TestWebSocketStreamReadsTextAndBinaryAndWritesOneMessagePerBatch(t *testing
 }
 
 func TestWebSocketAllowedOrigins(t *testing.T) {
-	l, err := ListenWebSocket("127.0.0.1:0", "/stomp", []string{"app.example.com"}, nil, nil, slog.New(slog.DiscardHandler))
+	l, err := ListenWebSocket("127.0.0.1:0", WSOptions{Path: "/stomp", AllowedOrigins: []string{"app.example.com"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -103,7 +102,7 @@ func TestWebSocketAllowedOrigins(t *testing.T) {
 // With no allowed origins configured, only same-origin browser pages (Origin host equal to
 // the Host header) and clients without an Origin may connect.
 func TestWebSocketDefaultsToSameOrigin(t *testing.T) {
-	l, err := ListenWebSocket("127.0.0.1:0", "/stomp", nil, nil, nil, slog.New(slog.DiscardHandler))
+	l, err := ListenWebSocket("127.0.0.1:0", WSOptions{Path: "/stomp"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,7 +134,7 @@ func TestWebSocketDefaultsToSameOrigin(t *testing.T) {
 // DNS rebinding: a page from a foreign name resolving to the broker is same-origin for the
 // browser (Origin host = Host), so the Host itself must be a name of the broker.
 func TestWebSocketRefusesForeignHostFromBrowsers(t *testing.T) {
-	l, err := ListenWebSocket("127.0.0.1:0", "/stomp", nil, []string{"broker.example"}, nil, slog.New(slog.DiscardHandler))
+	l, err := ListenWebSocket("127.0.0.1:0", WSOptions{Path: "/stomp", AllowedHosts: []string{"broker.example"}})
 	if err != nil {
 		t.Fatal(err)
 	}
