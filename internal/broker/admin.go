@@ -4,11 +4,12 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
-	"github.com/titan-broker/titan/internal/store"
 	"net"
 	"net/http"
 	"os"
 	"time"
+
+	"github.com/titan-broker/titan/internal/store"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -70,7 +71,7 @@ func (a *adminServer) shutdown(ctx context.Context) { _ = a.srv.Shutdown(ctx) }
 // Each call returns a new, independent value; it is cheap. Stages in Options.SendStages that
 // are also prometheus.Collectors (such as metrics.DestinationStage) are served on /metrics.
 func (b *Broker) Admin() *admin.Admin {
-	extra := []prometheus.Collector{newAuthCollector(b.sec), metrics.NewLogCollector(adminSource{b}.logStats), newDurableCollector(b), newLargeFrameCollector(b)}
+	extra := []prometheus.Collector{newAuthCollector(b.sec), metrics.NewLogCollector(adminSource{b}.logStats), newDurableCollector(b), newLargeFrameCollector(b), newAdmissionCollector(b)}
 	extra = append(extra, b.inst.Collectors()...)
 	extra = append(extra, metrics.TrafficCollectors(b.traffic.In.Load, b.traffic.Out.Load)...)
 	for _, s := range b.opts.SendStages {
@@ -93,6 +94,7 @@ func (b *Broker) Admin() *admin.Admin {
 	}
 	return admin.New(adminSource{b}, admin.Options{
 		Users:         users,
+		LoginThrottle: b.adminThrottle(),
 		Hosts:         monitorHosts(b.cfg.Monitor),
 		Token:         b.cfg.Monitor.Token,
 		MaxBodyBytes:  b.cfg.Servers[0].ProtocolOptions.MaxBodyLength,

@@ -7,7 +7,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/titan-broker/titan/internal/dedup"
 	"log/slog"
 	"net"
 	"runtime/pprof"
@@ -15,6 +14,9 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/titan-broker/titan/internal/admission"
+	"github.com/titan-broker/titan/internal/dedup"
 
 	"github.com/titan-broker/titan/internal/clock"
 	"github.com/titan-broker/titan/internal/cluster"
@@ -67,11 +69,15 @@ type Broker struct {
 	// largeFrameReclaims counts the collections forced after large frames were released
 	// (largeframes.go).
 	largeFrameReclaims atomic.Uint64
-	cfg         config.Config
-	opts        Options
-	log         *slog.Logger
-	p           *patterns
-	router      *router.Router
+	// conns bounds the connections held (limits.max-connections[-per-address]); logins
+	// backs off failed logins (nil: limits.login-backoff -1). Made by Start (admission.go).
+	conns  *admission.Conns
+	logins *admission.LoginThrottle
+	cfg    config.Config
+	opts   Options
+	log    *slog.Logger
+	p      *patterns
+	router *router.Router
 
 	wg       sync.WaitGroup
 	mu       sync.Mutex // guards the fields below
@@ -364,6 +370,7 @@ func (b *Broker) Start() error {
 		return err
 	}
 	largeFrames := frame.NewBudget(b.cfg.Limits.MaxLargeFrameBytes) // one for every server
+	b.startAdmission()
 	b.largeFrames = largeFrames
 	for _, sc := range b.cfg.Servers {
 		tlsConf, err := serverTLS(sc)
@@ -375,7 +382,7 @@ func (b *Broker) Start() error {
 		if sc.Transport == "websocket" {
 			ln, err = transport.ListenWebSocket(sc.Addr(), transport.WSOptions{Path: sc.TransportOptions.Path,
 				AllowedOrigins: sc.TransportOptions.AllowedOrigins, AllowedHosts: wsHosts(sc), TLS: tlsConf,
-				KeepAlive: config.Ms(sc.TransportOptions.TCPKeepAlive), Logger: log})
+				KeepAlive: config.Ms(sc.TransportOptions.TCPKeepAlive), HandshakeTimeout: config.Ms(sc.ProtocolOptions.ConnectTimeout), Logger: log})
 		} else {
 			ln, err = transport.ListenTCP(sc.Addr(), tlsConf, config.Ms(sc.TransportOptions.TCPKeepAlive))
 		}
@@ -386,6 +393,9 @@ func (b *Broker) Start() error {
 		sopts.Limits.LargeFrames = largeFrames
 		b.applyFlow(sopts, sc)
 		sopts.Authenticator = sessionAuth{b.sec.auth}
+		if b.logins != nil {
+			sopts.LoginThrottle = b.logins
+		}
 		sopts.Traffic = &b.traffic
 		servers = append(servers, &server{cfg: sc, ln: ln, sopts: sopts})
 	}
@@ -448,6 +458,11 @@ func (b *Broker) retentionLoop() {
 
 func (b *Broker) serveConn(s *server, c net.Conn) {
 	b.Connections.Add(1)
+	release, ok := b.admit(c)
+	if !ok {
+		return
+	}
+	defer release()
 	sess := session.New(c, handler{b}, s.sopts)
 	b.mu.Lock()
 	if b.closing {

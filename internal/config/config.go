@@ -104,6 +104,21 @@ type Limits struct {
 	// connection closes: connections that each start a maximal frame and never finish it
 	// cannot hold max-body-length each without bound.
 	MaxLargeFrameBytes int64 `yaml:"max-large-frame-bytes"`
+	// MaxConnections bounds the client connections held at once over every STOMP server
+	// (default 100000; -1 unlimited). One more gets ERROR `connection limit reached` and is
+	// closed (close reason connection_limit). Not reloadable.
+	MaxConnections int `yaml:"max-connections"`
+	// MaxConnectionsPerAddress bounds the client connections held at once from one IP
+	// address (default 1000; -1 unlimited), logged in or not. Not reloadable.
+	MaxConnectionsPerAddress int `yaml:"max-connections-per-address"`
+	// LoginBackoff is the back-off after the first failed login from an address or of a
+	// user, in ms (default 100; -1 turns the back-off off); it doubles with each further
+	// failure up to LoginBackoffMax. STOMP (TCP and WebSocket) and the monitor's HTTP
+	// authentication alike. Not reloadable.
+	LoginBackoff int `yaml:"login-backoff"`
+	// LoginBackoffMax bounds the login back-off in ms (default 10000); an attempt that would
+	// wait longer is refused unchecked.
+	LoginBackoffMax int `yaml:"login-backoff-max"`
 }
 
 // Cluster is titan.cluster: cluster mode on NATS JetStream (issue 15). Either an embedded
@@ -271,6 +286,13 @@ type TLS struct {
 	// CAFile holds the PEM certificates client certificates must chain to (needed with
 	// client-auth request or require).
 	CAFile string `yaml:"ca-file"`
+	// MinVersion is the lowest TLS version accepted: "1.2" (default) or "1.3".
+	MinVersion string `yaml:"min-version"`
+	// CipherSuites lists the TLS 1.2 cipher suites offered, by Go's names (e.g.
+	// TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256). Default: the ECDHE suites with AEAD
+	// ciphers (AES-GCM, ChaCha20-Poly1305) — no CBC or SHA-1 suites. TLS 1.3's suites are
+	// fixed by Go and always offered.
+	CipherSuites []string `yaml:"cipher-suites"`
 }
 
 // Monitor configures the admin HTTP API (titan.monitor).
@@ -556,6 +578,18 @@ func (c *Config) ApplyDefaults() {
 	if c.Limits.DurableSubscriptionIdleTimeout == 0 {
 		c.Limits.DurableSubscriptionIdleTimeout = -1
 	}
+	if c.Limits.MaxConnections == 0 {
+		c.Limits.MaxConnections = 100000
+	}
+	if c.Limits.MaxConnectionsPerAddress == 0 {
+		c.Limits.MaxConnectionsPerAddress = 1000
+	}
+	if c.Limits.LoginBackoff == 0 {
+		c.Limits.LoginBackoff = 100
+	}
+	if c.Limits.LoginBackoffMax == 0 {
+		c.Limits.LoginBackoffMax = 10000
+	}
 	if c.Limits.MaxLargeFrameBytes == 0 {
 		c.Limits.MaxLargeFrameBytes = 512 << 20
 	}
@@ -669,6 +703,9 @@ func (c *Config) Validate() error {
 		if pat, ok := dest.ParsePattern(p.DefaultPattern); !ok || !dest.ValidDefault(pat) {
 			add("%s: default-pattern %q is not allowed (want events, events-store or queues; commands and queries cannot be a default)", where, p.DefaultPattern)
 		}
+		if err := CheckTLS(s.TLS); err != nil {
+			add("%s: %v", where, err)
+		}
 		if s.TLS.Enabled && (s.TLS.CertFile == "" || s.TLS.KeyFile == "") {
 			add("%s: tls.enabled needs cert-file and key-file", where)
 		}
@@ -681,6 +718,12 @@ func (c *Config) Validate() error {
 		default:
 			add("%s: tls.client-auth %q is not one of none, request, require", where, s.TLS.ClientAuth)
 		}
+	}
+	if err := CheckTLS(c.Monitor.TLS); err != nil {
+		add("titan.monitor: %v", err)
+	}
+	if l := c.Limits; l.MaxConnections < -1 || l.MaxConnectionsPerAddress < -1 || l.LoginBackoff < -1 || l.LoginBackoffMax < 1 {
+		add("titan.limits: max-connections, max-connections-per-address and login-backoff must be >= -1, login-backoff-max >= 1 ms")
 	}
 	if c.Monitor.TLS.Enabled && (c.Monitor.TLS.CertFile == "" || c.Monitor.TLS.KeyFile == "") {
 		add("titan.monitor: tls.enabled needs cert-file and key-file")

@@ -71,6 +71,13 @@ type Options struct {
 	// Authenticator, when set, authenticates every CONNECT (see Authenticator); nil accepts
 	// every connection without a principal.
 	Authenticator Authenticator
+	// LoginThrottle, when set, backs off failed logins per source address and per user
+	// (see LoginThrottle); nil: no back-off beyond AuthFailureDelay.
+	LoginThrottle LoginThrottle
+	// PreAuthLimits bound the frames of a connection that has not logged in yet: its
+	// CONNECT (default PreAuthLimits(), CONNECT-sized: 16 KiB of headers, no body to speak
+	// of, no share of Limits.LargeFrames). Limits apply once CONNECTED is sent.
+	PreAuthLimits frame.Limits
 	// AuthFailureDelay is the constant wait before a refused CONNECT gets its ERROR
 	// (default DefaultAuthFailureDelay; it slows password guessing down and hides timing).
 	AuthFailureDelay time.Duration
@@ -94,7 +101,17 @@ func DefaultOptions() Options {
 		WriteTimeout:     30 * time.Second,
 		MaxOutboundBytes: 16 << 20,
 		AuthFailureDelay: DefaultAuthFailureDelay,
+		PreAuthLimits:    PreAuthLimits(),
 
 		SlowConsumerTimeout: 30 * time.Second, // ResumeOutboundBytes 0: half of MaxOutboundBytes
 	}
+}
+
+// PreAuthLimits returns the default Options.PreAuthLimits: what a CONNECT frame needs (lines
+// of 8 KiB for a bearer token as passcode, 32 headers, 16 KiB in all, a body of 1 KiB at most
+// — CONNECT has none, frame.CheckBody refuses one) and no share of the broker-wide
+// large-frame budget, so that connections that have not logged in cannot take the memory
+// logged-in clients share (issue 29).
+func PreAuthLimits() frame.Limits {
+	return frame.Limits{MaxHeaderLineBytes: 8 << 10, MaxHeaders: 32, MaxHeaderBytes: 16 << 10, MaxBodyBytes: 1 << 10}
 }

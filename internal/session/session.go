@@ -97,7 +97,7 @@ func New(conn net.Conn, h Handler, opts *Options) *Session {
 		created: time.Now(),
 		hbIndex: -1,
 	}
-	s.parser = frame.NewParser(s.reader(), opts.Limits)
+	s.parser = frame.NewParser(s.reader(), opts.PreAuthLimits) // Limits once CONNECTED (handshake)
 	s.flow = *flow.NewOutbound(opts.MaxOutboundBytes, opts.ResumeOutboundBytes, opts.SlowConsumerTimeout, s.slowConsumer)
 	return s
 }
@@ -264,6 +264,9 @@ func (s *Session) readFailure(err error) CloseReason {
 		return CloseClientEOF
 	}
 	if errors.Is(err, os.ErrDeadlineExceeded) {
+		if !s.framing {
+			return CloseConnectTimeout // no complete CONNECT within ConnectTimeout
+		}
 		return CloseHeartbeatTimeout
 	}
 	return CloseReadError
@@ -395,6 +398,7 @@ func (s *Session) handshake() (Link, CloseReason) {
 	if v >= frame.V11 {
 		hdrs = append(hdrs, frame.Header{Key: frame.HdrHeartBeat, Value: strconv.FormatInt(sx.Milliseconds(), 10) + "," + strconv.FormatInt(sy.Milliseconds(), 10)})
 	}
+	s.parser.SetLimits(s.opts.Limits) // logged in: the listener's limits and the large-frame budget
 	s.writeFrame(&frame.Frame{Command: frame.CmdConnected, Headers: hdrs})
 	s.hbReady.Store(true)
 	if s.sendEvery > 0 {

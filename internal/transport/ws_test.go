@@ -163,3 +163,57 @@ func TestWebSocketRefusesForeignHostFromBrowsers(t *testing.T) {
 		sc.Close()
 	}
 }
+
+// Origins are checked with their scheme: without allowed origins only same-origin pages of
+// the listener's scheme; an entry with a scheme matches only it; one without matches https
+// (and http on a plain ws listener).
+func TestOriginAllowedIsSchemeAware(t *testing.T) {
+	same := &WSListener{scheme: "https"}
+	for origin, want := range map[string]bool{
+		"https://broker.example:8443": true, "http://broker.example:8443": false, "https://evil.example": false, "null": false,
+	} {
+		if got := same.originAllowed(origin, "broker.example:8443"); got != want {
+			t.Errorf("same-origin wss: %s allowed=%v, want %v", origin, got, want)
+		}
+	}
+	wss := &WSListener{scheme: "https", origins: []string{"app.example.com", "http://dev.example.com", "https://*.corp.example"}}
+	ws := &WSListener{scheme: "http", origins: wss.origins}
+	for _, c := range []struct {
+		l      *WSListener
+		origin string
+		want   bool
+	}{
+		{wss, "https://app.example.com", true},
+		{wss, "http://app.example.com", false}, // bare entry on wss: https only
+		{ws, "http://app.example.com", true},   // bare entry on plain ws: http too
+		{wss, "http://dev.example.com", true},
+		{wss, "https://dev.example.com", false},
+		{wss, "https://a.corp.example", true},
+		{wss, "http://a.corp.example", false},
+		{wss, "https://app.example.com.evil.example", false},
+	} {
+		if got := c.l.originAllowed(c.origin, "broker:1"); got != c.want {
+			t.Errorf("listener %s: %s allowed=%v, want %v", c.l.scheme, c.origin, got, c.want)
+		}
+	}
+}
+
+// A connection to the WebSocket port that sends one plain HTTP request and nothing more is
+// closed once the handshake timeout passes.
+func TestPlainHTTPRequestConnectionClosed(t *testing.T) {
+	l, err := ListenWebSocket("127.0.0.1:0", WSOptions{Path: "/stomp", HandshakeTimeout: 200 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	c, err := net.Dial("tcp", l.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_, _ = c.Write([]byte("GET /stomp HTTP/1.1\r\nHost: x\r\n\r\n"))
+	_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if _, err := io.ReadAll(c); err != nil {
+		t.Fatalf("the connection stayed open after one plain request: %v", err)
+	}
+}
