@@ -63,8 +63,9 @@ type Session struct {
 	reasonSet    bool
 	writerActive bool          // a writer goroutine runs: it does while chunks is not empty; guarded by mu
 	lastWrite    time.Duration // when the writer last wrote, as time since created; guarded by mu
-	hbDue        time.Duration // when heartBeats next runs heartBeat (since hbEpoch); guarded by heartBeats.mu
-	hbIndex      int32         // s's index in heartBeats' heap, -1 when not in it; guarded by heartBeats.mu
+	hbDue        time.Duration // when heartBeats next runs heartBeat (since hbEpoch); guarded by its shard's mu
+	hbIndex      int32         // s's index in its heartBeats shard's heap, -1 when not in it; guarded by that shard's mu
+	hbShard      uint8         // s's heartBeats shard (hbs); set by New, then read-only
 	spare        [][]byte      // the writer's other chunks array, swapped with chunks; guarded by mu
 	spareBufs    []*frame.Buf
 	wantDrain    bool   // a limited write was refused; call onDrain once below half the limit; guarded by mu
@@ -96,6 +97,7 @@ func New(conn net.Conn, h Handler, opts *Options) *Session {
 		h:       h,
 		created: time.Now(),
 		hbIndex: -1,
+		hbShard: uint8(hbNext.Add(1) % hbShards),
 	}
 	s.parser = frame.NewParser(s.reader(), opts.PreAuthLimits) // Limits once CONNECTED (handshake)
 	s.flow = *flow.NewOutbound(opts.MaxOutboundBytes, opts.ResumeOutboundBytes, opts.SlowConsumerTimeout, s.slowConsumer)
@@ -404,7 +406,7 @@ func (s *Session) handshake() (Link, CloseReason) {
 	if s.sendEvery > 0 {
 		s.mu.Lock()
 		if !s.closing {
-			heartBeats.schedule(s, s.sendEvery/2)
+			scheduleHeartBeat(s, s.sendEvery/2)
 		}
 		s.mu.Unlock()
 	}
@@ -583,7 +585,7 @@ func (s *Session) Close(reason CloseReason) {
 	s.closing = true
 	s.setReasonLocked(reason)
 	s.flow.Close()
-	heartBeats.cancel(s)
+	cancelHeartBeat(s)
 	if s.frameTimer != nil {
 		s.frameTimer.Stop()
 	}
@@ -657,7 +659,7 @@ func (s *Session) heartBeat() {
 		return
 	}
 	idle := len(s.chunks) == 0 && time.Since(s.created)-s.lastWrite >= half
-	heartBeats.schedule(s, half)
+	scheduleHeartBeat(s, half)
 	s.mu.Unlock()
 	if idle {
 		s.enqueue(false, heartBeatEOL)
