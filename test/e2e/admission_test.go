@@ -211,3 +211,42 @@ func TestConnectionLimitPerAddress(t *testing.T) {
 	checkEqual(t, 0.0, metricValue(m, "titan_large_frame_bytes"), "large-frame budget taken by unauthenticated clients")
 	checkEqual(t, 0.0, metricValue(m, "titan_large_frame_refusals_total"), "large-frame refusals")
 }
+
+// The back-off holds on the WebSocket transport too (the session applies it whatever
+// carries the bytes): ten wrong guesses over ws:// from one address, the tenth waits the
+// back-off (10 ms doubling: 1.28 s after the ninth failure), and the failures and delays
+// are counted.
+func TestLoginBackoffWebSocket(t *testing.T) {
+	requireWS(t)
+	users := writeUsersFile(t, t.TempDir(), securityRules)
+	p := newTitanNode(t, fmt.Sprintf(`titan:
+  servers:
+    - {name: stomp, host: 127.0.0.1, port: 0}
+    - {name: ws, host: 127.0.0.1, port: 0, transport: websocket, transport-options: {path: /stomp}}
+  security: {users-file: %q}
+  limits: {login-backoff: 10, login-backoff-max: 5000}
+  monitor: {host: 127.0.0.1, port: 0}
+  store: {type: memory}
+`, users)).start()
+	b := p.broker()
+	var last time.Duration
+	for i := range 10 {
+		c := dialWSRaw(t, "ws://"+p.stompAddrs[1]+"/stomp")
+		f, d := login(t, c, "admin", fmt.Sprintf("ws-guess-%d", i))
+		if msg, _ := f.get("message"); f.command != "ERROR" || msg != "access refused" {
+			t.Fatalf("ws guess %d answered by %s", i+1, f)
+		}
+		last = d
+		_ = c.conn.Close()
+	}
+	if last < time.Second {
+		t.Errorf("the 10th wrong guess over WebSocket was answered after %v, want the back-off (>= 1 s)", last)
+	}
+	m := scrapeMetricsAs(t, b, "127.0.0.2")
+	if v := metricValue(m, "titan_login_failures_total"); v != 10 {
+		t.Errorf("titan_login_failures_total = %v, want 10", v)
+	}
+	if v := metricValue(m, `titan_login_throttled_total{outcome="delayed"}`); v < 1 {
+		t.Errorf("no WebSocket login attempt was delayed (%v)", v)
+	}
+}
