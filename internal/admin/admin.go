@@ -66,6 +66,9 @@ type Options struct {
 	// Users, when set, authenticates requests with the broker's users (HTTP Basic) and
 	// authorizes them: browse to read, manage to change anything (see Users).
 	Users Users
+	// LoginThrottle, when set, backs off failed logins (token or user credentials) per
+	// remote address and user; nil: none.
+	LoginThrottle LoginThrottle
 	// Hosts are the names, besides IP literals and loopback names, that the Host header may
 	// carry (the configured listen host and titan.monitor.allowed-hosts); any other Host is
 	// refused with 403 (DNS rebinding).

@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"time"
 )
 
 // Users is the monitor API's port to the broker's users (implemented over internal/auth by
@@ -20,6 +21,15 @@ type Users interface {
 	May(user string, manage bool) bool
 	// Reload re-reads the users file (POST PathUsersReload) and returns the user count.
 	Reload() (users int, err error)
+}
+
+// LoginThrottle is the monitor's port to the broker's login back-off (admission.LoginThrottle):
+// Admit before credentials are checked (the wait to observe, or an error: refuse unchecked),
+// then Fail or Succeed. Safe for concurrent use.
+type LoginThrottle interface {
+	Admit(remote, user string) (time.Duration, error)
+	Fail(remote, user string)
+	Succeed(remote, user string)
 }
 
 // PathUsersReload answers POST by re-reading the users file (manage needed), like SIGHUP.
@@ -58,6 +68,32 @@ func (a *Admin) authenticate(next http.Handler) http.Handler {
 		scheme, cred, _ := strings.Cut(h, " ")
 		tokenOK := func(s string) bool {
 			return len(token) > 0 && subtle.ConstantTimeCompare([]byte(s), token) == 1
+		}
+		// Failed logins back off per address and user (issue 29), as on STOMP.
+		th, login := a.opts.LoginThrottle, ""
+		if th != nil && h != "" {
+			login, _, _ = r.BasicAuth()
+			wait, err := th.Admit(r.RemoteAddr, login)
+			if err != nil {
+				w.Header().Set("Retry-After", "10")
+				writeError(w, newError(CodeUnauthorized, "unauthorized: too many failed logins from this address; retry later", ErrUnauthorized))
+				return
+			}
+			if wait > 0 {
+				t := time.NewTimer(wait)
+				select {
+				case <-t.C:
+				case <-r.Context().Done():
+				}
+				t.Stop()
+			}
+			defer func() {
+				if w.Header().Get("WWW-Authenticate") != "" {
+					th.Fail(r.RemoteAddr, login) // refused below: the credentials were wrong
+				} else {
+					th.Succeed(r.RemoteAddr, login)
+				}
+			}()
 		}
 		switch strings.ToLower(scheme) {
 		case "bearer":

@@ -84,6 +84,16 @@ var Rules = []Rule{
 		Forbidden: []string{"..."},
 	},
 	{
+		Name:      "admission (limits before login) is a leaf: the session and admin reach it through ports they declare",
+		From:      []string{"internal/admission"},
+		Forbidden: []string{"..."},
+	},
+	{
+		Name:      "the session and the monitor API declare their login-throttle port instead of importing admission",
+		From:      []string{"internal/session", "internal/admin", "internal/transport"},
+		Forbidden: []string{"internal/admission"},
+	},
+	{
 		Name:      "config imports no runtime package",
 		From:      []string{"internal/config"},
 		Forbidden: []string{"..."},

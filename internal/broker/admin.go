@@ -4,11 +4,12 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
-	"github.com/titan-broker/titan/internal/store"
 	"net"
 	"net/http"
 	"os"
 	"time"
+
+	"github.com/titan-broker/titan/internal/store"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -70,7 +71,7 @@ func (a *adminServer) shutdown(ctx context.Context) { _ = a.srv.Shutdown(ctx) }
 // Each call returns a new, independent value; it is cheap. Stages in Options.SendStages that
 // are also prometheus.Collectors (such as metrics.DestinationStage) are served on /metrics.
 func (b *Broker) Admin() *admin.Admin {
-	extra := []prometheus.Collector{newAuthCollector(b.sec), metrics.NewLogCollector(adminSource{b}.logStats), newDurableCollector(b), newLargeFrameCollector(b)}
+	extra := []prometheus.Collector{newAuthCollector(b.sec), metrics.NewLogCollector(adminSource{b}.logStats), newDurableCollector(b), newLargeFrameCollector(b), newAdmissionCollector(b)}
 	extra = append(extra, b.inst.Collectors()...)
 	extra = append(extra, metrics.TrafficCollectors(b.traffic.In.Load, b.traffic.Out.Load)...)
 	for _, s := range b.opts.SendStages {
@@ -93,6 +94,7 @@ func (b *Broker) Admin() *admin.Admin {
 	}
 	return admin.New(adminSource{b}, admin.Options{
 		Users:         users,
+		LoginThrottle: b.adminThrottle(),
 		Hosts:         monitorHosts(b.cfg.Monitor),
 		Token:         b.cfg.Monitor.Token,
 		MaxBodyBytes:  b.cfg.Servers[0].ProtocolOptions.MaxBodyLength,
@@ -185,10 +187,11 @@ func nodeName() string {
 
 // largeFrameCollector serves titan_large_frame_bytes (read buffers of large frames in
 // progress), titan_large_frame_bytes_max (limits.max-large-frame-bytes; 0: unlimited) and
-// titan_large_frame_refusals_total.
+// titan_large_frame_refusals_total, and titan_large_frame_reclaims_total (collections
+// forced to return the memory of released large frames, largeframes.go).
 type largeFrameCollector struct {
-	b                    *Broker
-	used, limit, refused *prometheus.Desc
+	b                              *Broker
+	used, limit, refused, reclaims *prometheus.Desc
 }
 
 func newLargeFrameCollector(b *Broker) *largeFrameCollector {
@@ -197,6 +200,8 @@ func newLargeFrameCollector(b *Broker) *largeFrameCollector {
 		used:    prometheus.NewDesc("titan_large_frame_bytes", "Bytes of read buffers held by frames over 64 KiB still being received.", nil, nil),
 		limit:   prometheus.NewDesc("titan_large_frame_bytes_max", "The bound of titan_large_frame_bytes (max-large-frame-bytes; 0: unlimited).", nil, nil),
 		refused: prometheus.NewDesc("titan_large_frame_refusals_total", "Frames refused with ERROR large frame memory limit reached.", nil, nil),
+		reclaims: prometheus.NewDesc("titan_large_frame_reclaims_total",
+			"Collections forced to return the memory of released large-frame buffers to the OS.", nil, nil),
 	}
 }
 
@@ -205,6 +210,7 @@ func (c *largeFrameCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.used
 	ch <- c.limit
 	ch <- c.refused
+	ch <- c.reclaims
 }
 
 // Collect implements prometheus.Collector.
@@ -217,4 +223,5 @@ func (c *largeFrameCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(c.used, prometheus.GaugeValue, float64(used))
 	ch <- prometheus.MustNewConstMetric(c.limit, prometheus.GaugeValue, float64(limit))
 	ch <- prometheus.MustNewConstMetric(c.refused, prometheus.CounterValue, float64(refused))
+	ch <- prometheus.MustNewConstMetric(c.reclaims, prometheus.CounterValue, float64(c.b.largeFrameReclaims.Load()))
 }

@@ -7,7 +7,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/titan-broker/titan/internal/dedup"
 	"log/slog"
 	"net"
 	"runtime/pprof"
@@ -15,6 +14,9 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/titan-broker/titan/internal/admission"
+	"github.com/titan-broker/titan/internal/dedup"
 
 	"github.com/titan-broker/titan/internal/clock"
 	"github.com/titan-broker/titan/internal/cluster"
@@ -65,11 +67,18 @@ type Broker struct {
 	// largeFrames is the read-buffer budget of large frames in progress, shared by every
 	// server (limits.max-large-frame-bytes; nil: unlimited).
 	largeFrames *frame.Budget
-	cfg         config.Config
-	opts        Options
-	log         *slog.Logger
-	p           *patterns
-	router      *router.Router
+	// largeFrameReclaims counts the collections forced after large frames were released
+	// (largeframes.go).
+	largeFrameReclaims atomic.Uint64
+	// conns bounds the connections held (limits.max-connections[-per-address]); logins
+	// backs off failed logins (nil: limits.login-backoff -1). Made by Start (admission.go).
+	conns  *admission.Conns
+	logins *admission.LoginThrottle
+	cfg    config.Config
+	opts   Options
+	log    *slog.Logger
+	p      *patterns
+	router *router.Router
 
 	wg       sync.WaitGroup
 	mu       sync.Mutex // guards the fields below
@@ -304,6 +313,8 @@ func sessionOptions(s config.Server, log *slog.Logger) *session.Options {
 	o.HeartBeatMin = config.Ms(*p.HeartbeatMin)
 	o.HeartBeatGrace = p.HeartbeatGrace
 	o.ConnectionTTL = config.Ms(p.ConnectionTTL)
+	o.ConnectTimeout = config.Ms(p.ConnectTimeout)
+	o.FrameTimeout = config.Ms(p.FrameTimeout)
 	o.MaxOutboundBytes = p.MaxOutboundBytes
 	o.Logger = log
 	return &o
@@ -360,6 +371,7 @@ func (b *Broker) Start() error {
 		return err
 	}
 	largeFrames := frame.NewBudget(b.cfg.Limits.MaxLargeFrameBytes) // one for every server
+	b.startAdmission()
 	b.largeFrames = largeFrames
 	for _, sc := range b.cfg.Servers {
 		tlsConf, err := serverTLS(sc)
@@ -369,9 +381,11 @@ func (b *Broker) Start() error {
 		var ln net.Listener
 		log := b.log.With("server", sc.Name)
 		if sc.Transport == "websocket" {
-			ln, err = transport.ListenWebSocket(sc.Addr(), sc.TransportOptions.Path, sc.TransportOptions.AllowedOrigins, wsHosts(sc), tlsConf, log)
+			ln, err = transport.ListenWebSocket(sc.Addr(), transport.WSOptions{Path: sc.TransportOptions.Path,
+				AllowedOrigins: sc.TransportOptions.AllowedOrigins, AllowedHosts: wsHosts(sc), TLS: tlsConf,
+				KeepAlive: config.Ms(sc.TransportOptions.TCPKeepAlive), HandshakeTimeout: config.Ms(sc.ProtocolOptions.ConnectTimeout), Logger: log})
 		} else {
-			ln, err = transport.ListenTCP(sc.Addr(), tlsConf)
+			ln, err = transport.ListenTCP(sc.Addr(), tlsConf, config.Ms(sc.TransportOptions.TCPKeepAlive))
 		}
 		if err != nil {
 			return fail(fmt.Errorf("broker: server %s: listen %s: %w", sc.Name, sc.Addr(), err))
@@ -380,6 +394,9 @@ func (b *Broker) Start() error {
 		sopts.Limits.LargeFrames = largeFrames
 		b.applyFlow(sopts, sc)
 		sopts.Authenticator = sessionAuth{b.sec.auth}
+		if b.logins != nil {
+			sopts.LoginThrottle = b.logins
+		}
 		sopts.Traffic = &b.traffic
 		servers = append(servers, &server{cfg: sc, ln: ln, sopts: sopts})
 	}
@@ -397,6 +414,9 @@ func (b *Broker) Start() error {
 	b.servers = servers
 	b.mu.Unlock()
 	b.startHeapWatch() // after the last way Start can fail: nothing stops it on that path
+	if largeFrames != nil {
+		b.goroutine("large-frame-reclaim", func() { b.reclaimLargeFrames(largeFrames) })
+	}
 	for _, s := range servers {
 		s := s
 		b.log.Info("listening", "server", s.cfg.Name, "transport", s.cfg.Transport, "addr", s.ln.Addr().String())
@@ -439,6 +459,11 @@ func (b *Broker) retentionLoop() {
 
 func (b *Broker) serveConn(s *server, c net.Conn) {
 	b.Connections.Add(1)
+	release, ok := b.admit(c)
+	if !ok {
+		return
+	}
+	defer release()
 	sess := session.New(c, handler{b}, s.sopts)
 	b.mu.Lock()
 	if b.closing {

@@ -17,7 +17,9 @@ import (
 // side runs no goroutine per connection). scripts/idle-memory measures the same against a
 // real titan process (issue 13: ≤ 8 KiB per idle connection at 10,000 connections).
 func BenchmarkIdleConnection(b *testing.B) {
-	br := brokertest.Run(b, brokertest.DefaultTestConfig())
+	cfg := brokertest.DefaultTestConfig()
+	cfg.Limits.MaxConnectionsPerAddress = -1 // every connection comes from 127.0.0.1
+	br := brokertest.Run(b, cfg)
 	addr := br.Addrs()[0]
 	connect := []byte("CONNECT\naccept-version:1.2\nhost:localhost\nheart-beat:10000,10000\n\n\x00")
 	var before, after runtime.MemStats

@@ -77,6 +77,13 @@ func listenerTLS(what string, t config.TLS) (*tls.Config, error) {
 	// TLS socket from two threads (stomp.py: 4 of 240 certificate logins never got CONNECTED
 	// with tickets, 0 of 270 without).
 	conf := &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12, SessionTicketsDisabled: true}
+	// tls.min-version and tls.cipher-suites (issue 29; checked by config.Validate).
+	if conf.MinVersion, err = config.TLSVersion(t.MinVersion); err != nil {
+		return nil, fmt.Errorf("broker: %s: %w", what, err)
+	}
+	if conf.CipherSuites, err = config.CipherSuiteIDs(t.CipherSuites); err != nil {
+		return nil, fmt.Errorf("broker: %s: %w", what, err)
+	}
 	switch t.ClientAuth {
 	case "request":
 		conf.ClientAuth = tls.VerifyClientCertIfGiven

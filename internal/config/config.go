@@ -111,6 +111,21 @@ type Limits struct {
 	// MaxPendingRequestsByClient bounds them per connection (default 1000; -1 unlimited),
 	// with the same ERROR naming this key. Reloadable: no.
 	MaxPendingRequestsByClient int `yaml:"max-pending-requests-by-client"`
+	// MaxConnections bounds the client connections held at once over every STOMP server
+	// (default 100000; -1 unlimited). One more gets ERROR `connection limit reached` and is
+	// closed (close reason connection_limit). Not reloadable.
+	MaxConnections int `yaml:"max-connections"`
+	// MaxConnectionsPerAddress bounds the client connections held at once from one IP
+	// address (default 1000; -1 unlimited), logged in or not. Not reloadable.
+	MaxConnectionsPerAddress int `yaml:"max-connections-per-address"`
+	// LoginBackoff is the back-off after the first failed login from an address or of a
+	// user, in ms (default 100; -1 turns the back-off off); it doubles with each further
+	// failure up to LoginBackoffMax. STOMP (TCP and WebSocket) and the monitor's HTTP
+	// authentication alike. Not reloadable.
+	LoginBackoff int `yaml:"login-backoff"`
+	// LoginBackoffMax bounds the login back-off in ms (default 10000); an attempt that would
+	// wait longer is refused unchecked.
+	LoginBackoffMax int `yaml:"login-backoff-max"`
 }
 
 // Cluster is titan.cluster: cluster mode on NATS JetStream (issue 15). Either an embedded
@@ -200,6 +215,11 @@ type TransportOptions struct {
 	// host, IP literals and loopback names: a browser request with another Host is refused
 	// (DNS rebinding). Clients that send no Origin header are not checked.
 	AllowedHosts []string `yaml:"allowed-hosts"`
+	// TCPKeepAlive is the TCP keepalive period of accepted connections in ms: the idle time
+	// before the first probe and the interval between probes; after 4 unanswered probes the
+	// connection is dropped (default 15000; -1 off). It finds dead peers of connections
+	// that negotiated no heart-beats. TCP and WebSocket alike.
+	TCPKeepAlive int `yaml:"tcp-keepalive"`
 }
 
 // ProtocolOptions are STOMP settings (titan.servers[].protocol-options). Lengths are bytes,
@@ -229,9 +249,18 @@ type ProtocolOptions struct {
 	// HeartbeatGrace multiplies the client interval before a silent connection closes
 	// (default 2.0).
 	HeartbeatGrace float64 `yaml:"heartbeat-grace"`
-	// ConnectionTTL closes connections without client heart-beats after this many ms of
-	// silence (default 60000; -1 never).
+	// ConnectionTTL, when positive, closes connections without client heart-beats after
+	// this many ms of silence (ActiveMQ Artemis's connection-ttl). Default off (0 or -1):
+	// such connections are never closed for silence, as in RabbitMQ and ActiveMQ 5, and
+	// dead peers are found by TCP keepalive (transport-options.tcp-keepalive).
 	ConnectionTTL int `yaml:"connection-ttl"`
+	// ConnectTimeout is how long, in ms, a connection may take from accept to a complete
+	// CONNECT frame (default 10000).
+	ConnectTimeout int `yaml:"connect-timeout"`
+	// FrameTimeout is how long, in ms, a frame may take to arrive once its first byte was
+	// read (default 60000; -1 no bound). A frame still incomplete then gets ERROR `frame
+	// timeout` and the connection closes (close reason frame_timeout).
+	FrameTimeout int `yaml:"frame-timeout"`
 	// MaxSubscriptionsByClient bounds subscriptions per connection (default 1000).
 	MaxSubscriptionsByClient int `yaml:"max-subscriptions-by-client"`
 	// MaxDestinationsByClient bounds the queues and events-store logs one connection's
@@ -264,6 +293,13 @@ type TLS struct {
 	// CAFile holds the PEM certificates client certificates must chain to (needed with
 	// client-auth request or require).
 	CAFile string `yaml:"ca-file"`
+	// MinVersion is the lowest TLS version accepted: "1.2" (default) or "1.3".
+	MinVersion string `yaml:"min-version"`
+	// CipherSuites lists the TLS 1.2 cipher suites offered, by Go's names (e.g.
+	// TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256). Default: the ECDHE suites with AEAD
+	// ciphers (AES-GCM, ChaCha20-Poly1305) — no CBC or SHA-1 suites. TLS 1.3's suites are
+	// fixed by Go and always offered.
+	CipherSuites []string `yaml:"cipher-suites"`
 }
 
 // Monitor configures the admin HTTP API (titan.monitor).
@@ -477,8 +513,11 @@ func (s *Server) applyDefaults() {
 	if p.HeartbeatGrace == 0 {
 		p.HeartbeatGrace = 2.0
 	}
-	if p.ConnectionTTL == 0 {
-		p.ConnectionTTL = 60000
+	if p.ConnectTimeout == 0 {
+		p.ConnectTimeout = 10000
+	}
+	if p.FrameTimeout == 0 {
+		p.FrameTimeout = 60000
 	}
 	if p.MaxSubscriptionsByClient == 0 {
 		p.MaxSubscriptionsByClient = 1000
@@ -556,6 +595,18 @@ func (c *Config) ApplyDefaults() {
 	}
 	if c.Limits.DurableSubscriptionIdleTimeout == 0 {
 		c.Limits.DurableSubscriptionIdleTimeout = -1
+	}
+	if c.Limits.MaxConnections == 0 {
+		c.Limits.MaxConnections = 100000
+	}
+	if c.Limits.MaxConnectionsPerAddress == 0 {
+		c.Limits.MaxConnectionsPerAddress = 1000
+	}
+	if c.Limits.LoginBackoff == 0 {
+		c.Limits.LoginBackoff = 100
+	}
+	if c.Limits.LoginBackoffMax == 0 {
+		c.Limits.LoginBackoffMax = 10000
 	}
 	if c.Limits.MaxLargeFrameBytes == 0 {
 		c.Limits.MaxLargeFrameBytes = 512 << 20
@@ -667,6 +718,9 @@ func (c *Config) Validate() error {
 		if (p.HeartbeatX != nil && *p.HeartbeatX < 0) || (p.HeartbeatY != nil && *p.HeartbeatY < 0) {
 			add("%s: heartbeat-x and heartbeat-y must be >= 0 ms", where)
 		}
+		if p.ConnectionTTL < -1 || p.FrameTimeout < -1 || p.ConnectTimeout < 1 || s.TransportOptions.TCPKeepAlive < -1 {
+			add("%s: connection-ttl, frame-timeout and transport-options.tcp-keepalive must be >= -1 ms, connect-timeout >= 1 ms", where)
+		}
 		if p.HeartbeatMin != nil && *p.HeartbeatMin < 1 {
 			add("%s: heartbeat-min must be >= 1 ms", where)
 		}
@@ -675,6 +729,9 @@ func (c *Config) Validate() error {
 		}
 		if pat, ok := dest.ParsePattern(p.DefaultPattern); !ok || !dest.ValidDefault(pat) {
 			add("%s: default-pattern %q is not allowed (want events, events-store or queues; commands and queries cannot be a default)", where, p.DefaultPattern)
+		}
+		if err := CheckTLS(s.TLS); err != nil {
+			add("%s: %v", where, err)
 		}
 		if s.TLS.Enabled && (s.TLS.CertFile == "" || s.TLS.KeyFile == "") {
 			add("%s: tls.enabled needs cert-file and key-file", where)
@@ -688,6 +745,12 @@ func (c *Config) Validate() error {
 		default:
 			add("%s: tls.client-auth %q is not one of none, request, require", where, s.TLS.ClientAuth)
 		}
+	}
+	if err := CheckTLS(c.Monitor.TLS); err != nil {
+		add("titan.monitor: %v", err)
+	}
+	if l := c.Limits; l.MaxConnections < -1 || l.MaxConnectionsPerAddress < -1 || l.LoginBackoff < -1 || l.LoginBackoffMax < 1 {
+		add("titan.limits: max-connections, max-connections-per-address and login-backoff must be >= -1, login-backoff-max >= 1 ms")
 	}
 	if c.Monitor.TLS.Enabled && (c.Monitor.TLS.CertFile == "" || c.Monitor.TLS.KeyFile == "") {
 		add("titan.monitor: tls.enabled needs cert-file and key-file")

@@ -30,7 +30,9 @@ type Stats struct {
 	// the heap); Resumes counts the ends of those waits; Paused is how many producers wait now.
 	Pauses, Resumes atomic.Uint64
 	Paused          atomic.Int64
-	// SlowConsumers counts subscribers closed as slow consumers.
+	// SlowConsumers counts connections closed as slow consumers (close reason
+	// slow_consumer, whatever detected it; the session counts them when it records the
+	// reason).
 	SlowConsumers atomic.Uint64
 	// Dropped counts events deliveries dropped under slow-consumer-policy DROP.
 	Dropped atomic.Uint64

@@ -238,6 +238,14 @@ func (p *Parser) ReleaseScratch() {
 	p.offs, p.hdrs, p.f = nil, nil, Frame{}
 }
 
+// SetLimits replaces the limits later frames are read under (zero fields take the defaults
+// of DefaultLimits). Call it between frames only, from the goroutine that reads: the session
+// reads CONNECT under small limits of its own and the rest under the listener's (issue 29).
+func (p *Parser) SetLimits(lim Limits) {
+	p.lim = lim.withDefaults()
+	p.maxFrame = p.lim.MaxHeaderBytes + p.lim.MaxBodyBytes + 1
+}
+
 // SetVersion sets the version whose escaping rules apply to later frames (CONNECT, STOMP and
 // CONNECTED are never unescaped).
 func (p *Parser) SetVersion(v Version) { p.version = v }

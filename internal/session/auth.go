@@ -32,6 +32,16 @@ type Authenticator interface {
 	Authenticate(c Credentials) (principal string, err error)
 }
 
+// LoginThrottle is the port the session calls around authentication (implemented by
+// admission.LoginThrottle): Admit before the credentials of a login from remote naming user
+// are checked — the wait to observe first, or an error to refuse the attempt unchecked —
+// then Fail or Succeed with the outcome. Safe for concurrent use.
+type LoginThrottle interface {
+	Admit(remote, user string) (time.Duration, error)
+	Fail(remote, user string)
+	Succeed(remote, user string)
+}
+
 // DefaultAuthFailureDelay is Options.AuthFailureDelay's default.
 const DefaultAuthFailureDelay = 500 * time.Millisecond
 
@@ -68,23 +78,37 @@ func (s *Session) authenticate(f *frame.Frame) bool {
 	if a == nil {
 		return true
 	}
-	user, err := a.Authenticate(Credentials{
-		Login: f.Value(frame.HdrLogin), Passcode: f.Value(frame.HdrPasscode),
-		Remote: s.conn.RemoteAddr(), Certificates: s.peerCertificates(),
-	})
-	if err == nil {
-		user = strings.Clone(user) // an Authenticator may return a slice of the read buffer
-		s.principal.Store(&user)
-		return true
-	}
-	if d := s.opts.AuthFailureDelay; d > 0 {
-		t := time.NewTimer(d)
-		select {
-		case <-t.C:
-		case <-s.Done():
+	login, remote := f.Value(frame.HdrLogin), s.conn.RemoteAddr().String()
+	th := s.opts.LoginThrottle
+	var err error
+	if th != nil {
+		// Back-off before the check: a guesser waits, and the broker spends no bcrypt on
+		// attempts it refuses outright.
+		var wait time.Duration
+		if wait, err = th.Admit(remote, login); err == nil && wait > 0 {
+			s.sleep(wait)
 		}
-		t.Stop()
 	}
+	if err == nil {
+		var user string
+		user, err = a.Authenticate(Credentials{
+			Login: login, Passcode: f.Value(frame.HdrPasscode),
+			Remote: s.conn.RemoteAddr(), Certificates: s.peerCertificates(),
+		})
+		if th != nil {
+			if err == nil {
+				th.Succeed(remote, login)
+			} else {
+				th.Fail(remote, login)
+			}
+		}
+		if err == nil {
+			user = strings.Clone(user) // an Authenticator may return a slice of the read buffer
+			s.principal.Store(&user)
+			return true
+		}
+	}
+	s.sleep(s.opts.AuthFailureDelay)
 	s.Fail(&frame.ProtocolError{Reason: ReasonAccessRefused, ReceiptID: f.Value(frame.HdrReceipt)})
 	s.CloseAfterFlush(CloseAccessRefused)
 	s.waitDone()
@@ -98,4 +122,17 @@ func (s *Session) Principal() string {
 		return *p
 	}
 	return ""
+}
+
+// sleep waits d, or until the connection closes.
+func (s *Session) sleep(d time.Duration) {
+	if d <= 0 {
+		return
+	}
+	t := time.NewTimer(d)
+	select {
+	case <-t.C:
+	case <-s.Done():
+	}
+	t.Stop()
 }

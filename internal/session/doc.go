@@ -23,6 +23,13 @@
 // The negotiated server→client interval is max(sx, cy) and the client→server interval
 // max(cx, sy), each 0 when either side offers 0. A timer firing every half of the server
 // interval queues an EOL when nothing was written for that half. The reader fails with
-// CloseHeartbeatTimeout when nothing arrives for grace × the client interval; a client that offers no heart-beats still gets the
-// connection TTL (default 60 s, as ActiveMQ Artemis's connection-ttl).
+// CloseHeartbeatTimeout when nothing arrives for grace × the client interval. A client that
+// negotiated no heart-beats is never closed for silence (RabbitMQ and ActiveMQ 5 behaviour;
+// the transport's TCP keepalive finds dead peers) unless Options.ConnectionTTL is set
+// (ActiveMQ Artemis's connection-ttl, off by default).
+//
+// # Deadlines that protect the broker
+//
+// CONNECT must be complete within Options.ConnectTimeout of the accept; every later frame
+// within Options.FrameTimeout of its first byte (ERROR "frame timeout", CloseFrameTimeout).
 package session

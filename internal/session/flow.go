@@ -53,11 +53,9 @@ func (s *Session) slowConsumer() {
 	s.pooled = s.pooled[:0]
 	s.queuedBytes -= n
 	s.flow.Shrink(n)
-	// Counted before the producers are released (flow.Close): whoever sees them continue
-	// sees the slow consumer counted.
-	if st := s.opts.FlowStats; st != nil {
-		st.SlowConsumers.Add(1)
-	}
+	// The reason is recorded (and counted, setReasonLocked) before the producers are
+	// released (flow.Close): whoever sees them continue sees the slow consumer counted.
+	s.setReasonLocked(CloseSlowConsumer)
 	s.flow.Close()
 	queued := s.queuedBytes
 	s.mu.Unlock()

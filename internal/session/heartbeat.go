@@ -3,21 +3,36 @@ package session
 import (
 	"container/heap"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
 // heartBeats runs the server-side heart-beat sends (STOMP 1.2, "Heart-beating") of every
-// session in the process on one timer: a min-heap of sessions ordered by when each is next
-// due, so a connection costs a heap slot and two fields instead of a runtime timer and its
-// callback closure (issue 13: memory per idle connection). Each due session's heartBeat runs
-// on the timer's goroutine, in due order.
-var heartBeats hbScheduler
+// session in the process on hbShards timers: each shard is a min-heap of sessions ordered by
+// when each is next due, so a connection costs a heap slot and two fields instead of a
+// runtime timer and its callback closure (issue 13: memory per idle connection), and the
+// reschedules of many connections spread over hbShards locks instead of one (issue 32). A
+// session stays in the shard New gave it (Session.hbShard). Each due session's heartBeat
+// runs on its shard's timer goroutine, in due order.
+var heartBeats [hbShards]hbScheduler
+
+// hbShards is the number of heart-beat scheduler shards: a power of two, enough that the
+// connections of a many-core machine rarely meet on one lock, few enough that each shard's
+// timer fires for a crowd of sessions at once.
+const hbShards = 16
+
+// hbNext hands out shards round-robin to new sessions.
+var hbNext atomic.Uint32
+
+// hbs returns s's scheduler shard.
+func (s *Session) hbs() *hbScheduler { return &heartBeats[s.hbShard] }
 
 // hbEpoch is the origin of hbScheduler due times (monotonic).
 var hbEpoch = time.Now()
 
-// hbScheduler is a min-heap of sessions by Session.hbDue with one timer set to the earliest.
-// Lock order: a Session's mu before mu.
+// hbScheduler is one shard of heartBeats: a min-heap of sessions by Session.hbDue with one
+// timer set to the earliest. Lock order: a Session's mu before mu (LOCKS.md); run takes no
+// Session.mu while holding mu.
 type hbScheduler struct {
 	mu    sync.Mutex
 	h     hbHeap
@@ -112,3 +127,9 @@ func (h *hbHeap) Pop() any {
 	}
 	return s
 }
+
+// scheduleHeartBeat (re)arms s's next heart-beat check after d. The caller holds s.mu.
+func scheduleHeartBeat(s *Session, d time.Duration) { s.hbs().schedule(s, d) }
+
+// cancelHeartBeat removes s from the scheduler. The caller holds s.mu.
+func cancelHeartBeat(s *Session) { s.hbs().cancel(s) }

@@ -7,7 +7,7 @@ import (
 	"time"
 )
 
-// Sessions with different heart-beat intervals share one scheduler: each gets beats at its
+// Sessions with different heart-beat intervals share the scheduler's shards: each gets beats at its
 // own interval (a slow one does not delay a fast one), and a closed session leaves the
 // scheduler's heap at once.
 func TestHeartBeatsShareOneSchedulerAtEachInterval(t *testing.T) {
@@ -55,19 +55,20 @@ func TestHeartBeatsShareOneSchedulerAtEachInterval(t *testing.T) {
 		t.Errorf("400 ms interval got %d beats, 100 ms got %d: intervals not kept apart", clients[1].eols, clients[0].eols)
 	}
 	s := clients[3].s
-	heartBeats.mu.Lock()
+	hs := s.hbs()
+	hs.mu.Lock()
 	in := s.hbIndex >= 0
-	heartBeats.mu.Unlock()
+	hs.mu.Unlock()
 	if !in {
 		t.Fatalf("a session with heart-beats is not in the scheduler")
 	}
 	s.Close(CloseClientEOF)
-	heartBeats.mu.Lock()
+	hs.mu.Lock()
 	in = s.hbIndex >= 0
-	for _, x := range heartBeats.h {
+	for _, x := range hs.h {
 		in = in || x == s
 	}
-	heartBeats.mu.Unlock()
+	hs.mu.Unlock()
 	if in {
 		t.Fatalf("a closed session stays in the heart-beat scheduler")
 	}

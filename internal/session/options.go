@@ -35,12 +35,19 @@ type Options struct {
 	// closed (default 2.0, so a connection silent for more than twice the interval closes;
 	// values below 1 are raised to 1).
 	HeartBeatGrace float64
-	// ConnectionTTL is how long a connection without negotiated client heart-beats may stay
-	// silent before it is closed (default 60 s, ActiveMQ Artemis's connection-ttl; negative
-	// disables).
+	// ConnectionTTL, when positive, is how long a connection without negotiated client
+	// heart-beats may stay silent before it is closed (ActiveMQ Artemis's connection-ttl).
+	// Zero or negative (the default) never closes such a connection for silence, as
+	// RabbitMQ and ActiveMQ 5 do: dead peers are found by TCP keepalive instead (issue 30).
 	ConnectionTTL time.Duration
-	// ConnectTimeout bounds the wait for the CONNECT frame after accept (default 10 s).
+	// ConnectTimeout bounds the wait for the CONNECT frame after accept (default 10 s): the
+	// whole frame must have arrived by then, however slowly its bytes trickle in.
 	ConnectTimeout time.Duration
+	// FrameTimeout bounds how long a frame may take to arrive once its first byte was read
+	// (default 60 s; zero or negative: no bound). A frame still incomplete at the bound gets
+	// ERROR "frame timeout" and the connection closes with CloseFrameTimeout. CONNECT is
+	// bounded by ConnectTimeout instead.
+	FrameTimeout time.Duration
 	// WriteTimeout bounds one socket write; a peer that accepts nothing for this long is
 	// closed as a slow consumer (default 30 s).
 	WriteTimeout time.Duration
@@ -64,10 +71,20 @@ type Options struct {
 	// Authenticator, when set, authenticates every CONNECT (see Authenticator); nil accepts
 	// every connection without a principal.
 	Authenticator Authenticator
+	// LoginThrottle, when set, backs off failed logins per source address and per user
+	// (see LoginThrottle); nil: no back-off beyond AuthFailureDelay.
+	LoginThrottle LoginThrottle
+	// PreAuthLimits bound the frames of a connection that has not logged in yet: its
+	// CONNECT (default PreAuthLimits(), CONNECT-sized: 16 KiB of headers, no body to speak
+	// of, no share of Limits.LargeFrames). Limits apply once CONNECTED is sent.
+	PreAuthLimits frame.Limits
 	// AuthFailureDelay is the constant wait before a refused CONNECT gets its ERROR
 	// (default DefaultAuthFailureDelay; it slows password guessing down and hides timing).
 	AuthFailureDelay time.Duration
 }
+
+// DefaultFrameTimeout is Options.FrameTimeout's default.
+const DefaultFrameTimeout = 60 * time.Second
 
 // DefaultOptions returns the options Titan ships with.
 func DefaultOptions() Options {
@@ -79,12 +96,22 @@ func DefaultOptions() Options {
 		HeartBeatRecv:    10 * time.Second,
 		HeartBeatMin:     time.Second,
 		HeartBeatGrace:   2.0,
-		ConnectionTTL:    60 * time.Second,
 		ConnectTimeout:   10 * time.Second,
+		FrameTimeout:     DefaultFrameTimeout,
 		WriteTimeout:     30 * time.Second,
 		MaxOutboundBytes: 16 << 20,
 		AuthFailureDelay: DefaultAuthFailureDelay,
+		PreAuthLimits:    PreAuthLimits(),
 
 		SlowConsumerTimeout: 30 * time.Second, // ResumeOutboundBytes 0: half of MaxOutboundBytes
 	}
+}
+
+// PreAuthLimits returns the default Options.PreAuthLimits: what a CONNECT frame needs (lines
+// of 8 KiB for a bearer token as passcode, 32 headers, 16 KiB in all, a body of 1 KiB at most
+// — CONNECT has none, frame.CheckBody refuses one) and no share of the broker-wide
+// large-frame budget, so that connections that have not logged in cannot take the memory
+// logged-in clients share (issue 29).
+func PreAuthLimits() frame.Limits {
+	return frame.Limits{MaxHeaderLineBytes: 8 << 10, MaxHeaders: 32, MaxHeaderBytes: 16 << 10, MaxBodyBytes: 1 << 10}
 }

@@ -15,12 +15,16 @@ const (
 	CloseShutdown                            // broker shutting down
 	CloseAdmin                               // closed by an operator or by policy (FAIL)
 	CloseAccessRefused                       // authentication at CONNECT failed
+	CloseFrameTimeout                        // a started frame was not complete within Options.FrameTimeout
+	CloseConnectionLimit                     // refused at accept: the total or per-address connection limit
+	CloseConnectTimeout                      // no complete CONNECT within Options.ConnectTimeout of the accept
 	numCloseReasons
 )
 
 var closeReasonNames = [numCloseReasons]string{
 	"client_eof", "client_disconnect", "protocol_error", "heartbeat_timeout",
 	"slow_consumer", "write_error", "read_error", "shutdown", "admin", "access_refused",
+	"frame_timeout", "connection_limit", "connect_timeout",
 }
 
 // String returns a snake_case label suitable for logs and metrics.

@@ -49,6 +49,9 @@ type Session struct {
 
 	version     atomic.Uint32
 	readTimeout time.Duration // set before the read loop's steady state; read goroutine only
+	framing     bool          // frame deadlines apply (CONNECT is done); read goroutine only
+	frameTimer  *time.Timer   // fires frameExpired; made when the first frame spans reads; read goroutine only
+	frameDue    atomic.Int64  // when the frame in progress must be complete (UnixNano); 0: none
 	sendEvery   time.Duration // negotiated server heart-beat interval; set before writer uses it
 
 	mu           sync.Mutex   // guards the fields below
@@ -60,8 +63,9 @@ type Session struct {
 	reasonSet    bool
 	writerActive bool          // a writer goroutine runs: it does while chunks is not empty; guarded by mu
 	lastWrite    time.Duration // when the writer last wrote, as time since created; guarded by mu
-	hbDue        time.Duration // when heartBeats next runs heartBeat (since hbEpoch); guarded by heartBeats.mu
-	hbIndex      int32         // s's index in heartBeats' heap, -1 when not in it; guarded by heartBeats.mu
+	hbDue        time.Duration // when heartBeats next runs heartBeat (since hbEpoch); guarded by its shard's mu
+	hbIndex      int32         // s's index in its heartBeats shard's heap, -1 when not in it; guarded by that shard's mu
+	hbShard      uint8         // s's heartBeats shard (hbs); set by New, then read-only
 	spare        [][]byte      // the writer's other chunks array, swapped with chunks; guarded by mu
 	spareBufs    []*frame.Buf
 	wantDrain    bool   // a limited write was refused; call onDrain once below half the limit; guarded by mu
@@ -93,8 +97,9 @@ func New(conn net.Conn, h Handler, opts *Options) *Session {
 		h:       h,
 		created: time.Now(),
 		hbIndex: -1,
+		hbShard: uint8(hbNext.Add(1) % hbShards),
 	}
-	s.parser = frame.NewParser(s.reader(), opts.Limits)
+	s.parser = frame.NewParser(s.reader(), opts.PreAuthLimits) // Limits once CONNECTED (handshake)
 	s.flow = *flow.NewOutbound(opts.MaxOutboundBytes, opts.ResumeOutboundBytes, opts.SlowConsumerTimeout, s.slowConsumer)
 	return s
 }
@@ -178,6 +183,7 @@ var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); retu
 type deadlineReader struct{ s *Session }
 
 func (d deadlineReader) Read(p []byte) (int, error) {
+	d.s.armFrame()
 	if t := d.s.readTimeout; t > 0 {
 		_ = d.s.conn.SetReadDeadline(time.Now().Add(t))
 	}
@@ -214,11 +220,15 @@ func (s *Session) Serve() {
 	if link == nil {
 		return
 	}
+	s.framing = true
 	for {
 		f, err := s.parser.ReadFrame()
 		if err != nil {
 			reason = s.readFailure(err)
 			return
+		}
+		if s.frameDue.Load() != 0 {
+			s.frameDue.Store(0) // complete: the frame deadline is off until the next one starts
 		}
 		switch {
 		case f.Command == frame.CmdConnect || f.Command == frame.CmdStomp:
@@ -256,6 +266,9 @@ func (s *Session) readFailure(err error) CloseReason {
 		return CloseClientEOF
 	}
 	if errors.Is(err, os.ErrDeadlineExceeded) {
+		if !s.framing {
+			return CloseConnectTimeout // no complete CONNECT within ConnectTimeout
+		}
 		return CloseHeartbeatTimeout
 	}
 	return CloseReadError
@@ -362,21 +375,19 @@ func (s *Session) handshake() (Link, CloseReason) {
 	if sx > 0 && cy > 0 {
 		s.sendEvery = max(sx, cy)
 	}
-	s.readTimeout = s.opts.ConnectionTTL
+	// Liveness (issue 30): a connection that negotiated client heart-beats is closed once
+	// silent for HeartBeatGrace times the interval; one that negotiated none is never closed
+	// for silence (RabbitMQ and ActiveMQ 5 keep it; TCP keepalive finds dead peers) unless
+	// the operator set a ConnectionTTL (Artemis's connection-ttl).
+	s.readTimeout = 0
 	if cx > 0 && sy > 0 {
-		g := s.opts.HeartBeatGrace
-		if g < 1 {
-			g = 1
-		}
+		g := max(s.opts.HeartBeatGrace, 1)
 		s.readTimeout = time.Duration(float64(max(cx, sy)) * g)
-	}
-	if s.readTimeout < 0 {
-		s.readTimeout = 0
-	}
-	if limit := max(s.opts.ConnectionTTL, maxSilence); s.readTimeout > limit || (s.readTimeout == 0 && s.opts.ConnectionTTL >= 0) {
-		// A client that promises heart-beats only every few weeks still gets the TTL (or
-		// maxSilence when that is longer), so silent peers never pile up.
-		s.readTimeout = limit
+		// A client that promises heart-beats only every few weeks is still held to the TTL
+		// (or maxSilence when that is longer), so silent peers never pile up.
+		s.readTimeout = min(s.readTimeout, max(s.opts.ConnectionTTL, maxSilence))
+	} else if s.opts.ConnectionTTL > 0 {
+		s.readTimeout = s.opts.ConnectionTTL
 	}
 	if s.readTimeout == 0 {
 		_ = s.conn.SetReadDeadline(time.Time{}) // clear the handshake deadline
@@ -389,12 +400,13 @@ func (s *Session) handshake() (Link, CloseReason) {
 	if v >= frame.V11 {
 		hdrs = append(hdrs, frame.Header{Key: frame.HdrHeartBeat, Value: strconv.FormatInt(sx.Milliseconds(), 10) + "," + strconv.FormatInt(sy.Milliseconds(), 10)})
 	}
+	s.parser.SetLimits(s.opts.Limits) // logged in: the listener's limits and the large-frame budget
 	s.writeFrame(&frame.Frame{Command: frame.CmdConnected, Headers: hdrs})
 	s.hbReady.Store(true)
 	if s.sendEvery > 0 {
 		s.mu.Lock()
 		if !s.closing {
-			heartBeats.schedule(s, s.sendEvery/2)
+			scheduleHeartBeat(s, s.sendEvery/2)
 		}
 		s.mu.Unlock()
 	}
@@ -573,7 +585,10 @@ func (s *Session) Close(reason CloseReason) {
 	s.closing = true
 	s.setReasonLocked(reason)
 	s.flow.Close()
-	heartBeats.cancel(s)
+	cancelHeartBeat(s)
+	if s.frameTimer != nil {
+		s.frameTimer.Stop()
+	}
 	first := !s.closed
 	var done chan struct{}
 	s.closed = true
@@ -593,10 +608,17 @@ func (s *Session) Close(reason CloseReason) {
 	}
 }
 
-// setReasonLocked records the first close reason. s.mu must be held.
+// setReasonLocked records the first close reason. s.mu must be held. A connection whose
+// reason is CloseSlowConsumer is counted in Options.FlowStats here, and only here, so that
+// titan_slow_consumers_closed_total and titan_connections_closed_total{reason="slow_consumer"}
+// count the same closes (the flow-control timeout, a client-ack subscriber that stalls its
+// producers, and a socket write that timed out alike; issue 30).
 func (s *Session) setReasonLocked(r CloseReason) {
 	if !s.reasonSet {
 		s.closeReason, s.reasonSet = r, true
+		if st := s.opts.FlowStats; st != nil && r == CloseSlowConsumer {
+			st.SlowConsumers.Add(1)
+		}
 	}
 }
 
@@ -637,7 +659,7 @@ func (s *Session) heartBeat() {
 		return
 	}
 	idle := len(s.chunks) == 0 && time.Since(s.created)-s.lastWrite >= half
-	heartBeats.schedule(s, half)
+	scheduleHeartBeat(s, half)
 	s.mu.Unlock()
 	if idle {
 		s.enqueue(false, heartBeatEOL)

@@ -14,12 +14,12 @@ import (
 func (s *Session) CloseSlowConsumer(detail string) {
 	s.mu.Lock()
 	closing := s.closing
+	if !closing {
+		s.setReasonLocked(CloseSlowConsumer) // counted there
+	}
 	s.mu.Unlock()
 	if closing {
 		return
-	}
-	if st := s.opts.FlowStats; st != nil {
-		st.SlowConsumers.Add(1)
 	}
 	s.log().Warn("slow consumer closed", "cause", "unacknowledged messages at the prefetch", "timeout", s.opts.SlowConsumerTimeout.String())
 	body := []byte(detail + "\n")

@@ -1,6 +1,7 @@
 package transport
 
 import (
+	"context"
 	"crypto/tls"
 	"errors"
 	"log/slog"
@@ -8,9 +9,29 @@ import (
 	"time"
 )
 
-// ListenTCP listens on addr ("host:port"), with TLS when tlsConf is non-nil.
-func ListenTCP(addr string, tlsConf *tls.Config) (net.Listener, error) {
-	l, err := net.Listen("tcp", addr)
+// DefaultKeepAlive is the TCP keepalive period of accepted connections when none is set:
+// the idle time before the first probe and the interval between probes (Go's own default).
+const DefaultKeepAlive = 15 * time.Second
+
+// KeepAliveProbes is how many unanswered keepalive probes make the kernel drop a connection:
+// a dead peer is found after about keepAlive × (1 + KeepAliveProbes) of silence (75 s with
+// the default period). Heart-beats, when a client negotiates them, find it sooner.
+const KeepAliveProbes = 4
+
+// ListenTCP listens on addr ("host:port"), with TLS when tlsConf is non-nil. Every accepted
+// connection has TCP keepalive on with keepAlive as its idle time and probe interval (0:
+// DefaultKeepAlive; negative: keepalive off), so that a peer that vanished without a FIN is
+// found although the connection negotiated no heart-beats and the broker never closes it
+// for silence (RabbitMQ and ActiveMQ 5 rely on keepalive the same way; issue 30).
+func ListenTCP(addr string, tlsConf *tls.Config, keepAlive time.Duration) (net.Listener, error) {
+	lc := net.ListenConfig{KeepAlive: -1}
+	if keepAlive == 0 {
+		keepAlive = DefaultKeepAlive
+	}
+	if keepAlive > 0 {
+		lc.KeepAliveConfig = net.KeepAliveConfig{Enable: true, Idle: keepAlive, Interval: keepAlive, Count: KeepAliveProbes}
+	}
+	l, err := lc.Listen(context.Background(), "tcp", addr)
 	if err != nil {
 		return nil, err
 	}

@@ -8,7 +8,9 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
+	"path"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -32,6 +34,7 @@ type WSListener struct {
 	done    chan struct{}
 	once    sync.Once
 	origins []string        // allowed cross-origin Origin patterns; empty: same-origin only
+	scheme  string          // the scheme of pages same-origin with this listener: https for wss, http for ws
 	hosts   map[string]bool // Host names browsers may use besides IPs and loopback names
 }
 
@@ -45,28 +48,60 @@ func (w *WSListener) hostAllowed(host string) bool {
 	return net.ParseIP(host) != nil || host == "localhost" || strings.HasSuffix(host, ".localhost") || w.hosts[host]
 }
 
-// ListenWebSocket listens on addr and upgrades requests for path.
-//
-// allowedHosts are the names (besides IP literals and loopback names) a browser request's
-// Host header may carry: a page from a foreign name that resolves to this address (DNS
-// rebinding) is same-origin for the browser, so the Origin check alone cannot refuse it.
-// Requests without an Origin header (non-browser clients) are not checked.
-//
-// allowedOrigins are Origin host patterns (path.Match syntax, "*" for any) browsers may also
-// connect from; empty allows same-origin pages only (Origin host equal to the Host header).
-// Requests without an Origin header (non-browser clients) are always accepted.
-func ListenWebSocket(addr, path string, allowedOrigins, allowedHosts []string, tlsConf *tls.Config, log *slog.Logger) (*WSListener, error) {
-	ln, err := ListenTCP(addr, tlsConf)
+// WSOptions configure a WebSocket listener.
+type WSOptions struct {
+	// Path is the HTTP path that is upgraded (e.g. "/stomp").
+	Path string
+	// AllowedOrigins are Origin host patterns (path.Match syntax, "*" for any) browsers may
+	// also connect from; empty allows same-origin pages only (Origin host equal to the Host
+	// header). Requests without an Origin header (non-browser clients) are always accepted.
+	AllowedOrigins []string
+	// AllowedHosts are the names (besides IP literals and loopback names) a browser
+	// request's Host header may carry: a page from a foreign name that resolves to this
+	// address (DNS rebinding) is same-origin for the browser, so the Origin check alone
+	// cannot refuse it. Requests without an Origin header (non-browser clients) are not
+	// checked.
+	AllowedHosts []string
+	// TLS, when not nil, serves wss://.
+	TLS *tls.Config
+	// KeepAlive is the TCP keepalive period of accepted connections (see ListenTCP).
+	KeepAlive time.Duration
+	// HandshakeTimeout bounds the HTTP part of a connection: reading a request (headers and
+	// body) and waiting idle for the next one, so a connection that sends one plain HTTP
+	// request and nothing more is closed after it (default 10 s). An upgraded connection's
+	// STOMP handshake then has the session's connect-timeout.
+	HandshakeTimeout time.Duration
+	// Logger receives the HTTP server's errors (at debug level); nil discards them.
+	Logger *slog.Logger
+}
+
+// ListenWebSocket listens on addr and upgrades requests for o.Path.
+func ListenWebSocket(addr string, o WSOptions) (*WSListener, error) {
+	ln, err := ListenTCP(addr, o.TLS, o.KeepAlive)
 	if err != nil {
 		return nil, err
 	}
-	w := &WSListener{ln: ln, conns: make(chan net.Conn), done: make(chan struct{}), origins: allowedOrigins, hosts: map[string]bool{}}
-	for _, h := range allowedHosts {
+	log := o.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	w := &WSListener{ln: ln, conns: make(chan net.Conn), done: make(chan struct{}), origins: o.AllowedOrigins, hosts: map[string]bool{}}
+	for _, h := range o.AllowedHosts {
 		w.hosts[strings.ToLower(h)] = true
 	}
 	mux := http.NewServeMux()
-	mux.HandleFunc(path, w.upgrade)
-	w.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelDebug)}
+	mux.HandleFunc(o.Path, w.upgrade)
+	hs := o.HandshakeTimeout
+	if hs <= 0 {
+		hs = 10 * time.Second
+	}
+	// net/http clears these deadlines when the upgrade hijacks the connection.
+	w.srv = &http.Server{Handler: mux, ReadHeaderTimeout: hs, ReadTimeout: hs, WriteTimeout: hs, IdleTimeout: hs,
+		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelDebug)}
+	w.scheme = "http"
+	if o.TLS != nil {
+		w.scheme = "https"
+	}
 	go func() { _ = w.srv.Serve(ln) }()
 	return w, nil
 }
@@ -75,9 +110,15 @@ func (w *WSListener) upgrade(rw http.ResponseWriter, r *http.Request) {
 	// Same-origin only unless other origins are listed: a browser page from another site
 	// must not reach the broker through a user's browser (and their network position).
 	// Clients that send no Origin (not browsers) are not affected.
-	opts := &websocket.AcceptOptions{Subprotocols: Subprotocols, OriginPatterns: w.origins}
+	// The origin is checked here, scheme included (originAllowed); the library's host-only
+	// check is off.
+	opts := &websocket.AcceptOptions{Subprotocols: Subprotocols, InsecureSkipVerify: true}
 	if r.Header.Get("Origin") != "" && !w.hostAllowed(r.Host) {
 		http.Error(rw, "forbidden: Host "+r.Host+" is not a name of this broker (add it to transport-options.allowed-hosts)", http.StatusForbidden)
+		return
+	}
+	if o := r.Header.Get("Origin"); o != "" && !w.originAllowed(o, r.Host) {
+		http.Error(rw, "forbidden: Origin "+o+" is not allowed (transport-options.allowed-origins)", http.StatusForbidden)
 		return
 	}
 	c, err := websocket.Accept(rw, r, opts)
@@ -279,3 +320,43 @@ func (w *WSListener) Close() error {
 
 // Addr returns the listening address.
 func (w *WSListener) Addr() net.Addr { return w.ln.Addr() }
+
+// originAllowed reports whether a browser page of origin ("scheme://host[:port]") may open a
+// connection through Host host (issue 29: scheme-aware). Without allowed origins only
+// same-origin pages may: same host and the listener's scheme (https for wss, http for ws).
+// An allowed-origins entry with a scheme ("https://app.example.com", "https://*.example.com")
+// matches that scheme only; an entry without one matches https, and http too when the
+// listener itself is plain ws (a page served over http cannot be trusted to be the site it
+// names on a wss listener). Hosts match with path.Match, case-insensitively, port included
+// when the entry has one.
+func (w *WSListener) originAllowed(origin, host string) bool {
+	u, err := url.Parse(origin)
+	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
+		return false
+	}
+	scheme, oh := strings.ToLower(u.Scheme), strings.ToLower(u.Host)
+	if len(w.origins) == 0 {
+		return oh == strings.ToLower(host) && scheme == w.scheme
+	}
+	for _, p := range w.origins {
+		p = strings.ToLower(p)
+		ps, ph, hasScheme := strings.Cut(p, "://")
+		if !hasScheme {
+			ps, ph = "", p
+		}
+		switch {
+		case hasScheme && ps != scheme:
+			continue
+		case !hasScheme && scheme != "https" && !(scheme == "http" && w.scheme == "http"):
+			continue
+		}
+		target := oh
+		if !strings.Contains(ph, ":") {
+			target = u.Hostname()
+		}
+		if ok, _ := path.Match(ph, strings.ToLower(target)); ok {
+			return true
+		}
+	}
+	return false
+}

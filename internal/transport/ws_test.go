@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"io"
-	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -15,7 +14,7 @@ import (
 )
 
 func TestWebSocketStreamReadsTextAndBinaryAndWritesOneMessagePerBatch(t *testing.T) {
-	l, err := ListenWebSocket("127.0.0.1:0", "/stomp", nil, nil, nil, slog.New(slog.DiscardHandler))
+	l, err := ListenWebSocket("127.0.0.1:0", WSOptions{Path: "/stomp"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,7 +73,7 @@ func TestWebSocketStreamReadsTextAndBinaryAndWritesOneMessagePerBatch(t *testing
 }
 
 func TestWebSocketAllowedOrigins(t *testing.T) {
-	l, err := ListenWebSocket("127.0.0.1:0", "/stomp", []string{"app.example.com"}, nil, nil, slog.New(slog.DiscardHandler))
+	l, err := ListenWebSocket("127.0.0.1:0", WSOptions{Path: "/stomp", AllowedOrigins: []string{"app.example.com"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -103,7 +102,7 @@ func TestWebSocketAllowedOrigins(t *testing.T) {
 // With no allowed origins configured, only same-origin browser pages (Origin host equal to
 // the Host header) and clients without an Origin may connect.
 func TestWebSocketDefaultsToSameOrigin(t *testing.T) {
-	l, err := ListenWebSocket("127.0.0.1:0", "/stomp", nil, nil, nil, slog.New(slog.DiscardHandler))
+	l, err := ListenWebSocket("127.0.0.1:0", WSOptions{Path: "/stomp"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,7 +134,7 @@ func TestWebSocketDefaultsToSameOrigin(t *testing.T) {
 // DNS rebinding: a page from a foreign name resolving to the broker is same-origin for the
 // browser (Origin host = Host), so the Host itself must be a name of the broker.
 func TestWebSocketRefusesForeignHostFromBrowsers(t *testing.T) {
-	l, err := ListenWebSocket("127.0.0.1:0", "/stomp", nil, []string{"broker.example"}, nil, slog.New(slog.DiscardHandler))
+	l, err := ListenWebSocket("127.0.0.1:0", WSOptions{Path: "/stomp", AllowedHosts: []string{"broker.example"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -162,5 +161,59 @@ func TestWebSocketRefusesForeignHostFromBrowsers(t *testing.T) {
 			t.Fatal(err)
 		}
 		sc.Close()
+	}
+}
+
+// Origins are checked with their scheme: without allowed origins only same-origin pages of
+// the listener's scheme; an entry with a scheme matches only it; one without matches https
+// (and http on a plain ws listener).
+func TestOriginAllowedIsSchemeAware(t *testing.T) {
+	same := &WSListener{scheme: "https"}
+	for origin, want := range map[string]bool{
+		"https://broker.example:8443": true, "http://broker.example:8443": false, "https://evil.example": false, "null": false,
+	} {
+		if got := same.originAllowed(origin, "broker.example:8443"); got != want {
+			t.Errorf("same-origin wss: %s allowed=%v, want %v", origin, got, want)
+		}
+	}
+	wss := &WSListener{scheme: "https", origins: []string{"app.example.com", "http://dev.example.com", "https://*.corp.example"}}
+	ws := &WSListener{scheme: "http", origins: wss.origins}
+	for _, c := range []struct {
+		l      *WSListener
+		origin string
+		want   bool
+	}{
+		{wss, "https://app.example.com", true},
+		{wss, "http://app.example.com", false}, // bare entry on wss: https only
+		{ws, "http://app.example.com", true},   // bare entry on plain ws: http too
+		{wss, "http://dev.example.com", true},
+		{wss, "https://dev.example.com", false},
+		{wss, "https://a.corp.example", true},
+		{wss, "http://a.corp.example", false},
+		{wss, "https://app.example.com.evil.example", false},
+	} {
+		if got := c.l.originAllowed(c.origin, "broker:1"); got != c.want {
+			t.Errorf("listener %s: %s allowed=%v, want %v", c.l.scheme, c.origin, got, c.want)
+		}
+	}
+}
+
+// A connection to the WebSocket port that sends one plain HTTP request and nothing more is
+// closed once the handshake timeout passes.
+func TestPlainHTTPRequestConnectionClosed(t *testing.T) {
+	l, err := ListenWebSocket("127.0.0.1:0", WSOptions{Path: "/stomp", HandshakeTimeout: 200 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	c, err := net.Dial("tcp", l.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_, _ = c.Write([]byte("GET /stomp HTTP/1.1\r\nHost: x\r\n\r\n"))
+	_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if _, err := io.ReadAll(c); err != nil {
+		t.Fatalf("the connection stayed open after one plain request: %v", err)
 	}
 }

@@ -159,6 +159,10 @@ func TestFlowControlSlowConsumerClosedOthersKeepReceiving(t *testing.T) {
 	m := scrapeSeries(t, b)
 	checkEqual(t, 0.0, m["titan_producer_pauses_total"], "producer pauses")
 	checkEqual(t, 1.0, m[`titan_slow_consumers_closed_total`], "slow-consumer closes")
+	// Both counters of slow-consumer closes agree (issue 30: one stayed 0 while the other
+	// counted).
+	checkEqual(t, 1.0, metricValue(scrapeMetrics(t, b), `titan_connections_closed_total{reason="slow_consumer"}`),
+		`titan_connections_closed_total{reason="slow_consumer"}`)
 	t.Logf("stuck subscriber read %d MESSAGEs before its ERROR; healthy run %.2fs", messages, out.Seconds)
 }
 

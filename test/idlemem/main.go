@@ -65,6 +65,7 @@ func run(titan string, n int, heartBeat string, settle time.Duration, clusterMod
   servers:
     - {name: stomp, host: 127.0.0.1, port: 0}
   monitor: {host: 127.0.0.1, port: 0}
+  limits: {max-connections-per-address: -1}  # every connection comes from 127.0.0.1
   store: {type: memory}
   log: {level: warn}
 `

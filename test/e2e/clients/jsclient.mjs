@@ -496,6 +496,29 @@ Object.assign(scenarios, {
     }
   },
 
+  // ws_idle: a WebSocket subscriber without heart-beats (stompjs heartbeat 0) idles for
+  // args.idle_ms, subscribed before the idle (args.subscribe_first) or after it; then a
+  // second WebSocket connection sends one message, which the subscriber must receive
+  // (issue 30).
+  async ws_idle(args, out) {
+    const c = await openWS(args);
+    out.heart_beat = c.connected['heart-beat'] ?? null;
+    if (args.subscribe_first) await c.subscribe(args.dest);
+    await sleep(args.idle_ms);
+    out.disconnected_while_idle = c.closed;
+    try {
+      if (!args.subscribe_first) await c.subscribe(args.dest);
+      const p = await openWS(args);
+      await p.send(args.dest, 'after-idle');
+      await p.disconnect();
+      await c.waitFor(() => c.messages.length >= 1, 'the MESSAGE after idling');
+      out.received = c.bodies();
+      await c.disconnect();
+    } finally {
+      out.errors = c.errors;
+    }
+  },
+
   // ws_send publishes args.bodies then args.bodies_hex (as binaryBody) over WebSocket, each
   // with a receipt it waits for.
   async ws_send(args, out) {

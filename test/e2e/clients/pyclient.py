@@ -398,6 +398,31 @@ def sc_heartbeat(args, out):
         out["errors"] = c.col.errors
 
 
+def sc_idle_subscriber(args, out):
+    """A subscriber with stomp.py's default heart-beats (0,0) idles for idle_ms, subscribed
+    before the idle (subscribe_first) or after it, then a second connection sends one
+    message: the subscriber must still be connected and receive it (issue 30)."""
+    c = Client(args)
+    dest = args["dest"]
+    out["heart_beat"] = c.col.connected.get("heart-beat")
+    if args.get("subscribe_first"):
+        c.subscribe(dest)
+    time.sleep(args["idle_ms"] / 1000.0)
+    with c.col.cond:
+        out["disconnected_while_idle"] = c.col.disconnected
+    try:
+        if not args.get("subscribe_first"):
+            c.subscribe(dest)
+        p = Client(args)
+        p.send(dest, "after-idle")
+        p.disconnect()
+        c.col.wait(lambda col: len(col.messages) >= 1, c.timeout, "the MESSAGE after idling")
+        out["received"] = c.bodies()
+        c.disconnect()
+    finally:
+        out["errors"] = c.col.errors
+
+
 def sc_pinger(args, out):
     """Round-trips messages until stdin closes, printing {"rt": n} after each one."""
     dest = args["dest"]
