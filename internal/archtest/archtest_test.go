@@ -159,8 +159,8 @@ func TestRulesCatchAViolation(t *testing.T) {
 		"internal/cluster/pull":     {"internal/cluster/logs"},
 		"internal/cluster/pipeline": {"internal/cluster"},
 		"internal/cluster/status":   {"internal/cluster"},
-		"internal/admission":  nil,
-		"internal/admin":      nil,
+		"internal/admission":        nil,
+		"internal/admin":            nil,
 	}
 	var all []string
 	for _, r := range Rules {
