@@ -177,7 +177,9 @@ func newSnapshot(f *File) *snapshot {
 	s := &snapshot{users: f.Users, certUsers: map[string]string{}, anonymous: f.Anonymous, cache: newDecisionCache()}
 	for name, u := range f.Users {
 		for _, c := range u.Certificates {
-			s.certUsers[c] = name
+			if kind, value, err := parseCertIdentity(c); err == nil { // Validate refused others
+				s.certUsers[certKey(kind, value)] = name
+			}
 		}
 	}
 	for i, r := range f.Permissions {
@@ -197,9 +199,11 @@ var dummyHash = sync.OnceValue(func() []byte {
 	return h
 })
 
-// Authenticate maps credentials to a user name. A verified client certificate wins: its
-// subject CN or one of its SANs (DNS, e-mail, URI) must equal a user name or be listed in a
-// user's certificates, and a login header, when sent, must name that same user. Otherwise a
+// Authenticate maps credentials to a user name. A verified client certificate one of the
+// users file's typed certificate identities maps (see CertDN) logs in as that user, and a
+// login header, when sent, must name that same user; a certificate no entry maps, with no
+// login header, is refused. Otherwise (certificate login is off while no user lists a
+// certificate identity) a
 // login with its passcode is checked against the bcrypt hash, and no login selects the
 // anonymous user when one is configured. In open mode loopback peers are OpenUser and
 // everyone else is refused. Errors: ErrAccessRefused (ReasonOf tells why); each is counted in
@@ -231,12 +235,16 @@ func (s *snapshot) authenticate(c Credentials) (string, Reason, bool) {
 		}
 		return "", ReasonNotLoopback, false
 	}
-	if len(c.Certificates) > 0 {
+	if len(c.Certificates) > 0 && len(s.certUsers) > 0 {
 		u, ok := s.certUser(c.Certificates[0])
-		if !ok || (c.Login != "" && c.Login != u) {
+		switch {
+		case ok && (c.Login == "" || c.Login == u):
+			return u, 0, true
+		case ok || c.Login == "":
 			return "", ReasonCertificate, false
 		}
-		return u, 0, true
+		// A certificate no entry maps: it authenticated the channel only; the login
+		// and passcode below decide.
 	}
 	if c.Login == "" {
 		if s.anonymous == "" {
@@ -262,23 +270,12 @@ func (s *snapshot) authenticate(c Credentials) (string, Reason, bool) {
 	return c.Login, 0, true
 }
 
-// certUser maps a verified leaf certificate to a user: the subject CN first, then each SAN.
+// certUser maps a verified leaf certificate to a user through the file's typed certificate
+// identities (see CertDN); the subject DN is tried first, then the CN, then each SAN.
 func (s *snapshot) certUser(cert *x509.Certificate) (string, bool) {
-	names := []string{cert.Subject.CommonName}
-	names = append(names, cert.DNSNames...)
-	names = append(names, cert.EmailAddresses...)
-	for _, u := range cert.URIs {
-		names = append(names, u.String())
-	}
-	for _, n := range names {
-		if n == "" {
-			continue
-		}
-		if u, ok := s.certUsers[n]; ok {
+	for _, k := range certIdentities(cert) {
+		if u, ok := s.certUsers[k]; ok {
 			return u, true
-		}
-		if _, ok := s.users[n]; ok {
-			return n, true
 		}
 	}
 	return "", false
@@ -384,4 +381,33 @@ func (a *Authority) String() string {
 		return "open (no users file: anonymous from loopback only)"
 	}
 	return fmt.Sprintf("users file %s", a.path)
+}
+
+// Operator returns user's broker-wide rights: what the catch-all rule (any group, any
+// pattern, channel "#") grants to the user's roles. The monitor API requires them for what
+// names no destination — listing and closing connections, reloading the users file, the
+// cluster's membership, /metrics — so a rule on some channels never reaches those. When the
+// file declares several catch-all rules, the first one counts (as for any destination that
+// only they match). In open mode it is All.
+func (a *Authority) Operator(user string) Permission {
+	s := a.snap.Load()
+	if s.open {
+		return All
+	}
+	u, ok := s.users[user]
+	if !ok {
+		return 0
+	}
+	for i := range s.rules {
+		r := &s.rules[i]
+		if r.group != "" || r.pattern != 0 || len(r.channel) != 1 || r.channel[0] != "#" {
+			continue
+		}
+		var p Permission
+		for _, role := range u.Roles {
+			p |= r.grants[role]
+		}
+		return p
+	}
+	return 0
 }

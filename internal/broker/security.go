@@ -153,6 +153,22 @@ func (u adminUsers) May(user string, manage bool) bool {
 	return u.a.Has(user, auth.Browse)
 }
 
+func (u adminUsers) MayOn(user string, manage bool, id dest.Identity) bool {
+	need := auth.Browse
+	if manage {
+		need = auth.Manage
+	}
+	return u.a.Allowed(user, id.Group, id.Pattern, id.Channel)&need != 0
+}
+
+func (u adminUsers) Operator(user string, manage bool) bool {
+	need := auth.Browse
+	if manage {
+		need = auth.Manage
+	}
+	return u.a.Operator(user)&need != 0
+}
+
 func (u adminUsers) Reload() (int, error) {
 	if err := u.a.Reload(); err != nil {
 		return 0, err

@@ -41,7 +41,7 @@ var securityUsers = []struct {
 	{"producer", "producer-pw", []string{"producers"}},
 	{"consumer", "consumer-pw", []string{"consumers"}},
 	{"watcher", "watcher-pw", []string{"watchers"}},
-	{"app1", "", []string{"apps"}}, // certificate login only
+	{"app1", "", []string{"apps"}}, // certificate login only (certificates: ["cn:app1"])
 }
 
 // securityRules: admins may do everything; producers send to (and create) sec.# queues,
@@ -66,6 +66,7 @@ func writeUsersFile(t *testing.T, dir string, rules []auth.Rule) string {
 			f.Users[u.name].Password = string(h)
 		}
 	}
+	f.Users["app1"].Certificates = []string{"cn:app1"} // certificate login is explicit (issue #29)
 	path := filepath.Join(dir, "users.yml")
 	requireNoError(t, f.Save(path), "writing the users file")
 	return path
