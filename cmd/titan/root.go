@@ -91,7 +91,7 @@ func newRootCmd() *cobra.Command {
 	pf.StringVarP(&g.output, "output", "o", outputTable, "output format: table or json")
 	dash.flags(root)
 
-	root.AddCommand(newServeCmd(), newUserCmd(g))
+	root.AddCommand(newServeCmd(), newUserCmd(g), newRoleCmd())
 	root.AddCommand(newQueueCmd(g), newConnectionCmd(g), newDurableCmd(g), newClusterCmd(g))
 	root.AddCommand(newSendCmd(g), newSubscribeCmd(g), newBenchCmd(g))
 	root.AddCommand(newVersionCmd(g))

@@ -132,7 +132,7 @@ func New(o Options) (*Authority, error) {
 		a.snap.Store(&snapshot{open: true, cache: newDecisionCache()})
 		return a, nil
 	}
-	s, err := loadSnapshot(o.Path)
+	s, err := a.loadSnapshot(o.Path)
 	if err != nil {
 		return nil, err
 	}
@@ -154,7 +154,7 @@ func (a *Authority) Reload() error {
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	s, err := loadSnapshot(a.path)
+	s, err := a.loadSnapshot(a.path)
 	if err != nil {
 		a.log.Error("users file not reloaded; the previous users and permissions stay in force", "path", a.path, "err", err)
 		return err
@@ -165,10 +165,16 @@ func (a *Authority) Reload() error {
 	return nil
 }
 
-func loadSnapshot(path string) (*snapshot, error) {
+// loadSnapshot reads the users file and warns about every user no rule grants anything
+// (issue #31: such a user logs in and can do nothing, which is rarely what was meant).
+func (a *Authority) loadSnapshot(path string) (*snapshot, error) {
 	f, err := Load(path)
 	if err != nil {
 		return nil, err
+	}
+	for _, name := range f.Unpermitted() {
+		a.log.Warn("user has no permission: it can log in but do nothing; grant some with `titan user grant NAME 'DEST-PATTERN:perm,perm'`",
+			"user", name, "path", path)
 	}
 	return newSnapshot(f), nil
 }

@@ -36,7 +36,7 @@ type File struct {
 	// Anonymous names the user a CONNECT without a login header becomes ("" refuses it).
 	Anonymous string `yaml:"anonymous,omitempty"`
 	// Permissions are the security settings; the most specific match wins (see Rule).
-	Permissions []Rule `yaml:"permissions"`
+	Permissions []Rule `yaml:"permissions,omitempty"`
 }
 
 // User is one users-file entry.
