@@ -118,6 +118,10 @@ type snapshot struct {
 	verified sync.Map // user → [32]byte
 }
 
+// MaxPasswordBytes is the longest password: bcrypt's input limit. Longer ones are refused
+// when set (ErrWeakPassword) and at login (issue #29).
+const MaxPasswordBytes = 72
+
 // OpenUser is the principal of an anonymous loopback connection in open mode (no users file).
 const OpenUser = "anonymous"
 
@@ -259,7 +263,9 @@ func (s *snapshot) authenticate(c Credentials) (string, Reason, bool) {
 		return s.anonymous, 0, true
 	}
 	u, ok := s.users[c.Login]
-	if !ok || u.Password == "" {
+	// bcrypt reads 72 bytes and ignores the rest: a longer passcode would log in with any
+	// suffix of a 72-byte password. No hash is made of one (HashPassword), so none matches.
+	if !ok || u.Password == "" || len(c.Passcode) > MaxPasswordBytes {
 		_ = bcrypt.CompareHashAndPassword(dummyHash(), []byte(c.Passcode)) // same time either way
 		return "", ReasonBadCredentials, false
 	}

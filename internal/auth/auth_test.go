@@ -365,3 +365,31 @@ func BenchmarkAllowedUncached(b *testing.B) {
 		}
 	}
 }
+
+// bcrypt ignores bytes after the 72nd: a passcode longer than that never logs in, even when
+// its first 72 bytes are the password.
+func TestPasscodeOver72BytesRefused(t *testing.T) {
+	pw := strings.Repeat("p", MaxPasswordBytes)
+	h, err := bcrypt.GenerateFromPassword([]byte(pw), bcrypt.MinCost)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &File{Users: map[string]*User{"u": {Password: string(h), Roles: []string{"r"}}}}
+	path := filepath.Join(t.TempDir(), "users.yml")
+	if err := f.Save(path); err != nil {
+		t.Fatal(err)
+	}
+	a, err := New(Options{Path: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Authenticate(Credentials{Login: "u", Passcode: pw}); err != nil {
+		t.Fatalf("the 72-byte password: %v", err)
+	}
+	if _, err := a.Authenticate(Credentials{Login: "u", Passcode: pw + "anything"}); err == nil {
+		t.Fatal("a passcode over 72 bytes logged in")
+	}
+	if _, err := HashPassword([]byte(pw + "x")); err == nil {
+		t.Fatal("a 73-byte password hashed")
+	}
+}

@@ -156,7 +156,7 @@ func ValidUserName(name string) bool {
 
 // HashPassword returns the bcrypt hash of password. Errors: ErrWeakPassword.
 func HashPassword(password []byte) (string, error) {
-	if len(password) == 0 || len(password) > 72 {
+	if len(password) == 0 || len(password) > MaxPasswordBytes {
 		return "", ErrWeakPassword
 	}
 	h, err := bcrypt.GenerateFromPassword(password, BcryptCost)

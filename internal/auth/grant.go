@@ -89,11 +89,13 @@ func (g Grant) String() string {
 	return m + ":" + g.Perms.String()
 }
 
-// GrantRole gives role g.Perms on g's match. An existing rule with the same match gains the
-// role; otherwise a new rule is added, starting with every grant of the rule that covered
-// the match until now, so that a narrower rule never takes a right from anyone (the most
-// specific rule wins: a new "orders.#" rule naming only this role would lock every other
-// role out of orders.#). Errors: ErrInvalidFile for a role name that is empty.
+// GrantRole gives role g.Perms on every destination g's match covers. An existing rule with
+// the same match gains the role; otherwise a new rule is added, starting with every grant of
+// the rule that covered the match until now, so that a narrower rule never takes a right from
+// anyone (the most specific rule wins: a new "orders.#" rule naming only this role would lock
+// every other role out of orders.#). The narrower rules the match covers gain the role too,
+// since they win on their destinations. Errors: ErrInvalidFile for a role name that is
+// empty.
 func (f *File) GrantRole(role string, g Grant) error {
 	if role == "" {
 		return fmt.Errorf("%w: empty role", ErrInvalidFile)
@@ -108,36 +110,45 @@ func (f *File) GrantRole(role string, g Grant) error {
 		f.Permissions = append(f.Permissions, r)
 		i = len(f.Permissions) - 1
 	}
-	r := &f.Permissions[i]
-	for _, l := range r.lists() {
-		if g.Perms&l.p != 0 && !slices.Contains(*l.roles, role) {
-			*l.roles = append(*l.roles, role)
+	for _, j := range append([]int{i}, f.narrower(g, i)...) {
+		for _, l := range f.Permissions[j].lists() {
+			if g.Perms&l.p != 0 && !slices.Contains(*l.roles, role) {
+				*l.roles = append(*l.roles, role)
+			}
 		}
 	}
 	return nil
 }
 
-// RevokeRole takes g.Perms on exactly g's match away from role; a rule left granting
-// nothing is removed. It reports whether a rule with that match existed. Rights the role
-// holds through other rules stay.
+// RevokeRole takes g.Perms away from role on g's match and on the narrower rules it covers;
+// a rule left granting nothing is removed. It reports whether a rule with exactly that match
+// existed (nothing changes otherwise). Rights the role holds through broader rules stay.
 func (f *File) RevokeRole(role string, g Grant) bool {
 	i := f.ruleIndex(g)
 	if i < 0 {
 		return false
 	}
-	r := &f.Permissions[i]
-	empty := true
-	for _, l := range r.lists() {
-		if g.Perms&l.p != 0 {
-			*l.roles = slices.DeleteFunc(*l.roles, func(s string) bool { return s == role })
+	idx := append([]int{i}, f.narrower(g, i)...)
+	drop := map[int]bool{}
+	for _, j := range idx {
+		empty := true
+		for _, l := range f.Permissions[j].lists() {
+			if g.Perms&l.p != 0 {
+				*l.roles = slices.DeleteFunc(*l.roles, func(s string) bool { return s == role })
+			}
+			if len(*l.roles) > 0 {
+				empty = false
+			}
 		}
-		if len(*l.roles) > 0 {
-			empty = false
+		drop[j] = empty
+	}
+	kept := f.Permissions[:0]
+	for j, r := range f.Permissions {
+		if !drop[j] {
+			kept = append(kept, r)
 		}
 	}
-	if empty {
-		f.Permissions = slices.Delete(f.Permissions, i, i+1)
-	}
+	f.Permissions = kept
 	return true
 }
 
@@ -199,17 +210,18 @@ func (f *File) ruleIndex(g Grant) int {
 	return -1
 }
 
-// covering returns the most specific existing rule whose match covers all of g's, or nil.
-func (f *File) covering(g Grant) *Rule {
-	var best *rule
-	bestIndex := -1
-	p, _ := dest.ParsePattern(g.Pattern)
-	// g's channel covers every channel its wildcards stand for: a rule covers it when it
-	// matches g's channel with each "*" as some word and each "#" as zero and as two words
-	// (a word no rule names literally, so only a wildcard of the rule matches it).
+// covers reports whether every destination inner's match covers is covered by outer too:
+// outer matches inner's channel with each "*" as some word and each "#" as zero and as two
+// words (a word no rule names literally, so only a wildcard of outer matches it), and outer's
+// group and pattern are inner's or any.
+func covers(outer *rule, inner Grant) bool {
+	p, _ := dest.ParsePattern(inner.Pattern)
+	if inner.Group == "" && outer.group != "" || inner.Pattern == "" && outer.pattern != 0 {
+		return false
+	}
 	const w = "\x01"
 	var zero, two []string
-	for _, word := range strings.Split(g.Channel, ".") {
+	for _, word := range strings.Split(inner.Channel, ".") {
 		switch word {
 		case "*":
 			zero, two = append(zero, w), append(two, w)
@@ -219,15 +231,32 @@ func (f *File) covering(g Grant) *Rule {
 			zero, two = append(zero, word), append(two, word)
 		}
 	}
+	if !outer.matches(inner.Group, p, strings.Join(two, ".")) {
+		return false
+	}
+	if len(zero) == 0 {
+		return outer.group == "" || outer.group == inner.Group
+	}
+	return outer.matches(inner.Group, p, strings.Join(zero, "."))
+}
+
+// grantOf is r's match as a Grant.
+func grantOf(r Rule) Grant {
+	ch := r.Channel
+	if ch == "" {
+		ch = "#"
+	}
+	return Grant{Group: norm(r.Group, ""), Pattern: norm(r.Pattern, ""), Channel: ch}
+}
+
+// covering returns the most specific existing rule whose match covers all of g's, or nil.
+func (f *File) covering(g Grant) *Rule {
+	var best *rule
+	bestIndex := -1
 	for i, r := range f.Permissions {
 		c, err := compileRule(r, i)
-		if err != nil || !c.matches(g.Group, p, strings.Join(two, ".")) ||
-			(len(zero) > 0 && !c.matches(g.Group, p, strings.Join(zero, "."))) ||
-			(len(zero) == 0 && !matchChannel(c.channel, "")) {
+		if err != nil || !covers(&c, g) {
 			continue
-		}
-		if g.Group == "" && c.group != "" || g.Pattern == "" && c.pattern != 0 {
-			continue // narrower than the new rule in group or pattern
 		}
 		if best == nil || moreSpecific(&c, best) {
 			cc := c
@@ -238,4 +267,20 @@ func (f *File) covering(g Grant) *Rule {
 		return nil
 	}
 	return &f.Permissions[bestIndex]
+}
+
+// narrower returns the indexes of the rules other than i whose match g's covers: they win
+// over g's rule on their destinations, so a grant on g must reach them too.
+func (f *File) narrower(g Grant, i int) []int {
+	outer, err := compileRule(Rule{Group: g.Group, Pattern: g.Pattern, Channel: g.Channel}, 0)
+	if err != nil {
+		return nil
+	}
+	var out []int
+	for j, r := range f.Permissions {
+		if j != i && covers(&outer, grantOf(r)) {
+			out = append(out, j)
+		}
+	}
+	return out
 }

@@ -382,6 +382,9 @@ func (b *Broker) Start() error {
 		sopts.Traffic = &b.traffic
 		servers = append(servers, &server{cfg: sc, ln: ln, sopts: sopts})
 	}
+	if err := checkMonitorToken(b.cfg.Monitor); err != nil {
+		return fail(err)
+	}
 	if err := checkMonitorExposure(b.cfg, b.sec.auth.Open()); err != nil {
 		return fail(err)
 	}

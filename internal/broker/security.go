@@ -192,6 +192,19 @@ func monitorHosts(m config.Monitor) []string {
 	return hosts
 }
 
+// MinMonitorTokenBytes is the shortest monitor bearer token the broker accepts (issue #29:
+// the token is the whole credential and the API answers as fast as it can, so it must not be
+// guessable; 16 bytes of a random token are 96 to 128 bits).
+const MinMonitorTokenBytes = 16
+
+// checkMonitorToken refuses a configured monitor token shorter than MinMonitorTokenBytes.
+func checkMonitorToken(m config.Monitor) error {
+	if m.Token != "" && len(m.Token) < MinMonitorTokenBytes {
+		return fmt.Errorf("broker: titan.monitor.token is %d bytes; it must be at least %d (make one with `openssl rand -base64 24`)", len(m.Token), MinMonitorTokenBytes)
+	}
+	return nil
+}
+
 // checkMonitorExposure refuses to start a monitor API that would listen beyond loopback
 // without any authentication: anyone on the network could publish and delete queues.
 func checkMonitorExposure(cfg config.Config, open bool) error {

@@ -490,11 +490,11 @@ func TestSecurityMonitorAPI(t *testing.T) {
 		"Host", evil, "Origin", "http://"+evil, "Sec-Fetch-Site", "same-origin"), "foreign Host")
 	requireEqual(t, http.StatusForbidden, monitorCall(t, b, "GET", "/titan/monitor/snapshot", "admin", "admin-pw", "", nil, "Host", evil), "foreign Host read")
 
-	r := titanCLI(t, b, "--user", "consumer", "--password", "consumer-pw", "queue", "delete", "/queue/sec.m")
+	r := titanCLI(t, b, "--user", "consumer", "--password-file", secretFile(t, "consumer-pw"), "queue", "delete", "/queue/sec.m")
 	if r.code == 0 || !strings.Contains(r.stderr, "lacks the manage permission") {
 		t.Fatalf("CLI delete without manage: %s", r)
 	}
-	requireCLIOK(t, b, "--user", "admin", "--password", "admin-pw", "queue", "delete", "/queue/sec.m")
+	requireCLIOK(t, b, "--user", "admin", "--password-file", secretFile(t, "admin-pw"), "queue", "delete", "/queue/sec.m")
 }
 
 // The quick start: with no users file and no monitor host configured, the monitor API
