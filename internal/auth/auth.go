@@ -90,6 +90,9 @@ type Options struct {
 	Path string
 	// Logger receives failures (with the remote address, never the passcode) and reloads.
 	Logger *slog.Logger
+	// OnReload, when set, runs after every successful Reload, once the new snapshot is in
+	// force (the broker closes what the new file no longer allows).
+	OnReload func()
 }
 
 // Authority authenticates users and authorizes their operations. Safe for concurrent use.
@@ -98,6 +101,8 @@ type Authority struct {
 	log  *slog.Logger
 	snap atomic.Pointer[snapshot]
 	mu   sync.Mutex // serialises Reload
+	// onReload is Options.OnReload (run with mu held, so reloads apply in order).
+	onReload func()
 
 	// Failures counts refused authentications per Reason.
 	Failures [numReasons]atomic.Uint64
@@ -128,7 +133,7 @@ const OpenUser = "anonymous"
 // New loads the users file at o.Path (or selects open mode when it is empty). Errors: those
 // of Load (a missing or invalid file).
 func New(o Options) (*Authority, error) {
-	a := &Authority{path: o.Path, log: o.Logger}
+	a := &Authority{path: o.Path, log: o.Logger, onReload: o.OnReload}
 	if a.log == nil {
 		a.log = slog.New(slog.DiscardHandler)
 	}
@@ -166,6 +171,9 @@ func (a *Authority) Reload() error {
 	a.snap.Store(s)
 	a.Reloads.Add(1)
 	a.log.Info("users file reloaded", "path", a.path, "users", len(s.users), "permissions", len(s.rules))
+	if a.onReload != nil {
+		a.onReload()
+	}
 	return nil
 }
 
@@ -382,6 +390,16 @@ func (a *Authority) Has(user string, perm Permission) bool {
 		}
 	}
 	return false
+}
+
+// HasUser reports whether the current snapshot holds user (always true in open mode).
+func (a *Authority) HasUser(user string) bool {
+	s := a.snap.Load()
+	if s.open {
+		return true
+	}
+	_, ok := s.users[user]
+	return ok
 }
 
 // Users returns the number of users in the current snapshot.

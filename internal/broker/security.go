@@ -22,7 +22,9 @@ type security struct {
 }
 
 func newSecurity(b *Broker) (*security, error) {
-	a, err := auth.New(auth.Options{Path: b.cfg.Security.UsersFile, Logger: b.log.With("component", "auth")})
+	var a *auth.Authority
+	a, err := auth.New(auth.Options{Path: b.cfg.Security.UsersFile, Logger: b.log.With("component", "auth"),
+		OnReload: func() { b.revoke(a) }})
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("broker: security: %w (create it with `titan user add NAME --users %s`)", err, b.cfg.Security.UsersFile)
 	}
@@ -46,8 +48,10 @@ func newSecurity(b *Broker) (*security, error) {
 // Auth returns the broker's users and permissions (Reload re-reads the users file).
 func (b *Broker) Auth() *auth.Authority { return b.sec.auth }
 
-// ReloadUsers re-reads the users file (SIGHUP, the monitor API): existing connections stay
-// open and their next frames are checked against the new users and permissions.
+// ReloadUsers re-reads the users file (SIGHUP, the monitor API): the next frames of existing
+// connections are checked against the new users and permissions, and connections whose user
+// was removed, or whose queue or events-store subscription lost its consume permission, get
+// "ERROR message:access revoked" and are closed (see revoke).
 func (b *Broker) ReloadUsers() error { return b.sec.auth.Reload() }
 
 // sessionAuth adapts the Authority to the session's Authenticator port.

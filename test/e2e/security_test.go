@@ -48,9 +48,11 @@ var securityUsers = []struct {
 // consumers consume them; watchers consume prices.# events only; apps use apps.# queues.
 var securityRules = []auth.Rule{
 	{Channel: "#", Send: []string{"admins"}, Consume: []string{"admins"}, Browse: []string{"admins"}, Create: []string{"admins"}, Manage: []string{"admins"}},
-	{Pattern: "queues", Channel: "sec.#", Send: []string{"producers"}, Create: []string{"producers"}, Consume: []string{"consumers"}, Browse: []string{"consumers"}},
-	{Pattern: "events", Channel: "prices.#", Send: []string{"admins"}, Consume: []string{"watchers", "admins"}},
-	{Pattern: "queues", Channel: "apps.#", Send: []string{"apps"}, Consume: []string{"apps"}, Create: []string{"apps"}},
+	// The most specific rule wins, so each narrower rule names admins too (#29: the monitor's
+	// browse and manage are per destination).
+	{Pattern: "queues", Channel: "sec.#", Send: []string{"producers", "admins"}, Create: []string{"producers", "admins"}, Consume: []string{"consumers", "admins"}, Browse: []string{"consumers", "admins"}, Manage: []string{"admins"}},
+	{Pattern: "events", Channel: "prices.#", Send: []string{"admins"}, Consume: []string{"watchers", "admins"}, Browse: []string{"admins"}, Manage: []string{"admins"}},
+	{Pattern: "queues", Channel: "apps.#", Send: []string{"apps", "admins"}, Consume: []string{"apps", "admins"}, Create: []string{"apps", "admins"}, Browse: []string{"admins"}, Manage: []string{"admins"}},
 }
 
 // writeUsersFile writes a users file with securityUsers and rules and returns its path.
@@ -413,7 +415,7 @@ func TestSecurityReloadOnSIGHUPAppliesToOpenConnections(t *testing.T) {
 	requireEqual(t, "MESSAGE before", f.command+" "+string(f.body), "watcher delivery before the reload")
 
 	rules := append([]auth.Rule(nil), securityRules...)
-	rules[1].Send = nil                   // producers lose send on sec.#
+	rules[1].Send = []string{"admins"}    // producers lose send on sec.#
 	rules[2].Consume = []string{"admins"} // watchers lose consume on prices.#
 	writeUsersFile(t, filepath.Dir(users), rules)
 	requireNoError(t, b.cmd.Process.Signal(syscall.SIGHUP))
