@@ -223,22 +223,30 @@ func (s commitStage) Apply(c *Context) {
 // the user) aborts the whole transaction with the stage's ERROR (issue #29: revocation
 // bites). It reports whether the COMMIT may go on.
 func (s commitStage) authorized(c *Context, t *transaction) bool {
-	auth := s.router.opts.Authorize
+	for _, op := range t.ops {
+		if op.route != RouteAck && op.route != RouteNack && !s.router.authorizeSend(c, op.identity) {
+			return false
+		}
+	}
+	return true
+}
+
+// authorizeSend runs Options.Authorize for a SEND of c's connection to id — a frame the
+// broker makes for it (a transaction's SEND at COMMIT, the answer to a request's reply-to) —
+// and copies a refusal into c. It reports whether the SEND may go on (true without an
+// Authorize stage).
+func (r *Router) authorizeSend(c *Context, id dest.Identity) bool {
+	auth := r.opts.Authorize
 	if auth == nil {
 		return true
 	}
 	send := frame.Frame{Command: frame.CmdSend}
-	for _, op := range t.ops {
-		if op.route == RouteAck || op.route == RouteNack {
-			continue
-		}
-		rc := Context{Conn: c.Conn, Frame: &send, Route: op.route, Identity: op.identity, Receipt: c.Receipt, Replay: true}
-		rc.Dest.Pattern = op.identity.Pattern
-		auth.Apply(&rc)
-		if rc.Err != nil {
-			c.Err = rc.Err
-			return false
-		}
+	rc := Context{Conn: c.Conn, Frame: &send, Route: c.Route, Identity: id, Receipt: c.Receipt, Replay: c.Replay}
+	rc.Dest.Pattern = id.Pattern
+	auth.Apply(&rc)
+	if rc.Err != nil {
+		c.Err = rc.Err
+		return false
 	}
 	return true
 }
