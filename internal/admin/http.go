@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/titan-broker/titan/internal/dest"
 	"github.com/titan-broker/titan/internal/metrics"
 )
 
@@ -284,9 +285,12 @@ func (a *Admin) serveCloseConnection(w http.ResponseWriter, r *http.Request) {
 func (a *Admin) serveSubscriptions(w http.ResponseWriter, r *http.Request) {
 	l, err := a.Subscriptions(ref(r))
 	if err == nil {
-		kept := l.Subscriptions[:0]
+		kept, wide := l.Subscriptions[:0], a.brokerWide(r, false)
 		for _, s := range l.Subscriptions {
-			if a.visible(r, s.Group, s.Destination) {
+			if wide || (s.Pattern != dest.PatternTempQueue.String() && a.visible(r, s.Group, s.Destination)) {
+				if !wide {
+					s.Connection = "" // connection ids name temp-queues: operators only
+				}
 				kept = append(kept, s)
 			}
 		}
@@ -298,9 +302,14 @@ func (a *Admin) serveSubscriptions(w http.ResponseWriter, r *http.Request) {
 func (a *Admin) serveLogs(w http.ResponseWriter, r *http.Request) {
 	l, err := a.Logs(ref(r))
 	if err == nil {
-		kept := l.Logs[:0]
+		kept, wide := l.Logs[:0], a.brokerWide(r, false)
 		for _, g := range l.Logs {
 			if a.visible(r, g.Group, g.Destination) {
+				for i := range g.Subscriptions {
+					if !wide {
+						g.Subscriptions[i].Connection = "" // operators only (see serveSubscriptions)
+					}
+				}
 				kept = append(kept, g)
 			}
 		}
@@ -343,10 +352,12 @@ func (a *Admin) serveRedrive(w http.ResponseWriter, r *http.Request) {
 }
 
 // visibleQueues keeps the queues r's user may browse (all of them for the token).
+// Temp-queues are listed only with the broker-wide right: their names carry the owning
+// connection's id, and knowing it is what lets a SEND reach another connection's temp-queue.
 func (a *Admin) visibleQueues(r *http.Request, qs []QueueInfo) []QueueInfo {
-	kept := qs[:0]
+	kept, wide := qs[:0], a.brokerWide(r, false)
 	for _, q := range qs {
-		if a.visible(r, q.Group, q.Destination) {
+		if wide || (q.Pattern != dest.PatternTempQueue.String() && a.visible(r, q.Group, q.Destination)) {
 			kept = append(kept, q)
 		}
 	}
