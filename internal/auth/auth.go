@@ -117,6 +117,7 @@ type snapshot struct {
 	certUsers map[string]string // certificate name → user
 	anonymous string
 	rules     []rule // most specific first
+	quotas    Quotas
 	cache     *decisionCache
 	// verified remembers, per user, a hash of the last passcode bcrypt accepted, so that
 	// reconnect storms do not burn a bcrypt check each (reset by every reload).
@@ -192,7 +193,7 @@ func (a *Authority) loadSnapshot(path string) (*snapshot, error) {
 }
 
 func newSnapshot(f *File) *snapshot {
-	s := &snapshot{users: f.Users, certUsers: map[string]string{}, anonymous: f.Anonymous, cache: newDecisionCache()}
+	s := &snapshot{users: f.Users, certUsers: map[string]string{}, anonymous: f.Anonymous, cache: newDecisionCache(), quotas: f.Quotas}
 	for name, u := range f.Users {
 		for _, c := range u.Certificates {
 			if kind, value, err := parseCertIdentity(c); err == nil { // Validate refused others

@@ -37,6 +37,8 @@ type File struct {
 	Anonymous string `yaml:"anonymous,omitempty"`
 	// Permissions are the security settings; the most specific match wins (see Rule).
 	Permissions []Rule `yaml:"permissions,omitempty"`
+	// Quotas are per-user and per-role limits (see Quota).
+	Quotas Quotas `yaml:"quotas,omitempty"`
 }
 
 // User is one users-file entry.
@@ -129,6 +131,7 @@ func (f *File) Validate() error {
 			errs = append(errs, fmt.Errorf("anonymous: %q is not a user in this file", f.Anonymous))
 		}
 	}
+	errs = append(errs, f.Quotas.validate()...)
 	for i, r := range f.Permissions {
 		if _, err := compileRule(r, i); err != nil {
 			errs = append(errs, fmt.Errorf("permissions[%d]: %v", i, err))

@@ -65,3 +65,30 @@ func TestGrantRoleKeepsOthersRights(t *testing.T) {
 		t.Fatalf("app on orders.eu after revoke: %v", p)
 	}
 }
+
+func TestConnectionLimit(t *testing.T) {
+	data := []byte(`users:
+  a: {roles: [apps]}
+  b: {roles: [apps, admins]}
+  c: {roles: [apps, ops]}
+  d: {roles: [apps]}
+quotas:
+  roles: {apps: {connections: 5}, ops: {connections: 9}}
+  users: {d: {connections: 1}}
+`)
+	f, err := Parse(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := newSnapshot(f)
+	a := &Authority{}
+	a.snap.Store(s)
+	for user, want := range map[string]int{"a": 5, "b": 0, "c": 9, "d": 1, "nobody": 0} {
+		if got := a.ConnectionLimit(user); got != want {
+			t.Errorf("ConnectionLimit(%s) = %d, want %d", user, got, want)
+		}
+	}
+	if _, err := Parse([]byte("quotas: {users: {x: {connections: -1}}}\n")); !errors.Is(err, ErrInvalidFile) {
+		t.Error("a negative quota accepted")
+	}
+}

@@ -103,6 +103,8 @@ func listenerTLS(what string, t config.TLS) (*tls.Config, error) {
 
 // authCollector serves the authentication failure counters on /metrics.
 type authCollector struct {
+	b       *Broker
+	quota   *prometheus.Desc
 	a       *auth.Authority
 	stage   *auth.Stage
 	fail    *prometheus.Desc
@@ -110,9 +112,10 @@ type authCollector struct {
 	reloads *prometheus.Desc
 }
 
-func newAuthCollector(s *security) *authCollector {
+func newAuthCollector(b *Broker, s *security) *authCollector {
 	return &authCollector{
-		a: s.auth, stage: s.stage,
+		b: b, a: s.auth, stage: s.stage,
+		quota:   prometheus.NewDesc("titan_quota_refused_total", "Frames refused by a per-user quota of the users file, by quota.", []string{"quota"}, nil),
 		fail:    prometheus.NewDesc("titan_auth_failures_total", "Refused CONNECT authentications, by reason.", []string{"reason"}, nil),
 		refused: prometheus.NewDesc("titan_auth_refused_frames_total", "SEND and SUBSCRIBE frames refused by authorization.", nil, nil),
 		reloads: prometheus.NewDesc("titan_auth_reloads_total", "Successful reloads of the users file.", nil, nil),
@@ -124,6 +127,7 @@ func (c *authCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.fail
 	ch <- c.refused
 	ch <- c.reloads
+	ch <- c.quota
 }
 
 // Collect implements prometheus.Collector.
@@ -137,6 +141,9 @@ func (c *authCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	ch <- prometheus.MustNewConstMetric(c.refused, prometheus.CounterValue, float64(refused))
 	ch <- prometheus.MustNewConstMetric(c.reloads, prometheus.CounterValue, float64(c.a.Reloads.Load()))
+	for q := range c.b.QuotaRefused {
+		ch <- prometheus.MustNewConstMetric(c.quota, prometheus.CounterValue, float64(c.b.QuotaRefused[q].Load()), quotaNames[q])
+	}
 }
 
 // adminUsers adapts the Authority to the monitor API's Users port.

@@ -8,7 +8,9 @@ import (
 	"crypto/x509/pkix"
 	"encoding/pem"
 	"fmt"
+	"io"
 	"math/big"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -285,4 +287,42 @@ func TestSecurity29CertificateSpoofing(t *testing.T) {
 	requireEqual(t, "CONNECTED", connectWith(cert, key, "login:admin\npasscode:admin-pw\n").command, "password login over a client certificate")
 	cert, key = pki.issueWithSANs(t, "anything", []string{"svc@example.com"}, nil)
 	requireEqual(t, "CONNECTED", connectWith(cert, key, "").command, "the listed e-mail SAN logs in as svc")
+}
+
+// M: per-user quotas. A user over its connections quota gets ERROR message:quota exceeded
+// naming the quota; closing a connection gives its place back; others are unaffected.
+func TestSecurity29ConnectionQuota(t *testing.T) {
+	users := userFile29(t)
+	f, err := auth.Load(users)
+	requireNoError(t, err)
+	f.Quotas = auth.Quotas{Users: map[string]auth.Quota{"app": {Connections: 1}}}
+	requireNoError(t, f.Save(users))
+	b := startBroker(t, yamlConfigWith("", fmt.Sprintf("  security: {users-file: %q}\n", users)))
+	first := dialRaw(t, b)
+	first.connect("login:app", "passcode:app-pw")
+	second := dialRaw(t, b)
+	requireNoError(t, second.write("CONNECT\naccept-version:1.2\nhost:localhost\nlogin:app\npasscode:app-pw\n\n\x00"))
+	fr, err := second.readFrame(30 * time.Second)
+	requireNoError(t, err)
+	msg, _ := fr.get("message")
+	requireEqual(t, "ERROR quota exceeded", fr.command+" "+msg, "second connection of app: %s", fr)
+	if !strings.Contains(string(fr.body), "quota connections") {
+		t.Fatalf("the ERROR does not name the quota: %q", fr.body)
+	}
+	dialRaw(t, b).connect("login:admin", "passcode:admin-pw") // other users are unaffected
+	stompOK(t, first, "DISCONNECT\nreceipt:d1\n\n\x00", "DISCONNECT")
+	_, err = first.expectClosed(10 * time.Second)
+	requireNoError(t, err)
+	eventually(t, 10*time.Second, 20*time.Millisecond, func() bool {
+		c, err := net.DialTimeout("tcp", b.stompAddr, 5*time.Second)
+		if err != nil {
+			return false
+		}
+		defer c.Close()
+		_, _ = c.Write([]byte("CONNECT\naccept-version:1.2\nhost:localhost\nlogin:app\npasscode:app-pw\n\n\x00"))
+		_ = c.SetReadDeadline(time.Now().Add(30 * time.Second))
+		buf := make([]byte, 9)
+		_, err = io.ReadFull(c, buf)
+		return err == nil && string(buf) == "CONNECTED"
+	}, "app connects again once its first connection closed")
 }
