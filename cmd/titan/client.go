@@ -124,12 +124,12 @@ func (c *apiClient) do(ctx context.Context, method, path string, query url.Value
 }
 
 func (c *apiClient) authError() error {
-	msg := "the monitor API at " + c.addr() + " rejected the token (check --token or " + tokenEnv + ")"
+	msg := "the monitor API at " + c.addr() + " rejected the token (check --token-file or " + tokenEnv + ")"
 	switch {
 	case c.user != "":
-		msg = "the monitor API at " + c.addr() + " refused user " + c.user + " (check --user and --password, or " + userEnv + " and " + passwordEnv + ")"
+		msg = "the monitor API at " + c.addr() + " refused user " + c.user + " (check --user and --password-file, or " + userEnv + " and " + passwordEnv + ")"
 	case c.token == "":
-		msg = "the monitor API at " + c.addr() + " needs credentials: pass --user and --password (or set " + userEnv + " and " + passwordEnv + "), or --token (" + tokenEnv + ")"
+		msg = "the monitor API at " + c.addr() + " needs credentials: pass --user and --password-file (or set " + userEnv + " and " + passwordEnv + "), or --token-file (" + tokenEnv + ")"
 	}
 	return &apiError{status: http.StatusUnauthorized, code: admin.CodeUnauthorized, message: msg}
 }

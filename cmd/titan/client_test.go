@@ -34,13 +34,13 @@ func TestConnectionRefusedSaysWhereAndHow(t *testing.T) {
 }
 
 func TestTokenFlagAndEnvironment(t *testing.T) {
-	_, addr := startBroker(t, func(c *config.Config) { c.Monitor.Token = "s3cret" })
+	_, addr := startBroker(t, func(c *config.Config) { c.Monitor.Token = "s3cret-0123456789abcdef" })
 	run(t, "--addr", addr, "queue", "list").
-		requireFail(t, "titan: the monitor API at "+addr+" needs credentials: pass --user and --password (or set TITAN_MONITOR_USER and TITAN_MONITOR_PASSWORD), or --token (TITAN_MONITOR_TOKEN)\n")
-	run(t, "--addr", addr, "--token", "wrong", "queue", "list").
-		requireFail(t, "titan: the monitor API at "+addr+" rejected the token (check --token or TITAN_MONITOR_TOKEN)\n")
-	run(t, "--addr", addr, "--token", "s3cret", "queue", "list").requireOK(t)
-	t.Setenv(tokenEnv, "s3cret")
+		requireFail(t, "titan: the monitor API at "+addr+" needs credentials: pass --user and --password-file (or set TITAN_MONITOR_USER and TITAN_MONITOR_PASSWORD), or --token-file (TITAN_MONITOR_TOKEN)\n")
+	run(t, "--addr", addr, "--token-file", secretFile(t, "wrong"), "queue", "list").
+		requireFail(t, "titan: the monitor API at "+addr+" rejected the token (check --token-file or TITAN_MONITOR_TOKEN)\n")
+	run(t, "--addr", addr, "--token-file", secretFile(t, "s3cret-0123456789abcdef"), "queue", "list").requireOK(t)
+	t.Setenv(tokenEnv, "s3cret-0123456789abcdef")
 	run(t, "--addr", addr, "queue", "create", "/orders").requireOK(t)
 	run(t, "--addr", addr, "--once").requireOK(t)
 }

@@ -36,14 +36,14 @@ func TestMonitorUserCredentials(t *testing.T) {
 	_, addr := startBroker(t, func(c *config.Config) { c.Security.UsersFile = path })
 
 	run(t, "--addr", addr, "queue", "list").requireFail(t, "titan: the monitor API at "+addr+
-		" needs credentials: pass --user and --password (or set TITAN_MONITOR_USER and TITAN_MONITOR_PASSWORD), or --token (TITAN_MONITOR_TOKEN)\n")
-	run(t, "--addr", addr, "--user", "ops", "--password", "wrong", "queue", "list").requireFail(t, "titan: the monitor API at "+addr+
-		" refused user ops (check --user and --password, or TITAN_MONITOR_USER and TITAN_MONITOR_PASSWORD)\n")
-	run(t, "--addr", addr, "--user", "ops", "--password", "ops-pw", "queue", "create", "/queue/jobs").requireOK(t)
-	run(t, "--addr", addr, "--user", "reader", "--password", "reader-pw", "queue", "list").requireOK(t)
-	run(t, "--addr", addr, "--user", "reader", "--password", "reader-pw", "queue", "delete", "/queue/jobs").
+		" needs credentials: pass --user and --password-file (or set TITAN_MONITOR_USER and TITAN_MONITOR_PASSWORD), or --token-file (TITAN_MONITOR_TOKEN)\n")
+	run(t, "--addr", addr, "--user", "ops", "--password-file", secretFile(t, "wrong"), "queue", "list").requireFail(t, "titan: the monitor API at "+addr+
+		" refused user ops (check --user and --password-file, or TITAN_MONITOR_USER and TITAN_MONITOR_PASSWORD)\n")
+	run(t, "--addr", addr, "--user", "ops", "--password-file", secretFile(t, "ops-pw"), "queue", "create", "/queue/jobs").requireOK(t)
+	run(t, "--addr", addr, "--user", "reader", "--password-file", secretFile(t, "reader-pw"), "queue", "list").requireOK(t)
+	run(t, "--addr", addr, "--user", "reader", "--password-file", secretFile(t, "reader-pw"), "queue", "delete", "/queue/jobs").
 		requireFail(t, "titan: forbidden: user reader lacks the manage permission\n")
-	run(t, "--addr", addr, "--user", "reader", "--password", "reader-pw", "user", "reload").
+	run(t, "--addr", addr, "--user", "reader", "--password-file", secretFile(t, "reader-pw"), "user", "reload").
 		requireFail(t, "titan: forbidden: user reader lacks the manage permission\n")
 	t.Setenv(userEnv, "ops")
 	t.Setenv(passwordEnv, "ops-pw")

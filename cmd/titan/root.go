@@ -83,15 +83,15 @@ func newRootCmd() *cobra.Command {
 	}
 	pf := root.PersistentFlags()
 	pf.StringVar(&g.addr, "addr", defaultAddr, "monitor API address of the broker, URL or host:port (env "+addrEnv+")")
-	pf.StringVar(&g.token, "token", "", "monitor API bearer token (default $"+tokenEnv+")")
+	secretFlags(pf, &g.token, "token", tokenEnv, "monitor API bearer token")
 	pf.StringVar(&g.user, "user", "", "monitor API user of the broker's users file (default $"+userEnv+")")
-	pf.StringVar(&g.passwd, "password", "", "that user's password (default $"+passwordEnv+", which keeps it out of the process list)")
+	secretFlags(pf, &g.passwd, "password", passwordEnv, "that user's password")
 	pf.DurationVar(&g.timeout, "timeout", defaultTimeout, "timeout of each request to the monitor API")
 	pf.BoolVar(&g.noColor, "no-color", false, "never colour the output (also: NO_COLOR set in the environment)")
 	pf.StringVarP(&g.output, "output", "o", outputTable, "output format: table or json")
 	dash.flags(root)
 
-	root.AddCommand(newServeCmd(), newUserCmd(g))
+	root.AddCommand(newServeCmd(), newUserCmd(g), newRoleCmd())
 	root.AddCommand(newQueueCmd(g), newConnectionCmd(g), newDurableCmd(g), newClusterCmd(g))
 	root.AddCommand(newSendCmd(g), newSubscribeCmd(g), newBenchCmd(g))
 	root.AddCommand(newVersionCmd(g))

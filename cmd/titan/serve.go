@@ -116,7 +116,7 @@ re-reads the file without dropping connections.`,
 	fl.IntVar(&f.port, "port", 61613, "STOMP listen port of the first server (0 picks a free port)")
 	fl.StringVar(&f.monitorHost, "monitor-host", "127.0.0.1", "monitor API listen host (another needs --users or --monitor-token)")
 	fl.IntVar(&f.monitorPort, "monitor-port", 7777, "monitor API port (0 picks a free port)")
-	fl.StringVar(&f.monitorToken, "monitor-token", "", "bearer token required by the monitor API")
+	secretFlags(fl, &f.monitorToken, "monitor-token", "TITAN_MONITOR_TOKEN", "bearer token required by the monitor API (at least 16 bytes),")
 	fl.StringVar(&f.dataDir, "data-dir", "./data", "store directory")
 	fl.StringVar(&f.store, "store", "pebble", "store type: pebble (durable) or memory")
 	fl.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn, error")
@@ -192,7 +192,12 @@ func loadServeConfig(cmd *cobra.Command, f *serveFlags) (config.Config, error) {
 	if err := num("monitor-port", "TITAN_MONITOR_PORT", &cfg.Monitor.Port); err != nil {
 		return cfg, err
 	}
-	str("monitor-token", "TITAN_MONITOR_TOKEN", &cfg.Monitor.Token)
+	if v := os.Getenv("TITAN_MONITOR_TOKEN"); v != "" {
+		cfg.Monitor.Token = v
+	}
+	if f.monitorToken != "" { // --monitor-token-file
+		cfg.Monitor.Token = f.monitorToken
+	}
 	str("users", "TITAN_USERS_FILE", &cfg.Security.UsersFile)
 	str("data-dir", "TITAN_DATA_DIR", &cfg.Store.DataDir)
 	str("store", "TITAN_STORE", &cfg.Store.Type)

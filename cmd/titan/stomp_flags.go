@@ -42,7 +42,7 @@ func stompFlags(cmd *cobra.Command, o *stompOptions) {
 	fl := cmd.Flags()
 	fl.StringVar(&o.addr, "stomp", "", "STOMP address of the broker, host:port (env "+stompEnv+"; default "+defaultSTOMP+")")
 	fl.StringVar(&o.login, "login", "", "login sent in CONNECT (env "+loginEnv+")")
-	fl.StringVar(&o.passcode, "passcode", "", "passcode sent in CONNECT (env "+passcodeEnv+", preferred: flags show in ps)")
+	secretFlags(fl, &o.passcode, "passcode", passcodeEnv, "passcode sent in CONNECT,")
 	fl.BoolVar(&o.tls, "tls", false, "connect over TLS (implied by --ca, --cert)")
 	fl.StringVar(&o.ca, "ca", "", "PEM file of the CA(s) that sign the broker's certificate (default: the system roots)")
 	fl.StringVar(&o.cert, "cert", "", "PEM client certificate file, for brokers that verify clients (with --key)")

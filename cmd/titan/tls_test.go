@@ -56,7 +56,7 @@ func TestClientCommandsOverTLS(t *testing.T) {
 		c.Servers[0].TLS = config.TLS{Enabled: true, CertFile: cert, KeyFile: key}
 	})
 	stomp := b.Addrs()[0]
-	run(t, "send", "--stomp", stomp, "--ca", cert, "--login", "app", "--passcode", "pw", "/queue/tls", "over tls").requireOK(t)
+	run(t, "send", "--stomp", stomp, "--ca", cert, "--login", "app", "--passcode-file", secretFile(t, "pw"), "/queue/tls", "over tls").requireOK(t)
 	r := run(t, "subscribe", "--stomp", stomp, "--tls", "--ca", cert, "/queue/tls", "-n", "1", "-o", "json").requireOK(t)
 	requireContains(t, r.stdout, `"body":"over tls"`)
 

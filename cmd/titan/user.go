@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
@@ -24,6 +25,7 @@ type userFlags struct {
 	users        string
 	roles        []string
 	certificates []string
+	grants       []string
 	noPassword   bool
 	done         string // what the edit did, reported after it was saved
 }
@@ -44,6 +46,8 @@ command line, and the file stores only bcrypt hashes. Permissions are granted to
 the file's permissions: section (see README, "Securing Titan"). A running broker re-reads
 the file on SIGHUP.`,
 		Example: "  titan user add alice --roles admins --users users.yml\n" +
+			"  titan user add app --grant '/queue/orders.#:send,consume,create' --users users.yml\n" +
+			"  titan user grant app '/topic/prices.#:consume' --users users.yml\n" +
 			"  echo \"$APP_PASSWORD\" | titan user add app --roles apps --users users.yml\n" +
 			"  titan user passwd alice --users users.yml\n" +
 			"  titan user list --users users.yml\n" +
@@ -64,16 +68,29 @@ the file on SIGHUP.`,
 						return "", err
 					}
 				}
+				grants, err := parseGrants(f.grants)
+				if err != nil {
+					return "", err
+				}
 				if err := file.AddUser(args[0], pw, f.roles); err != nil {
 					return "", err
 				}
 				file.Users[args[0]].Certificates = f.certificates
-				return "added user " + args[0], nil
+				if err := grantUser(file, args[0], grants); err != nil {
+					return "", err
+				}
+				msg := "added user " + args[0]
+				if slices.Contains(file.Unpermitted(), args[0]) {
+					fmt.Fprintf(cmd.ErrOrStderr(), "warning: no rule grants %s (roles %s) any permission; add some with --grant, `titan user grant %s 'DEST-PATTERN:perm,perm'` or `titan role grant ROLE ...`\n",
+						args[0], strings.Join(f.roles, ","), args[0])
+				}
+				return msg, nil
 			})
 		},
 	}
 	add.Flags().StringSliceVar(&f.roles, "roles", nil, "roles of the user (comma-separated)")
-	add.Flags().StringSliceVar(&f.certificates, "certificate", nil, "client-certificate CN or SAN that logs in as this user")
+	add.Flags().StringSliceVar(&f.certificates, "certificate", nil, "client-certificate identity that logs in as this user: dn:SUBJECT-DN, cn:NAME, dns:NAME, email:ADDRESS, uri:URI or ip:ADDRESS")
+	add.Flags().StringArrayVar(&f.grants, "grant", nil, "grant the user 'DEST-PATTERN:perm,perm' (repeatable; DEST-PATTERN as /queue/orders.#, /topic/prices/*, GROUP@/queue/x or #; perms send, consume, browse, create, manage, all)")
 	add.Flags().BoolVar(&f.noPassword, "no-password", false, "no password: the user logs in with a client certificate, or is the anonymous user")
 	passwd := &cobra.Command{
 		Use:   "passwd NAME",
@@ -168,13 +185,129 @@ the file on SIGHUP.`,
 			return nil
 		},
 	}
-	cmd.AddCommand(add, passwd, del, list, reload)
+	grant := &cobra.Command{
+		Use:   "grant NAME 'DEST-PATTERN:perm,perm'...",
+		Short: "Grant a user permissions (through the user's own role user:NAME)",
+		Args:  cobra.MinimumNArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return editUsers(f, func(file *auth.File) (string, error) {
+				grants, err := parseGrants(args[1:])
+				if err != nil {
+					return "", err
+				}
+				if _, ok := file.Users[args[0]]; !ok {
+					return "", fmt.Errorf("no user %s in %s", args[0], f.users)
+				}
+				return "granted " + args[0] + " " + strings.Join(args[1:], " "), grantUser(file, args[0], grants)
+			})
+		},
+	}
+	revoke := &cobra.Command{
+		Use:   "revoke NAME 'DEST-PATTERN:perm,perm'...",
+		Short: "Revoke permissions granted with user grant (the user's own role user:NAME)",
+		Args:  cobra.MinimumNArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return editUsers(f, func(file *auth.File) (string, error) {
+				grants, err := parseGrants(args[1:])
+				if err != nil {
+					return "", err
+				}
+				if _, ok := file.Users[args[0]]; !ok {
+					return "", fmt.Errorf("no user %s in %s", args[0], f.users)
+				}
+				for _, g := range grants {
+					if !file.RevokeRole(auth.UserRole(args[0]), g) {
+						return "", fmt.Errorf("no permissions rule matches %s exactly (see the file's permissions: section)", g)
+					}
+				}
+				return "revoked " + args[0] + " " + strings.Join(args[1:], " "), nil
+			})
+		},
+	}
+	cmd.AddCommand(add, passwd, del, list, reload, grant, revoke)
 	// The edit commands report on stdout through editUsers' message.
-	for _, c := range []*cobra.Command{add, passwd, del} {
+	for _, c := range []*cobra.Command{add, passwd, del, grant, revoke} {
 		c.PostRun = func(cmd *cobra.Command, _ []string) {
 			fmt.Fprintln(cmd.OutOrStdout(), f.done+"; a running broker applies it on SIGHUP")
 		}
 	}
+	return cmd
+}
+
+// parseGrants parses every --grant argument before anything is changed.
+func parseGrants(args []string) ([]auth.Grant, error) {
+	out := make([]auth.Grant, 0, len(args))
+	for _, a := range args {
+		g, err := auth.ParseGrant(a)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, g)
+	}
+	return out, nil
+}
+
+// grantUser grants each of grants to name's own role (auth.UserRole), adding the role to
+// the user's roles.
+func grantUser(file *auth.File, name string, grants []auth.Grant) error {
+	if len(grants) == 0 {
+		return nil
+	}
+	u := file.Users[name]
+	role := auth.UserRole(name)
+	if !slices.Contains(u.Roles, role) {
+		u.Roles = append(u.Roles, role)
+	}
+	for _, g := range grants {
+		if err := file.GrantRole(role, g); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// newRoleCmd is `titan role grant|revoke ROLE 'DEST-PATTERN:perm,perm'...`: it edits the
+// users file's permissions for a role, as `titan user grant` does for one user.
+func newRoleCmd() *cobra.Command {
+	f := &userFlags{}
+	cmd := &cobra.Command{
+		Use:   "role",
+		Short: "Grant or revoke a role's permissions in the users file",
+		Example: "  titan role grant apps '/queue/orders.#:send,consume,create' --users users.yml\n" +
+			"  titan role grant admins '#:all' --users users.yml\n" +
+			"  titan role revoke apps '/queue/orders.#:create' --users users.yml",
+	}
+	cmd.PersistentFlags().StringVar(&f.users, "users", "", "users file (default $"+usersEnv+")")
+	edit := func(revoke bool) func(cmd *cobra.Command, args []string) error {
+		return func(cmd *cobra.Command, args []string) error {
+			err := editUsers(f, func(file *auth.File) (string, error) {
+				grants, err := parseGrants(args[1:])
+				if err != nil {
+					return "", err
+				}
+				for _, g := range grants {
+					if revoke {
+						if !file.RevokeRole(args[0], g) {
+							return "", fmt.Errorf("no permissions rule matches %s exactly (see the file's permissions: section)", g)
+						}
+					} else if err := file.GrantRole(args[0], g); err != nil {
+						return "", err
+					}
+				}
+				verb := "granted"
+				if revoke {
+					verb = "revoked"
+				}
+				return verb + " role " + args[0] + " " + strings.Join(args[1:], " "), nil
+			})
+			if err == nil {
+				fmt.Fprintln(cmd.OutOrStdout(), f.done+"; a running broker applies it on SIGHUP")
+			}
+			return err
+		}
+	}
+	cmd.AddCommand(&cobra.Command{Use: "grant ROLE 'DEST-PATTERN:perm,perm'...", Short: "Grant a role permissions", Args: cobra.MinimumNArgs(2), RunE: edit(false)},
+		&cobra.Command{Use: "revoke ROLE 'DEST-PATTERN:perm,perm'...", Short: "Revoke a role's permissions on exactly that match", Args: cobra.MinimumNArgs(2), RunE: edit(true)})
 	return cmd
 }
 

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/titan-broker/titan/internal/auth"
+	"github.com/titan-broker/titan/internal/dest"
 )
 
 // runIn runs the titan command line with stdin (not a terminal: the password is its first
@@ -41,7 +42,7 @@ func login(t *testing.T, path, user, pass string) error {
 func TestUserAddPasswdDeleteList(t *testing.T) {
 	t.Setenv(usersEnv, "")
 	path := filepath.Join(t.TempDir(), "users.yml")
-	r := runIn(t, "first-secret\n", "user", "add", "alice", "--roles", "admins,ops", "--users", path).requireOK(t)
+	r := runIn(t, "first-secret\n", "user", "add", "alice", "--roles", "admins,ops", "--grant", "#:all", "--users", path).requireOK(t)
 	requireContains(t, r.stdout, "added user alice in "+path)
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -61,9 +62,9 @@ func TestUserAddPasswdDeleteList(t *testing.T) {
 	}
 
 	t.Setenv(usersEnv, path) // the environment names the file too
-	runIn(t, "", "user", "add", "app1", "--no-password", "--roles", "apps", "--certificate", "app1.example.com").requireOK(t)
+	runIn(t, "", "user", "add", "app1", "--no-password", "--roles", "apps", "--certificate", "cn:app1.example.com", "--grant", "/queue/apps.#:send").requireOK(t)
 	r = runIn(t, "", "user", "list").requireOK(t)
-	requireContains(t, r.stdout, "USER", "alice", "admins,ops", "password", "app1", "apps", "certificate app1.example.com")
+	requireContains(t, r.stdout, "USER", "alice", "admins,ops", "password", "app1", "apps", "certificate cn:app1.example.com")
 
 	runIn(t, "", "user", "delete", "alice").requireOK(t)
 	if login(t, path, "alice", "second-secret") == nil {
@@ -77,7 +78,7 @@ func TestUserPasswordNeverFromArgv(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "users.yml")
 	for _, sub := range []string{"add", "passwd"} {
 		r := runIn(t, "pw\n", "user", sub, "bob", "--password", "x", "--users", path)
-		if r.code == 0 || !strings.Contains(r.stderr, "never takes a password from the command line") {
+		if r.code == 0 || !strings.Contains(r.stderr, "a secret on the command line shows in the process list") {
 			t.Fatalf("user %s took --password: %+v", sub, r)
 		}
 	}
@@ -85,5 +86,43 @@ func TestUserPasswordNeverFromArgv(t *testing.T) {
 	runIn(t, "pw\n", "user", "add", "bob").requireFail(t, "titan: no users file: pass --users FILE (or set TITAN_USERS_FILE)\n")
 	if _, err := os.Stat(path); !os.IsNotExist(err) {
 		t.Fatalf("a failed add wrote the file: %v", err)
+	}
+}
+
+// Issue #31: permissions without hand-editing YAML. --grant (repeatable) and user grant go to
+// the user's own role; role grant to a role; a user left with no permission is warned about.
+func TestUserGrantRevokeAndRole(t *testing.T) {
+	t.Setenv(usersEnv, "")
+	path := filepath.Join(t.TempDir(), "users.yml")
+	runIn(t, "pw\n", "user", "add", "admin", "--grant", "#:all", "--users", path).requireOK(t)
+	runIn(t, "pw\n", "user", "add", "app", "--grant", "/queue/orders.#:send,consume", "--grant", "/topic/prices/*:consume", "--users", path).requireOK(t)
+	r := runIn(t, "pw\n", "user", "add", "guest", "--roles", "guests", "--users", path)
+	if r.code != 0 || !strings.Contains(r.stderr, "warning: no rule grants guest") {
+		t.Fatalf("no warning for a user without permissions: %+v", r)
+	}
+	runIn(t, "", "role", "grant", "guests", "/topic/prices.#:consume", "--users", path).requireOK(t)
+	runIn(t, "", "user", "grant", "app", "/queue/orders.#:create", "--users", path).requireOK(t)
+	runIn(t, "", "user", "revoke", "app", "/topic/prices/*:consume", "--users", path).requireOK(t)
+	runIn(t, "", "user", "grant", "app", "/queue/orders:fly", "--users", path).requireFail(t,
+		"titan: auth: invalid users file: grant \"/queue/orders:fly\": \"fly\" is not a permission (send, consume, browse, create, manage or all)\n")
+	a, err := auth.New(auth.Options{Path: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		user    string
+		pattern dest.Pattern
+		channel string
+		want    auth.Permission
+	}{
+		{"admin", dest.PatternQueues, "orders.eu", auth.All}, // the narrower rule kept admin's rights
+		{"app", dest.PatternQueues, "orders.eu", auth.Send | auth.Consume | auth.Create},
+		{"app", dest.PatternEvents, "prices.eur", 0},
+		{"guest", dest.PatternEvents, "prices.eur", auth.Consume},
+		{"guest", dest.PatternQueues, "orders.eu", 0},
+	} {
+		if got := a.Allowed(c.user, "default", c.pattern, c.channel); got != c.want {
+			t.Errorf("%s on %s %s: %v, want %v", c.user, c.pattern, c.channel, got, c.want)
+		}
 	}
 }

@@ -169,6 +169,15 @@ func (a *Admin) DeleteDurableSubscription(ref QueueRef, name string) (*DeleteDur
 
 func (a *Admin) serveDurables(w http.ResponseWriter, r *http.Request) {
 	l, err := a.DurableSubscriptions(ref(r))
+	if err == nil {
+		kept := l.Subscriptions[:0]
+		for _, d := range l.Subscriptions {
+			if a.visible(r, d.Group, d.Destination) {
+				kept = append(kept, d)
+			}
+		}
+		l.Subscriptions = kept
+	}
 	a.respond(w, r, http.StatusOK, l, err)
 }
 

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/titan-broker/titan/internal/dest"
 	"github.com/titan-broker/titan/internal/metrics"
 )
 
@@ -23,23 +24,26 @@ func (a *Admin) Handler() http.Handler {
 	mux.Handle(PathSnapshot, methods{http.MethodGet: a.serveSnapshot})
 	mux.Handle(PathQueues, methods{
 		http.MethodGet:    a.serveQueues,
-		http.MethodPost:   a.serveCreateQueue,
-		http.MethodDelete: a.serveDeleteQueue,
+		http.MethodPost:   a.onDestination(true, a.identity, a.serveCreateQueue),
+		http.MethodDelete: a.onDestination(true, a.identity, a.serveDeleteQueue),
 	})
-	mux.Handle(PathQueuesPause, methods{http.MethodPost: a.servePause})
-	mux.Handle(PathQueuesResume, methods{http.MethodPost: a.serveResume})
-	mux.Handle(PathQueuesRingSize, methods{http.MethodPost: a.serveRingSize})
-	mux.Handle(PathConnections, methods{http.MethodGet: a.serveConnections, http.MethodDelete: a.serveCloseConnection})
+	mux.Handle(PathQueuesPause, methods{http.MethodPost: a.onDestination(true, a.identity, a.servePause)})
+	mux.Handle(PathQueuesResume, methods{http.MethodPost: a.onDestination(true, a.identity, a.serveResume)})
+	mux.Handle(PathQueuesRingSize, methods{http.MethodPost: a.onDestination(true, a.identity, a.serveRingSize)})
+	mux.Handle(PathConnections, methods{
+		http.MethodGet:    a.broker(false, "listing connections", a.serveConnections),
+		http.MethodDelete: a.broker(true, "closing a connection", a.serveCloseConnection),
+	})
 	mux.Handle(PathSubscriptions, methods{http.MethodGet: a.serveSubscriptions})
 	mux.Handle(PathLogs, methods{http.MethodGet: a.serveLogs})
-	mux.Handle(PathDurableSubscriptions, methods{http.MethodGet: a.serveDurables, http.MethodDelete: a.serveDeleteDurable})
-	mux.Handle(PathCluster, methods{http.MethodGet: a.serveCluster})
-	mux.Handle(PathQueuesPurge, methods{http.MethodPost: a.servePurge})
-	mux.Handle(PathQueuesMessages, methods{http.MethodGet: a.serveBrowse})
-	mux.Handle(PathQueuesRedrive, methods{http.MethodPost: a.serveRedrive})
+	mux.Handle(PathDurableSubscriptions, methods{http.MethodGet: a.serveDurables, http.MethodDelete: a.onDestination(true, logIdentity, a.serveDeleteDurable)})
+	mux.Handle(PathCluster, methods{http.MethodGet: a.broker(false, "the cluster's membership", a.serveCluster)})
+	mux.Handle(PathQueuesPurge, methods{http.MethodPost: a.onDestination(true, a.queueIdentity("purge"), a.servePurge)})
+	mux.Handle(PathQueuesMessages, methods{http.MethodGet: a.onDestination(false, a.queueIdentity("browse"), a.serveBrowse)})
+	mux.Handle(PathQueuesRedrive, methods{http.MethodPost: a.onDestination(true, a.dlqOf, a.serveRedrive)})
 	mux.Handle(PathPublish, methods{http.MethodPost: a.servePublish})
-	mux.Handle(PathUsersReload, methods{http.MethodPost: a.serveUsersReload})
-	mux.Handle(PathMetrics, methods{http.MethodGet: metrics.Handler(reg).ServeHTTP})
+	mux.Handle(PathUsersReload, methods{http.MethodPost: a.broker(true, "reloading the users file", a.serveUsersReload)})
+	mux.Handle(PathMetrics, methods{http.MethodGet: a.broker(false, "/metrics", metrics.Handler(reg).ServeHTTP)})
 	mux.Handle(PathConsole+"{$}", methods{http.MethodGet: serveConsole})
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, newError(CodeNotFound, "no such endpoint: "+r.URL.Path, ErrNotFound))
@@ -121,12 +125,23 @@ func (a *Admin) serveHealth(w http.ResponseWriter, r *http.Request) {
 
 func (a *Admin) serveSnapshot(w http.ResponseWriter, r *http.Request) {
 	s, err := a.Snapshot(SnapshotOptions{})
+	if err == nil && requestUser(r) != "" && a.opts.Users != nil {
+		if !a.brokerWide(r, false) {
+			s.Connections = []ConnectionInfo{}
+		}
+		s.Queues = a.visibleQueues(r, s.Queues)
+		s.Summary = summarize(s.Queues)
+	}
 	a.respond(w, r, http.StatusOK, s, err)
 }
 
 func (a *Admin) serveQueues(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	l, err := a.Queues(QueuesOptions{Group: q.Get(ParamGroup), Destination: q.Get(ParamDestination), Match: q.Get(ParamMatch)})
+	if err == nil {
+		l.Queues = a.visibleQueues(r, l.Queues)
+		l.Summary = summarize(l.Queues)
+	}
 	a.respond(w, r, http.StatusOK, l, err)
 }
 
@@ -269,11 +284,37 @@ func (a *Admin) serveCloseConnection(w http.ResponseWriter, r *http.Request) {
 
 func (a *Admin) serveSubscriptions(w http.ResponseWriter, r *http.Request) {
 	l, err := a.Subscriptions(ref(r))
+	if err == nil {
+		kept, wide := l.Subscriptions[:0], a.brokerWide(r, false)
+		for _, s := range l.Subscriptions {
+			if wide || (s.Pattern != dest.PatternTempQueue.String() && a.visible(r, s.Group, s.Destination)) {
+				if !wide {
+					s.Connection = "" // connection ids name temp-queues: operators only
+				}
+				kept = append(kept, s)
+			}
+		}
+		l.Subscriptions = kept
+	}
 	a.respond(w, r, http.StatusOK, l, err)
 }
 
 func (a *Admin) serveLogs(w http.ResponseWriter, r *http.Request) {
 	l, err := a.Logs(ref(r))
+	if err == nil {
+		kept, wide := l.Logs[:0], a.brokerWide(r, false)
+		for _, g := range l.Logs {
+			if a.visible(r, g.Group, g.Destination) {
+				for i := range g.Subscriptions {
+					if !wide {
+						g.Subscriptions[i].Connection = "" // operators only (see serveSubscriptions)
+					}
+				}
+				kept = append(kept, g)
+			}
+		}
+		l.Logs = kept
+	}
 	a.respond(w, r, http.StatusOK, l, err)
 }
 
@@ -308,4 +349,17 @@ func (a *Admin) serveRedrive(w http.ResponseWriter, r *http.Request) {
 	}
 	res, err := a.Redrive(ref(r), n, requestUser(r))
 	a.respond(w, r, http.StatusOK, res, err)
+}
+
+// visibleQueues keeps the queues r's user may browse (all of them for the token).
+// Temp-queues are listed only with the broker-wide right: their names carry the owning
+// connection's id, and knowing it is what lets a SEND reach another connection's temp-queue.
+func (a *Admin) visibleQueues(r *http.Request, qs []QueueInfo) []QueueInfo {
+	kept, wide := qs[:0], a.brokerWide(r, false)
+	for _, q := range qs {
+		if wide || (q.Pattern != dest.PatternTempQueue.String() && a.visible(r, q.Group, q.Destination)) {
+			kept = append(kept, q)
+		}
+	}
+	return kept
 }

@@ -136,7 +136,7 @@ func TestHTTPErrors(t *testing.T) {
 }
 
 func TestHTTPTokenAuth(t *testing.T) {
-	const token = "s3cret"
+	const token = "s3cret-0123456789abcdef"
 	base := monitorURL(t, func(c *config.Config) { c.Monitor.Token = token })
 	c := httpClient(t)
 	paths := []string{admin.PathHealth, admin.PathSnapshot, admin.PathQueues, admin.PathMetrics, admin.PathConsole}

@@ -28,8 +28,9 @@ type PublishRequest struct {
 	// Group is the destination group ("" means "default").
 	Group string `json:"group,omitempty"`
 	// Headers become message headers exactly as a SEND's would: protocol machinery
-	// (destination, receipt, content-length, group, ...) and reserved names (stomp.*,
-	// x-titan-metadata) are dropped. Names are applied in sorted order.
+	// (destination, receipt, content-length, group, ...) and reserved names (stomp.*, the
+	// broker's dlq-* dead-letter headers, x-titan-metadata) are dropped. Names are applied in
+	// sorted order.
 	Headers map[string]string `json:"headers,omitempty"`
 	// Metadata is native-producer metadata (reference 003): "stomp.<std>" for one of
 	// StandardHeaders sets that standard header, winning over the same bare name in Headers;

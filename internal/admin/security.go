@@ -7,11 +7,14 @@ import (
 	"net/http"
 	"strings"
 	"time"
+
+	"github.com/titan-broker/titan/internal/dest"
 )
 
 // Users is the monitor API's port to the broker's users (implemented over internal/auth by
 // internal/broker). With Users set, every request needs HTTP Basic credentials of a user (or
-// the bearer token, when one is configured); reading needs browse, anything else manage.
+// the bearer token, when one is configured); reading needs browse, anything else manage, on
+// the destination the request names (see rights.go).
 type Users interface {
 	// Login checks a user's password; remote is the peer address (for the log). It must
 	// take the same time for an unknown user as for a wrong password.
@@ -19,6 +22,13 @@ type Users interface {
 	// May reports whether user may read the API (manage false: browse) or change state
 	// (manage true).
 	May(user string, manage bool) bool
+	// MayOn reports whether user holds browse (manage false) or manage (manage true) on id,
+	// the destination a request reads or changes.
+	MayOn(user string, manage bool, id dest.Identity) bool
+	// Operator reports whether user holds the broker-wide browse (manage false) or manage
+	// right, needed for what names no destination (connections, users reload, cluster,
+	// /metrics).
+	Operator(user string, manage bool) bool
 	// Reload re-reads the users file (POST PathUsersReload) and returns the user count.
 	Reload() (users int, err error)
 }

@@ -107,3 +107,72 @@ func TestMonitorRefusesForeignHost(t *testing.T) {
 		requireEqual(t, resp.StatusCode, http.StatusOK, "Host "+host)
 	}
 }
+
+// Issue #29: the monitor's browse and manage are per destination, as STOMP's send and
+// consume are; what names no destination needs the catch-all rule's right.
+func TestMonitorRightsPerDestination(t *testing.T) {
+	f := &auth.File{Users: map[string]*auth.User{}, Permissions: []auth.Rule{
+		{Channel: "#", Send: []string{"admins"}, Consume: []string{"admins"}, Browse: []string{"admins"}, Create: []string{"admins"}, Manage: []string{"admins"}},
+		// The most specific rule wins, so it names admins too (or they would lose orders.#).
+		{Pattern: "queues", Channel: "orders.#", Send: []string{"apps", "admins"}, Browse: []string{"apps", "admins"}, Manage: []string{"apps", "admins"}, Create: []string{"apps", "admins"}},
+	}}
+	for name, role := range map[string]string{"admin": "admins", "app": "apps"} {
+		requireNoError(t, f.AddUser(name, nil, []string{role}))
+		h, err := bcrypt.GenerateFromPassword([]byte(name+"-pw"), bcrypt.MinCost)
+		requireNoError(t, err)
+		f.Users[name].Password = string(h)
+	}
+	path := filepath.Join(t.TempDir(), "users.yml")
+	requireNoError(t, f.Save(path))
+	base := monitorURL(t, func(c *config.Config) { c.Security.UsersFile = path })
+	c := httpClient(t)
+	as := func(user string) []string {
+		req, _ := http.NewRequest("GET", "/", nil)
+		req.SetBasicAuth(user, user+"-pw")
+		return []string{"Authorization", req.Header.Get("Authorization")}
+	}
+	for _, d := range []string{"/queue/payroll", "/queue/orders.eu"} {
+		r := call(t, c, "POST", base+admin.PathQueues+"?destination="+d, "", as("admin")...)
+		requireEqual(t, r.status, http.StatusCreated, "admin creates "+d)
+	}
+	// app acts on orders.# and on nothing else.
+	for _, req := range []struct {
+		method, path string
+		want         int
+	}{
+		{"GET", admin.PathQueuesMessages + "?destination=/queue/payroll", http.StatusForbidden},
+		{"POST", admin.PathQueuesPurge + "?destination=/queue/payroll", http.StatusForbidden},
+		{"POST", admin.PathQueuesPause + "?destination=/queue/payroll", http.StatusForbidden},
+		{"POST", admin.PathQueuesResume + "?destination=/queue/payroll", http.StatusForbidden},
+		{"POST", admin.PathQueuesRingSize + "?destination=/queue/payroll&size=5", http.StatusForbidden},
+		{"POST", admin.PathQueuesRedrive + "?destination=/queue/payroll", http.StatusForbidden},
+		{"DELETE", admin.PathQueues + "?destination=/queue/payroll&force=true", http.StatusForbidden},
+		{"POST", admin.PathQueues + "?destination=/queue/salaries", http.StatusForbidden},
+		{"DELETE", admin.PathDurableSubscriptions + "?destination=/events-store/payroll&name=d1", http.StatusForbidden},
+		{"GET", admin.PathConnections, http.StatusForbidden},
+		{"POST", admin.PathUsersReload, http.StatusForbidden},
+		{"GET", admin.PathMetrics, http.StatusForbidden},
+		{"GET", admin.PathQueuesMessages + "?destination=/queue/orders.eu", http.StatusOK},
+		{"POST", admin.PathQueuesPause + "?destination=/queue/orders.eu", http.StatusOK},
+		{"POST", admin.PathQueuesPurge + "?destination=/queue/orders.eu", http.StatusOK},
+	} {
+		r := call(t, c, req.method, base+req.path, "", as("app")...)
+		requireEqual(t, r.status, req.want, "app "+req.method+" "+req.path)
+		if req.want == http.StatusForbidden {
+			requireEqual(t, r.errorBody(t).Code, admin.CodeForbidden, "code of "+req.path)
+		}
+	}
+	// Listings keep only what app may browse.
+	var ql admin.QueueList
+	call(t, c, "GET", base+admin.PathQueues, "", as("app")...).decode(t, &ql)
+	requireEqual(t, len(ql.Queues), 1, "queues app sees")
+	requireEqual(t, ql.Queues[0].Destination, "/queue/orders/eu", "queue app sees")
+	var snap admin.Snapshot
+	call(t, c, "GET", base+admin.PathSnapshot, "", as("app")...).decode(t, &snap)
+	requireEqual(t, len(snap.Queues), 1, "snapshot queues app sees")
+	call(t, c, "GET", base+admin.PathQueues, "", as("admin")...).decode(t, &ql)
+	requireEqual(t, len(ql.Queues), 2, "queues admin sees")
+	for _, p := range []string{admin.PathConnections, admin.PathMetrics} {
+		requireEqual(t, call(t, c, "GET", base+p, "", as("admin")...).status, http.StatusOK, "admin GET "+p)
+	}
+}

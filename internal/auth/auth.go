@@ -90,6 +90,9 @@ type Options struct {
 	Path string
 	// Logger receives failures (with the remote address, never the passcode) and reloads.
 	Logger *slog.Logger
+	// OnReload, when set, runs after every successful Reload, once the new snapshot is in
+	// force (the broker closes what the new file no longer allows).
+	OnReload func()
 }
 
 // Authority authenticates users and authorizes their operations. Safe for concurrent use.
@@ -98,6 +101,8 @@ type Authority struct {
 	log  *slog.Logger
 	snap atomic.Pointer[snapshot]
 	mu   sync.Mutex // serialises Reload
+	// onReload is Options.OnReload (run with mu held, so reloads apply in order).
+	onReload func()
 
 	// Failures counts refused authentications per Reason.
 	Failures [numReasons]atomic.Uint64
@@ -112,11 +117,16 @@ type snapshot struct {
 	certUsers map[string]string // certificate name → user
 	anonymous string
 	rules     []rule // most specific first
+	quotas    Quotas
 	cache     *decisionCache
 	// verified remembers, per user, a hash of the last passcode bcrypt accepted, so that
 	// reconnect storms do not burn a bcrypt check each (reset by every reload).
 	verified sync.Map // user → [32]byte
 }
+
+// MaxPasswordBytes is the longest password: bcrypt's input limit. Longer ones are refused
+// when set (ErrWeakPassword) and at login (issue #29).
+const MaxPasswordBytes = 72
 
 // OpenUser is the principal of an anonymous loopback connection in open mode (no users file).
 const OpenUser = "anonymous"
@@ -124,7 +134,7 @@ const OpenUser = "anonymous"
 // New loads the users file at o.Path (or selects open mode when it is empty). Errors: those
 // of Load (a missing or invalid file).
 func New(o Options) (*Authority, error) {
-	a := &Authority{path: o.Path, log: o.Logger}
+	a := &Authority{path: o.Path, log: o.Logger, onReload: o.OnReload}
 	if a.log == nil {
 		a.log = slog.New(slog.DiscardHandler)
 	}
@@ -132,7 +142,7 @@ func New(o Options) (*Authority, error) {
 		a.snap.Store(&snapshot{open: true, cache: newDecisionCache()})
 		return a, nil
 	}
-	s, err := loadSnapshot(o.Path)
+	s, err := a.loadSnapshot(o.Path)
 	if err != nil {
 		return nil, err
 	}
@@ -154,7 +164,7 @@ func (a *Authority) Reload() error {
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	s, err := loadSnapshot(a.path)
+	s, err := a.loadSnapshot(a.path)
 	if err != nil {
 		a.log.Error("users file not reloaded; the previous users and permissions stay in force", "path", a.path, "err", err)
 		return err
@@ -162,22 +172,33 @@ func (a *Authority) Reload() error {
 	a.snap.Store(s)
 	a.Reloads.Add(1)
 	a.log.Info("users file reloaded", "path", a.path, "users", len(s.users), "permissions", len(s.rules))
+	if a.onReload != nil {
+		a.onReload()
+	}
 	return nil
 }
 
-func loadSnapshot(path string) (*snapshot, error) {
+// loadSnapshot reads the users file and warns about every user no rule grants anything
+// (issue #31: such a user logs in and can do nothing, which is rarely what was meant).
+func (a *Authority) loadSnapshot(path string) (*snapshot, error) {
 	f, err := Load(path)
 	if err != nil {
 		return nil, err
+	}
+	for _, name := range f.Unpermitted() {
+		a.log.Warn("user has no permission: it can log in but do nothing; grant some with `titan user grant NAME 'DEST-PATTERN:perm,perm'`",
+			"user", name, "path", path)
 	}
 	return newSnapshot(f), nil
 }
 
 func newSnapshot(f *File) *snapshot {
-	s := &snapshot{users: f.Users, certUsers: map[string]string{}, anonymous: f.Anonymous, cache: newDecisionCache()}
+	s := &snapshot{users: f.Users, certUsers: map[string]string{}, anonymous: f.Anonymous, cache: newDecisionCache(), quotas: f.Quotas}
 	for name, u := range f.Users {
 		for _, c := range u.Certificates {
-			s.certUsers[c] = name
+			if kind, value, err := parseCertIdentity(c); err == nil { // Validate refused others
+				s.certUsers[certKey(kind, value)] = name
+			}
 		}
 	}
 	for i, r := range f.Permissions {
@@ -197,9 +218,11 @@ var dummyHash = sync.OnceValue(func() []byte {
 	return h
 })
 
-// Authenticate maps credentials to a user name. A verified client certificate wins: its
-// subject CN or one of its SANs (DNS, e-mail, URI) must equal a user name or be listed in a
-// user's certificates, and a login header, when sent, must name that same user. Otherwise a
+// Authenticate maps credentials to a user name. A verified client certificate one of the
+// users file's typed certificate identities maps (see CertDN) logs in as that user, and a
+// login header, when sent, must name that same user; a certificate no entry maps, with no
+// login header, is refused. Otherwise (certificate login is off while no user lists a
+// certificate identity) a
 // login with its passcode is checked against the bcrypt hash, and no login selects the
 // anonymous user when one is configured. In open mode loopback peers are OpenUser and
 // everyone else is refused. Errors: ErrAccessRefused (ReasonOf tells why); each is counted in
@@ -231,12 +254,16 @@ func (s *snapshot) authenticate(c Credentials) (string, Reason, bool) {
 		}
 		return "", ReasonNotLoopback, false
 	}
-	if len(c.Certificates) > 0 {
+	if len(c.Certificates) > 0 && len(s.certUsers) > 0 {
 		u, ok := s.certUser(c.Certificates[0])
-		if !ok || (c.Login != "" && c.Login != u) {
+		switch {
+		case ok && (c.Login == "" || c.Login == u):
+			return u, 0, true
+		case ok || c.Login == "":
 			return "", ReasonCertificate, false
 		}
-		return u, 0, true
+		// A certificate no entry maps: it authenticated the channel only; the login
+		// and passcode below decide.
 	}
 	if c.Login == "" {
 		if s.anonymous == "" {
@@ -245,7 +272,9 @@ func (s *snapshot) authenticate(c Credentials) (string, Reason, bool) {
 		return s.anonymous, 0, true
 	}
 	u, ok := s.users[c.Login]
-	if !ok || u.Password == "" {
+	// bcrypt reads 72 bytes and ignores the rest: a longer passcode would log in with any
+	// suffix of a 72-byte password. No hash is made of one (HashPassword), so none matches.
+	if !ok || u.Password == "" || len(c.Passcode) > MaxPasswordBytes {
 		_ = bcrypt.CompareHashAndPassword(dummyHash(), []byte(c.Passcode)) // same time either way
 		return "", ReasonBadCredentials, false
 	}
@@ -262,23 +291,12 @@ func (s *snapshot) authenticate(c Credentials) (string, Reason, bool) {
 	return c.Login, 0, true
 }
 
-// certUser maps a verified leaf certificate to a user: the subject CN first, then each SAN.
+// certUser maps a verified leaf certificate to a user through the file's typed certificate
+// identities (see CertDN); the subject DN is tried first, then the CN, then each SAN.
 func (s *snapshot) certUser(cert *x509.Certificate) (string, bool) {
-	names := []string{cert.Subject.CommonName}
-	names = append(names, cert.DNSNames...)
-	names = append(names, cert.EmailAddresses...)
-	for _, u := range cert.URIs {
-		names = append(names, u.String())
-	}
-	for _, n := range names {
-		if n == "" {
-			continue
-		}
-		if u, ok := s.certUsers[n]; ok {
+	for _, k := range certIdentities(cert) {
+		if u, ok := s.certUsers[k]; ok {
 			return u, true
-		}
-		if _, ok := s.users[n]; ok {
-			return n, true
 		}
 	}
 	return "", false
@@ -375,6 +393,16 @@ func (a *Authority) Has(user string, perm Permission) bool {
 	return false
 }
 
+// HasUser reports whether the current snapshot holds user (always true in open mode).
+func (a *Authority) HasUser(user string) bool {
+	s := a.snap.Load()
+	if s.open {
+		return true
+	}
+	_, ok := s.users[user]
+	return ok
+}
+
 // Users returns the number of users in the current snapshot.
 func (a *Authority) Users() int { return len(a.snap.Load().users) }
 
@@ -384,4 +412,33 @@ func (a *Authority) String() string {
 		return "open (no users file: anonymous from loopback only)"
 	}
 	return fmt.Sprintf("users file %s", a.path)
+}
+
+// Operator returns user's broker-wide rights: what the catch-all rule (any group, any
+// pattern, channel "#") grants to the user's roles. The monitor API requires them for what
+// names no destination — listing and closing connections, reloading the users file, the
+// cluster's membership, /metrics — so a rule on some channels never reaches those. When the
+// file declares several catch-all rules, the first one counts (as for any destination that
+// only they match). In open mode it is All.
+func (a *Authority) Operator(user string) Permission {
+	s := a.snap.Load()
+	if s.open {
+		return All
+	}
+	u, ok := s.users[user]
+	if !ok {
+		return 0
+	}
+	for i := range s.rules {
+		r := &s.rules[i]
+		if r.group != "" || r.pattern != 0 || len(r.channel) != 1 || r.channel[0] != "#" {
+			continue
+		}
+		var p Permission
+		for _, role := range u.Roles {
+			p |= r.grants[role]
+		}
+		return p
+	}
+	return 0
 }

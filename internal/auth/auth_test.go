@@ -151,7 +151,16 @@ func (s stringAddr) Network() string { return "websocket" }
 func (s stringAddr) String() string  { return string(s) }
 
 func TestAuthenticateCertificate(t *testing.T) {
-	f := &File{Users: map[string]*User{"app1": {Roles: []string{"apps"}}, "svc": {Roles: []string{"apps"}, Certificates: []string{"svc.example.com"}}}}
+	admin, err := HashPassword([]byte("admin-pw"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &File{Users: map[string]*User{
+		"admin": {Password: admin, Roles: []string{"admins"}},
+		"app1":  {Roles: []string{"apps"}, Certificates: []string{"cn:app1.example.com"}},
+		"svc":   {Roles: []string{"apps"}, Certificates: []string{"dns:svc.example.com", "email:svc@example.com"}},
+		"ops":   {Roles: []string{"apps"}, Certificates: []string{"dn:CN=ops,O=Example"}},
+	}}
 	path := filepath.Join(t.TempDir(), "users.yml")
 	if err := f.Save(path); err != nil {
 		t.Fatal(err)
@@ -160,20 +169,46 @@ func TestAuthenticateCertificate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cn := &x509.Certificate{Subject: pkix.Name{CommonName: "app1"}}
-	san := &x509.Certificate{Subject: pkix.Name{CommonName: "unknown"}, DNSNames: []string{"svc.example.com"}}
-	stranger := &x509.Certificate{Subject: pkix.Name{CommonName: "stranger"}}
-	if u, err := a.Authenticate(Credentials{Certificates: []*x509.Certificate{cn}}); err != nil || u != "app1" {
-		t.Fatalf("CN: %q %v", u, err)
+	cert := func(cn string, org []string, dns, email []string) []*x509.Certificate {
+		return []*x509.Certificate{{Subject: pkix.Name{CommonName: cn, Organization: org}, DNSNames: dns, EmailAddresses: email}}
 	}
-	if u, err := a.Authenticate(Credentials{Certificates: []*x509.Certificate{san}}); err != nil || u != "svc" {
-		t.Fatalf("SAN: %q %v", u, err)
+	for _, tc := range []struct {
+		name  string
+		creds Credentials
+		want  string // "" refused
+	}{
+		{"typed CN", Credentials{Certificates: cert("app1.example.com", nil, nil, nil)}, "app1"},
+		{"typed DNS SAN", Credentials{Certificates: cert("x", nil, []string{"SVC.example.com"}, nil)}, "svc"},
+		{"typed e-mail SAN", Credentials{Certificates: cert("x", nil, nil, []string{"svc@example.com"})}, "svc"},
+		{"typed DN", Credentials{Certificates: cert("ops", []string{"Example"}, nil, nil)}, "ops"},
+		// Spoofing: a CN or SAN equal to a user name is nobody.
+		{"CN equal to a user name", Credentials{Certificates: cert("admin", nil, nil, nil)}, ""},
+		{"e-mail SAN equal to a user name", Credentials{Certificates: cert("someone.example.com", nil, nil, []string{"admin"})}, ""},
+		{"DNS SAN equal to a user name", Credentials{Certificates: cert("someone.example.com", nil, []string{"admin"}, nil)}, ""},
+		{"the CN of a DN mapping alone", Credentials{Certificates: cert("ops", nil, nil, nil)}, ""},
+		{"a CN value as a DNS SAN", Credentials{Certificates: cert("x", nil, []string{"app1.example.com"}, nil)}, ""},
+		{"login naming another user", Credentials{Login: "admin", Passcode: "admin-pw", Certificates: cert("app1.example.com", nil, nil, nil)}, ""},
+		// An unmapped certificate authenticated the channel only: the password decides.
+		{"unmapped certificate with a password", Credentials{Login: "admin", Passcode: "admin-pw", Certificates: cert("someone", nil, nil, []string{"admin"})}, "admin"},
+		{"unmapped certificate with a wrong password", Credentials{Login: "admin", Passcode: "nope", Certificates: cert("someone", nil, nil, []string{"admin"})}, ""},
+	} {
+		u, err := a.Authenticate(tc.creds)
+		if u != tc.want || (tc.want == "") != (err != nil) {
+			t.Errorf("%s: user %q err %v, want %q", tc.name, u, err, tc.want)
+		}
 	}
-	if _, err := a.Authenticate(Credentials{Certificates: []*x509.Certificate{stranger}}); err == nil {
-		t.Fatal("unknown certificate accepted")
+}
+
+func TestCertificateIdentitiesMustBeTyped(t *testing.T) {
+	for _, bad := range []string{"app1.example.com", "cn:", "san:x", "dns:"} {
+		_, err := Parse([]byte("users:\n  app1: {certificates: [\"" + bad + "\"]}\n"))
+		if !errors.Is(err, ErrInvalidFile) {
+			t.Errorf("certificate identity %q accepted", bad)
+		}
 	}
-	if _, err := a.Authenticate(Credentials{Login: "svc", Certificates: []*x509.Certificate{cn}}); err == nil {
-		t.Fatal("login naming another user than the certificate accepted")
+	_, err := Parse([]byte("users:\n  a: {certificates: [\"cn:x\"]}\n  b: {certificates: [\"CN:x\"]}\n"))
+	if !errors.Is(err, ErrInvalidFile) {
+		t.Error("one identity mapped to two users accepted")
 	}
 }
 
@@ -328,5 +363,33 @@ func BenchmarkAllowedUncached(b *testing.B) {
 		if s.decide("app", "default", dest.PatternQueues, "orders.eu.retail")&Send == 0 {
 			b.Fatal("denied")
 		}
+	}
+}
+
+// bcrypt ignores bytes after the 72nd: a passcode longer than that never logs in, even when
+// its first 72 bytes are the password.
+func TestPasscodeOver72BytesRefused(t *testing.T) {
+	pw := strings.Repeat("p", MaxPasswordBytes)
+	h, err := bcrypt.GenerateFromPassword([]byte(pw), bcrypt.MinCost)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &File{Users: map[string]*User{"u": {Password: string(h), Roles: []string{"r"}}}}
+	path := filepath.Join(t.TempDir(), "users.yml")
+	if err := f.Save(path); err != nil {
+		t.Fatal(err)
+	}
+	a, err := New(Options{Path: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Authenticate(Credentials{Login: "u", Passcode: pw}); err != nil {
+		t.Fatalf("the 72-byte password: %v", err)
+	}
+	if _, err := a.Authenticate(Credentials{Login: "u", Passcode: pw + "anything"}); err == nil {
+		t.Fatal("a passcode over 72 bytes logged in")
+	}
+	if _, err := HashPassword([]byte(pw + "x")); err == nil {
+		t.Fatal("a 73-byte password hashed")
 	}
 }

@@ -22,7 +22,7 @@ const BcryptCost = bcrypt.DefaultCost
 //
 //	users:
 //	  alice: {password: "$2a$10$...", roles: [admins]}
-//	  app1: {roles: [apps], certificates: [app1.example.com]}   # certificate login only
+//	  app1: {roles: [apps], certificates: ["cn:app1.example.com"]}   # certificate login only
 //	  guest: {roles: [guests]}
 //	anonymous: guest            # CONNECT without login is guest; omit to refuse it
 //	permissions:
@@ -36,7 +36,9 @@ type File struct {
 	// Anonymous names the user a CONNECT without a login header becomes ("" refuses it).
 	Anonymous string `yaml:"anonymous,omitempty"`
 	// Permissions are the security settings; the most specific match wins (see Rule).
-	Permissions []Rule `yaml:"permissions"`
+	Permissions []Rule `yaml:"permissions,omitempty"`
+	// Quotas are per-user and per-role limits (see Quota).
+	Quotas Quotas `yaml:"quotas,omitempty"`
 }
 
 // User is one users-file entry.
@@ -45,8 +47,10 @@ type User struct {
 	Password string `yaml:"password,omitempty"`
 	// Roles are the groups of users the permissions grant to.
 	Roles []string `yaml:"roles,omitempty,flow"`
-	// Certificates are the client-certificate subject CNs or SANs (DNS, e-mail, URI) that log
-	// in as this user; a certificate whose CN or a SAN equals the user name does too.
+	// Certificates are the verified client-certificate identities that log in as this user,
+	// each typed by its field: "dn:SUBJECT-DN", "cn:NAME", "dns:NAME", "email:ADDRESS",
+	// "uri:URI" or "ip:ADDRESS" (see CertDN...). Nothing else maps a certificate to a user:
+	// with no entry in the file, certificate login is off. One identity names one user.
 	Certificates []string `yaml:"certificates,omitempty,flow"`
 }
 
@@ -94,13 +98,27 @@ func LoadOrEmpty(path string) (*File, error) {
 // Validate returns every problem at once, wrapped in ErrInvalidFile, or nil.
 func (f *File) Validate() error {
 	var errs []error
-	for name, u := range f.Users {
+	certOwners := map[string]string{}
+	for _, name := range f.Names() {
+		u := f.Users[name]
 		if !ValidUserName(name) {
 			errs = append(errs, fmt.Errorf("users.%s: a user name is 1 to 128 bytes without control characters, ':' or spaces", name))
 		}
 		if u == nil {
 			f.Users[name] = &User{}
 			continue
+		}
+		for _, c := range u.Certificates {
+			kind, value, err := parseCertIdentity(c)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("users.%s.certificates: %v", name, err))
+				continue
+			}
+			k := certKey(kind, value)
+			if other, dup := certOwners[k]; dup && other != name {
+				errs = append(errs, fmt.Errorf("users.%s.certificates: %s already maps to user %s", name, c, other))
+			}
+			certOwners[k] = name
 		}
 		if u.Password != "" {
 			if _, err := bcrypt.Cost([]byte(u.Password)); err != nil {
@@ -113,6 +131,7 @@ func (f *File) Validate() error {
 			errs = append(errs, fmt.Errorf("anonymous: %q is not a user in this file", f.Anonymous))
 		}
 	}
+	errs = append(errs, f.Quotas.validate()...)
 	for i, r := range f.Permissions {
 		if _, err := compileRule(r, i); err != nil {
 			errs = append(errs, fmt.Errorf("permissions[%d]: %v", i, err))
@@ -140,7 +159,7 @@ func ValidUserName(name string) bool {
 
 // HashPassword returns the bcrypt hash of password. Errors: ErrWeakPassword.
 func HashPassword(password []byte) (string, error) {
-	if len(password) == 0 || len(password) > 72 {
+	if len(password) == 0 || len(password) > MaxPasswordBytes {
 		return "", ErrWeakPassword
 	}
 	h, err := bcrypt.GenerateFromPassword(password, BcryptCost)

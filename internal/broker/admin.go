@@ -71,7 +71,7 @@ func (a *adminServer) shutdown(ctx context.Context) { _ = a.srv.Shutdown(ctx) }
 // Each call returns a new, independent value; it is cheap. Stages in Options.SendStages that
 // are also prometheus.Collectors (such as metrics.DestinationStage) are served on /metrics.
 func (b *Broker) Admin() *admin.Admin {
-	extra := []prometheus.Collector{newAuthCollector(b.sec), metrics.NewLogCollector(adminSource{b}.logStats), newDurableCollector(b), newLargeFrameCollector(b), newAdmissionCollector(b)}
+	extra := []prometheus.Collector{newAuthCollector(b, b.sec), metrics.NewLogCollector(adminSource{b}.logStats), newDurableCollector(b), newLargeFrameCollector(b), newAdmissionCollector(b)}
 	extra = append(extra, b.inst.Collectors()...)
 	extra = append(extra, metrics.TrafficCollectors(b.traffic.In.Load, b.traffic.Out.Load)...)
 	for _, s := range b.opts.SendStages {

@@ -86,13 +86,17 @@ type Broker struct {
 	started  bool
 	servers  []*server
 	sessions map[*session.Session]*delivery.Conn // connected sessions → their delivery side once CONNECTED (nil before; operator views)
-	inst     *metrics.Instruments                // latency histograms, served on /metrics
-	traffic  session.Traffic                     // bytes read from and written to clients
-	admin    *adminServer
-	store    store.Store
-	durable  *durable.Log
-	dedup    *dedup.Cache // duplicate detection (the router's duplicate stage)
-	sec      *security    // users and permissions (security.go)
+	// userConns counts each user's admitted connections (connections quota); guarded by mu.
+	userConns map[string]int
+	// counted are the sessions userConns counts (released once at close); guarded by mu.
+	counted map[*session.Session]string
+	inst    *metrics.Instruments // latency histograms, served on /metrics
+	traffic session.Traffic      // bytes read from and written to clients
+	admin   *adminServer
+	store   store.Store
+	durable *durable.Log
+	dedup   *dedup.Cache // duplicate detection (the router's duplicate stage)
+	sec     *security    // users and permissions (security.go)
 
 	startTime time.Time
 	stop      chan struct{} // closed when shutdown begins
@@ -103,6 +107,8 @@ type Broker struct {
 	// Connections counts accepted connections; Closed counts closes per reason.
 	Connections atomic.Uint64
 	Closed      [16]atomic.Uint64
+	// QuotaRefused counts frames refused by a per-user quota, by quota (quota.go).
+	QuotaRefused [numQuotas]atomic.Uint64
 }
 
 type server struct {
@@ -120,7 +126,8 @@ func New(cfg config.Config, opts Options) (*Broker, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	b := &Broker{cfg: cfg, opts: opts, log: opts.Logger, sessions: make(map[*session.Session]*delivery.Conn), stop: make(chan struct{})}
+	b := &Broker{cfg: cfg, opts: opts, log: opts.Logger, sessions: make(map[*session.Session]*delivery.Conn), stop: make(chan struct{}),
+		userConns: map[string]int{}, counted: map[*session.Session]string{}}
 	stamp := opts.Clock // the time of per-message timestamps
 	if opts.Clock == nil {
 		b.coarse = new(clock.Coarse)
@@ -400,6 +407,9 @@ func (b *Broker) Start() error {
 		sopts.Traffic = &b.traffic
 		servers = append(servers, &server{cfg: sc, ln: ln, sopts: sopts})
 	}
+	if err := checkMonitorToken(b.cfg.Monitor); err != nil {
+		return fail(err)
+	}
 	if err := checkMonitorExposure(b.cfg, b.sec.auth.Open()); err != nil {
 		return fail(err)
 	}
@@ -476,6 +486,7 @@ func (b *Broker) serveConn(s *server, c net.Conn) {
 	sess.Serve()
 	b.mu.Lock()
 	delete(b.sessions, sess)
+	b.releaseUserLocked(sess)
 	b.mu.Unlock()
 	if r := int(sess.Reason()); r < len(b.Closed) {
 		b.Closed[r].Add(1)
@@ -486,6 +497,9 @@ func (b *Broker) serveConn(s *server, c net.Conn) {
 type handler struct{ b *Broker }
 
 func (h handler) Connect(s *session.Session, _ *frame.Frame) (session.Link, *frame.ProtocolError) {
+	if pe := h.b.admitUser(s); pe != nil {
+		return nil, pe
+	}
 	rc := h.b.router.Open(s)
 	s.OnDrain(rc.Delivery.Resume)
 	h.b.mu.Lock()

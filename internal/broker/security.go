@@ -22,7 +22,9 @@ type security struct {
 }
 
 func newSecurity(b *Broker) (*security, error) {
-	a, err := auth.New(auth.Options{Path: b.cfg.Security.UsersFile, Logger: b.log.With("component", "auth")})
+	var a *auth.Authority
+	a, err := auth.New(auth.Options{Path: b.cfg.Security.UsersFile, Logger: b.log.With("component", "auth"),
+		OnReload: func() { b.revoke(a) }})
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("broker: security: %w (create it with `titan user add NAME --users %s`)", err, b.cfg.Security.UsersFile)
 	}
@@ -46,8 +48,10 @@ func newSecurity(b *Broker) (*security, error) {
 // Auth returns the broker's users and permissions (Reload re-reads the users file).
 func (b *Broker) Auth() *auth.Authority { return b.sec.auth }
 
-// ReloadUsers re-reads the users file (SIGHUP, the monitor API): existing connections stay
-// open and their next frames are checked against the new users and permissions.
+// ReloadUsers re-reads the users file (SIGHUP, the monitor API): the next frames of existing
+// connections are checked against the new users and permissions, and connections whose user
+// was removed, or whose queue or events-store subscription lost its consume permission, get
+// "ERROR message:access revoked" and are closed (see revoke).
 func (b *Broker) ReloadUsers() error { return b.sec.auth.Reload() }
 
 // sessionAuth adapts the Authority to the session's Authenticator port.
@@ -106,6 +110,8 @@ func listenerTLS(what string, t config.TLS) (*tls.Config, error) {
 
 // authCollector serves the authentication failure counters on /metrics.
 type authCollector struct {
+	b       *Broker
+	quota   *prometheus.Desc
 	a       *auth.Authority
 	stage   *auth.Stage
 	fail    *prometheus.Desc
@@ -113,9 +119,10 @@ type authCollector struct {
 	reloads *prometheus.Desc
 }
 
-func newAuthCollector(s *security) *authCollector {
+func newAuthCollector(b *Broker, s *security) *authCollector {
 	return &authCollector{
-		a: s.auth, stage: s.stage,
+		b: b, a: s.auth, stage: s.stage,
+		quota:   prometheus.NewDesc("titan_quota_refused_total", "Frames refused by a per-user quota of the users file, by quota.", []string{"quota"}, nil),
 		fail:    prometheus.NewDesc("titan_auth_failures_total", "Refused CONNECT authentications, by reason.", []string{"reason"}, nil),
 		refused: prometheus.NewDesc("titan_auth_refused_frames_total", "SEND and SUBSCRIBE frames refused by authorization.", nil, nil),
 		reloads: prometheus.NewDesc("titan_auth_reloads_total", "Successful reloads of the users file.", nil, nil),
@@ -127,6 +134,7 @@ func (c *authCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.fail
 	ch <- c.refused
 	ch <- c.reloads
+	ch <- c.quota
 }
 
 // Collect implements prometheus.Collector.
@@ -140,6 +148,9 @@ func (c *authCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	ch <- prometheus.MustNewConstMetric(c.refused, prometheus.CounterValue, float64(refused))
 	ch <- prometheus.MustNewConstMetric(c.reloads, prometheus.CounterValue, float64(c.a.Reloads.Load()))
+	for q := range c.b.QuotaRefused {
+		ch <- prometheus.MustNewConstMetric(c.quota, prometheus.CounterValue, float64(c.b.QuotaRefused[q].Load()), quotaNames[q])
+	}
 }
 
 // adminUsers adapts the Authority to the monitor API's Users port.
@@ -158,6 +169,22 @@ func (u adminUsers) May(user string, manage bool) bool {
 		return u.a.Has(user, auth.Manage)
 	}
 	return u.a.Has(user, auth.Browse)
+}
+
+func (u adminUsers) MayOn(user string, manage bool, id dest.Identity) bool {
+	need := auth.Browse
+	if manage {
+		need = auth.Manage
+	}
+	return u.a.Allowed(user, id.Group, id.Pattern, id.Channel)&need != 0
+}
+
+func (u adminUsers) Operator(user string, manage bool) bool {
+	need := auth.Browse
+	if manage {
+		need = auth.Manage
+	}
+	return u.a.Operator(user)&need != 0
 }
 
 func (u adminUsers) Reload() (int, error) {
@@ -181,6 +208,19 @@ func monitorHosts(m config.Monitor) []string {
 		hosts = append(hosts, m.Host)
 	}
 	return hosts
+}
+
+// MinMonitorTokenBytes is the shortest monitor bearer token the broker accepts (issue #29:
+// the token is the whole credential and the API answers as fast as it can, so it must not be
+// guessable; 16 bytes of a random token are 96 to 128 bits).
+const MinMonitorTokenBytes = 16
+
+// checkMonitorToken refuses a configured monitor token shorter than MinMonitorTokenBytes.
+func checkMonitorToken(m config.Monitor) error {
+	if m.Token != "" && len(m.Token) < MinMonitorTokenBytes {
+		return fmt.Errorf("broker: titan.monitor.token is %d bytes; it must be at least %d (make one with `openssl rand -base64 24`)", len(m.Token), MinMonitorTokenBytes)
+	}
+	return nil
 }
 
 // checkMonitorExposure refuses to start a monitor API that would listen beyond loopback

@@ -3,6 +3,7 @@ package frame
 import (
 	"errors"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -133,4 +134,16 @@ func Echo(s string) string {
 		cut = MaxEchoBytes // not UTF-8 at all: cut anywhere, Quote escapes the octets
 	}
 	return strconv.Quote(s[:cut]) + "..."
+}
+
+// EchoLine is Echo for a header line, except that the value of a secret header (passcode,
+// STOMP 1.2 CONNECT) is never repeated: "passcode:..." renders as "passcode:" followed by
+// "(value not shown)", so a malformed passcode line reaches neither the ERROR nor the log
+// (issue #29). The name is matched without case: a malformed line is not a header yet.
+func EchoLine(line string) string {
+	name, _, ok := strings.Cut(line, ":")
+	if ok && strings.EqualFold(strings.TrimSpace(name), HdrPasscode) {
+		return Echo(name+":") + " (value not shown)"
+	}
+	return Echo(line)
 }

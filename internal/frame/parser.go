@@ -542,7 +542,7 @@ func (p *Parser) scanHeaders() error {
 		}
 		line := base[ls:le]
 		if bytes.IndexByte(line, '\r') >= 0 {
-			return protoErr(ErrBareCR, "", p.lineName()+" "+Echo(string(line))+" has a CR not followed by LF (an EOL is LF or CR LF)")
+			return protoErr(ErrBareCR, "", p.lineName()+" "+EchoLine(string(line))+" has a CR not followed by LF (an EOL is LF or CR LF)")
 		}
 		if len(line) > p.lim.MaxHeaderLineBytes {
 			return p.lineTooLong(base, ls)
@@ -569,7 +569,7 @@ func (p *Parser) scanHeaders() error {
 		if bytes.IndexByte(line, 0) >= 0 {
 			// A NUL ends a frame; inside a header it would let a publisher forge frames
 			// for every subscriber that receives the header back.
-			return protoErr(ErrMalformedHeader, p.receipt(nil), "header line "+Echo(string(line))+" contains a NUL octet; a NUL ends a frame and cannot appear in a header")
+			return protoErr(ErrMalformedHeader, p.receipt(nil), "header line "+EchoLine(string(line))+" contains a NUL octet; a NUL ends a frame and cannot appear in a header")
 		}
 		if len(p.offs) >= p.lim.MaxHeaders {
 			return protoErr(ErrTooManyHeaders, p.receipt(nil), fmt.Sprintf("the frame has more than %d headers (max-headers)", p.lim.MaxHeaders))
@@ -616,7 +616,7 @@ func (p *Parser) lineName() string {
 func (p *Parser) lineTooLong(base []byte, ls int) *ProtocolError {
 	n := min(len(base)-ls, p.lim.MaxHeaderLineBytes+1, MaxEchoBytes+1)
 	return protoErr(ErrHeaderLineTooLong, p.receipt(nil), fmt.Sprintf(
-		"%s %s is longer than %d octets (max-header-length)", p.lineName(), Echo(string(base[ls:ls+n])), p.lim.MaxHeaderLineBytes))
+		"%s %s is longer than %d octets (max-header-length)", p.lineName(), EchoLine(string(base[ls:ls+n])), p.lim.MaxHeaderLineBytes))
 }
 
 func (p *Parser) sectionTooLarge() *ProtocolError {

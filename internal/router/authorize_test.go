@@ -101,3 +101,51 @@ func TestStoreStageIsLazyOnlyForQueueSendsWithoutReceipt(t *testing.T) {
 		t.Fatalf("stored with an immediate commit: %v, want [receipted log]", st.kick)
 	}
 }
+
+// flipStage refuses SENDs to channel "later" once *refuse is set (a users-file reload in
+// between), recording every check.
+type flipStage struct {
+	refuse *bool
+	seen   *[]string
+}
+
+func (s flipStage) Apply(c *Context) {
+	*s.seen = append(*s.seen, c.Frame.Command.String()+" "+c.Identity.Channel)
+	if *s.refuse && c.Identity.Channel == "later" {
+		c.Err = &frame.ProtocolError{Reason: "access refused", ReceiptID: c.Receipt, Fatal: true}
+	}
+}
+
+// Issue #29: COMMIT authorizes the transaction's SENDs again, so a right withdrawn after
+// the SEND aborts the transaction with nothing stored or published.
+func TestCommitAuthorizesAgain(t *testing.T) {
+	var seen []string
+	refuse := false
+	st := &countingStore{}
+	r, e, c, cl := newTest(Options{Authorize: flipStage{&refuse, &seen}, Store: st})
+	r.Handle(c, fr(frame.CmdBegin, "", "transaction", "t1"))
+	r.Handle(c, fr(frame.CmdSend, "a", "destination", "/queue/open", "transaction", "t1"))
+	r.Handle(c, fr(frame.CmdSend, "b", "destination", "/queue/later", "transaction", "t1"))
+	refuse = true
+	r.Handle(c, fr(frame.CmdCommit, "", "transaction", "t1", "receipt", "c1"))
+	if len(cl.errs) != 1 || cl.errs[0].Reason != "access refused" || cl.errs[0].ReceiptID != "c1" {
+		t.Fatalf("errs %+v", cl.errs)
+	}
+	if st.persisted != 0 || len(e.published) != 0 {
+		t.Fatalf("persisted %d, published %v after a refused COMMIT", st.persisted, e.published)
+	}
+}
+
+// Issue #29: the broker answers a request on its reply-to for the requester, so the
+// requester needs send on the reply-to (and create for a queue it would make).
+func TestRequestReplyToIsAuthorized(t *testing.T) {
+	var seen []string
+	r, _, c, cl := newTest(Options{Authorize: refuseStage{&seen}})
+	r.Handle(c, fr(frame.CmdSend, "req", "destination", "/command/do", "reply-to", "/queue/secret", "receipt", "r1"))
+	if len(cl.errs) != 1 || cl.errs[0].Reason != "access refused" || cl.errs[0].ReceiptID != "r1" {
+		t.Fatalf("errs %+v (Authorize saw %v)", cl.errs, seen)
+	}
+	if len(seen) != 2 || seen[1] != "SEND secret" {
+		t.Fatalf("Authorize saw %v, want the request and then its reply-to", seen)
+	}
+}

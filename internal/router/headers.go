@@ -26,10 +26,17 @@ func machinery(key string) bool {
 const MetadataHeader = message.MetadataHeader
 
 // reserved reports whether a client may not set the header at all: names starting with
-// "stomp." (reserved metadata) and the metadata header (reference 003, "Spoofing guard").
+// "stomp." (reserved metadata), the metadata header (reference 003, "Spoofing guard") and the
+// dead-letter headers the broker writes ("dlq-" prefix: dlq-original-destination, dlq-reason,
+// dlq-delivery-count; a forged dlq-original-destination would steer an operator's re-drive,
+// issue #29). Every way in (STOMP SEND, HTTP publish, embed) maps its headers here.
 func reserved(key string) bool {
-	return strings.HasPrefix(key, "stomp.") || key == MetadataHeader
+	return strings.HasPrefix(key, "stomp.") || strings.HasPrefix(key, DeadLetterHeaderPrefix) || key == MetadataHeader
 }
+
+// DeadLetterHeaderPrefix starts every header the broker writes on a dead-lettered message;
+// clients cannot set such headers.
+const DeadLetterHeaderPrefix = "dlq-"
 
 // MapIngress appends to dst the headers of a SEND that become message headers: machinery and
 // reserved names removed, first occurrence of each name only (STOMP 1.2, "Repeated Header

@@ -15,7 +15,7 @@ type Publication struct {
 	// Group is the destination group ("" is "default").
 	Group string
 	// Headers are the SEND's headers. Protocol machinery (destination, receipt, transaction,
-	// content-length, group, ...) and reserved names (stomp.*, x-titan-metadata) are
+	// content-length, group, ...) and reserved names (stomp.*, dlq-*, x-titan-metadata) are
 	// dropped by ingress mapping, exactly as for a STOMP SEND.
 	Headers []frame.Header
 	// Native are set after ingress mapping, replacing a header of the same name: the

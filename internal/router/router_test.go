@@ -275,7 +275,8 @@ func TestIngressHeaderMapping(t *testing.T) {
 	r.Handle(c, fr(frame.CmdSend, "b",
 		"destination", "/topic/a", "content-type", "text/plain", "x-trace", "1", "x-trace", "2",
 		"stomp.content-type", "spoof", "x-titan-metadata", "spoof", "message-id", "spoof",
-		"subscription", "spoof", "redelivered", "true", "correlation-id", "c1", "receipt", "r"))
+		"subscription", "spoof", "redelivered", "true", "correlation-id", "c1", "receipt", "r",
+		"dlq-original-destination", "/queue/payroll", "dlq-reason", "spoof", "delivery-count", "9", "sequence", "7"))
 	m := e.msgs[0]
 	got := map[string]string{}
 	for _, h := range m.Headers {

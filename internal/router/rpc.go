@@ -55,6 +55,12 @@ func (s requestStage) Apply(c *Context) {
 		c.fail("invalid reply-to", "reply-to must be a topic, queue or temp-queue destination")
 		return
 	}
+	// The broker writes to reply-to on the requester's behalf (the responder's answer, or its
+	// own executed:false): the requester must be allowed to SEND there, and to create it
+	// when it does not exist (issue #29: no confused deputy).
+	if !s.router.authorizeSend(c, replyTo) {
+		return
+	}
 	opts := &s.router.opts
 	// The answer makes the reply-to queue: it is admitted like a SEND's destination.
 	if port := s.router.ports.Destinations; port != nil && (replyTo.Pattern == dest.PatternQueues || replyTo.Pattern == dest.PatternTempQueue) {

@@ -125,6 +125,9 @@ func (s commitStage) Apply(c *Context) {
 	}
 	delete(c.Conn.txs, name)
 	r := s.router
+	if !s.authorized(c, t) {
+		return // the transaction is aborted: nothing was stored or published
+	}
 	ctxs := make([]Context, len(t.ops))
 	posts := make([][]Stage, len(t.ops))
 	stored := make([]bool, len(t.ops))
@@ -213,6 +216,39 @@ func (s commitStage) Apply(c *Context) {
 	if acks && c.Receipt != "" {
 		syncAcks(c, r.opts.Store) // the COMMIT's RECEIPT covers its acknowledgements
 	}
+}
+
+// authorized runs Options.Authorize again, at COMMIT, for every SEND the transaction holds:
+// a users-file reload between the SEND and the COMMIT that withdrew the right (or removed
+// the user) aborts the whole transaction with the stage's ERROR (issue #29: revocation
+// bites). It reports whether the COMMIT may go on.
+func (s commitStage) authorized(c *Context, t *transaction) bool {
+	for _, op := range t.ops {
+		if op.route != RouteAck && op.route != RouteNack && !s.router.authorizeSend(c, op.identity) {
+			return false
+		}
+	}
+	return true
+}
+
+// authorizeSend runs Options.Authorize for a SEND of c's connection to id — a frame the
+// broker makes for it (a transaction's SEND at COMMIT, the answer to a request's reply-to) —
+// and copies a refusal into c. It reports whether the SEND may go on (true without an
+// Authorize stage).
+func (r *Router) authorizeSend(c *Context, id dest.Identity) bool {
+	auth := r.opts.Authorize
+	if auth == nil {
+		return true
+	}
+	send := frame.Frame{Command: frame.CmdSend}
+	rc := Context{Conn: c.Conn, Frame: &send, Route: c.Route, Identity: id, Receipt: c.Receipt, Replay: c.Replay}
+	rc.Dest.Pattern = id.Pattern
+	auth.Apply(&rc)
+	if rc.Err != nil {
+		c.Err = rc.Err
+		return false
+	}
+	return true
 }
 
 type abortStage struct{}

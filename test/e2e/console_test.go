@@ -32,7 +32,7 @@ import (
 // With TITAN_CONSOLE_SCREENSHOTS=DIR it also writes console-idle.png and console-bench.png
 // (the README's screenshots) there.
 
-const consoleToken = "console-secret"
+const consoleToken = "console-secret-0123456789"
 
 // authCall is opCall with the monitor token.
 func authCall(t *testing.T, b *broker, method, path string, query url.Values, out any) int {

@@ -41,16 +41,18 @@ var securityUsers = []struct {
 	{"producer", "producer-pw", []string{"producers"}},
 	{"consumer", "consumer-pw", []string{"consumers"}},
 	{"watcher", "watcher-pw", []string{"watchers"}},
-	{"app1", "", []string{"apps"}}, // certificate login only
+	{"app1", "", []string{"apps"}}, // certificate login only (certificates: ["cn:app1"])
 }
 
 // securityRules: admins may do everything; producers send to (and create) sec.# queues,
 // consumers consume them; watchers consume prices.# events only; apps use apps.# queues.
 var securityRules = []auth.Rule{
 	{Channel: "#", Send: []string{"admins"}, Consume: []string{"admins"}, Browse: []string{"admins"}, Create: []string{"admins"}, Manage: []string{"admins"}},
-	{Pattern: "queues", Channel: "sec.#", Send: []string{"producers"}, Create: []string{"producers"}, Consume: []string{"consumers"}, Browse: []string{"consumers"}},
-	{Pattern: "events", Channel: "prices.#", Send: []string{"admins"}, Consume: []string{"watchers", "admins"}},
-	{Pattern: "queues", Channel: "apps.#", Send: []string{"apps"}, Consume: []string{"apps"}, Create: []string{"apps"}},
+	// The most specific rule wins, so each narrower rule names admins too (#29: the monitor's
+	// browse and manage are per destination).
+	{Pattern: "queues", Channel: "sec.#", Send: []string{"producers", "admins"}, Create: []string{"producers", "admins"}, Consume: []string{"consumers", "admins"}, Browse: []string{"consumers", "admins"}, Manage: []string{"admins"}},
+	{Pattern: "events", Channel: "prices.#", Send: []string{"admins"}, Consume: []string{"watchers", "admins"}, Browse: []string{"admins"}, Manage: []string{"admins"}},
+	{Pattern: "queues", Channel: "apps.#", Send: []string{"apps", "admins"}, Consume: []string{"apps", "admins"}, Create: []string{"apps", "admins"}, Browse: []string{"admins"}, Manage: []string{"admins"}},
 }
 
 // writeUsersFile writes a users file with securityUsers and rules and returns its path.
@@ -66,6 +68,7 @@ func writeUsersFile(t *testing.T, dir string, rules []auth.Rule) string {
 			f.Users[u.name].Password = string(h)
 		}
 	}
+	f.Users["app1"].Certificates = []string{"cn:app1"} // certificate login is explicit (issue #29)
 	path := filepath.Join(dir, "users.yml")
 	requireNoError(t, f.Save(path), "writing the users file")
 	return path
@@ -412,7 +415,7 @@ func TestSecurityReloadOnSIGHUPAppliesToOpenConnections(t *testing.T) {
 	requireEqual(t, "MESSAGE before", f.command+" "+string(f.body), "watcher delivery before the reload")
 
 	rules := append([]auth.Rule(nil), securityRules...)
-	rules[1].Send = nil                   // producers lose send on sec.#
+	rules[1].Send = []string{"admins"}    // producers lose send on sec.#
 	rules[2].Consume = []string{"admins"} // watchers lose consume on prices.#
 	writeUsersFile(t, filepath.Dir(users), rules)
 	requireNoError(t, b.cmd.Process.Signal(syscall.SIGHUP))
@@ -489,11 +492,11 @@ func TestSecurityMonitorAPI(t *testing.T) {
 		"Host", evil, "Origin", "http://"+evil, "Sec-Fetch-Site", "same-origin"), "foreign Host")
 	requireEqual(t, http.StatusForbidden, monitorCall(t, b, "GET", "/titan/monitor/snapshot", "admin", "admin-pw", "", nil, "Host", evil), "foreign Host read")
 
-	r := titanCLI(t, b, "--user", "consumer", "--password", "consumer-pw", "queue", "delete", "/queue/sec.m")
+	r := titanCLI(t, b, "--user", "consumer", "--password-file", secretFile(t, "consumer-pw"), "queue", "delete", "/queue/sec.m")
 	if r.code == 0 || !strings.Contains(r.stderr, "lacks the manage permission") {
 		t.Fatalf("CLI delete without manage: %s", r)
 	}
-	requireCLIOK(t, b, "--user", "admin", "--password", "admin-pw", "queue", "delete", "/queue/sec.m")
+	requireCLIOK(t, b, "--user", "admin", "--password-file", secretFile(t, "admin-pw"), "queue", "delete", "/queue/sec.m")
 }
 
 // The quick start: with no users file and no monitor host configured, the monitor API

@@ -1,0 +1,54 @@
+package broker
+
+import (
+	"strconv"
+
+	"github.com/titan-broker/titan/internal/auth"
+	"github.com/titan-broker/titan/internal/frame"
+	"github.com/titan-broker/titan/internal/session"
+)
+
+// ReasonQuotaExceeded is the message header of the ERROR a frame over a per-user quota
+// gets; the body names the quota (issue #29).
+const ReasonQuotaExceeded = "quota exceeded"
+
+// admitUser counts s against its user's connections quota (auth.Authority.ConnectionLimit)
+// and returns the ERROR naming the quota when the user already holds that many. A counted
+// session is released by releaseUserLocked when it ends.
+func (b *Broker) admitUser(s *session.Session) *frame.ProtocolError {
+	user := s.Principal()
+	if user == "" || b.sec == nil {
+		return nil
+	}
+	limit := b.sec.auth.ConnectionLimit(user)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if limit > 0 && b.userConns[user] >= limit {
+		b.QuotaRefused[quotaConnections].Add(1)
+		return &frame.ProtocolError{Reason: ReasonQuotaExceeded, Fatal: true,
+			Detail: "user " + user + " holds its maximum of " + strconv.Itoa(limit) + " connections (quota " + auth.QuotaConnections + " in the users file)"}
+	}
+	b.userConns[user]++
+	b.counted[s] = user
+	return nil
+}
+
+// releaseUserLocked gives back s's place in its user's connections quota. b.mu must be held.
+func (b *Broker) releaseUserLocked(s *session.Session) {
+	user, ok := b.counted[s]
+	if !ok {
+		return
+	}
+	delete(b.counted, s)
+	if b.userConns[user]--; b.userConns[user] <= 0 {
+		delete(b.userConns, user)
+	}
+}
+
+// Quota indexes of Broker.QuotaRefused.
+const (
+	quotaConnections = iota
+	numQuotas
+)
+
+var quotaNames = [numQuotas]string{auth.QuotaConnections}
