@@ -1,6 +1,7 @@
 package router
 
 import (
+	"errors"
 	"strings"
 
 	"github.com/titan-broker/titan/internal/dest"
@@ -160,6 +161,11 @@ func (r *Router) destination(c *Context, parse func(string, dest.Pattern) (dest.
 		return dest.Destination{}, false
 	}
 	d, err := parse(raw, r.opts.DefaultPattern)
+	var xe *dest.ExchangeError
+	if errors.As(err, &xe) {
+		c.failWith("unsupported exchange", "exchange "+frame.Echo(xe.Name)+" is not available: Titan maps /exchange/amq.topic/<routing key> and /exchange/amq.direct/<routing key> (see the migration guide)", err)
+		return dest.Destination{}, false
+	}
 	if err != nil {
 		r.log.Debug("invalid destination", "destination", raw, "err", err)
 		c.fail("invalid destination", destinationRule)
