@@ -388,7 +388,6 @@ func peerSpelling(raw, s string) (p Pattern, rest string, direct, ok bool, err e
 	return p, rest, direct, true, nil
 }
 
-
 // String returns the canonical egress form of d that a MESSAGE carries (DESIGN §2 "Egress
 // destination"): "/" + the primary prefix + "/" + the channel with every '.' turned into '/'
 // ("/topic/orders/eu", also for a destination parsed through an alias), and for a bare

@@ -541,8 +541,8 @@ func TestPeerSpellings(t *testing.T) {
 		{raw: "/exchange/amq.topic/orders.*", filter: true, ok: true, want: Destination{Pattern: PatternEvents, Channel: "orders.*", Wildcard: true}},
 		{raw: "/exchange/amq.topic/orders.#", filter: true, ok: true, want: Destination{Pattern: PatternEvents, Channel: "orders.>", Wildcard: true}},
 		{raw: "/exchange/amq.topic/#", filter: true, ok: true, want: Destination{Pattern: PatternEvents, Channel: ">", Wildcard: true}},
-		{raw: "/exchange/amq.topic/#.eu", filter: true},  // '#' only last
-		{raw: "/exchange/amq.topic/orders.*"},            // no wildcard on SEND
+		{raw: "/exchange/amq.topic/#.eu", filter: true},             // '#' only last
+		{raw: "/exchange/amq.topic/orders.*"},                       // no wildcard on SEND
 		{raw: "/exchange/amq.topic/a.#", ok: true, want: ev("a.#")}, // a SEND's '#' is literal
 		{raw: "/exchange/amq.direct/jobs", ok: true, want: ev("jobs"), egress: "/topic/jobs"},
 		{raw: "/exchange/amq.direct/jobs.*", filter: true}, // direct keys are exact

@@ -44,6 +44,7 @@ func (r *Router) build() {
 	// the authorization stage, so that the identity is known and nothing has been built,
 	// buffered in a transaction, stored or subscribed yet when it decides (DESIGN §8).
 	head := func(prefix ...Stage) []Stage {
+		prefix = append([]Stage{controlStage{}}, prefix...) // the peers' control headers (control.go)
 		if o.Authorize != nil {
 			prefix = append(prefix, o.Authorize)
 		}
@@ -57,9 +58,12 @@ func (r *Router) build() {
 		return []Stage{duplicateStage{port: o.Duplicates, header: o.DuplicateHeader}}
 	}
 	if p.Events != nil {
-		send(RouteSendEvents, dest.PatternEvents, head(group), append(dedupOnly(),
-			responseStage{requests: p.Requests}, publishStage{port: p.Events, store: o.Store})...)
-		subscribe(dest.PatternEvents, append(head(group), sub, attachStage{port: p.Events})...)
+		eff := append(dedupOnly(), responseStage{requests: p.Requests})
+		if a, ok := p.DurableTopics.(interface{ Count() int }); ok && p.Queues != nil {
+			eff = append(eff, durableFeedStage{topics: p.DurableTopics, active: func() bool { return a.Count() > 0 }, queues: p.Queues, store: o.Store})
+		}
+		send(RouteSendEvents, dest.PatternEvents, head(group), append(eff, publishStage{port: p.Events, store: o.Store})...)
+		subscribe(dest.PatternEvents, append(head(group), sub, durableTopicStage{topics: p.DurableTopics, queues: p.Queues}, attachStage{port: p.Events})...)
 	}
 	// limit creates the SEND's destination before the store stage (nothing is stored for
 	// a destination that could not be created), under the broker's and connection's bounds.
@@ -98,7 +102,7 @@ func (r *Router) build() {
 			subscribe(dest.PatternTempQueue, append(head(tempQueueStage{requests: p.Requests, subscribe: true}, ownGroup), sub, attachStage{port: p.TempQueues})...)
 		}
 	}
-	r.table[RouteUnsubscribe][0] = []Stage{unsubscribeStage{deliveries: p.Deliveries}}
+	r.table[RouteUnsubscribe][0] = []Stage{unsubscribeStage{deliveries: p.Deliveries, topics: p.DurableTopics}}
 	r.table[RouteAck][0] = []Stage{tx, ackStage{deliveries: p.Deliveries, store: o.Store}}
 	r.table[RouteNack][0] = []Stage{tx, ackStage{deliveries: p.Deliveries, nack: true, store: o.Store}}
 	r.table[RouteBegin][0] = []Stage{beginStage{max: o.MaxTransactions}}

@@ -71,6 +71,16 @@ func (s messageStage) Apply(c *Context) {
 		}
 		parts.ExpiresMs = ms
 	}
+	if parts.ExpiresMs == 0 { // RabbitMQ's per-message TTLs (controlStage checked them)
+		for _, k := range [...]string{hdrMessageTTL, hdrExpiration} {
+			if v := headerValue(hdrs, k); v != "" {
+				if ms, err := strconv.ParseInt(v, 10, 64); err == nil && ms > 0 {
+					parts.ExpiresMs = now + ms
+					break
+				}
+			}
+		}
+	}
 	if v := headerValue(hdrs, "delay"); v != "" {
 		ms, err := strconv.ParseInt(v, 10, 64)
 		if err != nil || ms < 0 || ms > maxDelayMs {
@@ -333,6 +343,11 @@ func (s subscriptionStage) Apply(c *Context) {
 		return
 	}
 	prefetch := s.opts.DefaultPrefetch
+	if v, ok := f.Get(hdrPrefetchSize); ok { // ActiveMQ's spelling (checked by controlStage)
+		if n, err := strconv.Atoi(v); err == nil && n > 0 {
+			prefetch = min(n, s.opts.MaxPrefetch)
+		}
+	}
 	if v, ok := f.Get("prefetch-count"); ok {
 		n, err := strconv.Atoi(v)
 		if err != nil || n <= 0 {
@@ -392,7 +407,10 @@ func (s attachStage) Apply(c *Context) {
 
 // unsubscribeStage removes a subscription through the delivery bookkeeping, which tells the
 // subscription's own pattern; its unacknowledged queue messages are redelivered.
-type unsubscribeStage struct{ deliveries Deliveries }
+type unsubscribeStage struct {
+	deliveries Deliveries
+	topics     DurableTopics // deletes a durable subscription the UNSUBSCRIBE names (durable.go)
+}
 
 func (s unsubscribeStage) Apply(c *Context) {
 	id, _ := c.Frame.Get(frame.HdrID)
@@ -403,7 +421,11 @@ func (s unsubscribeStage) Apply(c *Context) {
 		}
 		id = c.Frame.Value(frame.HdrDestination)
 	}
-	if err := s.deliveries.Unsubscribe(c.Conn.Delivery, id); err != nil {
+	err := s.deliveries.Unsubscribe(c.Conn.Delivery, id)
+	if deleteDurable(c, s.topics, err == nil) {
+		return
+	}
+	if err != nil {
 		c.fail("unknown subscription", "no active subscription "+frame.Echo(id))
 	}
 }
