@@ -57,7 +57,7 @@ func (s messageStage) Apply(c *Context) {
 	parts := message.Parts{
 		IDPrefix:    s.idPrefix,
 		Group:       c.Identity.Group,
-		Destination: c.Identity.AppendDestination(destBuf[:0]),
+		Destination: egressDestination(destBuf[:0], c.Identity),
 		Headers:     hdrs,
 		Body:        f.Body,
 		TimestampMs: now,
@@ -522,4 +522,13 @@ func headerValue(hs []frame.Header, k string) string {
 		}
 	}
 	return ""
+}
+
+// egressDestination appends the destination a MESSAGE of id carries: the canonical form,
+// except for a temp-queue, whose owner sees the name it used (dest.Identity.OwnerDestination).
+func egressDestination(dst []byte, id dest.Identity) []byte {
+	if id.Pattern == dest.PatternTempQueue {
+		return append(dst, id.OwnerDestination()...)
+	}
+	return id.AppendDestination(dst)
 }
