@@ -290,7 +290,8 @@ func (r *Registry) Delete(k Key) error {
 
 // Feeds calls fn with the queue of every durable subscription whose filter matches the
 // events destination id (same group, same bare-ness, dest.Match on the channel). It costs
-// one atomic load when there are none. fn must not call back into the Registry.
+// one atomic load when there are none. A subscription whose queue an operator deleted is
+// forgotten instead (not recreated by the SEND). fn must not call back into the Registry.
 func (r *Registry) Feeds(id dest.Identity, fn func(queue dest.Identity)) {
 	if r.n.Load() == 0 {
 		return
@@ -298,8 +299,41 @@ func (r *Registry) Feeds(id dest.Identity, fn func(queue dest.Identity)) {
 	r.idxMu.RLock()
 	sl := r.idx[idxKey{id.Group, id.Bare}]
 	r.idxMu.RUnlock()
-	if sl != nil {
-		sl.Match(id.Channel, fn)
+	if sl == nil {
+		return
+	}
+	var gone []dest.Identity
+	sl.Match(id.Channel, func(q dest.Identity) {
+		if _, ok := r.o.Dispatcher.Lookup(q); !ok {
+			gone = append(gone, q) // an operator deleted its queue (titan queue delete)
+			return
+		}
+		fn(q)
+	})
+	for _, q := range gone {
+		r.dropDeleted(q)
+	}
+}
+
+// dropDeleted forgets the subscription whose queue q an operator deleted: deleting a
+// durable subscription's queue deletes the subscription, as in Artemis.
+func (r *Registry) dropDeleted(q dest.Identity) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if _, ok := r.o.Dispatcher.Lookup(q); ok {
+		return // made again meanwhile
+	}
+	for k, s := range r.subs {
+		if s.Queue == q {
+			delete(r.subs, k)
+			if err := r.saveLocked(); err != nil {
+				r.subs[k] = s
+				return
+			}
+			r.indexLocked(s, false)
+			r.n.Store(int64(len(r.subs)))
+			return
+		}
 	}
 }
 
