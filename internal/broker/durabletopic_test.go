@@ -56,6 +56,15 @@ func TestDurableTopicDialects(t *testing.T) {
 			// Deleted: what is published now is kept for nobody.
 			p.SendFrame("SEND", "gone", "destination:"+topic, "receipt:p9")
 			p.Expect(frame.CmdReceipt)
+			c.SendFrame("SUBSCRIBE", "", append([]string{"destination:" + topic, "id:again", "receipt:s3"}, tc.sub...)...)
+			c.Expect(frame.CmdReceipt, "receipt-id:s3")
+			p.SendFrame("SEND", "fresh", "destination:"+topic, "receipt:p10")
+			p.Expect(frame.CmdReceipt)
+			if m := c.Expect(frame.CmdMessage); string(m.Body) != "fresh" {
+				t.Fatalf("re-created subscription got %q first, want fresh", m.Body)
+			}
+			c.SendFrame("UNSUBSCRIBE", "", append([]string{"id:again", "receipt:u4"}, tc.unsub...)...)
+			c.Expect(frame.CmdReceipt, "receipt-id:u4")
 			c.SendFrame("SUBSCRIBE", "", "destination:"+topic, "id:plain", "receipt:s2")
 			c.Expect(frame.CmdReceipt, "receipt-id:s2")
 			c.SendFrame("UNSUBSCRIBE", "", append([]string{"id:plain", "receipt:u2"}, tc.unsub...)...)

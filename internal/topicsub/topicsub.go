@@ -205,7 +205,7 @@ func less(a, b Key) bool {
 }
 
 // Attach returns the queue of the durable subscription k over filter (an events
-// destination), creating it when it does not exist: its queue is made and the registry
+// destination; k and filter are copied, so they may point into a read buffer), creating it when it does not exist: its queue is made and the registry
 // stored before Attach returns, so messages published from then on are kept, across
 // restarts too. A subscription that exists with another filter is moved to the new one
 // (Artemis and RabbitMQ recreate it): its pending messages are dropped. created reports a
@@ -215,6 +215,8 @@ func less(a, b Key) bool {
 // dispatch.ErrDurableSubscriptionInUse (moving one that has consumers), a store error
 // (nothing made).
 func (r *Registry) Attach(k Key, filter dest.Destination) (queue dest.Identity, created bool, err error) {
+	// k's strings may point into a connection's read buffer: the registry keeps copies.
+	k = Key{Group: strings.Clone(k.Group), Owner: strings.Clone(k.Owner), Name: strings.Clone(k.Name)}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if s, ok := r.subs[k]; ok {

@@ -1,6 +1,8 @@
 package topicsub_test
 
 import (
+	"unsafe"
+
 	"errors"
 	"testing"
 
@@ -123,3 +125,20 @@ func BenchmarkFeedsNone(b *testing.B) {
 		r.Feeds(id, fn)
 	}
 }
+
+// TestAttachCopiesKey: the key a SUBSCRIBE names may point into a read buffer that is then
+// reused; the registry keeps its own copy.
+func TestAttachCopiesKey(t *testing.T) {
+	r, _ := newRegistry(t, nil, 0)
+	buf := []byte("client-1 sub-1")
+	k := topicsub.Key{Group: "default", Owner: unsafeString(buf[:8]), Name: unsafeString(buf[9:])}
+	if _, _, err := r.Attach(k, dest.Destination{Pattern: dest.PatternEvents, Channel: "a"}); err != nil {
+		t.Fatal(err)
+	}
+	copy(buf, "XXXXXXXXXXXXXX")
+	if err := r.Delete(topicsub.Key{Group: "default", Owner: "client-1", Name: "sub-1"}); err != nil {
+		t.Fatalf("delete after the buffer was reused: %v", err)
+	}
+}
+
+func unsafeString(b []byte) string { return unsafe.String(&b[0], len(b)) }
