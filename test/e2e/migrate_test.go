@@ -221,3 +221,39 @@ func TestDurableTopicKill9(t *testing.T) {
 	}
 	t.Logf("%d receipted before SIGKILL, 10 after the restart: 0 lost (%d delivered)", before, len(got))
 }
+
+// jsMigrate runs clients/jsmigrate.mjs (stompjs with ActiveMQ's headers, issue 26).
+var jsMigrate = stompClient{
+	name:  "stompjs",
+	short: "js",
+	cmd: func(scenario, args string) (string, []string) {
+		return "node", []string{filepath.Join("clients", "jsmigrate.mjs"), scenario, args}
+	},
+	err: func() error { return nodeErr },
+}
+
+// TestMigrateActiveMQStompJS: a stompjs application with ActiveMQ 5's durable subscription
+// (CONNECT client-id, activemq.subscriptionName, activemq.prefetchSize) over topic://.
+func TestMigrateActiveMQStompJS(t *testing.T) {
+	t.Parallel()
+	b := startBroker(t, yamlConfig(""))
+	var out struct {
+		Bodies            []string `json:"bodies"`
+		Destinations      []string `json:"destinations"`
+		UnsubscribeErrors []string `json:"unsubscribe_errors"`
+		AfterDelete       []string `json:"after_delete"`
+	}
+	jsMigrate.run(t, b, "activemq_durable", map[string]any{"topic": "topic://mig.js.orders", "publish_to": "/topic/mig/js/orders",
+		"client_id": "js-app", "name": "js-billing", "count": 40}, &out)
+	want := make([]string, 40)
+	for i := range want {
+		want[i] = fmt.Sprint("j", i)
+	}
+	checkEqual(t, true, slices.Equal(want, out.Bodies), "bodies kept while away: %v", out.Bodies)
+	checkEqual(t, true, slices.Equal([]string{"/topic/mig/js/orders"}, out.Destinations), "destinations %v", out.Destinations)
+	checkEqual(t, 0, len(out.UnsubscribeErrors), "UNSUBSCRIBE errors %v", out.UnsubscribeErrors)
+	checkEqual(t, true, slices.Equal([]string{"fresh"}, out.AfterDelete), "after the delete: %v", out.AfterDelete)
+	var miss struct{ Errors []string }
+	jsMigrate.run(t, b, "missing_client_id", map[string]any{"topic": "/topic/mig/js/x"}, &miss)
+	checkEqual(t, true, slices.Equal([]string{"missing client-id"}, miss.Errors), "without client-id: %v", miss.Errors)
+}
