@@ -53,7 +53,7 @@ type ControlHeader struct {
 	Honoured string
 	use      controlUse
 	// check returns "" when the value is accepted, else the ERROR body; refuse reports
-	// whether that is a refusal of the header ("unsupported header: <name>") rather than an
+	// whether that is a refusal of the header ("unsupported header <name>") rather than an
 	// invalid value ("invalid <name>").
 	check func(c *Context, v string) (detail string, refuse bool)
 }
@@ -151,7 +151,7 @@ var controlIndex = func() map[string]*ControlHeader {
 func ControlHeaders() []ControlHeader { return append([]ControlHeader(nil), controlHeaders...) }
 
 // controlStage checks a SEND's or SUBSCRIBE's headers against the table. A refused header
-// is the ERROR "unsupported header: <name>"; a value a peer would not accept is "invalid
+// is the ERROR "unsupported header <name>"; a value a peer would not accept is "invalid
 // <name>". On SUBSCRIBE every other activemq.* header is refused by name as well.
 type controlStage struct{}
 
@@ -168,7 +168,7 @@ func (controlStage) Apply(c *Context) {
 		row := controlIndex[h.Key]
 		if row == nil {
 			if use == onSubscribe && strings.HasPrefix(h.Key, activeMQHeaderPrefix) {
-				c.fail("unsupported header: "+plainName(h.Key), "Titan does not implement this ActiveMQ subscription header; see the migration guide in the README")
+				c.fail("unsupported header "+plainName(h.Key), "Titan does not implement this ActiveMQ subscription header; see the migration guide in the README")
 				return
 			}
 			continue
@@ -178,7 +178,7 @@ func (controlStage) Apply(c *Context) {
 		}
 		if detail, refuse := row.check(c, h.Value); detail != "" {
 			if refuse {
-				c.fail("unsupported header: "+row.Name, detail)
+				c.fail("unsupported header "+row.Name, detail)
 			} else {
 				c.fail("invalid "+row.Name, detail)
 			}

@@ -66,14 +66,14 @@ func TestMigrateRabbitMQ(t *testing.T) {
 			want    string
 		}
 		cases := []tc{
-			{"SUBSCRIBE", "/queue/mig-py", map[string]string{"x-queue-name": "q"}, "unsupported header: x-queue-name"},
-			{"SUBSCRIBE", "/queue/mig-py", map[string]string{"x-message-ttl": "1000"}, "unsupported header: x-message-ttl"},
-			{"SUBSCRIBE", "/queue/mig-py", map[string]string{"x-expires": "1000"}, "unsupported header: x-expires"},
-			{"SUBSCRIBE", "/queue/mig-py", map[string]string{"x-dead-letter-exchange": "dlx"}, "unsupported header: x-dead-letter-exchange"},
-			{"SUBSCRIBE", "/queue/mig-py", map[string]string{"auto-delete": "true"}, "unsupported header: auto-delete"},
-			{"SUBSCRIBE", "/queue/mig-py", map[string]string{"exclusive": "true"}, "unsupported header: exclusive"},
-			{"SUBSCRIBE", "/topic/mig-py", map[string]string{"durable": "true", "auto-delete": "true"}, "unsupported header: auto-delete"},
-			{"SEND", "/queue/mig-py", map[string]string{"x-queue-name": "q"}, "unsupported header: x-queue-name"},
+			{"SUBSCRIBE", "/queue/mig-py", map[string]string{"x-queue-name": "q"}, "unsupported header x-queue-name"},
+			{"SUBSCRIBE", "/queue/mig-py", map[string]string{"x-message-ttl": "1000"}, "unsupported header x-message-ttl"},
+			{"SUBSCRIBE", "/queue/mig-py", map[string]string{"x-expires": "1000"}, "unsupported header x-expires"},
+			{"SUBSCRIBE", "/queue/mig-py", map[string]string{"x-dead-letter-exchange": "dlx"}, "unsupported header x-dead-letter-exchange"},
+			{"SUBSCRIBE", "/queue/mig-py", map[string]string{"auto-delete": "true"}, "unsupported header auto-delete"},
+			{"SUBSCRIBE", "/queue/mig-py", map[string]string{"exclusive": "true"}, "unsupported header exclusive"},
+			{"SUBSCRIBE", "/topic/mig-py", map[string]string{"durable": "true", "auto-delete": "true"}, "unsupported header auto-delete"},
+			{"SEND", "/queue/mig-py", map[string]string{"x-queue-name": "q"}, "unsupported header x-queue-name"},
 			{"SEND", "/exchange/amq.fanout/x", map[string]string{}, "unsupported exchange"},
 			{"SUBSCRIBE", "/queue/mig-py", map[string]string{"x-max-priority": "10"}, "RECEIPT"},
 			{"SEND", "/queue/mig-py", map[string]string{"persistent": "false", "x-message-ttl": "60000"}, "RECEIPT"},
@@ -256,4 +256,46 @@ func TestMigrateActiveMQStompJS(t *testing.T) {
 	var miss struct{ Errors []string }
 	jsMigrate.run(t, b, "missing_client_id", map[string]any{"topic": "/topic/mig/js/x"}, &miss)
 	checkEqual(t, true, slices.Equal([]string{"missing client-id"}, miss.Errors), "without client-id: %v", miss.Errors)
+}
+
+// phpMigrate runs clients/phpmigrate.php (PECL stomp with Artemis's headers, issue 26).
+var phpMigrate = stompClient{
+	name:  "pecl-stomp",
+	short: "php",
+	cmd: func(scenario, args string) (string, []string) {
+		return "php", []string{filepath.Join("clients", "phpmigrate.php"), scenario, args}
+	},
+	err: func() error { return phpErr },
+}
+
+// TestMigrateArtemisPHP: a PHP (PECL stomp) application with Artemis's durable subscription
+// (CONNECT client-id, durable-subscription-name or durable-subscriber-name), and Artemis's
+// consumer headers Titan refuses by name.
+func TestMigrateArtemisPHP(t *testing.T) {
+	t.Parallel()
+	b := startBroker(t, yamlConfig(""))
+	for i, hdr := range []string{"durable-subscription-name", "durable-subscriber-name"} {
+		t.Run(hdr, func(t *testing.T) {
+			topic := fmt.Sprintf("/topic/mig/php/%d", i)
+			var out struct {
+				Subscribed, Detached, Deleted bool
+				Bodies, Destinations          []string
+				AfterDelete                   []string `json:"after_delete"`
+			}
+			phpMigrate.run(t, b, "artemis_durable", map[string]any{"topic": topic, "client_id": "php-app", "name": "php-sub",
+				"header": hdr, "count": 30}, &out)
+			checkEqual(t, true, out.Subscribed && out.Detached && out.Deleted, "receipts: %+v", out)
+			want := make([]string, 30)
+			for i := range want {
+				want[i] = fmt.Sprint("p", i)
+			}
+			checkEqual(t, true, slices.Equal(want, out.Bodies), "kept while away: %v", out.Bodies)
+			checkEqual(t, true, slices.Equal([]string{topic}, out.Destinations), "destinations %v", out.Destinations)
+			checkEqual(t, true, slices.Equal([]string{"fresh"}, out.AfterDelete), "after the delete: %v", out.AfterDelete)
+		})
+	}
+	var out struct{ Errors []string }
+	phpMigrate.run(t, b, "refused", map[string]any{"topic": "/topic/mig/php/x", "headers": map[string]string{"exclusive": "true", "no-local": "true"}}, &out)
+	slices.Sort(out.Errors)
+	checkEqual(t, true, slices.Equal([]string{"unsupported header exclusive", "unsupported header no-local"}, out.Errors), "errors %v", out.Errors)
 }
