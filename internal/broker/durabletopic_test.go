@@ -174,3 +174,26 @@ func TestControlHeaders(t *testing.T) {
 		t.Fatal("the x-message-ttl message was not counted as expired")
 	}
 }
+
+// TestDeadLetterName: a dead letter of /queue/dlq.a/b is on /queue/DLQ/dlq/a/b — the name
+// the README gives, the destination its MESSAGEs carry — and subscribing with the dotted
+// spelling /queue/DLQ.dlq.a.b reaches the same queue (issue 26: names as the client used
+// them, README and broker agree).
+func TestDeadLetterName(t *testing.T) {
+	b := brokertest.Run(t, brokertest.DefaultTestConfig())
+	addr := b.Addrs()[0]
+	d := brokertest.Connect(t, addr)
+	d.SendFrame("SUBSCRIBE", "", "destination:/queue/DLQ.dlq.a.b", "id:d", "receipt:s")
+	d.Expect(frame.CmdReceipt)
+	c := brokertest.Connect(t, addr)
+	c.SendFrame("SUBSCRIBE", "", "destination:/queue/dlq.a/b", "id:c", "ack:client-individual", "receipt:s")
+	c.Expect(frame.CmdReceipt)
+	p := brokertest.Connect(t, addr)
+	p.SendFrame("SEND", "poison", "destination:/queue/dlq.a/b", "receipt:p")
+	p.Expect(frame.CmdReceipt)
+	for range 10 { // max-deliveries: 10 by default
+		m := c.Expect(frame.CmdMessage, "destination:/queue/dlq/a/b")
+		c.SendFrame("NACK", "", "id:"+m.Value("ack"))
+	}
+	d.Expect(frame.CmdMessage, "destination:/queue/DLQ/dlq/a/b", "dlq-original-destination:/queue/dlq/a/b")
+}
