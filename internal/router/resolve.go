@@ -165,9 +165,8 @@ func (r *Router) destination(c *Context, parse func(string, dest.Pattern) (dest.
 		return dest.Destination{}, false
 	}
 	d, err := parse(raw, r.opts.DefaultPattern)
-	var xe *dest.ExchangeError
-	if errors.As(err, &xe) {
-		c.failWith("unsupported exchange", "exchange "+frame.Echo(xe.Name)+" is not available: Titan maps /exchange/amq.topic/<routing key> and /exchange/amq.direct/<routing key> (see the migration guide)", err)
+	if err != nil && errors.Is(err, dest.ErrUnsupportedExchange) {
+		c.failWith("unsupported exchange", unsupportedExchange(err), err)
 		return dest.Destination{}, false
 	}
 	if err != nil {
@@ -211,3 +210,14 @@ func (r *Router) replyTo(c *Context, raw string) (dest.Identity, bool) {
 const destinationRule = "a destination is /<prefix>/<channel> (topic, events, queue, queues, events-store, " +
 	"store, command, commands, query, queries, temp-queue) or a bare /<channel>: at most 512 bytes, " +
 	"no empty segment, wildcards (* and >) only in a SUBSCRIBE to events"
+
+// unsupportedExchange is the ERROR body for a RabbitMQ exchange Titan does not map (kept out
+// of destination so that its errors.As target is not allocated on every frame).
+func unsupportedExchange(err error) string {
+	var xe *dest.ExchangeError
+	name := ""
+	if errors.As(err, &xe) {
+		name = xe.Name
+	}
+	return "exchange " + frame.Echo(name) + " is not available: Titan maps /exchange/amq.topic/<routing key> and /exchange/amq.direct/<routing key> (see the migration guide)"
+}
