@@ -33,6 +33,13 @@ func (s durableTopicStage) Apply(c *Context) {
 		return
 	}
 	sub := c.Subscription()
+	if sub.Allow != nil && sub.Dest.Wildcard {
+		// Authorization filters a wildcard subscription per delivered channel; a durable
+		// subscription's queue is fed without it, so it could carry channels the user may not
+		// consume.
+		c.fail("access refused", "a durable subscription with a wildcard is not available when security is configured: subscribe durably to each channel")
+		return
+	}
 	q, err := s.topics.AttachDurable(c.Identity.Group, req.owner, req.name, sub.Dest)
 	if err != nil {
 		failDurable(c, err)
