@@ -20,7 +20,7 @@ var ClusterShared = []string{"internal/cluster", "internal/cluster/pull"}
 // SingleNodePatterns are the single-node pattern packages. The cluster adapters sit one
 // layer above them: internal/cluster may wrap one (its request/response keeps rpc's pending
 // requests and timeouts and adds NATS for what crosses nodes), never the reverse.
-var SingleNodePatterns = []string{"internal/event", "internal/pointqueue", "internal/eventlog", "internal/rpc"}
+var SingleNodePatterns = []string{"internal/event", "internal/pointqueue", "internal/eventlog", "internal/rpc", "internal/topicsub"}
 
 // Rule forbids packages From from depending, directly or through others, on any package
 // matching Forbidden (a path relative to Module; "x/..." matches x and everything under it;

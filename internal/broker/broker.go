@@ -11,6 +11,7 @@ import (
 	"net"
 	"runtime/pprof"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -352,6 +353,13 @@ func (b *Broker) Start() error {
 	for id, s := range saved {
 		_, _, _ = b.p.dispatcher.GetOrPut(id, s) // not Create: re-saving what was just read is pointless
 	}
+	if b.p.topics != nil {
+		// Durable topic subscriptions, and their queues, exist before their stored messages
+		// are recovered and before a client can publish to their topics.
+		if err := b.p.topics.Load(); err != nil {
+			return fmt.Errorf("broker: recovery: durable topic subscriptions: %w", err)
+		}
+	}
 	if err := b.dedup.Load(); err != nil {
 		return fmt.Errorf("broker: recovery: duplicate ids: %w", err)
 	}
@@ -496,11 +504,12 @@ func (b *Broker) serveConn(s *server, c net.Conn) {
 // handler adapts the router to the session's Handler port.
 type handler struct{ b *Broker }
 
-func (h handler) Connect(s *session.Session, _ *frame.Frame) (session.Link, *frame.ProtocolError) {
+func (h handler) Connect(s *session.Session, f *frame.Frame) (session.Link, *frame.ProtocolError) {
 	if pe := h.b.admitUser(s); pe != nil {
 		return nil, pe
 	}
 	rc := h.b.router.Open(s)
+	rc.ClientID = strings.Clone(f.Value("client-id")) // ActiveMQ's and Artemis's durable subscriptions
 	s.OnDrain(rc.Delivery.Resume)
 	h.b.mu.Lock()
 	if _, ok := h.b.sessions[s]; ok {

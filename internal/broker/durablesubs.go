@@ -115,7 +115,7 @@ type durableCollector struct {
 func newDurableCollector(b *Broker) *durableCollector {
 	return &durableCollector{
 		b:       b,
-		count:   prometheus.NewDesc("titan_durable_subscriptions", "Events-store durable subscriptions the store holds, live and offline.", nil, nil),
+		count:   prometheus.NewDesc("titan_durable_subscriptions", "Durable subscriptions the store holds (events-store durable-names and durable topic subscriptions), live and offline.", nil, nil),
 		limit:   prometheus.NewDesc("titan_durable_subscriptions_max", "The durable subscription limit (max-durable-subscriptions; 0: unlimited).", nil, nil),
 		refused: prometheus.NewDesc("titan_durable_subscriptions_refused_total", "SUBSCRIBEs refused because they would create a durable subscription over the limit.", nil, nil),
 	}
@@ -134,6 +134,9 @@ func (c *durableCollector) Collect(ch chan<- prometheus.Metric) {
 		return
 	}
 	if n, err := c.b.p.log.DurableCount(); err == nil {
+		if c.b.p.topics != nil {
+			n += c.b.p.topics.Count() // durable topic subscriptions share the limit
+		}
 		ch <- prometheus.MustNewConstMetric(c.count, prometheus.GaugeValue, float64(n))
 	}
 	ch <- prometheus.MustNewConstMetric(c.limit, prometheus.GaugeValue, float64(c.b.maxDurableSubscriptions()))

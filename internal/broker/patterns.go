@@ -19,6 +19,7 @@ import (
 	"github.com/titan-broker/titan/internal/pointqueue"
 	"github.com/titan-broker/titan/internal/router"
 	"github.com/titan-broker/titan/internal/rpc"
+	"github.com/titan-broker/titan/internal/topicsub"
 )
 
 // patterns are the adapters behind the router's ports, wired once by New: the shared
@@ -31,6 +32,8 @@ type patterns struct {
 	queues     *pointqueue.Pattern
 	log        *eventlog.Pattern
 	requests   *rpc.Pattern
+	// topics are the durable topic subscriptions (single node only; nil in cluster mode).
+	topics *topicsub.Registry
 	// rpcOptions configured requests; cluster mode builds its request/response on them.
 	rpcOptions rpc.Options
 	// cluster is set in cluster mode: the NATS JetStream node and its adapters, which
@@ -61,6 +64,9 @@ func (p *patterns) wireCluster(n *cluster.Node, settings cluster.Settings, log *
 	p.requests = reqs.Pattern
 	ports.Events, ports.Queues, ports.EventsStore = c.events, c.queues, c.store
 	ports.Requests = reqs
+	// Durable topic subscriptions are node-local queues fed by this node's fan-out; a
+	// cluster publishes topics on other nodes too, so they are refused here (README).
+	ports.DurableTopics, p.topics = nil, nil
 	ports.TempQueues = tempQueues{Publisher: reqs.Temp(), Subscriber: reqs.TempSubscriber(p.queues)}
 	if ports.Destinations != nil {
 		ports.Destinations = reqs.TempDestinations(ports.Destinations)
@@ -108,18 +114,24 @@ func (b *Broker) wire(fanout bool, settings dispatch.SettingsSource, clk clock.C
 	}
 	p.events = event.New(d, eo)
 	p.queues = pointqueue.New(d, pointqueue.Options{Clock: clk, Retirer: b.durable, Persister: b.durable, Logger: log.With("component", "queues")})
-	p.log = eventlog.New(d, eventlog.Options{Store: b.durable, Spawner: sp, Logger: log.With("component", "events-store"), MaxDurableSubscriptions: b.maxDurableSubscriptions()})
+	p.topics = topicsub.New(topicsub.Options{Dispatcher: d, Meta: b.store, Max: b.maxDurableSubscriptions(), Others: func() int {
+		n, _ := p.log.DurableCount()
+		return n
+	}})
+	p.log = eventlog.New(d, eventlog.Options{Store: b.durable, Spawner: sp, Logger: log.With("component", "events-store"), MaxDurableSubscriptions: b.maxDurableSubscriptions(),
+		OtherDurables: p.topics.Count})
 	p.rpcOptions = rpc.Options{Replies: replies{&b.router}, TempQueues: p.queues, Clock: clk, Logger: log.With("component", "rpc"),
 		MaxPending: max(b.cfg.Limits.MaxPendingRequests, 0), MaxPendingByClient: max(b.cfg.Limits.MaxPendingRequestsByClient, 0)}
 	p.requests = rpc.New(p.rpcOptions)
 	ports := router.Ports{
-		Deliveries:   p.deliveries,
-		Events:       p.events,
-		Queues:       p.queues,
-		EventsStore:  p.log,
-		Requests:     p.requests,
-		TempQueues:   tempQueues{Publisher: p.requests.Temp(), Subscriber: p.queues},
-		Destinations: d,
+		Deliveries:    p.deliveries,
+		Events:        p.events,
+		Queues:        p.queues,
+		EventsStore:   p.log,
+		Requests:      p.requests,
+		TempQueues:    tempQueues{Publisher: p.requests.Temp(), Subscriber: p.queues},
+		Destinations:  d,
+		DurableTopics: p.topics,
 	}
 	if b.heap != nil && b.heap.High > 0 { // heap watermarks: every publication may pause
 		ports.Events = heapGated{ports.Events, b}

@@ -31,8 +31,8 @@ func TestCommandRoundTripOverTempQueue(t *testing.T) {
 	}
 	resp.SendFrame("SEND", "", "destination:"+replyTo, "correlation-id:"+corr, "executed:true", "receipt:a")
 	resp.Expect(frame.CmdReceipt)
-	r := req.Expect(frame.CmdMessage, "subscription:replies", "correlation-id:"+corr, "executed:true")
-	_ = r
+	// The reply arrives on the destination the requester subscribed to and named (issue 26).
+	req.Expect(frame.CmdMessage, "subscription:replies", "destination:/temp-queue/replies", "correlation-id:"+corr, "executed:true")
 	// A second response to the same correlation id answers nothing and is dropped.
 	resp.SendFrame("SEND", "", "destination:"+replyTo, "correlation-id:"+corr, "executed:true", "receipt:b")
 	resp.Expect(frame.CmdReceipt)

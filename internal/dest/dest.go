@@ -222,7 +222,12 @@ func parse(raw string, def Pattern, filter bool) (Destination, error) {
 
 	var d Destination
 	rest := s
-	if i := strings.IndexByte(s, '/'); i >= 0 {
+	direct := false
+	if p, r, dir, ok, err := peerSpelling(raw, s); err != nil {
+		return Destination{}, err
+	} else if ok {
+		d.Pattern, rest, direct = p, r, dir
+	} else if i := strings.IndexByte(s, '/'); i >= 0 {
 		if p, ok := prefixPattern(s[:i]); ok {
 			d.Pattern = p
 			rest = s[i+1:]
@@ -243,7 +248,7 @@ func parse(raw string, def Pattern, filter bool) (Destination, error) {
 
 	// One pass over the channel part: tokens are separated by '/' (segments) or '.' (literal
 	// dots); none may be empty; find control characters and wildcards.
-	slash, multibyte := false, false
+	slash, multibyte, hash := false, false, false
 	start := 0
 	for i := 0; i <= len(rest); i++ {
 		var c byte
@@ -271,6 +276,14 @@ func parse(raw string, def Pattern, filter bool) (Destination, error) {
 			if i != len(rest) {
 				return Destination{}, invalid("'>' must be the last segment")
 			}
+		case tok == "#" && filter:
+			// Artemis's and RabbitMQ's multi-word wildcard, on SUBSCRIBE only (a SEND's '#'
+			// is a literal token): as the last token it is Titan's '>' (see ParseFilter).
+			d.Wildcard = true
+			hash = true
+			if i != len(rest) {
+				return Destination{}, invalid("'#' must be the last segment")
+			}
 		case start == 0 && d.Bare && c == '.':
 			// A bare destination whose first dot-token is a prefix would egress as that
 			// prefixed destination.
@@ -289,6 +302,9 @@ func parse(raw string, def Pattern, filter bool) (Destination, error) {
 		return Destination{}, invalid("not valid UTF-8")
 	}
 	if d.Wildcard {
+		if direct {
+			return Destination{}, invalid("wildcard on the amq.direct exchange; its routing keys are exact")
+		}
 		if !filter {
 			return Destination{}, invalid("wildcard outside SUBSCRIBE")
 		}
@@ -301,7 +317,75 @@ func parse(raw string, def Pattern, filter bool) (Destination, error) {
 	} else {
 		d.Channel = rest
 	}
+	if hash {
+		d.Channel = d.Channel[:len(d.Channel)-1] + ">"
+	}
 	return d, nil
+}
+
+// The peers' destination spellings that Parse and ParseFilter accept besides Titan's own
+// prefixes (issue 26, so that an unchanged client of RabbitMQ, ActiveMQ or Artemis reaches
+// the same pattern):
+//
+//   - RabbitMQ /exchange/amq.topic/<routing key> is the events destination of that channel
+//     (/topic/<routing key>, which RabbitMQ routes through amq.topic too); /exchange/amq.direct/<rk>
+//     is the same events channel without wildcards (a direct exchange matches keys exactly). Any
+//     other exchange is ErrUnsupportedExchange.
+//   - RabbitMQ /amq/queue/<name> is the queue <name> (/queue/<name>).
+//   - RabbitMQ /reply-queue/<name> is the temp-queue <name>: a responder that sends to the
+//     reply-to it was given reaches the requester.
+//   - ActiveMQ's and Artemis's queue://<name> and topic://<name> are /queue/<name> and
+//     /topic/<name>.
+//
+// Egress always uses Titan's canonical form (/topic/..., /queue/...), as for aliases.
+const (
+	exchangePrefix  = "exchange/"
+	amqQueuePrefix  = "amq/queue/"
+	replyQueuePref  = "reply-queue/"
+	queueURIPrefix  = "queue://"
+	topicURIPrefix  = "topic://"
+	exchangeTopic   = "amq.topic"
+	exchangeDirect  = "amq.direct"
+	maxExchangeEcho = 64
+)
+
+// peerSpelling resolves a peer's spelling (see above) of raw, s being raw without its
+// leading '/'. ok is false when raw is none of them; direct is set for amq.direct. rest is
+// the channel part for the grammar's remaining steps (it must be non-empty).
+func peerSpelling(raw, s string) (p Pattern, rest string, direct, ok bool, err error) {
+	switch {
+	case strings.HasPrefix(raw, queueURIPrefix):
+		p, rest = PatternQueues, raw[len(queueURIPrefix):]
+	case strings.HasPrefix(raw, topicURIPrefix):
+		p, rest = PatternEvents, raw[len(topicURIPrefix):]
+	case strings.HasPrefix(s, amqQueuePrefix):
+		p, rest = PatternQueues, s[len(amqQueuePrefix):]
+	case strings.HasPrefix(s, replyQueuePref):
+		p, rest = PatternTempQueue, s[len(replyQueuePref):]
+	case strings.HasPrefix(s, exchangePrefix):
+		ex := s[len(exchangePrefix):]
+		i := strings.IndexByte(ex, '/')
+		if i < 0 {
+			i = len(ex)
+		}
+		switch ex[:i] {
+		case exchangeTopic:
+		case exchangeDirect:
+			direct = true
+		default:
+			return 0, "", false, false, &ExchangeError{Name: ex[:min(i, maxExchangeEcho)]}
+		}
+		p = PatternEvents
+		if i < len(ex) {
+			rest = ex[i+1:]
+		}
+	default:
+		return 0, "", false, false, nil
+	}
+	if rest == "" {
+		return 0, "", false, false, invalid("peer destination without a name")
+	}
+	return p, rest, direct, true, nil
 }
 
 // String returns the canonical egress form of d that a MESSAGE carries (DESIGN §2 "Egress

@@ -524,3 +524,73 @@ func BenchmarkValidGroup(b *testing.B) {
 		boolSink = ValidGroup("tenant-42_eu")
 	}
 }
+
+// TestPeerSpellings holds the peers' destination spellings (issue 26) to the pattern and
+// channel Titan routes them by, for SEND (Parse) and SUBSCRIBE (ParseFilter).
+func TestPeerSpellings(t *testing.T) {
+	q := func(ch string) Destination { return Destination{Pattern: PatternQueues, Channel: ch} }
+	cases := []struct {
+		raw    string
+		filter bool
+		ok     bool
+		want   Destination
+		egress string
+	}{
+		{raw: "/exchange/amq.topic/orders.eu", ok: true, want: ev("orders.eu"), egress: "/topic/orders/eu"},
+		{raw: "/exchange/amq.topic/orders/eu", ok: true, want: ev("orders.eu"), egress: "/topic/orders/eu"},
+		{raw: "/exchange/amq.topic/orders.*", filter: true, ok: true, want: Destination{Pattern: PatternEvents, Channel: "orders.*", Wildcard: true}},
+		{raw: "/exchange/amq.topic/orders.#", filter: true, ok: true, want: Destination{Pattern: PatternEvents, Channel: "orders.>", Wildcard: true}},
+		{raw: "/exchange/amq.topic/#", filter: true, ok: true, want: Destination{Pattern: PatternEvents, Channel: ">", Wildcard: true}},
+		{raw: "/exchange/amq.topic/#.eu", filter: true},             // '#' only last
+		{raw: "/exchange/amq.topic/orders.*"},                       // no wildcard on SEND
+		{raw: "/exchange/amq.topic/a.#", ok: true, want: ev("a.#")}, // a SEND's '#' is literal
+		{raw: "/exchange/amq.direct/jobs", ok: true, want: ev("jobs"), egress: "/topic/jobs"},
+		{raw: "/exchange/amq.direct/jobs.*", filter: true}, // direct keys are exact
+		{raw: "/exchange/amq.topic"},
+		{raw: "/exchange/amq.topic/"},
+		{raw: "/amq/queue/jobs", ok: true, want: q("jobs"), egress: "/queue/jobs"},
+		{raw: "/amq/queue/"},
+		{raw: "/reply-queue/r1", ok: true, want: Destination{Pattern: PatternTempQueue, Channel: "r1"}, egress: "/temp-queue/r1"},
+		{raw: "queue://jobs", ok: true, want: q("jobs"), egress: "/queue/jobs"},
+		{raw: "topic://orders.eu", ok: true, want: ev("orders.eu"), egress: "/topic/orders/eu"},
+		{raw: "topic://orders.#", filter: true, ok: true, want: Destination{Pattern: PatternEvents, Channel: "orders.>", Wildcard: true}},
+		{raw: "/topic/orders/#", filter: true, ok: true, want: Destination{Pattern: PatternEvents, Channel: "orders.>", Wildcard: true}},
+		{raw: "/queue/jobs/#", filter: true}, // wildcards are for events only
+		{raw: "queue://"},
+	}
+	for _, c := range cases {
+		parse := Parse
+		if c.filter {
+			parse = ParseFilter
+		}
+		d, err := parse(c.raw, PatternEvents)
+		if (err == nil) != c.ok {
+			t.Errorf("%q (filter %v): err %v, want ok %v", c.raw, c.filter, err, c.ok)
+			continue
+		}
+		if !c.ok {
+			if !errors.Is(err, ErrInvalid) {
+				t.Errorf("%q: err %v is not ErrInvalid", c.raw, err)
+			}
+			continue
+		}
+		if d != c.want {
+			t.Errorf("%q: got %+v, want %+v", c.raw, d, c.want)
+		}
+		if c.egress != "" && d.String() != c.egress {
+			t.Errorf("%q: egress %q, want %q", c.raw, d.String(), c.egress)
+		}
+	}
+}
+
+// TestUnsupportedExchange: an exchange other than amq.topic and amq.direct is refused with
+// an error that names it (issue 26), on SEND and SUBSCRIBE.
+func TestUnsupportedExchange(t *testing.T) {
+	for _, parse := range []func(string, Pattern) (Destination, error){Parse, ParseFilter} {
+		_, err := parse("/exchange/amq.fanout/x", PatternEvents)
+		var xe *ExchangeError
+		if !errors.Is(err, ErrUnsupportedExchange) || !errors.As(err, &xe) || xe.Name != "amq.fanout" {
+			t.Fatalf("err %v, want ErrUnsupportedExchange naming amq.fanout", err)
+		}
+	}
+}

@@ -55,3 +55,17 @@ func (id Identity) AppendDestination(dst []byte) []byte {
 
 // String renders "group:/destination" for logs.
 func (id Identity) String() string { return id.Group + ":" + id.Destination() }
+
+// OwnerDestination returns the destination as the client that owns it names it: for a
+// temp-queue, whose channel is "<owner session>.<name>", /temp-queue/<name> (the form the
+// owner subscribed to and sent as reply-to; issue 26: a reply arrives on the destination the
+// client used); for any other identity, Destination(). A temp-queue's messages only ever
+// reach its owner, so MESSAGE frames of temp-queues carry this form.
+func (id Identity) OwnerDestination() string {
+	if id.Pattern == PatternTempQueue {
+		if _, name, ok := strings.Cut(id.Channel, "."); ok {
+			id.Channel = name
+		}
+	}
+	return id.Destination()
+}

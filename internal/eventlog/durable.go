@@ -137,7 +137,11 @@ func (p *Pattern) attachDurable(key string, from uint64) (uint64, []uint64, erro
 		r.live[key]++
 		return pos + 1, acked, nil // resume after the last acknowledged sequence
 	}
-	if limit := p.opts.MaxDurableSubscriptions; limit > 0 && !r.unlisted && r.count >= limit {
+	others := 0
+	if p.opts.OtherDurables != nil {
+		others = p.opts.OtherDurables()
+	}
+	if limit := p.opts.MaxDurableSubscriptions; limit > 0 && !r.unlisted && r.count+others >= limit {
 		r.refused.Add(1)
 		return 0, nil, dispatch.ErrDurableSubscriptionLimit
 	}

@@ -73,6 +73,9 @@ type Options struct {
 	// dispatch.ErrDurableSubscriptionLimit. 0 means unlimited. Enforced when Store is also
 	// a DurableStore.
 	MaxDurableSubscriptions int
+	// OtherDurables, when set, returns the other durable subscriptions that count against
+	// MaxDurableSubscriptions (the durable topic subscriptions of package topicsub).
+	OtherDurables func() int
 }
 
 // Pattern is the events-store pattern. Create with New.

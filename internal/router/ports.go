@@ -122,6 +122,23 @@ type Duplicates interface {
 	Claim(id dest.Identity, dupID string, durable bool) (dup bool, settle func(accepted bool), err error)
 }
 
+// DurableTopics is the port to durable topic subscriptions (implemented by
+// topicsub.Registry; issue 26): a durable subscription (group, owner, name) is a queue fed by
+// the fan-out of the events destinations its filter matches. owner is the CONNECT client-id
+// (ActiveMQ, Artemis) or "" (RabbitMQ). Safe for concurrent use.
+type DurableTopics interface {
+	// AttachDurable returns the queue of the subscription, creating it (stored before it
+	// returns) or moving it to filter. Errors: dispatch.ErrDurableSubscriptionLimit,
+	// dispatch.ErrDurableSubscriptionInUse (moving one that has consumers), a store error.
+	AttachDurable(group, owner, name string, filter dest.Destination) (queue dest.Identity, err error)
+	// DeleteDurable removes the subscription and its queue. Errors:
+	// dispatch.ErrNoDurableSubscription, dispatch.ErrDurableSubscriptionInUse.
+	DeleteDurable(group, owner, name string) error
+	// Feeds calls fn with the queue of every subscription whose filter matches the events
+	// destination id.
+	Feeds(id dest.Identity, fn func(queue dest.Identity))
+}
+
 // Ports are the adapters a Router routes to. A nil pattern port makes the resolver refuse
 // that pattern ("unsupported destination pattern").
 type Ports struct {
@@ -139,6 +156,9 @@ type Ports struct {
 	// TempQueues is the temp-queue pattern (/temp-queue/): publish refuses the queues of
 	// closed connections; subscribe consumes like a queue.
 	TempQueues Pattern
+	// DurableTopics keeps durable topic subscriptions; nil refuses them with an ERROR
+	// (cluster mode: "durable subscriptions unavailable").
+	DurableTopics DurableTopics
 	// Destinations creates queues, temp-queues and events-store logs under the broker's
 	// and the connection's limits (the destination stage); nil applies no limit.
 	Destinations Destinations

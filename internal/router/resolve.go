@@ -1,6 +1,7 @@
 package router
 
 import (
+	"errors"
 	"strings"
 
 	"github.com/titan-broker/titan/internal/dest"
@@ -43,6 +44,7 @@ func (r *Router) build() {
 	// the authorization stage, so that the identity is known and nothing has been built,
 	// buffered in a transaction, stored or subscribed yet when it decides (DESIGN §8).
 	head := func(prefix ...Stage) []Stage {
+		prefix = append([]Stage{controlStage{}}, prefix...) // the peers' control headers (control.go)
 		if o.Authorize != nil {
 			prefix = append(prefix, o.Authorize)
 		}
@@ -56,9 +58,12 @@ func (r *Router) build() {
 		return []Stage{duplicateStage{port: o.Duplicates, header: o.DuplicateHeader}}
 	}
 	if p.Events != nil {
-		send(RouteSendEvents, dest.PatternEvents, head(group), append(dedupOnly(),
-			responseStage{requests: p.Requests}, publishStage{port: p.Events, store: o.Store})...)
-		subscribe(dest.PatternEvents, append(head(group), sub, attachStage{port: p.Events})...)
+		eff := append(dedupOnly(), responseStage{requests: p.Requests})
+		if a, ok := p.DurableTopics.(interface{ Count() int }); ok && p.Queues != nil {
+			eff = append(eff, durableFeedStage{topics: p.DurableTopics, active: func() bool { return a.Count() > 0 }, queues: p.Queues, store: o.Store})
+		}
+		send(RouteSendEvents, dest.PatternEvents, head(group), append(eff, publishStage{port: p.Events, store: o.Store})...)
+		subscribe(dest.PatternEvents, append(head(group), sub, durableTopicStage{topics: p.DurableTopics, queues: p.Queues}, attachStage{port: p.Events})...)
 	}
 	// limit creates the SEND's destination before the store stage (nothing is stored for
 	// a destination that could not be created), under the broker's and connection's bounds.
@@ -97,7 +102,7 @@ func (r *Router) build() {
 			subscribe(dest.PatternTempQueue, append(head(tempQueueStage{requests: p.Requests, subscribe: true}, ownGroup), sub, attachStage{port: p.TempQueues})...)
 		}
 	}
-	r.table[RouteUnsubscribe][0] = []Stage{unsubscribeStage{deliveries: p.Deliveries}}
+	r.table[RouteUnsubscribe][0] = []Stage{unsubscribeStage{deliveries: p.Deliveries, topics: p.DurableTopics}}
 	r.table[RouteAck][0] = []Stage{tx, ackStage{deliveries: p.Deliveries, store: o.Store}}
 	r.table[RouteNack][0] = []Stage{tx, ackStage{deliveries: p.Deliveries, nack: true, store: o.Store}}
 	r.table[RouteBegin][0] = []Stage{beginStage{max: o.MaxTransactions}}
@@ -160,6 +165,10 @@ func (r *Router) destination(c *Context, parse func(string, dest.Pattern) (dest.
 		return dest.Destination{}, false
 	}
 	d, err := parse(raw, r.opts.DefaultPattern)
+	if err != nil && errors.Is(err, dest.ErrUnsupportedExchange) {
+		c.failWith("unsupported exchange", unsupportedExchange(err), err)
+		return dest.Destination{}, false
+	}
 	if err != nil {
 		r.log.Debug("invalid destination", "destination", raw, "err", err)
 		c.fail("invalid destination", destinationRule)
@@ -201,3 +210,14 @@ func (r *Router) replyTo(c *Context, raw string) (dest.Identity, bool) {
 const destinationRule = "a destination is /<prefix>/<channel> (topic, events, queue, queues, events-store, " +
 	"store, command, commands, query, queries, temp-queue) or a bare /<channel>: at most 512 bytes, " +
 	"no empty segment, wildcards (* and >) only in a SUBSCRIBE to events"
+
+// unsupportedExchange is the ERROR body for a RabbitMQ exchange Titan does not map (kept out
+// of destination so that its errors.As target is not allocated on every frame).
+func unsupportedExchange(err error) string {
+	var xe *dest.ExchangeError
+	name := ""
+	if errors.As(err, &xe) {
+		name = xe.Name
+	}
+	return "exchange " + frame.Echo(name) + " is not available: Titan maps /exchange/amq.topic/<routing key> and /exchange/amq.direct/<routing key> (see the migration guide)"
+}

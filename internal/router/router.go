@@ -220,7 +220,10 @@ func (r *Router) Options() Options { return r.opts }
 // Conn is the router's state for one connection. Its transaction map belongs to the
 // connection's read goroutine.
 type Conn struct {
-	Client    Client
+	Client Client
+	// ClientID is the CONNECT frame's client-id header ("" when none): ActiveMQ and Artemis
+	// name durable subscriptions by it. Set once, before the first frame is routed.
+	ClientID  string
 	Delivery  *delivery.Conn
 	txs       map[string]*transaction
 	pipe      *pipeline    // persistent SENDs awaiting their fsync; created on first use

@@ -58,7 +58,7 @@ func (s messageStage) Apply(c *Context) {
 	parts := message.Parts{
 		IDPrefix:    s.idPrefix,
 		Group:       c.Identity.Group,
-		Destination: c.Identity.AppendDestination(destBuf[:0]),
+		Destination: egressDestination(destBuf[:0], c.Identity),
 		Headers:     hdrs,
 		Body:        f.Body,
 		TimestampMs: now,
@@ -76,6 +76,16 @@ func (s messageStage) Apply(c *Context) {
 		if _, ok := message.ParsePriority(v); !ok {
 			c.failWith("invalid priority header", "priority is a number from 0 (lowest) to 9 (highest); 4 when absent", message.ErrInvalidHeader)
 			return
+		}
+	}
+	if parts.ExpiresMs == 0 { // RabbitMQ's per-message TTLs (controlStage checked them)
+		for _, k := range [...]string{hdrMessageTTL, hdrExpiration} {
+			if v := headerValue(hdrs, k); v != "" {
+				if ms, err := strconv.ParseInt(v, 10, 64); err == nil && ms > 0 {
+					parts.ExpiresMs = now + ms
+					break
+				}
+			}
 		}
 	}
 	if v := headerValue(hdrs, "delay"); v != "" {
@@ -340,6 +350,11 @@ func (s subscriptionStage) Apply(c *Context) {
 		return
 	}
 	prefetch := s.opts.DefaultPrefetch
+	if v, ok := f.Get(hdrPrefetchSize); ok { // ActiveMQ's spelling (checked by controlStage)
+		if n, err := strconv.Atoi(v); err == nil && n > 0 {
+			prefetch = min(n, s.opts.MaxPrefetch)
+		}
+	}
 	if v, ok := f.Get("prefetch-count"); ok {
 		n, err := strconv.Atoi(v)
 		if err != nil || n <= 0 {
@@ -417,7 +432,10 @@ func (s attachStage) Apply(c *Context) {
 
 // unsubscribeStage removes a subscription through the delivery bookkeeping, which tells the
 // subscription's own pattern; its unacknowledged queue messages are redelivered.
-type unsubscribeStage struct{ deliveries Deliveries }
+type unsubscribeStage struct {
+	deliveries Deliveries
+	topics     DurableTopics // deletes a durable subscription the UNSUBSCRIBE names (durable.go)
+}
 
 func (s unsubscribeStage) Apply(c *Context) {
 	id, _ := c.Frame.Get(frame.HdrID)
@@ -428,7 +446,11 @@ func (s unsubscribeStage) Apply(c *Context) {
 		}
 		id = c.Frame.Value(frame.HdrDestination)
 	}
-	if err := s.deliveries.Unsubscribe(c.Conn.Delivery, id); err != nil {
+	err := s.deliveries.Unsubscribe(c.Conn.Delivery, id)
+	if deleteDurable(c, s.topics, err == nil) {
+		return
+	}
+	if err != nil {
 		c.fail("unknown subscription", "no active subscription "+frame.Echo(id))
 	}
 }
@@ -535,4 +557,13 @@ func headerValue(hs []frame.Header, k string) string {
 		}
 	}
 	return ""
+}
+
+// egressDestination appends the destination a MESSAGE of id carries: the canonical form,
+// except for a temp-queue, whose owner sees the name it used (dest.Identity.OwnerDestination).
+func egressDestination(dst []byte, id dest.Identity) []byte {
+	if id.Pattern == dest.PatternTempQueue {
+		return append(dst, id.OwnerDestination()...)
+	}
+	return id.AppendDestination(dst)
 }

@@ -121,7 +121,7 @@ func TestClusterRequestResponse(t *testing.T) {
 				if m, ok := one("rt-cmd"); ok {
 					checkEqual(t, "true", m.Headers["executed"], "executed")
 					checkEqual(t, command+"#0", m.Headers["responder"], "responder")
-					checkEqual(t, tempReplies, m.Headers["destination"], "response destination")
+					checkEqual(t, "/temp-queue/replies", m.Headers["destination"], "response destination as the requester named it")
 					if e, has := m.header("error"); has {
 						t.Errorf("successful command response carries error:%q", e)
 					}
@@ -170,7 +170,7 @@ func TestClusterRequestResponse(t *testing.T) {
 				if m, ok := one("nobody-1"); ok {
 					checkEqual(t, "false", m.Headers["executed"], "executed")
 					checkEqual(t, "no responder", m.Headers["error"], "error")
-					checkEqual(t, tempReplies, m.Headers["destination"], "destination")
+					checkEqual(t, "/temp-queue/replies", m.Headers["destination"], "destination as the requester named it")
 				}
 			})
 			checkRequestFailures(t, out, resp, one, requestFailureNames{tempReplies: tempReplies, silent: silent, slow: slow, grouped: grouped},

@@ -172,7 +172,7 @@ func TestRequestResponse(t *testing.T) {
 					if m, ok := one("nobody-1"); ok {
 						checkEqual(t, "false", m.Headers["executed"], "executed")
 						checkEqual(t, "no responder", m.Headers["error"], "error")
-						checkEqual(t, tempReplies, m.Headers["destination"], "destination")
+						checkEqual(t, "/temp-queue/replies", m.Headers["destination"], "destination as the requester named it")
 					}
 				})
 				checkRequestFailures(t, out, resp, one, requestFailureNames{tempReplies: tempReplies, silent: silent, slow: slow, grouped: grouped},
@@ -235,7 +235,7 @@ func checkRequestFailures(t *testing.T, out rpcRequestOut, resp map[string][]ful
 		if m, ok := one("timeout-1"); ok {
 			checkEqual(t, "false", m.Headers["executed"], "executed")
 			checkEqual(t, "timeout", m.Headers["error"], "error")
-			checkEqual(t, n.tempReplies, m.Headers["destination"], "destination")
+			checkEqual(t, "/temp-queue/replies", m.Headers["destination"], "destination as the requester named it")
 		}
 		if ms, ok := out.ResponseMs["timeout-1"]; !ok || ms < shortTimeoutMs*0.95 {
 			t.Errorf("timeout answer came %v ms after the request (recorded: %v), want at least the %d ms timeout", ms, ok, shortTimeoutMs)

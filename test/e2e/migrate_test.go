@@ -1,0 +1,323 @@
+package e2e
+
+import (
+	"fmt"
+	"path/filepath"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-stomp/stomp/v3"
+)
+
+// pyMigrate runs clients/pymigrate.py (python3-stomp with RabbitMQ's headers, issue 26).
+var pyMigrate = stompClient{
+	name:  "python3-stomp",
+	short: "py",
+	cmd: func(scenario, args string) (string, []string) {
+		return systemPython, []string{filepath.Join("clients", "pymigrate.py"), scenario, args}
+	},
+	err: func() error { return pythonErr },
+}
+
+// TestMigrateRabbitMQ: an application written for RabbitMQ's STOMP plugin, unchanged, with
+// stomp.py against a real titan: a durable topic subscription keeps all 100 messages
+// published while it is detached, two connections with one id share it, UNSUBSCRIBE
+// durable:true deletes it, and the control headers Titan cannot honour are refused by name.
+func TestMigrateRabbitMQ(t *testing.T) {
+	t.Parallel()
+	b := startBroker(t, yamlConfig(""))
+	c := pyMigrate
+	t.Run("durable subscription keeps what was published while away", func(t *testing.T) {
+		var out struct {
+			Bodies       []string `json:"bodies"`
+			Destinations []string `json:"destinations"`
+			Total        int      `json:"total"`
+		}
+		c.run(t, b, "rabbit_durable", map[string]any{"dest": "/topic/mig.py.orders", "id": "billing", "count": 100}, &out)
+		want := make([]string, 100)
+		for i := range want {
+			want[i] = fmt.Sprint("m", i)
+		}
+		checkEqual(t, true, slices.Equal(want, out.Bodies), "bodies in order: %v", out.Bodies)
+		checkEqual(t, 100, out.Total, "messages received in all (none twice)")
+		checkEqual(t, true, slices.Equal([]string{"/topic/mig/py/orders"}, out.Destinations), "MESSAGE destination: %v", out.Destinations)
+	})
+	t.Run("two connections with one id share it", func(t *testing.T) {
+		var out struct{ A, B []string }
+		c.run(t, b, "rabbit_shared", map[string]any{"dest": "/exchange/amq.topic/mig.py.shared", "id": "shared", "count": 100}, &out)
+		all := append(slices.Clone(out.A), out.B...)
+		slices.Sort(all)
+		checkEqual(t, 100, len(all), "messages in all: a %d, b %d", len(out.A), len(out.B))
+		checkEqual(t, len(all), len(slices.Compact(all)), "no message to both")
+		checkEqual(t, true, len(out.A) > 0 && len(out.B) > 0, "both got some: a %d, b %d", len(out.A), len(out.B))
+	})
+	t.Run("UNSUBSCRIBE durable:true deletes it", func(t *testing.T) {
+		var out struct{ Bodies []string }
+		c.run(t, b, "rabbit_delete", map[string]any{"dest": "/topic/mig.py.del", "id": "gone"}, &out)
+		checkEqual(t, true, slices.Equal([]string{"after"}, out.Bodies), "bodies after re-creating: %v", out.Bodies)
+	})
+	t.Run("refused headers are named", func(t *testing.T) {
+		type tc struct {
+			Command string            `json:"command"`
+			Dest    string            `json:"dest"`
+			Headers map[string]string `json:"headers"`
+			want    string
+		}
+		cases := []tc{
+			{"SUBSCRIBE", "/queue/mig-py", map[string]string{"x-queue-name": "q"}, "unsupported header x-queue-name"},
+			{"SUBSCRIBE", "/queue/mig-py", map[string]string{"x-message-ttl": "1000"}, "unsupported header x-message-ttl"},
+			{"SUBSCRIBE", "/queue/mig-py", map[string]string{"x-expires": "1000"}, "unsupported header x-expires"},
+			{"SUBSCRIBE", "/queue/mig-py", map[string]string{"x-dead-letter-exchange": "dlx"}, "unsupported header x-dead-letter-exchange"},
+			{"SUBSCRIBE", "/queue/mig-py", map[string]string{"auto-delete": "true"}, "unsupported header auto-delete"},
+			{"SUBSCRIBE", "/queue/mig-py", map[string]string{"exclusive": "true"}, "unsupported header exclusive"},
+			{"SUBSCRIBE", "/topic/mig-py", map[string]string{"durable": "true", "auto-delete": "true"}, "unsupported header auto-delete"},
+			{"SEND", "/queue/mig-py", map[string]string{"x-queue-name": "q"}, "unsupported header x-queue-name"},
+			{"SEND", "/exchange/amq.fanout/x", map[string]string{}, "unsupported exchange"},
+			{"SUBSCRIBE", "/queue/mig-py", map[string]string{"x-max-priority": "10"}, "RECEIPT"},
+			{"SEND", "/queue/mig-py", map[string]string{"persistent": "false", "x-message-ttl": "60000"}, "RECEIPT"},
+			{"SEND", "/amq/queue/mig-py", map[string]string{"x-app": "kept"}, "RECEIPT"},
+		}
+		var out struct{ Answers []string }
+		c.run(t, b, "refused", map[string]any{"cases": cases}, &out)
+		for i, x := range cases {
+			if i < len(out.Answers) {
+				checkEqual(t, x.want, out.Answers[i], "%s %s %v", x.Command, x.Dest, x.Headers)
+			}
+		}
+		checkEqual(t, len(cases), len(out.Answers), "answers")
+	})
+}
+
+// dialActiveMQ connects go-stomp with a CONNECT client-id, as an ActiveMQ application does.
+func dialActiveMQ(t *testing.T, addr, clientID string) *stomp.Conn {
+	t.Helper()
+	c, err := stomp.Dial("tcp", addr, stomp.ConnOpt.AcceptVersion(stomp.V12), stomp.ConnOpt.Host("/"),
+		stomp.ConnOpt.RcvReceiptTimeout(goStompTimeout), stomp.ConnOpt.Header("client-id", clientID))
+	requireNoError(t, err, "go-stomp dial with client-id")
+	return c
+}
+
+// subscribeDurableActiveMQ subscribes with activemq.subscriptionName and proves the
+// SUBSCRIBE was handled with a receipted SEND on the same connection (frames of a connection
+// are handled in order; go-stomp's SUBSCRIBE does not wait for a RECEIPT).
+func subscribeDurableActiveMQ(t *testing.T, c *stomp.Conn, topic, name string) *stomp.Subscription {
+	t.Helper()
+	sub, err := c.Subscribe(topic, stomp.AckClientIndividual,
+		stomp.SubscribeOpt.Header("activemq.subscriptionName", name), stomp.SubscribeOpt.Header("activemq.prefetchSize", "10"))
+	requireNoError(t, err, "durable SUBSCRIBE")
+	sendGoStomp(t, c, "/queue/mig-go-barrier", "barrier")
+	return sub
+}
+
+// TestMigrateActiveMQGo: a go-stomp application with ActiveMQ 5's durable subscription
+// (client-id + activemq.subscriptionName, activemq.prefetchSize) keeps what is published
+// while it is away, and UNSUBSCRIBE naming it deletes it.
+func TestMigrateActiveMQGo(t *testing.T) {
+	t.Parallel()
+	b := startBroker(t, yamlConfig(""))
+	const topic, name, n = "topic://mig.go.orders", "go-billing", 50
+	c := dialActiveMQ(t, b.stompAddr, "go-app")
+	sub := subscribeDurableActiveMQ(t, c, topic, name)
+	requireNoError(t, sub.Unsubscribe(), "detach")
+	requireNoError(t, c.Disconnect())
+
+	p, err := stomp.Dial("tcp", b.stompAddr, stomp.ConnOpt.Host("/"), stomp.ConnOpt.RcvReceiptTimeout(goStompTimeout))
+	requireNoError(t, err)
+	defer p.MustDisconnect()
+	for i := range n {
+		sendGoStomp(t, p, "/topic/mig/go/orders", fmt.Sprint("a", i))
+	}
+	c = dialActiveMQ(t, b.stompAddr, "go-app")
+	defer c.MustDisconnect()
+	sub = subscribeDurableActiveMQ(t, c, topic, name)
+	var got []string
+	for i := range n {
+		m := recvGoStomp(t, sub, fmt.Sprintf("durable message %d", i))
+		checkEqual(t, "/topic/mig/go/orders", m.Destination, "MESSAGE destination")
+		got = append(got, string(m.Body))
+		requireNoError(t, c.Ack(m))
+	}
+	want := make([]string, n)
+	for i := range want {
+		want[i] = fmt.Sprint("a", i)
+	}
+	checkEqual(t, true, slices.Equal(want, got), "bodies %v", got)
+	requireNoError(t, sub.Unsubscribe(stomp.SubscribeOpt.Header("activemq.subscriptionName", name)), "UNSUBSCRIBE deleting it")
+	// Deleted: a SUBSCRIBE with the name starts a fresh, empty subscription.
+	sendGoStomp(t, p, "/topic/mig/go/orders", "while-deleted")
+	sub = subscribeDurableActiveMQ(t, c, topic, name)
+	sendGoStomp(t, p, "/topic/mig/go/orders", "fresh")
+	checkEqual(t, "fresh", string(recvGoStomp(t, sub, "first message of the fresh subscription").Body), "first body")
+}
+
+// TestDurableTopicKill9: a durable topic subscription and every message a topic SEND's
+// RECEIPT confirmed for it survive SIGKILL; after the restart the subscription exists and
+// keeps what is published before anyone attaches. 0 receipted messages lost.
+func TestDurableTopicKill9(t *testing.T) {
+	t.Parallel()
+	node := newTitanNode(t, pebbleConfig(filepath.Join(t.TempDir(), "data"), ""))
+	p := node.start()
+	const topic, name = "/topic/mig/crash", "crash-sub"
+	c := dialActiveMQ(t, p.stompAddrs[0], "crash-app")
+	sub := subscribeDurableActiveMQ(t, c, topic, name)
+	requireNoError(t, sub.Unsubscribe(), "detach")
+	requireNoError(t, c.Disconnect())
+
+	prod, err := stomp.Dial("tcp", p.stompAddrs[0], stomp.ConnOpt.Host("/"), stomp.ConnOpt.RcvReceiptTimeout(goStompTimeout))
+	requireNoError(t, err)
+	receipted := map[string]bool{}
+	done := make(chan struct{})
+	var mu sync.Mutex
+	go func() {
+		defer close(done)
+		for i := 0; ; i++ {
+			body := fmt.Sprint("k", i)
+			if prod.Send(topic, "text/plain", []byte(body), stomp.SendOpt.Receipt) != nil {
+				return
+			}
+			mu.Lock()
+			receipted[body] = true
+			mu.Unlock()
+		}
+	}()
+	eventually(t, 30*time.Second, 5*time.Millisecond, func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(receipted) >= 300
+	}, "300 receipted topic SENDs before the kill")
+	node.kill()
+	<-done
+	mu.Lock()
+	before := len(receipted)
+	mu.Unlock()
+
+	p = node.start()
+	prod, err = stomp.Dial("tcp", p.stompAddrs[0], stomp.ConnOpt.Host("/"), stomp.ConnOpt.RcvReceiptTimeout(goStompTimeout))
+	requireNoError(t, err)
+	defer prod.MustDisconnect()
+	for i := range 10 { // published after the restart, before anyone attaches
+		sendGoStomp(t, prod, topic, fmt.Sprint("after", i))
+		receipted[fmt.Sprint("after", i)] = true
+	}
+	c = dialActiveMQ(t, p.stompAddrs[0], "crash-app")
+	defer c.MustDisconnect()
+	sub = subscribeDurableActiveMQ(t, c, topic, name)
+	got := map[string]bool{}
+	lost := func() int {
+		n := 0
+		for b := range receipted {
+			if !got[b] {
+				n++
+			}
+		}
+		return n
+	}
+	for lost() > 0 {
+		m := recvGoStomp(t, sub, fmt.Sprintf("durable message (%d receipted of %d still missing)", lost(), len(receipted)))
+		got[string(m.Body)] = true
+		requireNoError(t, c.Ack(m))
+	}
+	t.Logf("%d receipted before SIGKILL, 10 after the restart: 0 lost (%d delivered)", before, len(got))
+}
+
+// jsMigrate runs clients/jsmigrate.mjs (stompjs with ActiveMQ's headers, issue 26).
+var jsMigrate = stompClient{
+	name:  "stompjs",
+	short: "js",
+	cmd: func(scenario, args string) (string, []string) {
+		return "node", []string{filepath.Join("clients", "jsmigrate.mjs"), scenario, args}
+	},
+	err: func() error { return nodeErr },
+}
+
+// TestMigrateActiveMQStompJS: a stompjs application with ActiveMQ 5's durable subscription
+// (CONNECT client-id, activemq.subscriptionName, activemq.prefetchSize) over topic://.
+func TestMigrateActiveMQStompJS(t *testing.T) {
+	t.Parallel()
+	b := startBroker(t, yamlConfig(""))
+	var out struct {
+		Bodies            []string `json:"bodies"`
+		Destinations      []string `json:"destinations"`
+		UnsubscribeErrors []string `json:"unsubscribe_errors"`
+		AfterDelete       []string `json:"after_delete"`
+	}
+	jsMigrate.run(t, b, "activemq_durable", map[string]any{"topic": "topic://mig.js.orders", "publish_to": "/topic/mig/js/orders",
+		"client_id": "js-app", "name": "js-billing", "count": 40}, &out)
+	want := make([]string, 40)
+	for i := range want {
+		want[i] = fmt.Sprint("j", i)
+	}
+	checkEqual(t, true, slices.Equal(want, out.Bodies), "bodies kept while away: %v", out.Bodies)
+	checkEqual(t, true, slices.Equal([]string{"/topic/mig/js/orders"}, out.Destinations), "destinations %v", out.Destinations)
+	checkEqual(t, 0, len(out.UnsubscribeErrors), "UNSUBSCRIBE errors %v", out.UnsubscribeErrors)
+	checkEqual(t, true, slices.Equal([]string{"fresh"}, out.AfterDelete), "after the delete: %v", out.AfterDelete)
+	var miss struct{ Errors []string }
+	jsMigrate.run(t, b, "missing_client_id", map[string]any{"topic": "/topic/mig/js/x"}, &miss)
+	checkEqual(t, true, slices.Equal([]string{"missing client-id"}, miss.Errors), "without client-id: %v", miss.Errors)
+}
+
+// phpMigrate runs clients/phpmigrate.php (PECL stomp with Artemis's headers, issue 26).
+var phpMigrate = stompClient{
+	name:  "pecl-stomp",
+	short: "php",
+	cmd: func(scenario, args string) (string, []string) {
+		return "php", []string{filepath.Join("clients", "phpmigrate.php"), scenario, args}
+	},
+	err: func() error { return phpErr },
+}
+
+// TestMigrateArtemisPHP: a PHP (PECL stomp) application with Artemis's durable subscription
+// (CONNECT client-id, durable-subscription-name or durable-subscriber-name), and Artemis's
+// consumer headers Titan refuses by name.
+func TestMigrateArtemisPHP(t *testing.T) {
+	t.Parallel()
+	b := startBroker(t, yamlConfig(""))
+	for i, hdr := range []string{"durable-subscription-name", "durable-subscriber-name"} {
+		t.Run(hdr, func(t *testing.T) {
+			topic := fmt.Sprintf("/topic/mig/php/%d", i)
+			var out struct {
+				Subscribed, Detached, Deleted bool
+				Bodies, Destinations          []string
+				AfterDelete                   []string `json:"after_delete"`
+			}
+			phpMigrate.run(t, b, "artemis_durable", map[string]any{"topic": topic, "client_id": "php-app", "name": "php-sub",
+				"header": hdr, "count": 30}, &out)
+			checkEqual(t, true, out.Subscribed && out.Detached && out.Deleted, "receipts: %+v", out)
+			want := make([]string, 30)
+			for i := range want {
+				want[i] = fmt.Sprint("p", i)
+			}
+			checkEqual(t, true, slices.Equal(want, out.Bodies), "kept while away: %v", out.Bodies)
+			checkEqual(t, true, slices.Equal([]string{topic}, out.Destinations), "destinations %v", out.Destinations)
+			checkEqual(t, true, slices.Equal([]string{"fresh"}, out.AfterDelete), "after the delete: %v", out.AfterDelete)
+		})
+	}
+	var out struct{ Errors []string }
+	phpMigrate.run(t, b, "refused", map[string]any{"topic": "/topic/mig/php/x", "headers": map[string]string{"exclusive": "true", "no-local": "true"}}, &out)
+	slices.Sort(out.Errors)
+	checkEqual(t, true, slices.Equal([]string{"unsupported header exclusive", "unsupported header no-local"}, out.Errors), "errors %v", out.Errors)
+}
+
+// TestClusterRefusesDurableTopicSubscriptions: in a three-node cluster each peer's durable
+// topic SUBSCRIBE is refused with an ERROR that says so (a node's durable subscription queue
+// would miss topic SENDs entering other nodes; README, cluster table), never accepted as an
+// ordinary subscription that loses what is sent while its subscriber is away.
+func TestClusterRefusesDurableTopicSubscriptions(t *testing.T) {
+	t.Parallel()
+	nodes := startCluster(t, "")
+	b := &broker{stompAddr: fmt.Sprintf("127.0.0.1:%d", nodes[1].stompPort), stompPort: nodes[1].stompPort}
+	for _, hdrs := range [][]string{
+		{"durable:true"}, {"persistent:true"}, {"activemq.subscriptionName:n"}, {"durable-subscription-name:n"}, {"durable-subscriber-name:n"},
+	} {
+		c := dialRaw(t, b)
+		c.connect("client-id:cl-app")
+		raw := "SUBSCRIBE\ndestination:/topic/cl/durable\nid:1\nreceipt:r\n" + hdrs[0] + "\n\n\x00"
+		requireNoError(t, c.write(raw))
+		f, err := c.readFrame(10 * time.Second)
+		requireNoError(t, err, "answer to a durable SUBSCRIBE with %v", hdrs)
+		msg, _ := f.get("message")
+		checkEqual(t, "ERROR durable subscriptions unavailable", f.command+" "+msg, "%v", hdrs)
+	}
+}
