@@ -199,6 +199,11 @@ func New(cfg config.Config, opts Options) (*Broker, error) {
 	if b.sec.stage != nil {
 		authorize = b.sec.stage
 	}
+	if journal != nil {
+		// Each stored message's duplicate id is written in the message's own store batch,
+		// and the cache is rebuilt from those records at start (dedup.Cache.Load).
+		b.durable.DuplicateHeader = dedup.Header
+	}
 	b.dedup = dedup.New(dedup.Options{
 		Window:  config.Ms(cfg.DuplicateDetection.Window),
 		Cap:     cfg.DuplicateDetection.CacheSize,
