@@ -414,6 +414,7 @@ func (b *Broker) Start() error {
 		b.admin.start()
 	}
 	b.goroutine("retention", b.retentionLoop)
+	b.goroutine("store-watch", func() { b.durable.WatchStore(b.stop) })
 	if idle := b.cfg.Limits.DestinationIdleTimeout; idle > 0 {
 		b.goroutine("reclaim", func() { b.reclaimLoop(config.Ms(idle)) })
 	}
@@ -591,6 +592,7 @@ func (b *Broker) Shutdown(ctx context.Context) error {
 
 // closeStore closes the store; only once nothing that writes to it runs.
 func (b *Broker) closeStore() {
+	b.durable.FlushDeferred() // ACKs taken while the store was down, if it is back: Close syncs them
 	if err := b.store.Close(); err != nil {
 		b.log.Error("closing store", "err", err)
 	}

@@ -249,6 +249,36 @@ func (l *Log) retryDeferred() {
 	}
 }
 
+// WatchStore applies the deletes a down store refused (acknowledged, dropped or expired
+// messages, kept up to MaxDeferredDeletes) as soon as the store is OK again, and syncs them,
+// rather than with the next delete: an ACK taken while the store was down stays taken after a
+// later restart, clean or not, even when no other message is acknowledged meanwhile. It waits
+// on the store's Health().Changed and returns when stop is closed, or at once for a store
+// whose state never changes. Run it on one goroutine.
+func (l *Log) WatchStore(stop <-chan struct{}) {
+	for {
+		h := l.st.Health()
+		if h.State == store.StateOK && l.hasDeferred.Load() {
+			l.retryDeferred()
+			if err := l.Sync(); err != nil {
+				l.log.Debug("sync of deferred deletes", "err", err)
+			}
+		}
+		if h.Changed == nil {
+			return
+		}
+		select {
+		case <-stop:
+			return
+		case <-h.Changed:
+		}
+	}
+}
+
+// FlushDeferred applies the deletes a down store refused, if it is OK now (a clean shutdown
+// calls it before closing the store, which syncs them).
+func (l *Log) FlushDeferred() { l.retryDeferred() }
+
 // Retire deletes the stored copies of messages a queue is done with (acknowledged, or removed
 // by the ring, expiry or dead-lettering). It implements pointqueue.Retirer.
 func (l *Log) Retire(id dest.Identity, acked []*message.Message, removed []queue.Removed) {
