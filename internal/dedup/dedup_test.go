@@ -105,7 +105,7 @@ func TestLoadRebuildsFromStoredIDs(t *testing.T) {
 	j := &memJournal{}
 	j.store(Key(q, "old"), now)
 	j.store(Key(q, "new"), now.Add(50*time.Second)) // stored, its RECEIPT never sent
-	now = now.Add(70 * time.Second)                  // "old" is outside the window now
+	now = now.Add(70 * time.Second)                 // "old" is outside the window now
 	r := New(Options{Window: time.Minute, Journal: j, Now: func() time.Time { return now }})
 	if err := r.Load(); err != nil {
 		t.Fatal(err)
