@@ -353,6 +353,12 @@ type Store struct {
 	Type string `yaml:"type"`
 	// DataDir is the store directory (default ./data).
 	DataDir string `yaml:"data-dir"`
+	// AcceptDataLoss starts on a store whose recovery found fewer committed records than it
+	// had recorded as synced (a write-ahead log cut or lost after a crash), keeping what
+	// remains and logging the loss; false (the default) refuses to start and points at
+	// `titan store check`. Meant for one start (the serve flag --accept-data-loss), not
+	// for a config file. Not reloadable.
+	AcceptDataLoss bool `yaml:"accept-data-loss"`
 }
 
 // Log configures logging.

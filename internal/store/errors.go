@@ -27,3 +27,10 @@ var (
 	// ErrNoRecords is returned when Append is called without records.
 	ErrNoRecords = errors.New("store: append without records")
 )
+
+// ErrDataLoss is returned by Open when recovery found less than the store had recorded as
+// committed: the write-ahead log ends before a commit whose fsync had returned (its tail
+// was cut or lost after a crash), so messages that were acknowledged with a RECEIPT are
+// gone. The wrapped error says how much is missing and what to do; an adapter's
+// AcceptDataLoss option opens the store with what remains.
+var ErrDataLoss = errors.New("store: committed data missing")

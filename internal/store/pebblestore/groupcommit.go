@@ -501,9 +501,11 @@ func (s *Store) land(f flight) (blocked int32, synced time.Duration) {
 	}
 	_ = b.Close()
 	if err == nil {
+		var raised uint64
 		for st, state := range g.states {
-			st.raiseDurable(state.last)
+			raised += st.raiseDurable(state.last)
 		}
+		s.noteLanded(raised)
 	}
 	g.err = err
 	states := g.states

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"strings"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -94,7 +96,13 @@ func Open(dir string, opts Options) (*Store, error) {
 	if err == nil {
 		err = s.wal.faultErr()
 	}
+	if err == nil {
+		err = s.checkMark(streams, true)
+	}
 	if err != nil {
+		if adv := missingFileAdvice(s.dir, err); adv != nil {
+			err = adv
+		}
 		err = errors.Join(err, s.db.Close())
 		if store.IsDiskFault(err) {
 			s.db = nil
@@ -102,6 +110,8 @@ func Open(dir string, opts Options) (*Store, error) {
 		}
 		return nil, errors.Join(err, lock.Close())
 	}
+	s.logRecovery(len(streams))
+	s.openMarkFile()
 	s.streams = streams
 	s.lastStream.Store(nil)
 	s.startLoops()
@@ -145,9 +155,13 @@ func (s *Store) openDegraded(cause error) (*Store, error) {
 		return nil, errors.Join(cause, fmt.Errorf("pebblestore: reading the store read-only: %w", err), closeLock())
 	}
 	streams, err := s.loadStreams()
+	if err == nil {
+		err = s.checkMark(streams, false)
+	}
 	if err != nil {
 		return nil, errors.Join(cause, err, s.closeDB(), closeLock())
 	}
+	s.logRecovery(len(streams))
 	s.streams = streams
 	s.lastStream.Store(nil)
 	s.startLoops()
@@ -233,7 +247,10 @@ func (s *Store) openDB(readOnly bool) (err error) {
 		popts.ReadOnly = true
 		popts.FS = noLockFS{wal}
 	}
-	if err := checkWALTail(s.fs, s.dir, logger); err != nil {
+	ws, err := checkWALTail(s.fs, s.dir, logger)
+	s.recovery.WAL, s.recovery.WALBytes, s.recovery.Records = ws.path, ws.bytes, ws.records
+	s.recovery.ReplayedBytes, s.recovery.DiscardedBytes, s.recovery.CleanClose = ws.validEnd, ws.torn, ws.clean
+	if err != nil {
 		return err
 	}
 	defer func() {
@@ -247,6 +264,9 @@ func (s *Store) openDB(readOnly bool) (err error) {
 			return fmt.Errorf("%w: pebblestore: cannot recover %s: %w "+
 				"(the directory was left untouched: restore it from a backup, or move it aside to start empty)",
 				store.ErrCorrupt, s.dir, err)
+		}
+		if adv := missingFileAdvice(s.dir, err); adv != nil {
+			return adv
 		}
 		return fmt.Errorf("pebblestore: open %s: %w", s.dir, err)
 	}
@@ -453,4 +473,17 @@ func loadRecordsAbove(it *pebble.Iterator, st *stream, state streamState) error 
 	st.last, st.count, st.bytes = max(base.last, top), base.count+n, base.bytes+nb
 	st.unchecked, st.uncheckedBytes = n, nb
 	return nil
+}
+
+// missingFileAdvice turns an error about a file of the database that does not exist (an
+// sstable deleted or lost from the directory) into an ErrCorrupt that says what to do, or
+// returns nil for any other error.
+func missingFileAdvice(dir string, err error) error {
+	if !errors.Is(err, os.ErrNotExist) && !strings.Contains(err.Error(), "no such file") {
+		return nil
+	}
+	return fmt.Errorf("%w: pebblestore: a file of the store in %s is missing (%v): the data it held cannot be read, "+
+		"and the store will not start without it. Restore the directory from a backup (or put the file back); "+
+		"or move the directory aside to start empty. The directory was left as it is",
+		store.ErrCorrupt, dir, err)
 }

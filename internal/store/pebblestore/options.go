@@ -59,6 +59,13 @@ type Options struct {
 	// DefaultRetryInterval.
 	RetryInterval time.Duration
 
+	// AcceptDataLoss opens a store whose recovered data ends before the commit it had
+	// recorded as synced (see Open's store.ErrDataLoss), keeping what remains, logging the
+	// loss at Error and recording the new state so that the next start is clean. false (the
+	// default) refuses such a store. Meant for an operator who chose to go on after reading
+	// `titan store check` (the serve flag --accept-data-loss).
+	AcceptDataLoss bool
+
 	// MaxRetryInterval caps the wait between recovery attempts. Zero or negative means
 	// DefaultMaxRetryInterval; it is raised to RetryInterval if below it.
 	MaxRetryInterval time.Duration

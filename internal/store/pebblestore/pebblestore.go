@@ -85,6 +85,12 @@ type Store struct {
 	Dropped     atomic.Uint64
 	EmptyGroups atomic.Uint64
 
+	// The committed mark (mark.go).
+	committed  atomic.Uint64 // the committed mark: durable high-water marks summed, dropped streams' included
+	dropped    uint64        // guarded by smu: the high-water marks of dropped streams, summed (droppedKey)
+	markF      vfs.File      // the committed-mark file; written by the committer only (nil: not open)
+	recovery   Recovery // what Open found; set before Open returns, read-only after
+
 	groups     atomic.Uint64 // group commits that wrote records and landed (store.GroupCommitStats)
 	groupNanos atomic.Int64  // their commit times summed, in nanoseconds
 }
@@ -558,10 +564,19 @@ func (s *Store) Drop(names ...string) error {
 		}
 	}
 	if len(drop) > 0 {
+		// The committed mark counts a dropped stream's sequences on (mark.go).
+		dropped := s.dropped
+		for _, st := range drop {
+			dropped += st.last
+		}
+		if err := b.Set(droppedKey, binary.BigEndian.AppendUint64(nil, dropped), nil); err != nil {
+			return wrapErr("drop", err)
+		}
 		if err := s.db.Apply(b, pebble.NoSync); err != nil {
 			return s.fail(wrapErr("drop", err))
 		}
 		s.dirty.Store(true)
+		s.dropped = dropped
 		for _, st := range drop {
 			st.dropped.Store(true)
 			delete(s.streams, st.name)
@@ -730,6 +745,7 @@ func (s *Store) Close() error {
 	if s.db != nil {
 		err = s.closeDB()
 	}
+	s.closeMarkFile()
 	if s.dirLock != nil { // nil after a degraded start that never recovered
 		err = errors.Join(err, s.dirLock.Close())
 	}
