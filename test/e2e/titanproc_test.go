@@ -48,6 +48,8 @@ type titanNode struct {
 	cur     *titanProc
 	mu      sync.Mutex
 	logs    []*titanProc // every process started, for the failure log
+	// args are extra `titan serve` arguments for the next start (--accept-data-loss).
+	args []string
 }
 
 // titanProc is one running (or exited) titan process.
@@ -99,7 +101,7 @@ func (n *titanNode) start() *titanProc {
 		t.Fatalf("titan run %d is still running", n.cur.run)
 	}
 	n.runs++
-	cmd := exec.Command(titanBin, "serve", "--config", n.cfgPath)
+	cmd := exec.Command(titanBin, append([]string{"serve", "--config", n.cfgPath}, n.args...)...)
 	cmd.Dir = n.dir
 	p := &titanProc{run: n.runs, cmd: cmd, stderr: &syncBuffer{}, exited: make(chan struct{})}
 	cmd.Stderr = p.stderr

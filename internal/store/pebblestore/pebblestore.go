@@ -86,10 +86,10 @@ type Store struct {
 	EmptyGroups atomic.Uint64
 
 	// The committed mark (mark.go).
-	committed  atomic.Uint64 // the committed mark: durable high-water marks summed, dropped streams' included
-	dropped    uint64        // guarded by smu: the high-water marks of dropped streams, summed (droppedKey)
-	markF      vfs.File      // the committed-mark file; written by the committer only (nil: not open)
-	recovery   Recovery // what Open found; set before Open returns, read-only after
+	committed atomic.Uint64 // the committed mark: durable high-water marks summed, dropped streams' included
+	dropped   uint64        // guarded by smu: the high-water marks of dropped streams, summed (droppedKey)
+	markF     vfs.File      // the committed-mark file; written by the committer only (nil: not open)
+	recovery  Recovery      // what Open found; set before Open returns, read-only after
 
 	groups     atomic.Uint64 // group commits that wrote records and landed (store.GroupCommitStats)
 	groupNanos atomic.Int64  // their commit times summed, in nanoseconds
