@@ -359,6 +359,17 @@ type Store struct {
 	// `titan store check`. Meant for one start (the serve flag --accept-data-loss), not
 	// for a config file. Not reloadable.
 	AcceptDataLoss bool `yaml:"accept-data-loss"`
+	// MinFreeBytes is the low-water mark of free space on the data directory's file
+	// system, in bytes: below it new persistent messages are refused (ERROR `store
+	// unavailable: free disk space below the low-water mark`, health down at once) until
+	// the free space is above ResumeFreeBytes; acknowledgements go on. 0 (the default)
+	// means 64 MiB (four memtables: room for Pebble's WAL preallocation, a flush and a
+	// compaction); -1 turns the check off. Not reloadable.
+	MinFreeBytes int64 `yaml:"min-free-bytes"`
+	// ResumeFreeBytes is the high-water mark, in bytes: refused SENDs are taken again above
+	// it. 0 (the default), or a value not above MinFreeBytes, means 1.5 × MinFreeBytes.
+	// Not reloadable.
+	ResumeFreeBytes int64 `yaml:"resume-free-bytes"`
 }
 
 // Log configures logging.

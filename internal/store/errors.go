@@ -34,3 +34,9 @@ var (
 // gone. The wrapped error says how much is missing and what to do; an adapter's
 // AcceptDataLoss option opens the store with what remains.
 var ErrDataLoss = errors.New("store: committed data missing")
+
+// ErrLowDiskSpace is the cause (inside an *UnavailableError) of the Appends a store refuses
+// while the free space of its file system is below its low-water mark, until it is back
+// above the high-water mark (pebblestore.Options.MinFreeBytes, ResumeFreeBytes). Deletes
+// are not refused: they free space.
+var ErrLowDiskSpace = errors.New("free disk space below the low-water mark")

@@ -36,6 +36,11 @@ func pebbleConfig(dataDir, extraServers string) string {
 `, extraServers, dataDir)
 }
 
+// withStoreKeys adds keys ("k: v, k2: v2") to the store section of a pebbleConfig.
+func withStoreKeys(cfg, keys string) string {
+	return strings.Replace(cfg, "store: {type: pebble,", "store: {type: pebble, "+keys+",", 1)
+}
+
 // titanNode is one broker configuration (and so one data directory) that runs as a
 // succession of titan processes: start, then kill (SIGKILL) or stop (SIGTERM), then start
 // again. Unlike startBroker, cleanup only SIGKILLs a process still running; what every

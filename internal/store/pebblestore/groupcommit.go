@@ -545,6 +545,10 @@ func (s *Store) AppendMulti(entries []store.StreamRecords) ([]uint64, func() err
 	if err := s.enter(true); err != nil {
 		return nil, nil, err
 	}
+	if s.lowSpace.Load() {
+		s.exit()
+		return nil, nil, lowSpaceRefusal()
+	}
 	sts := make([]*stream, len(entries))
 	locks := make([]*stream, 0, len(entries))
 	for i, e := range entries {

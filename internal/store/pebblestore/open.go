@@ -57,6 +57,9 @@ func Open(dir string, opts Options) (*Store, error) {
 		opts.MaxRetryInterval = DefaultMaxRetryInterval
 	}
 	opts.MaxRetryInterval = max(opts.MaxRetryInterval, opts.RetryInterval)
+	if opts.SpaceCheckInterval <= 0 {
+		opts.SpaceCheckInterval = DefaultSpaceCheckInterval
+	}
 	fs := opts.FS
 
 	s := &Store{
@@ -130,6 +133,11 @@ func (s *Store) startLoops() {
 	if s.opts.DeleteSyncInterval > 0 {
 		s.syncerDone = make(chan struct{})
 		go s.syncLoop(s.opts.DeleteSyncInterval)
+	}
+	if low, high := spaceMarks(s.opts); low > 0 {
+		s.checkSpace(low, high) // before the first write: a full disk refuses at once
+		s.spaceDone = make(chan struct{})
+		go s.spaceLoop(s.opts.SpaceCheckInterval, low, high)
 	}
 }
 

@@ -91,6 +91,11 @@ type Store struct {
 	markF     vfs.File      // the committed-mark file; written by the committer only (nil: not open)
 	recovery  Recovery      // what Open found; set before Open returns, read-only after
 
+	// Free-space watermarks (space.go).
+	lowSpace  atomic.Bool   // free space fell below the low-water mark and is not yet above the high
+	freeBytes atomic.Int64  // free space at the last sample
+	spaceDone chan struct{} // closed by the space loop when it returns; nil when none runs
+
 	groups     atomic.Uint64 // group commits that wrote records and landed (store.GroupCommitStats)
 	groupNanos atomic.Int64  // their commit times summed, in nanoseconds
 }
@@ -221,6 +226,10 @@ func (s *Store) appendAsync(name string, records [][]byte) (uint64, func() error
 	}
 	if err := s.enter(true); err != nil {
 		return 0, nil, err
+	}
+	if s.lowSpace.Load() {
+		s.exit()
+		return 0, nil, lowSpaceRefusal()
 	}
 	st := s.stream(name, true)
 	st.mu.Lock()
@@ -737,6 +746,9 @@ func (s *Store) Close() error {
 	<-s.committerDone
 	if s.syncerDone != nil {
 		<-s.syncerDone
+	}
+	if s.spaceDone != nil {
+		<-s.spaceDone
 	}
 	if recoverDone != nil {
 		<-recoverDone
