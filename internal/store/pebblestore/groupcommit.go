@@ -506,6 +506,7 @@ func (s *Store) land(f flight) (blocked int32, synced time.Duration) {
 			raised += st.raiseDurable(state.last)
 		}
 		s.noteLanded(raised)
+		s.noteSpace()
 	}
 	g.err = err
 	states := g.states

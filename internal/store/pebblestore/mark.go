@@ -205,12 +205,12 @@ func (s *Store) logRecovery(streams int) {
 		"committed_mark", r.CommittedMark, "recovered_mark", r.RecoveredMark, "streams", streams}
 	switch {
 	case r.MissingRecords > 0:
-		s.log.Error("store recovered with data loss accepted (--accept-data-loss): committed records are missing",
+		s.log.Error("store recovery: committed records are missing, data loss accepted (--accept-data-loss)",
 			append(attrs, "missing_records", r.MissingRecords)...)
 	case r.DiscardedBytes > 0:
-		s.log.Warn("store recovered: a torn tail of the write-ahead log was discarded (writes cut short by a crash; nothing synced is missing)", attrs...)
+		s.log.Warn("store recovery: a torn tail of the write-ahead log was discarded (writes cut short by a crash; nothing committed is missing)", attrs...)
 	default:
-		s.log.Info("store recovered", attrs...)
+		s.log.Info("store recovery: nothing committed is missing", attrs...)
 	}
 }
 

@@ -135,9 +135,11 @@ func (s *Store) startLoops() {
 		go s.syncLoop(s.opts.DeleteSyncInterval)
 	}
 	if low, high := spaceMarks(s.opts); low > 0 {
-		s.checkSpace(low, high) // before the first write: a full disk refuses at once
+		s.spaceLow.Store(low)
+		s.spaceHigh.Store(high)
+		s.checkSpace() // before the first write: a full disk refuses at once
 		s.spaceDone = make(chan struct{})
-		go s.spaceLoop(s.opts.SpaceCheckInterval, low, high)
+		go s.spaceLoop(s.opts.SpaceCheckInterval)
 	}
 }
 

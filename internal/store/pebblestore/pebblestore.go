@@ -95,6 +95,8 @@ type Store struct {
 	lowSpace  atomic.Bool   // free space fell below the low-water mark and is not yet above the high
 	freeBytes atomic.Int64  // free space at the last sample
 	spaceDone chan struct{} // closed by the space loop when it returns; nil when none runs
+	spaceLow  atomic.Int64  // the low-water mark in bytes (0: no check)
+	spaceHigh atomic.Int64  // the high-water mark in bytes
 
 	groups     atomic.Uint64 // group commits that wrote records and landed (store.GroupCommitStats)
 	groupNanos atomic.Int64  // their commit times summed, in nanoseconds

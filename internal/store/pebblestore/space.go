@@ -39,26 +39,29 @@ func spaceMarks(opts Options) (low, high int64) {
 // below low it refuses Appends (and Health reports it at once), above high it takes them
 // again; between the two it keeps its state (no flapping). A file system that cannot
 // report its usage (an in-memory one) disables the check.
-func (s *Store) checkSpace(low, high int64) {
+func (s *Store) checkSpace() {
+	low, high := s.spaceLow.Load(), s.spaceHigh.Load()
+	if low <= 0 {
+		return
+	}
 	du, err := s.fs.GetDiskUsage(s.dir)
 	if err != nil {
 		return
 	}
 	free := int64(du.AvailBytes)
 	s.freeBytes.Store(free)
-	was := s.lowSpace.Load()
 	switch {
-	case !was && free < low:
+	case free < low && s.lowSpace.CompareAndSwap(false, true):
 		s.setLowSpace(true, free, low, high)
-	case was && free > high:
+	case free > high && s.lowSpace.CompareAndSwap(true, false):
 		s.setLowSpace(false, free, low, high)
 	}
 }
 
-// setLowSpace records the low-space state, counts it as a health change and logs it.
+// setLowSpace reports the low-space state (already flipped by the caller) in Health, counts
+// it as a state change and logs it.
 func (s *Store) setLowSpace(low bool, free, lowMark, highMark int64) {
 	s.mu.Lock()
-	s.lowSpace.Store(low)
 	s.health.lowSpace = low
 	s.health.changes++
 	s.health.since = time.Now()
@@ -75,8 +78,14 @@ func (s *Store) setLowSpace(low bool, free, lowMark, highMark int64) {
 	}
 }
 
-// spaceLoop samples the free space every interval until Close.
-func (s *Store) spaceLoop(interval time.Duration, low, high int64) {
+// noteSpace samples the free space after a group commit landed (the committer): a group
+// commit costs an fsync, so one statfs with it is cheap, and a disk that fills is met within
+// one commit rather than one interval.
+func (s *Store) noteSpace() { s.checkSpace() }
+
+// spaceLoop samples the free space every interval until Close (a store that takes no
+// Appends, refused ones included, still sees space come back).
+func (s *Store) spaceLoop(interval time.Duration) {
 	defer close(s.spaceDone)
 	t := time.NewTicker(interval)
 	defer t.Stop()
@@ -85,7 +94,7 @@ func (s *Store) spaceLoop(interval time.Duration, low, high int64) {
 		case <-s.stop:
 			return
 		case <-t.C:
-			s.checkSpace(low, high)
+			s.checkSpace()
 		}
 	}
 }

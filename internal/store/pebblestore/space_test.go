@@ -40,18 +40,23 @@ func TestFreeSpaceWatermarks(t *testing.T) {
 	if free <= 0 {
 		t.Fatalf("FreeBytes = %d", free)
 	}
-	s.checkSpace(free/2, free*2) // between the marks: still refused
+	marks := func(low, high int64) { // new marks, sampled at once
+		s.spaceLow.Store(low)
+		s.spaceHigh.Store(high)
+		s.checkSpace()
+	}
+	marks(free/2, free*2) // between the marks: still refused
 	if _, err := s.Append("q", []byte("c")); !errors.Is(err, store.ErrLowDiskSpace) {
 		t.Fatalf("Append between the marks after a refusal: %v", err)
 	}
-	s.checkSpace(free/2, free/2+1) // above the high-water mark: taken again
+	marks(free/2, free/2+1) // above the high-water mark: taken again
 	if _, err := s.Append("q", []byte("c")); err != nil {
 		t.Fatalf("Append above the high-water mark: %v", err)
 	}
 	if h := s.Health(); h.State != store.StateOK || h.Changes != 2 {
 		t.Fatalf("Health above the high-water mark: %+v", h)
 	}
-	s.checkSpace(free/2, free*2) // between the marks: still taken
+	marks(free/2, free*2) // between the marks: still taken
 	if _, err := s.Append("q", []byte("d")); err != nil {
 		t.Fatalf("Append between the marks while taking: %v", err)
 	}
