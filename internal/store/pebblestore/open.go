@@ -89,6 +89,9 @@ func Open(dir string, opts Options) (*Store, error) {
 	if err := s.probe(); err != nil && store.IsDiskFault(err) {
 		return s.openDegraded(err)
 	}
+	if err := s.precheckLoss(); err != nil {
+		return nil, errors.Join(err, lock.Close())
+	}
 	if err := s.openDB(false); err != nil {
 		if store.IsDiskFault(err) {
 			return s.openDegraded(err)
@@ -496,4 +499,36 @@ func missingFileAdvice(dir string, err error) error {
 		"and the store will not start without it. Restore the directory from a backup (or put the file back); "+
 		"or move the directory aside to start empty. The directory was left as it is",
 		store.ErrCorrupt, dir, err)
+}
+
+// precheckLoss runs the committed-mark check on a read-only open before the writable one,
+// when the newest WAL ends in a torn or cut tail and a committed mark is recorded: a
+// writable Pebble replays and rotates the WAL, so a refusal found only afterwards would
+// leave the tail gone from the directory that `titan store check` and an operator inspect.
+// A WAL without such a tail (a clean close, or a process crash that leaves whole chunks)
+// costs no second replay. It returns store.ErrDataLoss (see checkMark), or nil; any other
+// failure is left to the writable open, which meets it again.
+func (s *Store) precheckLoss() error {
+	if s.opts.AcceptDataLoss {
+		return nil
+	}
+	if c, err := readMarkFile(s.fs, s.dir); err != nil || c == 0 {
+		return nil
+	}
+	ws, err := checkWALTail(s.fs, s.dir, discardLogger())
+	if err != nil || ws.torn == 0 {
+		return nil
+	}
+	if err := s.openDB(true); err != nil {
+		return nil
+	}
+	defer func() { _ = s.closeDB() }()
+	streams, err := s.loadStreams()
+	if err != nil {
+		return nil
+	}
+	if err := s.checkMark(streams, false); errors.Is(err, store.ErrDataLoss) {
+		return err
+	}
+	return nil
 }

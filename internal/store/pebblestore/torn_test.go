@@ -221,7 +221,8 @@ func TestTornWALTail(t *testing.T) {
 	img := buildWALImage(t, vfs.NewMem(), "db")
 	wal := img.files[img.wal]
 	offs := append(img.damageOffsets(int64(len(wal))), int64(len(wal)))
-	var refused, accepted int
+	num, _ := walFileNum(img.wal)
+	var refused, accepted, untouched int
 	for i, off := range offs {
 		want := img.intact(off)
 		fs := img.restore(t, wal[:off])
@@ -242,6 +243,13 @@ func TestTornWALTail(t *testing.T) {
 				off, len(wal), len(img.recs)-want, len(img.recs), err, n)
 		}
 		refused++
+		if _, st := scanWAL(wal[:off], uint32(num)); st.torn > 0 {
+			// A cut tail is refused before Pebble replays it writably: the WAL is untouched.
+			if left := readFileT(t, fs, fs.PathJoin("db", img.wal)); !bytes.Equal(left, wal[:off]) {
+				t.Fatalf("truncated at %d: the refused Open changed the WAL (%d bytes, was %d)", off, len(left), off)
+			}
+			untouched++
+		}
 		if i%16 != 0 && off != offs[len(offs)-2] {
 			continue // the slower checks below on a sample
 		}
@@ -266,9 +274,9 @@ func TestTornWALTail(t *testing.T) {
 			t.Fatalf("truncated at %d without the mark file: %d records, %v; want %d", off, n, err, want)
 		}
 	}
-	t.Logf("WAL of %d bytes truncated at %d offsets: %d cuts of committed records refused with ErrDataLoss; "+
+	t.Logf("WAL of %d bytes truncated at %d offsets: %d cuts of committed records refused with ErrDataLoss (%d with a torn tail left untouched); "+
 		"%d of them opened with AcceptDataLoss with exactly the records before the cut, and as torn tails without the mark file",
-		len(wal), len(offs), refused, accepted)
+		len(wal), len(offs), refused, untouched, accepted)
 	if refused == 0 || accepted == 0 {
 		t.Fatal("no cut removed a committed record")
 	}
@@ -467,4 +475,18 @@ func TestTornWALTailOnDisk(t *testing.T) {
 			}
 		})
 	}
+}
+
+func readFileT(t *testing.T, fs vfs.FS, name string) []byte {
+	t.Helper()
+	f, err := fs.Open(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = f.Close() }()
+	b, err := io.ReadAll(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }
