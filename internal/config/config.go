@@ -59,8 +59,8 @@ type Config struct {
 
 // DuplicateDetection is titan.duplicate-detection. A SEND whose _AMQ_DUPL_ID header (Artemis's
 // duplicate id) repeats an id seen on the same destination within the window is answered
-// (RECEIPT) but not stored or delivered again. Ids of persistent messages are journaled in
-// the store and survive a restart for the window.
+// (RECEIPT) but not stored or delivered again. The id of a persistent message is stored in
+// the message's own store batch and survives any crash or restart for the window.
 type DuplicateDetection struct {
 	// Window is how long an id is remembered, in ms (default 600000: 10 minutes).
 	Window int `yaml:"window"`
