@@ -95,6 +95,7 @@ func newRootCmd() *cobra.Command {
 	root.AddCommand(newQueueCmd(g), newConnectionCmd(g), newDurableCmd(g), newClusterCmd(g))
 	root.AddCommand(newSendCmd(g), newSubscribeCmd(g), newBenchCmd(g))
 	root.AddCommand(newVersionCmd(g))
+	root.AddCommand(newStoreCmd())
 	root.Version = readBuildInfo().String()
 	root.SetVersionTemplate("{{.Version}}\n")
 	return root

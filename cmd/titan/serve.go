@@ -32,6 +32,7 @@ type serveFlags struct {
 	fanoutMode      string
 	defaultPattern  string
 	destMetrics     bool
+	acceptDataLoss  bool
 	usersFile       string
 	clusterName     string
 	clusterListen   string
@@ -130,6 +131,7 @@ re-reads the file without dropping connections.`,
 	fl.IntVar(&f.clusterReplicas, "cluster-replicas", 0, "cluster mode: JetStream replicas per stream (default 3)")
 	fl.StringVar(&f.clusterNode, "cluster-node", "", "cluster mode: this node's unique, stable name")
 	fl.IntVar(&f.clientPort, "cluster-client-port", 0, "cluster mode: the embedded NATS server's client port on 127.0.0.1, for nats CLI and benchmarks (titan.cluster.client-port; default a free port)")
+	fl.BoolVar(&f.acceptDataLoss, "accept-data-loss", false, "start even though recovery found committed records missing (see 'titan store check'); the loss is logged")
 	fl.BoolVar(&f.destMetrics, "destination-metrics", false, "count SENDs and bytes per (group, destination) on /metrics (a custom router stage)")
 	return cmd
 }
@@ -201,6 +203,9 @@ func loadServeConfig(cmd *cobra.Command, f *serveFlags) (config.Config, error) {
 	str("users", "TITAN_USERS_FILE", &cfg.Security.UsersFile)
 	str("data-dir", "TITAN_DATA_DIR", &cfg.Store.DataDir)
 	str("store", "TITAN_STORE", &cfg.Store.Type)
+	if f.acceptDataLoss {
+		cfg.Store.AcceptDataLoss = true
+	}
 	str("log-level", "TITAN_LOG_LEVEL", &cfg.Log.Level)
 	str("log-format", "TITAN_LOG_FORMAT", &cfg.Log.Format)
 	str("cluster-name", "TITAN_CLUSTER_NAME", &cfg.Cluster.Name)

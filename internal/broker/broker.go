@@ -217,6 +217,11 @@ func New(cfg config.Config, opts Options) (*Broker, error) {
 	if b.sec.stage != nil {
 		authorize = b.sec.stage
 	}
+	if journal != nil {
+		// Each stored message's duplicate id is written in the message's own store batch,
+		// and the cache is rebuilt from those records at start (dedup.Cache.Load).
+		b.durable.DuplicateHeader = dedup.Header
+	}
 	b.dedup = dedup.New(dedup.Options{
 		Window:  config.Ms(cfg.DuplicateDetection.Window),
 		Cap:     cfg.DuplicateDetection.CacheSize,
@@ -448,6 +453,7 @@ func (b *Broker) Start() error {
 		b.admin.start()
 	}
 	b.goroutine("retention", b.retentionLoop)
+	b.goroutine("store-watch", func() { b.durable.WatchStore(b.stop) })
 	if idle := b.cfg.Limits.DestinationIdleTimeout; idle > 0 {
 		b.goroutine("reclaim", func() { b.reclaimLoop(config.Ms(idle)) })
 	}
@@ -635,6 +641,7 @@ func (b *Broker) Shutdown(ctx context.Context) error {
 
 // closeStore closes the store; only once nothing that writes to it runs.
 func (b *Broker) closeStore() {
+	b.durable.FlushDeferred() // ACKs taken while the store was down, if it is back: Close syncs them
 	if err := b.store.Close(); err != nil {
 		b.log.Error("closing store", "err", err)
 	}

@@ -21,7 +21,8 @@ func openStore(c config.Store, log *slog.Logger) (store.Store, error) {
 		// A full or read-only file system is not fatal: the store starts down and recovers.
 		return nil, fmt.Errorf("broker: data directory %s: %w", c.DataDir, err)
 	}
-	st, err := pebblestore.Open(c.DataDir, pebblestore.Options{Logger: log.With("component", "pebble")})
+	st, err := pebblestore.Open(c.DataDir, pebblestore.Options{Logger: log.With("component", "pebble"), AcceptDataLoss: c.AcceptDataLoss,
+		MinFreeBytes: c.MinFreeBytes, ResumeFreeBytes: c.ResumeFreeBytes})
 	if err != nil {
 		// The store's errors say what to do (store.ErrLocked names the other process).
 		return nil, fmt.Errorf("broker: opening store in %s: %w", c.DataDir, err)

@@ -59,8 +59,8 @@ type Config struct {
 
 // DuplicateDetection is titan.duplicate-detection. A SEND whose _AMQ_DUPL_ID header (Artemis's
 // duplicate id) repeats an id seen on the same destination within the window is answered
-// (RECEIPT) but not stored or delivered again. Ids of persistent messages are journaled in
-// the store and survive a restart for the window.
+// (RECEIPT) but not stored or delivered again. The id of a persistent message is stored in
+// the message's own store batch and survives any crash or restart for the window.
 type DuplicateDetection struct {
 	// Window is how long an id is remembered, in ms (default 600000: 10 minutes).
 	Window int `yaml:"window"`
@@ -404,6 +404,23 @@ type Store struct {
 	Type string `yaml:"type"`
 	// DataDir is the store directory (default ./data).
 	DataDir string `yaml:"data-dir"`
+	// AcceptDataLoss starts on a store whose recovery found fewer committed records than it
+	// had recorded as synced (a write-ahead log cut or lost after a crash), keeping what
+	// remains and logging the loss; false (the default) refuses to start and points at
+	// `titan store check`. Meant for one start (the serve flag --accept-data-loss), not
+	// for a config file. Not reloadable.
+	AcceptDataLoss bool `yaml:"accept-data-loss"`
+	// MinFreeBytes is the low-water mark of free space on the data directory's file
+	// system, in bytes: below it new persistent messages are refused (ERROR `store
+	// unavailable: free disk space below the low-water mark`, health down at once) until
+	// the free space is above ResumeFreeBytes; acknowledgements go on. 0 (the default)
+	// means 64 MiB (four memtables: room for Pebble's WAL preallocation, a flush and a
+	// compaction); -1 turns the check off. Not reloadable.
+	MinFreeBytes int64 `yaml:"min-free-bytes"`
+	// ResumeFreeBytes is the high-water mark, in bytes: refused SENDs are taken again above
+	// it. 0 (the default), or a value not above MinFreeBytes, means 1.5 × MinFreeBytes.
+	// Not reloadable.
+	ResumeFreeBytes int64 `yaml:"resume-free-bytes"`
 }
 
 // Log configures logging.

@@ -4,8 +4,12 @@
 // retries after a lost RECEIPT or a timeout cannot create duplicates.
 //
 // The Cache keeps the ids in memory, bounded by a window (older ids are forgotten) and a
-// cap (the oldest is forgotten first), and journals each claimed id to a Journal (the store)
-// so they survive a restart for the window. Safe for concurrent use.
+// cap (the oldest is forgotten first). It does not write ids itself: the durable store
+// writes a persistent message's id in the same atomic batch as the message (durable.Log,
+// the COMMIT's batch for a transaction), so that a stored message's id is stored whenever
+// the message is, whatever the crash. At start the Cache is rebuilt from those records
+// (Load, through a Journal), and it trims the journal behind the ids it forgets. Safe for
+// concurrent use.
 package dedup
 
 import (
@@ -27,14 +31,13 @@ const (
 	DefaultCap = 100000
 )
 
-// Journal keeps claimed ids durably (implemented by durable.Log). Record returns once the
-// entry is durable and returns a token for Forget; Load calls fn for every entry, oldest
-// first; Trim drops entries older than token (exclusive).
+// Journal is where the ids of stored messages are kept (implemented by durable.Log, which
+// writes each one in the batch of its message). LoadDuplicateIDs calls fn for every stored
+// id (its Key and acceptance time), oldest first; TrimDuplicateIDs drops the stored ids
+// accepted before the given time (the window's start, or the newest id the cap evicted).
 type Journal interface {
-	RecordDuplicateID(key string, at time.Time) (token uint64, err error)
-	ForgetDuplicateID(token uint64)
-	LoadDuplicateIDs(fn func(token uint64, key string, at time.Time)) error
-	TrimDuplicateIDs(before uint64) error
+	LoadDuplicateIDs(fn func(key string, at time.Time)) error
+	TrimDuplicateIDs(before time.Time) error
 }
 
 // Options configure a Cache.
@@ -43,7 +46,7 @@ type Options struct {
 	Window time.Duration
 	// Cap bounds the ids remembered (default DefaultCap).
 	Cap int
-	// Journal, when set, keeps the ids across restarts.
+	// Journal, when set, is read by Load and trimmed behind the ids the Cache forgets.
 	Journal Journal
 	// Now is the time source (default time.Now).
 	Now func() time.Time
@@ -52,9 +55,8 @@ type Options struct {
 type entry struct {
 	key     string
 	at      time.Time
-	token   uint64 // the journal's token once journaled (0 before)
-	live    bool   // still the remembered entry for key
-	settled bool   // its SEND was accepted (a repeat is a duplicate, not in flight)
+	live    bool // still the remembered entry for key
+	settled bool // its SEND was accepted (a repeat is a duplicate, not in flight)
 }
 
 // Cache is the duplicate id cache.
@@ -66,8 +68,8 @@ type Cache struct {
 	order []*entry          // guarded by mu: oldest first (a FIFO; head is order[head])
 	head  int               // guarded by mu
 
-	trimmed  uint64 // guarded by mu: the newest journal token forgotten
-	lastTrim uint64 // guarded by mu: trimmed when the journal was last trimmed
+	trimBefore time.Time // guarded by mu: the newest acceptance time forgotten
+	popped     int       // guarded by mu: entries forgotten since the journal was last trimmed
 
 	// Duplicates counts SENDs recognised as duplicates.
 	Duplicates uint64 // guarded by mu
@@ -92,21 +94,31 @@ func Key(id dest.Identity, dupID string) string {
 	return id.String() + "\x00" + dupID
 }
 
-// Load fills the cache from the journal (at start-up, before traffic): entries inside the
-// window are remembered again.
+// Load rebuilds the cache from the journal (at start-up, before traffic): every stored id
+// inside the window is remembered again (the newest Cap of them), as accepted; the journal
+// is then trimmed behind the window.
 func (c *Cache) Load() error {
 	if c.opts.Journal == nil {
 		return nil
 	}
 	cutoff := c.opts.Now().Add(-c.opts.Window)
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.opts.Journal.LoadDuplicateIDs(func(token uint64, key string, at time.Time) {
+	err := c.opts.Journal.LoadDuplicateIDs(func(key string, at time.Time) {
 		if at.Before(cutoff) {
 			return
 		}
-		c.addLocked(&entry{key: key, at: at, token: token, live: true, settled: true})
+		c.addLocked(&entry{key: key, at: at, live: true, settled: true})
 	})
+	trim := c.trimBefore
+	c.popped = 0
+	c.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	if trim.Before(cutoff) {
+		trim = cutoff
+	}
+	return c.opts.Journal.TrimDuplicateIDs(trim)
 }
 
 // ErrInFlight is returned by Claim for a repeat of an id whose first SEND has not been
@@ -129,65 +141,66 @@ func (inFlightError) Refusal() string { return "duplicate id in flight" }
 // repeat of an id whose first SEND is still unanswered returns ErrInFlight. Otherwise the id
 // is claimed, and settle (called exactly once, when the SEND is answered) either forgets it
 // (accepted false: the SEND was refused, so a retry is no duplicate) or keeps it for the
-// window (accepted true) — journaled when durable is set, after the message itself was
-// committed, so that a crash between the two can at worst deliver a retry twice, never
-// answer a retry whose message was lost.
+// window (accepted true). durable says the message is stored: its id is then stored with it,
+// in the same atomic batch, by the store (not by the Cache), so that after any crash the id
+// is known exactly when the message was stored — a retry is never stored twice, and never
+// answered for a message that was lost.
 func (c *Cache) Claim(id dest.Identity, dupID string, durable bool) (dup bool, settle func(accepted bool), err error) {
 	key := Key(id, dupID)
 	now := c.opts.Now()
 	c.mu.Lock()
 	c.expireLocked(now)
+	trim, doTrim := c.trimDueLocked()
 	if old, ok := c.ids[key]; ok {
+		if old.settled {
+			c.Duplicates++
+		}
+		c.mu.Unlock()
+		c.trim(trim, doTrim)
 		if !old.settled {
-			c.mu.Unlock()
 			return false, nil, ErrInFlight
 		}
-		c.Duplicates++
-		c.mu.Unlock()
 		return true, nil, nil
 	}
 	e := &entry{key: key, at: now, live: true}
 	c.addLocked(e) // claimed at once: a concurrent repeat sees it in flight
 	c.mu.Unlock()
-	return false, func(accepted bool) { c.settle(e, accepted, durable) }, nil
+	c.trim(trim, doTrim)
+	return false, func(accepted bool) { c.settle(e, accepted) }, nil
 }
 
 // settle ends e's claim (see Claim).
-func (c *Cache) settle(e *entry, accepted, durable bool) {
-	if !accepted {
-		c.remove(e)
-		return
-	}
+func (c *Cache) settle(e *entry, accepted bool) {
 	c.mu.Lock()
-	e.settled = true
-	c.mu.Unlock()
-	if !durable || c.opts.Journal == nil {
+	defer c.mu.Unlock()
+	if !accepted {
+		if c.ids[e.key] == e {
+			delete(c.ids, e.key)
+		}
+		e.live = false
 		return
 	}
-	// A journal failure keeps the id in memory only: a retry after a restart could then be
-	// delivered twice, which at-least-once allows.
-	if tok, err := c.opts.Journal.RecordDuplicateID(e.key, e.at); err == nil {
-		c.mu.Lock()
-		live := e.live
-		e.token = tok
-		c.mu.Unlock()
-		if !live { // expired or evicted meanwhile
-			c.opts.Journal.ForgetDuplicateID(tok)
-		}
-	}
+	e.settled = true
 }
 
-// remove forgets e (an undone claim).
-func (c *Cache) remove(e *entry) {
-	c.mu.Lock()
-	if c.ids[e.key] == e {
-		delete(c.ids, e.key)
+// trimEvery is how many forgotten ids make a journal trim due.
+const trimEvery = 1024
+
+// trimDueLocked reports whether the journal should be trimmed, and before when: every
+// trimEvery forgotten ids.
+func (c *Cache) trimDueLocked() (time.Time, bool) {
+	if c.opts.Journal == nil || c.popped < trimEvery {
+		return time.Time{}, false
 	}
-	e.live = false
-	tok := e.token
-	c.mu.Unlock()
-	if tok != 0 && c.opts.Journal != nil {
-		c.opts.Journal.ForgetDuplicateID(tok)
+	c.popped = 0
+	return c.trimBefore, true
+}
+
+// trim drops the journal's ids accepted before t, outside c.mu (it reads the store). A
+// failed trim is retried with the next one.
+func (c *Cache) trim(t time.Time, due bool) {
+	if due {
+		_ = c.opts.Journal.TrimDuplicateIDs(t)
 	}
 }
 
@@ -226,17 +239,17 @@ func (c *Cache) popLocked() {
 		delete(c.ids, e.key)
 	}
 	e.live = false
-	if e.token > c.trimmed {
-		c.trimmed = e.token
+	if e.at.After(c.trimBefore) {
+		c.trimBefore = e.at
 	}
+	c.popped++
 	if c.head > 1024 && c.head*2 > len(c.order) {
 		c.order = append([]*entry(nil), c.order[c.head:]...)
 		c.head = 0
 	}
 }
 
-// expireLocked forgets entries older than the window and, every 1024 forgotten journal
-// entries, trims the journal behind them.
+// expireLocked forgets entries older than the window.
 func (c *Cache) expireLocked(now time.Time) {
 	cutoff := now.Add(-c.opts.Window)
 	for c.head < len(c.order) {
@@ -245,9 +258,5 @@ func (c *Cache) expireLocked(now time.Time) {
 			break
 		}
 		c.popLocked()
-	}
-	if c.opts.Journal != nil && c.trimmed >= c.lastTrim+1024 {
-		c.lastTrim = c.trimmed
-		_ = c.opts.Journal.TrimDuplicateIDs(c.trimmed + 1)
 	}
 }

@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/titan-broker/titan/internal/address"
+	"github.com/titan-broker/titan/internal/dedup"
 	"github.com/titan-broker/titan/internal/dest"
 	"github.com/titan-broker/titan/internal/message"
 	"github.com/titan-broker/titan/internal/queue"
@@ -45,6 +46,16 @@ type Log struct {
 	// are delivered again after a restart, never lost).
 	DeferredDeletes atomic.Uint64
 	DroppedDeletes  atomic.Uint64
+
+	// DuplicateHeader, when set before use (to dedup.Header, by a broker whose duplicate
+	// detection is on), makes every persist of a message carrying that header with a
+	// non-empty value write the id's record (duplicateIDStream) in the same atomic store
+	// batch as the message — the COMMIT's batch for a transaction — so a stored message's
+	// id is stored exactly when the message is, whatever the crash (dedup.Cache.Load
+	// rebuilds the index from these records). Such a message is never stored lazily. The
+	// store must be a store.MultiAppender for this; on any other (the memory store, which
+	// keeps nothing across a restart) no record is written.
+	DuplicateHeader string
 
 	// CommitLatency, when set before use, observes the seconds each durable acceptance
 	// (Persist, PersistAsync's wait) took, append to fsync'd group commit.
@@ -156,6 +167,13 @@ func (l *Log) Persist(id dest.Identity, m *message.Message) error {
 	if l.CommitLatency != nil {
 		defer observeSince(l.CommitLatency, time.Now())
 	}
+	if rec := l.duplicateRecord(id, m); rec != nil {
+		wait, err := l.persistWithID(id, m, rec)
+		if err == nil {
+			err = wait()
+		}
+		return err
+	}
 	eb := encodeBufs.Get().(*encodeBuf)
 	eb.b = message.Encode(eb.b[:0], m)
 	eb.one[0] = eb.b
@@ -177,6 +195,11 @@ func (l *Log) Forget(id dest.Identity, m *message.Message) {
 	l.retryDeferred()
 	if err := l.st.Delete(l.stream(id), m.Sequence); err != nil {
 		l.deleteFailed(l.stream(id), []uint64{m.Sequence}, err)
+	}
+	if m.DuplicateSeq != 0 { // its id goes with it: a retry is no duplicate
+		if err := l.st.Delete(duplicateIDStream, m.DuplicateSeq); err != nil {
+			l.deleteFailed(duplicateIDStream, []uint64{m.DuplicateSeq}, err)
+		}
 	}
 }
 
@@ -225,6 +248,36 @@ func (l *Log) retryDeferred() {
 		l.Deleted.Add(uint64(len(seqs)))
 	}
 }
+
+// WatchStore applies the deletes a down store refused (acknowledged, dropped or expired
+// messages, kept up to MaxDeferredDeletes) as soon as the store is OK again, and syncs them,
+// rather than with the next delete: an ACK taken while the store was down stays taken after a
+// later restart, clean or not, even when no other message is acknowledged meanwhile. It waits
+// on the store's Health().Changed and returns when stop is closed, or at once for a store
+// whose state never changes. Run it on one goroutine.
+func (l *Log) WatchStore(stop <-chan struct{}) {
+	for {
+		h := l.st.Health()
+		if h.State == store.StateOK && l.hasDeferred.Load() {
+			l.retryDeferred()
+			if err := l.Sync(); err != nil {
+				l.log.Debug("sync of deferred deletes", "err", err)
+			}
+		}
+		if h.Changed == nil {
+			return
+		}
+		select {
+		case <-stop:
+			return
+		case <-h.Changed:
+		}
+	}
+}
+
+// FlushDeferred applies the deletes a down store refused, if it is OK now (a clean shutdown
+// calls it before closing the store, which syncs them).
+func (l *Log) FlushDeferred() { l.retryDeferred() }
 
 // Retire deletes the stored copies of messages a queue is done with (acknowledged, or removed
 // by the ring, expiry or dead-lettering). It implements pointqueue.Retirer.
@@ -644,6 +697,16 @@ func (l *Log) persistAsync(id dest.Identity, m *message.Message, lazy bool) (wai
 	if l.CommitLatency != nil {
 		start = sinceEpoch()
 	}
+	if rec := l.duplicateRecord(id, m); rec != nil {
+		w, err := l.persistWithID(id, m, rec)
+		if err != nil || start == 0 {
+			return w, err
+		}
+		tw := timedWaits.Get().(*timedWait)
+		tw.l, tw.start, tw.w = l, start, w
+		tw.cc, _ = l.st.(store.CommitClock)
+		return tw.fn, nil
+	}
 	eb := encodeBufs.Get().(*encodeBuf)
 	eb.b = message.Encode(eb.b[:0], m)
 	eb.one[0] = eb.b // the variadic argument, in the pooled buffer rather than on the heap
@@ -708,9 +771,17 @@ func (l *Log) PersistAll(ids []dest.Identity, ms []*message.Message) error {
 		}
 		return nil
 	}
-	entries := make([]store.StreamRecords, len(ms))
+	entries := make([]store.StreamRecords, len(ms), len(ms)+1)
+	var dupRecs [][]byte
+	var dupOf []int // dupRecs[k] is ms[dupOf[k]]'s
 	for i, m := range ms {
 		entries[i] = store.StreamRecords{Stream: l.stream(ids[i]), Records: [][]byte{message.Encode(nil, m)}}
+		if rec := l.duplicateRecord(ids[i], m); rec != nil {
+			dupRecs, dupOf = append(dupRecs, rec), append(dupOf, i)
+		}
+	}
+	if len(dupRecs) > 0 { // the ids commit in the COMMIT's batch, all or none with it
+		entries = append(entries, store.StreamRecords{Stream: duplicateIDStream, Records: dupRecs})
 	}
 	firsts, wait, err := ma.AppendMulti(entries)
 	if err == nil {
@@ -722,44 +793,91 @@ func (l *Log) PersistAll(ids []dest.Identity, ms []*message.Message) error {
 	for i, m := range ms {
 		m.Sequence = firsts[i]
 	}
+	for k, i := range dupOf {
+		ms[i].DuplicateSeq = firsts[len(ms)] + uint64(k)
+	}
 	l.Appended.Add(uint64(len(ms)))
 	return nil
 }
 
-// duplicateIDStream holds the duplicate ids claimed by SENDs (dedup.Journal): records of an
-// 8-byte big-endian Unix-millisecond time followed by the cache key. It is not a queue or
+// duplicateIDStream holds the duplicate ids of stored messages (dedup.Journal): records of
+// an 8-byte big-endian Unix-millisecond acceptance time followed by the cache key
+// (dedup.Key), each written in the same atomic batch as its message. It is not a queue or
 // log stream (ParseStream refuses it), so recovery and retention skip it.
 const duplicateIDStream = "dedup/ids"
 
-// RecordDuplicateID appends a claimed duplicate id, fsync'd (group-committed), and returns
-// its sequence. It implements dedup.Journal.
-func (l *Log) RecordDuplicateID(key string, at time.Time) (uint64, error) {
-	rec := binary.BigEndian.AppendUint64(make([]byte, 0, 8+len(key)), uint64(at.UnixMilli()))
-	seq, err := l.st.Append(duplicateIDStream, append(rec, key...))
+// duplicateRecord returns the duplicate-id record to store with m on id, or nil when m
+// carries no id (or DuplicateHeader is off, or the store cannot append atomically).
+func (l *Log) duplicateRecord(id dest.Identity, m *message.Message) []byte {
+	if l.DuplicateHeader == "" {
+		return nil
+	}
+	v, ok := m.Header(l.DuplicateHeader)
+	if !ok || v == "" {
+		return nil
+	}
+	if _, ok := l.st.(store.MultiAppender); !ok {
+		return nil
+	}
+	key := dedup.Key(id, v)
+	at := m.TimestampMs
+	if at == 0 {
+		at = time.Now().UnixMilli()
+	}
+	rec := binary.BigEndian.AppendUint64(make([]byte, 0, 8+len(key)), uint64(at))
+	return append(rec, key...)
+}
+
+// persistWithID commits m to id's stream and its duplicate-id record rec to
+// duplicateIDStream in one atomic batch (store.MultiAppender), sets m.Sequence and
+// m.DuplicateSeq, and returns the wait for the batch's fsync.
+func (l *Log) persistWithID(id dest.Identity, m *message.Message, rec []byte) (wait func() error, err error) {
+	ma := l.st.(store.MultiAppender) // duplicateRecord checked
+	entries := [2]store.StreamRecords{
+		{Stream: l.stream(id), Records: [][]byte{message.Encode(nil, m)}},
+		{Stream: duplicateIDStream, Records: [][]byte{rec}},
+	}
+	firsts, w, err := ma.AppendMulti(entries[:])
 	if err != nil {
-		return 0, fmt.Errorf("durable: duplicate id: %w", err)
+		return nil, fmt.Errorf("durable: persist %s: %w", id, err)
 	}
-	return seq, nil
+	m.Sequence, m.DuplicateSeq = firsts[0], firsts[1]
+	l.Appended.Add(1)
+	return func() error {
+		if err := w(); err != nil {
+			return fmt.Errorf("durable: persist %s: %w", id, err)
+		}
+		return nil
+	}, nil
 }
 
-// ForgetDuplicateID deletes a duplicate id whose SEND was not accepted.
-func (l *Log) ForgetDuplicateID(seq uint64) {
-	if err := l.st.Delete(duplicateIDStream, seq); err != nil {
-		l.deleteFailed(duplicateIDStream, []uint64{seq}, err)
-	}
-}
-
-// LoadDuplicateIDs calls fn for every stored duplicate id, oldest first.
-func (l *Log) LoadDuplicateIDs(fn func(seq uint64, key string, at time.Time)) error {
-	return l.st.Scan(duplicateIDStream, 0, func(seq uint64, data []byte) bool {
+// LoadDuplicateIDs calls fn for every stored duplicate id, oldest first. It implements
+// dedup.Journal.
+func (l *Log) LoadDuplicateIDs(fn func(key string, at time.Time)) error {
+	return l.st.Scan(duplicateIDStream, 0, func(_ uint64, data []byte) bool {
 		if len(data) >= 8 {
-			fn(seq, string(data[8:]), time.UnixMilli(int64(binary.BigEndian.Uint64(data))))
+			fn(string(data[8:]), time.UnixMilli(int64(binary.BigEndian.Uint64(data))))
 		}
 		return true
 	})
 }
 
-// TrimDuplicateIDs deletes the duplicate ids before seq (outside the window).
-func (l *Log) TrimDuplicateIDs(before uint64) error {
-	return l.st.Trim(duplicateIDStream, before)
+// TrimDuplicateIDs deletes the stored duplicate ids accepted before before, walking from
+// the oldest and stopping at the first one that is not (ids are stored about in acceptance
+// order, so a late one only keeps a few for longer). It implements dedup.Journal; like
+// Trim it is durable at the next sync.
+func (l *Log) TrimDuplicateIDs(before time.Time) error {
+	cut := before.UnixMilli()
+	var end uint64
+	err := l.st.Scan(duplicateIDStream, 0, func(seq uint64, data []byte) bool {
+		if len(data) >= 8 && int64(binary.BigEndian.Uint64(data)) >= cut {
+			return false
+		}
+		end = seq + 1
+		return true
+	})
+	if err != nil || end == 0 {
+		return err
+	}
+	return l.st.Trim(duplicateIDStream, end)
 }

@@ -42,6 +42,10 @@ type Message struct {
 	DeliverAtMs int64
 	// Sequence is the store sequence for durable patterns (0 when not stored).
 	Sequence uint64
+	// DuplicateSeq is the store sequence of the duplicate-id record committed in the same
+	// batch as the message (durable.Log, for a SEND carrying _AMQ_DUPL_ID); 0 for none. It
+	// lets a message refused after it was stored take its id record with it.
+	DuplicateSeq uint64
 
 	// The shared MESSAGE tail (see Shared). STOMP 1.2's is kept inline: Pack writes it with
 	// the message, and nearly every client speaks 1.2. Those of 1.0 and 1.1 live in a block

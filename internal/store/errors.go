@@ -27,3 +27,16 @@ var (
 	// ErrNoRecords is returned when Append is called without records.
 	ErrNoRecords = errors.New("store: append without records")
 )
+
+// ErrDataLoss is returned by Open when recovery found less than the store had recorded as
+// committed: the write-ahead log ends before a commit whose fsync had returned (its tail
+// was cut or lost after a crash), so messages that were acknowledged with a RECEIPT are
+// gone. The wrapped error says how much is missing and what to do; an adapter's
+// AcceptDataLoss option opens the store with what remains.
+var ErrDataLoss = errors.New("store: committed data missing")
+
+// ErrLowDiskSpace is the cause (inside an *UnavailableError) of the Appends a store refuses
+// while the free space of its file system is below its low-water mark, until it is back
+// above the high-water mark (pebblestore.Options.MinFreeBytes, ResumeFreeBytes). Deletes
+// are not refused: they free space.
+var ErrLowDiskSpace = errors.New("free disk space below the low-water mark")

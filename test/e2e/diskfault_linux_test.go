@@ -202,7 +202,7 @@ func TestDiskFullRefusesThenRecoversWithoutRestart(t *testing.T) {
 	mnt := mountTmpfsE2E(t, 96<<20)
 	ballast := filepath.Join(mnt, "ballast")
 	requireNoError(t, os.WriteFile(ballast, make([]byte, 40<<20), 0o644))
-	node := newTitanNode(t, pebbleConfig(filepath.Join(mnt, "data"), ""))
+	node := newTitanNode(t, withStoreKeys(pebbleConfig(filepath.Join(mnt, "data"), ""), "min-free-bytes: -1"))
 	p := node.start()
 	const dest = "/queue/disk-full"
 

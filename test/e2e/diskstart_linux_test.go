@@ -61,7 +61,7 @@ func TestStartOnFullDiskThenRecovers(t *testing.T) {
 	}
 	mnt := mountTmpfsE2E(t, 64<<20)
 	ballast := fillFS(t, mnt)
-	node := newTitanNode(t, pebbleConfig(filepath.Join(mnt, "data"), ""))
+	node := newTitanNode(t, withStoreKeys(pebbleConfig(filepath.Join(mnt, "data"), ""), "min-free-bytes: -1"))
 	p := node.start()
 	const dest = "/queue/start-full"
 	requireStartedDown(t, p, dest, "no space left on device")

@@ -36,6 +36,11 @@ func pebbleConfig(dataDir, extraServers string) string {
 `, extraServers, dataDir)
 }
 
+// withStoreKeys adds keys ("k: v, k2: v2") to the store section of a pebbleConfig.
+func withStoreKeys(cfg, keys string) string {
+	return strings.Replace(cfg, "store: {type: pebble,", "store: {type: pebble, "+keys+",", 1)
+}
+
 // titanNode is one broker configuration (and so one data directory) that runs as a
 // succession of titan processes: start, then kill (SIGKILL) or stop (SIGTERM), then start
 // again. Unlike startBroker, cleanup only SIGKILLs a process still running; what every
@@ -48,6 +53,8 @@ type titanNode struct {
 	cur     *titanProc
 	mu      sync.Mutex
 	logs    []*titanProc // every process started, for the failure log
+	// args are extra `titan serve` arguments for the next start (--accept-data-loss).
+	args []string
 }
 
 // titanProc is one running (or exited) titan process.
@@ -99,7 +106,7 @@ func (n *titanNode) start() *titanProc {
 		t.Fatalf("titan run %d is still running", n.cur.run)
 	}
 	n.runs++
-	cmd := exec.Command(titanBin, "serve", "--config", n.cfgPath)
+	cmd := exec.Command(titanBin, append([]string{"serve", "--config", n.cfgPath}, n.args...)...)
 	cmd.Dir = n.dir
 	p := &titanProc{run: n.runs, cmd: cmd, stderr: &syncBuffer{}, exited: make(chan struct{})}
 	cmd.Stderr = p.stderr

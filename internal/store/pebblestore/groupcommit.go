@@ -501,9 +501,12 @@ func (s *Store) land(f flight) (blocked int32, synced time.Duration) {
 	}
 	_ = b.Close()
 	if err == nil {
+		var raised uint64
 		for st, state := range g.states {
-			st.raiseDurable(state.last)
+			raised += st.raiseDurable(state.last)
 		}
+		s.noteLanded(raised)
+		s.noteSpace()
 	}
 	g.err = err
 	states := g.states
@@ -542,6 +545,10 @@ func (s *Store) AppendMulti(entries []store.StreamRecords) ([]uint64, func() err
 	}
 	if err := s.enter(true); err != nil {
 		return nil, nil, err
+	}
+	if s.lowSpace.Load() {
+		s.exit()
+		return nil, nil, lowSpaceRefusal()
 	}
 	sts := make([]*stream, len(entries))
 	locks := make([]*stream, 0, len(entries))

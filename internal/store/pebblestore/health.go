@@ -30,6 +30,7 @@ type health struct {
 	recoveries uint64
 	changed    chan struct{} // closed at the next change, then replaced
 	recovering bool          // a recoverer goroutine runs
+	lowSpace   bool          // free space is below the low-water mark (space.go): reported as down
 }
 
 func newHealth(now time.Time) health {
@@ -71,9 +72,14 @@ func (h *health) refusal() error {
 func (s *Store) Health() store.Health {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	state, cause := s.health.state, s.health.cause
+	if s.health.lowSpace && state == store.StateOK {
+		// Appends are refused for low space: down for producers, though deletes go on.
+		state, cause = store.StateDown, store.ErrLowDiskSpace
+	}
 	return store.Health{
-		State:      s.health.state,
-		Cause:      s.health.cause,
+		State:      state,
+		Cause:      cause,
 		Since:      s.health.since,
 		Changes:    s.health.changes,
 		Recoveries: s.health.recoveries,

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"strings"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -55,6 +57,9 @@ func Open(dir string, opts Options) (*Store, error) {
 		opts.MaxRetryInterval = DefaultMaxRetryInterval
 	}
 	opts.MaxRetryInterval = max(opts.MaxRetryInterval, opts.RetryInterval)
+	if opts.SpaceCheckInterval <= 0 {
+		opts.SpaceCheckInterval = DefaultSpaceCheckInterval
+	}
 	fs := opts.FS
 
 	s := &Store{
@@ -84,6 +89,9 @@ func Open(dir string, opts Options) (*Store, error) {
 	if err := s.probe(); err != nil && store.IsDiskFault(err) {
 		return s.openDegraded(err)
 	}
+	if err := s.precheckLoss(); err != nil {
+		return nil, errors.Join(err, lock.Close())
+	}
 	if err := s.openDB(false); err != nil {
 		if store.IsDiskFault(err) {
 			return s.openDegraded(err)
@@ -94,7 +102,13 @@ func Open(dir string, opts Options) (*Store, error) {
 	if err == nil {
 		err = s.wal.faultErr()
 	}
+	if err == nil {
+		err = s.checkMark(streams, true)
+	}
 	if err != nil {
+		if adv := missingFileAdvice(s.dir, err); adv != nil {
+			err = adv
+		}
 		err = errors.Join(err, s.db.Close())
 		if store.IsDiskFault(err) {
 			s.db = nil
@@ -102,6 +116,8 @@ func Open(dir string, opts Options) (*Store, error) {
 		}
 		return nil, errors.Join(err, lock.Close())
 	}
+	s.logRecovery(len(streams))
+	s.openMarkFile()
 	s.streams = streams
 	s.lastStream.Store(nil)
 	s.startLoops()
@@ -120,6 +136,13 @@ func (s *Store) startLoops() {
 	if s.opts.DeleteSyncInterval > 0 {
 		s.syncerDone = make(chan struct{})
 		go s.syncLoop(s.opts.DeleteSyncInterval)
+	}
+	if low, high := spaceMarks(s.opts); low > 0 {
+		s.spaceLow.Store(low)
+		s.spaceHigh.Store(high)
+		s.checkSpace() // before the first write: a full disk refuses at once
+		s.spaceDone = make(chan struct{})
+		go s.spaceLoop(s.opts.SpaceCheckInterval)
 	}
 }
 
@@ -145,9 +168,13 @@ func (s *Store) openDegraded(cause error) (*Store, error) {
 		return nil, errors.Join(cause, fmt.Errorf("pebblestore: reading the store read-only: %w", err), closeLock())
 	}
 	streams, err := s.loadStreams()
+	if err == nil {
+		err = s.checkMark(streams, false)
+	}
 	if err != nil {
 		return nil, errors.Join(cause, err, s.closeDB(), closeLock())
 	}
+	s.logRecovery(len(streams))
 	s.streams = streams
 	s.lastStream.Store(nil)
 	s.startLoops()
@@ -233,7 +260,10 @@ func (s *Store) openDB(readOnly bool) (err error) {
 		popts.ReadOnly = true
 		popts.FS = noLockFS{wal}
 	}
-	if err := checkWALTail(s.fs, s.dir, logger); err != nil {
+	ws, err := checkWALTail(s.fs, s.dir, logger)
+	s.recovery.WAL, s.recovery.WALBytes, s.recovery.Records = ws.path, ws.bytes, ws.records
+	s.recovery.ReplayedBytes, s.recovery.DiscardedBytes, s.recovery.CleanClose = ws.validEnd, ws.torn, ws.clean
+	if err != nil {
 		return err
 	}
 	defer func() {
@@ -247,6 +277,9 @@ func (s *Store) openDB(readOnly bool) (err error) {
 			return fmt.Errorf("%w: pebblestore: cannot recover %s: %w "+
 				"(the directory was left untouched: restore it from a backup, or move it aside to start empty)",
 				store.ErrCorrupt, s.dir, err)
+		}
+		if adv := missingFileAdvice(s.dir, err); adv != nil {
+			return adv
 		}
 		return fmt.Errorf("pebblestore: open %s: %w", s.dir, err)
 	}
@@ -452,5 +485,50 @@ func loadRecordsAbove(it *pebble.Iterator, st *stream, state streamState) error 
 	}
 	st.last, st.count, st.bytes = max(base.last, top), base.count+n, base.bytes+nb
 	st.unchecked, st.uncheckedBytes = n, nb
+	return nil
+}
+
+// missingFileAdvice turns an error about a file of the database that does not exist (an
+// sstable deleted or lost from the directory) into an ErrCorrupt that says what to do, or
+// returns nil for any other error.
+func missingFileAdvice(dir string, err error) error {
+	if !errors.Is(err, os.ErrNotExist) && !strings.Contains(err.Error(), "no such file") {
+		return nil
+	}
+	return fmt.Errorf("%w: pebblestore: a file of the store in %s is missing (%v): the data it held cannot be read, "+
+		"and the store will not start without it. Restore the directory from a backup (or put the file back); "+
+		"or move the directory aside to start empty. The directory was left as it is",
+		store.ErrCorrupt, dir, err)
+}
+
+// precheckLoss runs the committed-mark check on a read-only open before the writable one,
+// when the newest WAL ends in a torn or cut tail and a committed mark is recorded: a
+// writable Pebble replays and rotates the WAL, so a refusal found only afterwards would
+// leave the tail gone from the directory that `titan store check` and an operator inspect.
+// A WAL without such a tail (a clean close, or a process crash that leaves whole chunks)
+// costs no second replay. It returns store.ErrDataLoss (see checkMark), or nil; any other
+// failure is left to the writable open, which meets it again.
+func (s *Store) precheckLoss() error {
+	if s.opts.AcceptDataLoss {
+		return nil
+	}
+	if c, err := readMarkFile(s.fs, s.dir); err != nil || c == 0 {
+		return nil
+	}
+	ws, err := checkWALTail(s.fs, s.dir, discardLogger())
+	if err != nil || ws.torn == 0 {
+		return nil
+	}
+	if err := s.openDB(true); err != nil {
+		return nil
+	}
+	defer func() { _ = s.closeDB() }()
+	streams, err := s.loadStreams()
+	if err != nil {
+		return nil
+	}
+	if err := s.checkMark(streams, false); errors.Is(err, store.ErrDataLoss) {
+		return err
+	}
 	return nil
 }

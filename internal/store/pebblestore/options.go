@@ -59,6 +59,33 @@ type Options struct {
 	// DefaultRetryInterval.
 	RetryInterval time.Duration
 
+	// MinFreeBytes is the low-water mark of free space on the store's file system, in
+	// bytes: below it, Appends (new messages) are refused with an *store.UnavailableError
+	// whose cause is store.ErrLowDiskSpace, and Health reports the store down with that
+	// cause, until the free space is above ResumeFreeBytes. Deletes and metadata writes go
+	// on. Zero means 4 × MemTableBytes (64 MiB by default: head-room for Pebble's WAL
+	// preallocation of about one memtable, a memtable flush and a compaction's output, the
+	// writes that otherwise meet ENOSPC first); negative disables the check. Sampled every
+	// SpaceCheckInterval. A file system that cannot report its usage is not checked.
+	MinFreeBytes int64
+
+	// ResumeFreeBytes is the high-water mark, in bytes: refused Appends are taken again once
+	// the free space is above it. Zero, or a value not above MinFreeBytes, means 1.5 ×
+	// MinFreeBytes. The gap between the two keeps the state steady on a disk that hovers
+	// around one mark.
+	ResumeFreeBytes int64
+
+	// SpaceCheckInterval is how often the free space is sampled. Zero or negative means
+	// DefaultSpaceCheckInterval (250 ms).
+	SpaceCheckInterval time.Duration
+
+	// AcceptDataLoss opens a store whose recovered data ends before the commit it had
+	// recorded as synced (see Open's store.ErrDataLoss), keeping what remains, logging the
+	// loss at Error and recording the new state so that the next start is clean. false (the
+	// default) refuses such a store. Meant for an operator who chose to go on after reading
+	// `titan store check` (the serve flag --accept-data-loss).
+	AcceptDataLoss bool
+
 	// MaxRetryInterval caps the wait between recovery attempts. Zero or negative means
 	// DefaultMaxRetryInterval; it is raised to RetryInterval if below it.
 	MaxRetryInterval time.Duration

@@ -85,6 +85,19 @@ type Store struct {
 	Dropped     atomic.Uint64
 	EmptyGroups atomic.Uint64
 
+	// The committed mark (mark.go).
+	committed atomic.Uint64 // the committed mark: durable high-water marks summed, dropped streams' included
+	dropped   uint64        // guarded by smu: the high-water marks of dropped streams, summed (droppedKey)
+	markF     vfs.File      // the committed-mark file; written by the committer only (nil: not open)
+	recovery  Recovery      // what Open found; set before Open returns, read-only after
+
+	// Free-space watermarks (space.go).
+	lowSpace  atomic.Bool   // free space fell below the low-water mark and is not yet above the high
+	freeBytes atomic.Int64  // free space at the last sample
+	spaceDone chan struct{} // closed by the space loop when it returns; nil when none runs
+	spaceLow  atomic.Int64  // the low-water mark in bytes (0: no check)
+	spaceHigh atomic.Int64  // the high-water mark in bytes
+
 	groups     atomic.Uint64 // group commits that wrote records and landed (store.GroupCommitStats)
 	groupNanos atomic.Int64  // their commit times summed, in nanoseconds
 }
@@ -215,6 +228,10 @@ func (s *Store) appendAsync(name string, records [][]byte) (uint64, func() error
 	}
 	if err := s.enter(true); err != nil {
 		return 0, nil, err
+	}
+	if s.lowSpace.Load() {
+		s.exit()
+		return 0, nil, lowSpaceRefusal()
 	}
 	st := s.stream(name, true)
 	st.mu.Lock()
@@ -558,10 +575,19 @@ func (s *Store) Drop(names ...string) error {
 		}
 	}
 	if len(drop) > 0 {
+		// The committed mark counts a dropped stream's sequences on (mark.go).
+		dropped := s.dropped
+		for _, st := range drop {
+			dropped += st.last
+		}
+		if err := b.Set(droppedKey, binary.BigEndian.AppendUint64(nil, dropped), nil); err != nil {
+			return wrapErr("drop", err)
+		}
 		if err := s.db.Apply(b, pebble.NoSync); err != nil {
 			return s.fail(wrapErr("drop", err))
 		}
 		s.dirty.Store(true)
+		s.dropped = dropped
 		for _, st := range drop {
 			st.dropped.Store(true)
 			delete(s.streams, st.name)
@@ -723,6 +749,9 @@ func (s *Store) Close() error {
 	if s.syncerDone != nil {
 		<-s.syncerDone
 	}
+	if s.spaceDone != nil {
+		<-s.spaceDone
+	}
 	if recoverDone != nil {
 		<-recoverDone
 	}
@@ -730,6 +759,7 @@ func (s *Store) Close() error {
 	if s.db != nil {
 		err = s.closeDB()
 	}
+	s.closeMarkFile()
 	if s.dirLock != nil { // nil after a degraded start that never recovered
 		err = errors.Join(err, s.dirLock.Close())
 	}

@@ -63,7 +63,7 @@ func TestStartOnFullDisk(t *testing.T) {
 	ballast := fillDisk(t, mnt)
 	dir := filepath.Join(mnt, "data")
 	logs := &logRecorder{}
-	s, err := Open(dir, Options{Logger: slog.New(logs), MemTableBytes: 1 << 20, RetryInterval: 10 * time.Millisecond, MaxRetryInterval: 100 * time.Millisecond})
+	s, err := Open(dir, Options{MinFreeBytes: -1, Logger: slog.New(logs), MemTableBytes: 1 << 20, RetryInterval: 10 * time.Millisecond, MaxRetryInterval: 100 * time.Millisecond})
 	if err != nil {
 		t.Fatalf("Open on a full disk: %v, want a store that is down", err)
 	}
@@ -91,7 +91,7 @@ func TestStartOnFullDisk(t *testing.T) {
 	}
 	checkAcked(t, s, acked)
 	closeT(t, s)
-	s2 := openT(t, dir, Options{MemTableBytes: 1 << 20})
+	s2 := openT(t, dir, Options{MinFreeBytes: -1, MemTableBytes: 1 << 20})
 	checkAcked(t, s2, acked)
 	closeT(t, s2)
 }
@@ -102,7 +102,7 @@ func TestStartOnReadOnlyDir(t *testing.T) {
 	}
 	mnt := mountTmpfs(t, 64<<20)
 	dir := filepath.Join(mnt, "data")
-	s := openT(t, dir, Options{})
+	s := openT(t, dir, Options{MinFreeBytes: -1})
 	acked := map[uint64][]byte{}
 	for i := range 3 {
 		rec := []byte(fmt.Sprint("before ", i))
@@ -120,7 +120,7 @@ func TestStartOnReadOnlyDir(t *testing.T) {
 	run(t, "mount", "-o", "remount,bind,ro", dir)
 	t.Cleanup(func() { run(t, "umount", dir) }) // before the tmpfs under it (cleanups run last-in first-out)
 
-	s, err := Open(dir, Options{RetryInterval: 10 * time.Millisecond, MaxRetryInterval: 100 * time.Millisecond})
+	s, err := Open(dir, Options{MinFreeBytes: -1, RetryInterval: 10 * time.Millisecond, MaxRetryInterval: 100 * time.Millisecond})
 	if err != nil {
 		t.Fatalf("Open on a read-only directory: %v, want a store that is down", err)
 	}
@@ -144,7 +144,7 @@ func TestStartOnReadOnlyDir(t *testing.T) {
 	acked[seq] = []byte("after")
 	checkAcked(t, s, acked)
 	closeT(t, s)
-	s2 := openT(t, dir, Options{})
+	s2 := openT(t, dir, Options{MinFreeBytes: -1})
 	checkAcked(t, s2, acked)
 	closeT(t, s2)
 }

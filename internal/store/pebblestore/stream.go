@@ -97,11 +97,14 @@ func newStream(name string) *stream {
 }
 
 // raiseDurable ratchets st.durable up to seq.
-func (st *stream) raiseDurable(seq uint64) {
+func (st *stream) raiseDurable(seq uint64) (raisedBy uint64) {
 	for {
 		cur := st.durable.Load()
-		if cur >= seq || st.durable.CompareAndSwap(cur, seq) {
-			return
+		if cur >= seq {
+			return 0
+		}
+		if st.durable.CompareAndSwap(cur, seq) {
+			return seq - cur
 		}
 	}
 }

@@ -82,7 +82,7 @@ func TestRealDiskFull(t *testing.T) {
 	}
 	dir := filepath.Join(mnt, "data")
 	logs := &logRecorder{}
-	s := openT(t, dir, Options{Logger: slog.New(logs), MemTableBytes: 4 << 20,
+	s := openT(t, dir, Options{MinFreeBytes: -1, Logger: slog.New(logs), MemTableBytes: 4 << 20,
 		RetryInterval: 10 * time.Millisecond, MaxRetryInterval: 100 * time.Millisecond})
 	acked := map[uint64][]byte{}
 	err := fillUntilRefused(t, s, 100<<10, acked)
@@ -114,7 +114,7 @@ func TestRealDiskFull(t *testing.T) {
 		t.Errorf("%d 'store down' lines, want 1", n)
 	}
 	closeT(t, s)
-	s2 := openT(t, dir, Options{MemTableBytes: 4 << 20})
+	s2 := openT(t, dir, Options{MinFreeBytes: -1, MemTableBytes: 4 << 20})
 	checkAcked(t, s2, acked)
 	closeT(t, s2)
 }
@@ -130,7 +130,7 @@ func TestRealReadOnlyDir(t *testing.T) {
 	}
 	mnt := mountTmpfs(t, 64<<20)
 	dir := filepath.Join(mnt, "data")
-	s := openT(t, dir, Options{MemTableBytes: 1 << 20,
+	s := openT(t, dir, Options{MinFreeBytes: -1, MemTableBytes: 1 << 20,
 		RetryInterval: 10 * time.Millisecond, MaxRetryInterval: 100 * time.Millisecond})
 	acked := map[uint64][]byte{}
 	for i := range 3 {
@@ -162,7 +162,7 @@ func TestRealReadOnlyDir(t *testing.T) {
 	acked[seq] = []byte("after")
 	checkAcked(t, s, acked)
 	closeT(t, s)
-	s2 := openT(t, dir, Options{})
+	s2 := openT(t, dir, Options{MinFreeBytes: -1})
 	checkAcked(t, s2, acked)
 	closeT(t, s2)
 }

@@ -157,10 +157,19 @@ func (img *walImage) recovered(t *testing.T, fs vfs.FS, dir string) (int, error)
 // recoveredLog is recovered with the store logging to log.
 func (img *walImage) recoveredLog(t *testing.T, fs vfs.FS, dir string, log *slog.Logger) (int, error) {
 	t.Helper()
-	s, err := Open(dir, Options{FS: fs, DeleteSyncInterval: -1, Logger: log})
+	n, _, err := img.recoveredOpts(t, fs, dir, log, false)
+	return n, err
+}
+
+// recoveredOpts is recoveredLog, opening with Options.AcceptDataLoss set to accept; it
+// also returns what Open reported (Store.Recovery).
+func (img *walImage) recoveredOpts(t *testing.T, fs vfs.FS, dir string, log *slog.Logger, accept bool) (int, Recovery, error) {
+	t.Helper()
+	s, err := Open(dir, Options{FS: fs, DeleteSyncInterval: -1, Logger: log, AcceptDataLoss: accept})
 	if err != nil {
-		return 0, err
+		return 0, Recovery{}, err
 	}
+	rec := s.Recovery()
 	defer closeT(t, s)
 	n := 0
 	if err := s.Scan("q", 0, func(seq uint64, data []byte) bool {
@@ -178,7 +187,7 @@ func (img *walImage) recoveredLog(t *testing.T, fs vfs.FS, dir string, log *slog
 	if err != nil || seq != uint64(n+1) {
 		t.Fatalf("Append after recovery: seq %d, %v; want %d", seq, err, n+1)
 	}
-	return n, nil
+	return n, rec, nil
 }
 
 // damageOffsets returns every offset of the last batch, the bytes around every batch
@@ -201,27 +210,76 @@ func (img *walImage) damageOffsets(size int64) []int64 {
 	return offs
 }
 
-// TestTornWALTail truncates the WAL of a closed store at many offsets: Open must succeed
-// and hold exactly the records whose batches lie wholly before the cut.
+// TestTornWALTail truncates the WAL of a closed store at many offsets. A cut that removes
+// committed records is never silent: Open refuses with store.ErrDataLoss, naming `titan
+// store check` and --accept-data-loss; with AcceptDataLoss it opens with exactly the
+// records whose batches lie wholly before the cut, reports how many are missing, and the
+// start after that is clean. A cut that removes nothing committed (the clean close's
+// trailer) opens as before. Without the committed-mark file (a power loss can leave it
+// behind the log) a cut is a torn tail again: tolerated, exactly the records before it.
 func TestTornWALTail(t *testing.T) {
 	img := buildWALImage(t, vfs.NewMem(), "db")
 	wal := img.files[img.wal]
 	offs := append(img.damageOffsets(int64(len(wal))), int64(len(wal)))
-	for _, off := range offs {
+	num, _ := walFileNum(img.wal)
+	var refused, accepted, untouched int
+	for i, off := range offs {
+		want := img.intact(off)
 		fs := img.restore(t, wal[:off])
 		logs := &logRecorder{}
 		n, err := img.recoveredLog(t, fs, "db", slog.New(logs))
-		if err != nil {
-			t.Fatalf("truncated at %d of %d: Open: %v", off, len(wal), err)
-		}
 		if logs.count(slog.LevelError, "store recovery drops records") != 0 {
 			t.Fatalf("truncated at %d: a torn tail was reported as damage", off)
 		}
-		if want := img.intact(off); n != want {
-			t.Fatalf("truncated at %d: %d records recovered, want %d", off, n, want)
+		if want == len(img.recs) {
+			if err != nil || n != want {
+				t.Fatalf("truncated at %d of %d (nothing committed cut): %d records, %v; want %d", off, len(wal), n, err, want)
+			}
+			continue
+		}
+		if !errors.Is(err, store.ErrDataLoss) || !strings.Contains(err.Error(), "titan store check") ||
+			!strings.Contains(err.Error(), "--accept-data-loss") {
+			t.Fatalf("truncated at %d of %d, %d of %d records cut: Open = %v (%d records); want ErrDataLoss naming titan store check and --accept-data-loss",
+				off, len(wal), len(img.recs)-want, len(img.recs), err, n)
+		}
+		refused++
+		if _, st := scanWAL(wal[:off], uint32(num)); st.torn > 0 {
+			// A cut tail is refused before Pebble replays it writably: the WAL is untouched.
+			if left := readFileT(t, fs, fs.PathJoin("db", img.wal)); !bytes.Equal(left, wal[:off]) {
+				t.Fatalf("truncated at %d: the refused Open changed the WAL (%d bytes, was %d)", off, len(left), off)
+			}
+			untouched++
+		}
+		if i%16 != 0 && off != offs[len(offs)-2] {
+			continue // the slower checks below on a sample
+		}
+		accepted++
+		n, rec, err := img.recoveredOpts(t, fs, "db", nil, true)
+		if err != nil || n != want || rec.MissingRecords != uint64(len(img.recs)-want) || !rec.AcceptedLoss {
+			t.Fatalf("truncated at %d, --accept-data-loss: %d records (want %d), %+v, %v", off, n, want, rec, err)
+		}
+		again, err := Open("db", Options{FS: fs, DeleteSyncInterval: -1})
+		if err != nil {
+			t.Fatalf("truncated at %d: the start after --accept-data-loss: %v", off, err)
+		}
+		if r := again.Recovery(); r.MissingRecords != 0 {
+			t.Fatalf("truncated at %d: the start after --accept-data-loss reports %+v", off, r)
+		}
+		closeT(t, again)
+		noMark := img.restore(t, wal[:off])
+		if err := noMark.Remove(noMark.PathJoin("db", markFile)); err != nil {
+			t.Fatal(err)
+		}
+		if n, err := img.recovered(t, noMark, "db"); err != nil || n != want {
+			t.Fatalf("truncated at %d without the mark file: %d records, %v; want %d", off, n, err, want)
 		}
 	}
-	t.Logf("WAL of %d bytes truncated at %d offsets: every Open succeeded with exactly the records before the cut", len(wal), len(offs))
+	t.Logf("WAL of %d bytes truncated at %d offsets: %d cuts of committed records refused with ErrDataLoss (%d with a torn tail left untouched); "+
+		"%d of them opened with AcceptDataLoss with exactly the records before the cut, and as torn tails without the mark file",
+		len(wal), len(offs), refused, untouched, accepted)
+	if refused == 0 || accepted == 0 {
+		t.Fatal("no cut removed a committed record")
+	}
 }
 
 // walChunk is one chunk of a WAL in the WAL-sync format.
@@ -303,6 +361,10 @@ func TestFlippedWALByte(t *testing.T) {
 		logs := &logRecorder{}
 		n, err := img.recoveredLog(t, img.restore(t, damaged), "db", slog.New(logs))
 		loud := logs.count(slog.LevelError, "store recovery drops records") == 1
+		if errors.Is(err, store.ErrDataLoss) { // the committed mark caught the dropped records
+			refused++
+			continue
+		}
 		switch {
 		case err == nil:
 			tolerated++
@@ -325,6 +387,8 @@ func TestFlippedWALByte(t *testing.T) {
 					t.Errorf("flip at %d: records %d..%d dropped without an error although a later chunk proves the damage was synced",
 						off, n+1, len(img.recs))
 				}
+				// The committed mark makes every dropped committed record a refusal.
+				t.Errorf("flip at %d: records %d..%d dropped without ErrDataLoss", off, n+1, len(img.recs))
 			}
 		case errors.Is(err, store.ErrCorrupt):
 			refused++
@@ -335,8 +399,8 @@ func TestFlippedWALByte(t *testing.T) {
 	t.Logf("WAL of %d bytes in %d chunks; highest recorded sync offset %d (last batch starts at %d): "+
 		"%d flips recovered (%d of them dropping records with an Error report, %d silently: damaged chunk headers), %d refused with ErrCorrupt",
 		len(wal), len(chunks), maxSynced, img.endOffs[len(img.endOffs)-2], tolerated, reported, silentLoss, refused)
-	if reported == 0 {
-		t.Error("no flip produced the loud report")
+	if refused == 0 {
+		t.Error("no flip was refused")
 	}
 }
 
@@ -351,7 +415,7 @@ func TestTornWALTailOnDisk(t *testing.T) {
 	cases := []struct {
 		name    string
 		damage  func([]byte) []byte
-		intact  int  // records that must survive
+		intact  int  // records that must survive (with AcceptDataLoss when fewer than all)
 		corrupt bool // Open must fail with ErrCorrupt
 	}{
 		{"truncate-1", func(b []byte) []byte { return b[:size-1] }, len(img.recs) - 1, false},
@@ -396,6 +460,13 @@ func TestTornWALTailOnDisk(t *testing.T) {
 				t.Logf("refused as expected: %v", err)
 				return
 			}
+			switch {
+			case errors.Is(err, store.ErrDataLoss):
+				t.Logf("refused as expected: %v", err)
+				n, _, err = img.recoveredOpts(t, vfs.Default, dir, nil, true)
+			case err == nil && n < len(img.recs):
+				t.Fatalf("%d of %d records recovered without ErrDataLoss", n, len(img.recs))
+			}
 			if err != nil {
 				t.Fatalf("Open: %v", err)
 			}
@@ -404,4 +475,18 @@ func TestTornWALTailOnDisk(t *testing.T) {
 			}
 		})
 	}
+}
+
+func readFileT(t *testing.T, fs vfs.FS, name string) []byte {
+	t.Helper()
+	f, err := fs.Open(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = f.Close() }()
+	b, err := io.ReadAll(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }

@@ -83,10 +83,13 @@ type walDamage struct {
 // no complete damaged chunk) is the normal torn tail and is not reported.
 //
 // A WAL written in an older chunk format is not checked (Pebble's own rules apply).
-func checkWALTail(fs vfs.FS, dir string, log *slog.Logger) error {
+//
+// It returns what it found (walStats) for Open's recovery report.
+func checkWALTail(fs vfs.FS, dir string, log *slog.Logger) (walStats, error) {
+	var stats walStats
 	names, err := fs.List(dir)
 	if err != nil {
-		return nil // a missing directory is Pebble's to report
+		return stats, nil // a missing directory is Pebble's to report
 	}
 	var newest string
 	var newestNum uint64
@@ -97,19 +100,20 @@ func checkWALTail(fs vfs.FS, dir string, log *slog.Logger) error {
 		}
 	}
 	if newest == "" {
-		return nil
+		return stats, nil
 	}
 	path := fs.PathJoin(dir, newest)
 	f, err := fs.Open(path)
 	if err != nil {
-		return fmt.Errorf("pebblestore: open WAL %s: %w", path, err)
+		return stats, fmt.Errorf("pebblestore: open WAL %s: %w", path, err)
 	}
 	data, err := io.ReadAll(f)
 	_ = f.Close()
 	if err != nil {
-		return fmt.Errorf("pebblestore: read WAL %s: %w", path, err)
+		return stats, fmt.Errorf("pebblestore: read WAL %s: %w", path, err)
 	}
-	d := scanWAL(data, uint32(newestNum))
+	d, stats := scanWAL(data, uint32(newestNum))
+	stats.path = path
 	if d != nil && d.evidence == "" {
 		// Not provably synced, so Pebble will replay up to the damage and drop the rest;
 		// but the damaged chunk was written whole, or whole records of this log lie beyond
@@ -120,15 +124,27 @@ func checkWALTail(fs vfs.FS, dir string, log *slog.Logger) error {
 			"dropped_chunks", d.dropped, "dropped_bytes", d.droppedBytes,
 			"first_dropped_offset", d.firstDropped,
 			"hint", "the damaged bytes were not provably synced; any acknowledged message in them is lost")
-		return nil
+		return stats, nil
 	}
 	if d != nil && d.evidence != "" {
-		return fmt.Errorf("%w: pebblestore: WAL %s (%d bytes) is damaged at offset %d, but %s: "+
+		return stats, fmt.Errorf("%w: pebblestore: WAL %s (%d bytes) is damaged at offset %d, but %s: "+
 			"the damaged bytes had been synced, so recovery would silently drop acknowledged records "+
 			"(the directory was left untouched: restore it from a backup, or move it aside to start empty)",
 			store.ErrCorrupt, path, len(data), d.badOffset, d.evidence)
 	}
-	return nil
+	return stats, nil
+}
+
+// walStats is what scanWAL found in the newest WAL, for the recovery report.
+type walStats struct {
+	path     string
+	bytes    int64 // the file's size
+	records  int   // complete records (a full chunk, or a last chunk)
+	validEnd int64 // where the last valid chunk of this log ends
+	// torn is the size of the bytes after validEnd that are neither zeros nor the chunks of
+	// an older log left in a recycled file: a write cut short, or a cut file.
+	torn  int64
+	clean bool // the log ends with a clean close's EOF trailer
 }
 
 // walFileNum parses Pebble's WAL file name, "NNNNNN.log".
@@ -142,8 +158,38 @@ func walFileNum(name string) (uint64, bool) {
 }
 
 // scanWAL walks the chunks of one WAL (log number logNum) and returns the damage it proves,
-// or nil when the log ends cleanly, ends torn, or is not in the WAL-sync chunk format.
-func scanWAL(data []byte, logNum uint32) *walDamage {
+// or nil when the log ends cleanly, ends torn, or is not in the WAL-sync chunk format; and
+// what it walked (walStats, without path).
+func scanWAL(data []byte, logNum uint32) (*walDamage, walStats) {
+	stats := walStats{bytes: int64(len(data))}
+	d := scanWALStats(data, logNum, &stats)
+	if !stats.clean && stats.validEnd < int64(len(data)) {
+		stats.torn = tornBytes(data, int(stats.validEnd), logNum)
+	}
+	return d, stats
+}
+
+// tornBytes returns how many bytes from off on are a torn or cut tail of log logNum: 0 when
+// they are zeros, or begin with a whole chunk of an older log (a recycled file's leftovers).
+func tornBytes(data []byte, off int, logNum uint32) int64 {
+	rest := data[off:]
+	if allZero(rest) {
+		return 0
+	}
+	if len(rest) >= walSyncHeader {
+		typ := rest[6]
+		n := binary.LittleEndian.Uint32(rest[7:])
+		end := walSyncHeader + int(binary.LittleEndian.Uint16(rest[4:]))
+		if typ >= walTypeSyncFirst && typ <= walTypeSyncLast && n != logNum && end <= len(rest) &&
+			walCRC(rest[6:end]) == binary.LittleEndian.Uint32(rest) {
+			return 0
+		}
+	}
+	return int64(len(rest))
+}
+
+// scanWALStats is scanWAL's walk; it fills stats as it goes.
+func scanWALStats(data []byte, logNum uint32, stats *walStats) *walDamage {
 	bad, damaged := -1, 0
 	off := 0
 walk:
@@ -171,6 +217,7 @@ walk:
 			break walk
 		case typ == walTypeRecyclable && off+walRecyclableHeader <= len(data) &&
 			binary.LittleEndian.Uint32(data[off+7:]) == logNum+1:
+			stats.clean = true
 			return nil // EOF trailer: a clean end
 		case off == 0 && typ < walTypeSyncFirst && typ != 0:
 			return nil // a log in an older chunk format: not ours to judge
@@ -189,7 +236,11 @@ walk:
 			bad, damaged = off, end-off
 			break
 		}
+		if typ == walTypeSyncFirst || typ == walTypeSyncLast { // a full or last chunk ends a record
+			stats.records++
+		}
 		off = end
+		stats.validEnd = int64(end)
 	}
 	if bad < 0 {
 		return nil
