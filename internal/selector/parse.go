@@ -173,62 +173,14 @@ func numeric(cl class, pos int) error {
 	return nil
 }
 
+// orExpr parses and-expr { OR and-expr }: conditions only.
 func (p *parser) orExpr() (int32, class, error) {
-	l, cl, err := p.andExpr()
-	if err != nil {
-		return 0, 0, err
-	}
-	for p.is(tKeyword, "OR") {
-		pos := p.tok.pos
-		if err := p.advance(); err != nil {
-			return 0, 0, err
-		}
-		rpos := p.tok.pos
-		r, rc, err := p.andExpr()
-		if err != nil {
-			return 0, 0, err
-		}
-		if err := condition(cl, pos); err != nil {
-			return 0, 0, err
-		}
-		if err := condition(rc, rpos); err != nil {
-			return 0, 0, err
-		}
-		if l, err = p.add(node{op: opOr, a: l, b: r}); err != nil {
-			return 0, 0, err
-		}
-		cl = cBool
-	}
-	return l, cl, nil
+	return p.binary(p.andExpr, tKeyword, "OR", opOr, "OR", opOr, condition, cBool)
 }
 
+// andExpr parses not-expr { AND not-expr }: conditions only.
 func (p *parser) andExpr() (int32, class, error) {
-	l, cl, err := p.notExpr()
-	if err != nil {
-		return 0, 0, err
-	}
-	for p.is(tKeyword, "AND") {
-		pos := p.tok.pos
-		if err := p.advance(); err != nil {
-			return 0, 0, err
-		}
-		rpos := p.tok.pos
-		r, rc, err := p.notExpr()
-		if err != nil {
-			return 0, 0, err
-		}
-		if err := condition(cl, pos); err != nil {
-			return 0, 0, err
-		}
-		if err := condition(rc, rpos); err != nil {
-			return 0, 0, err
-		}
-		if l, err = p.add(node{op: opAnd, a: l, b: r}); err != nil {
-			return 0, 0, err
-		}
-		cl = cBool
-	}
-	return l, cl, nil
+	return p.binary(p.notExpr, tKeyword, "AND", opAnd, "AND", opAnd, condition, cBool)
 }
 
 func (p *parser) notExpr() (int32, class, error) {
@@ -451,68 +403,51 @@ func (p *parser) betweenTail(l int32, not bool) (int32, class, error) {
 	return n, cBool, err
 }
 
+// additive parses term { ("+" | "-") term }: numeric operands only.
 func (p *parser) additive() (int32, class, error) {
-	lpos := p.tok.pos
-	l, cl, err := p.multiplicative()
-	if err != nil {
-		return 0, 0, err
-	}
-	for p.is(tOp, "+") || p.is(tOp, "-") {
-		o := opAdd
-		if p.tok.text == "-" {
-			o = opSub
-		}
-		if err := numeric(cl, lpos); err != nil {
-			return 0, 0, err
-		}
-		if err := p.advance(); err != nil {
-			return 0, 0, err
-		}
-		rpos := p.tok.pos
-		r, rc, err := p.multiplicative()
-		if err != nil {
-			return 0, 0, err
-		}
-		if err := numeric(rc, rpos); err != nil {
-			return 0, 0, err
-		}
-		if l, err = p.add(node{op: o, a: l, b: r}); err != nil {
-			return 0, 0, err
-		}
-		cl = cNum
-	}
-	return l, cl, nil
+	return p.binary(p.multiplicative, tOp, "+", opAdd, "-", opSub, numeric, cNum)
 }
 
+// multiplicative parses factor { ("*" | "/") factor }: numeric operands only.
 func (p *parser) multiplicative() (int32, class, error) {
+	return p.binary(p.unary, tOp, "*", opMul, "/", opDiv, numeric, cNum)
+}
+
+// binary parses one left-associative level of binary operators: operands parsed by next,
+// separated by tokens of kind whose text is first (op1) or second (op2). check is applied
+// to every operand with the position where it starts (numeric or condition), and the first
+// operand it refuses is the error; once an operator was applied, the result has class
+// result, else the operand's own.
+func (p *parser) binary(next func() (int32, class, error), kind tokKind, first string, op1 op, second string, op2 op,
+	check func(class, int) error, result class) (int32, class, error) {
 	lpos := p.tok.pos
-	l, cl, err := p.unary()
+	l, cl, err := next()
 	if err != nil {
 		return 0, 0, err
 	}
-	for p.is(tOp, "*") || p.is(tOp, "/") {
-		o := opMul
-		if p.tok.text == "/" {
-			o = opDiv
+	for p.is(kind, first) || p.is(kind, second) {
+		o := op1
+		if p.tok.text == second {
+			o = op2
 		}
-		if err := numeric(cl, lpos); err != nil {
+		if err := check(cl, lpos); err != nil {
 			return 0, 0, err
 		}
 		if err := p.advance(); err != nil {
 			return 0, 0, err
 		}
 		rpos := p.tok.pos
-		r, rc, err := p.unary()
+		r, rc, err := next()
 		if err != nil {
 			return 0, 0, err
 		}
-		if err := numeric(rc, rpos); err != nil {
+		if err := check(rc, rpos); err != nil {
 			return 0, 0, err
 		}
 		if l, err = p.add(node{op: o, a: l, b: r}); err != nil {
 			return 0, 0, err
 		}
-		cl = cNum
+		cl = result
 	}
 	return l, cl, nil
 }
