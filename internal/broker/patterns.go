@@ -101,7 +101,8 @@ func (b *Broker) wire(fanout bool, settings dispatch.SettingsSource, clk clock.C
 	p.events = event.New(d, eo)
 	p.queues = pointqueue.New(d, pointqueue.Options{Clock: clk, Retirer: b.durable, Persister: b.durable, Logger: log.With("component", "queues")})
 	p.log = eventlog.New(d, eventlog.Options{Store: b.durable, Spawner: sp, Logger: log.With("component", "events-store"), MaxDurableSubscriptions: b.maxDurableSubscriptions()})
-	p.rpcOptions = rpc.Options{Replies: replies{&b.router}, TempQueues: p.queues, Clock: clk, Logger: log.With("component", "rpc")}
+	p.rpcOptions = rpc.Options{Replies: replies{&b.router}, TempQueues: p.queues, Clock: clk, Logger: log.With("component", "rpc"),
+		MessageID: func() string { return message.NewID(b.idPrefix) }}
 	p.requests = rpc.New(p.rpcOptions)
 	ports := router.Ports{
 		Deliveries:   p.deliveries,
