@@ -27,6 +27,7 @@ type benchOptions struct {
 	size        int
 	receipts    bool
 	persistent  bool
+	rate        int // messages per second over every producer; 0: as fast as they go
 }
 
 // benchResult is what titan bench reports (also as JSON with --output json).
@@ -84,13 +85,14 @@ func newBenchCmd(g *globalOptions) *cobra.Command {
 	fl.IntVarP(&o.messages, "messages", "n", 10000, "messages to send in total")
 	fl.IntVar(&o.size, "size", 256, "body size in bytes (at least 8)")
 	fl.BoolVar(&o.receipts, "receipts", false, "wait for each SEND's RECEIPT before the next")
+	fl.IntVar(&o.rate, "rate", 0, "send at this many messages per second in total, spread over the producers (0: as fast as possible); latency at a fixed rate")
 	fl.BoolVar(&o.persistent, "persistent", true, "send persistent messages (false skips the store on queues)")
 	return cmd
 }
 
 func runBench(ctx context.Context, o benchOptions, g *globalOptions, progress io.Writer) (*benchResult, error) {
-	if o.producers < 1 || o.consumers < 0 || o.messages < 1 {
-		return nil, errors.New("--producers and --messages must be at least 1, --consumers at least 0")
+	if o.producers < 1 || o.consumers < 0 || o.messages < 1 || o.rate < 0 {
+		return nil, errors.New("--producers and --messages must be at least 1, --consumers and --rate at least 0")
 	}
 	if o.size < 8 {
 		o.size = 8
@@ -101,7 +103,9 @@ func runBench(ctx context.Context, o benchOptions, g *globalOptions, progress io
 	}
 	fanout := d.Pattern == dest.PatternEvents
 	expect := int64(o.messages)
-	if fanout {
+	if o.consumers == 0 {
+		expect = 0 // producers only (scripts/bench d0, d16): nothing to wait for
+	} else if fanout {
 		expect *= int64(o.consumers)
 	}
 	var sent, received atomic.Int64
@@ -235,7 +239,21 @@ func produce(ctx context.Context, c *client.Client, o benchOptions, n int, sent 
 	body := []byte(strings.Repeat("x", o.size))
 	persistent := client.WithPersistent(o.persistent)
 	noReceipt := client.WithoutReceipt()
+	var interval time.Duration // between this producer's SENDs at --rate
+	if o.rate > 0 {
+		interval = time.Duration(float64(time.Second) * float64(o.producers) / float64(o.rate))
+	}
+	begin := time.Now()
 	for i := range n {
+		if interval > 0 {
+			if wait := time.Until(begin.Add(time.Duration(i) * interval)); wait > 0 {
+				select {
+				case <-time.After(wait):
+				case <-ctx.Done():
+					return ctx.Err()
+				}
+			}
+		}
 		binary.BigEndian.PutUint64(body, uint64(time.Now().UnixNano()))
 		last := i == n-1
 		if o.receipts || last {

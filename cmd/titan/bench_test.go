@@ -22,3 +22,21 @@ func TestBenchQueueAndTopic(t *testing.T) {
 		t.Fatalf("topic fan-out: %+v", r)
 	}
 }
+
+// --rate paces the producers (scenario f of scripts/bench): every message still arrives
+// (with --vhost, the CONNECT host header RabbitMQ needs); a negative rate is refused.
+func TestBenchRate(t *testing.T) {
+	b, _ := startBroker(t, nil)
+	stomp := b.Addrs()[0]
+	r := run(t, "bench", "--stomp", stomp, "--vhost", "/", "--destination", "/queue/rate", "-p", "2", "-n", "300", "--rate", "3000", "--output", "json")
+	var res benchResult
+	if err := json.Unmarshal([]byte(r.stdout), &res); err != nil || r.code != 0 {
+		t.Fatalf("bench --rate: %+v %v", r, err)
+	}
+	if res.Sent != 300 || res.Received != 300 {
+		t.Fatalf("bench --rate result %+v", res)
+	}
+	if r := run(t, "bench", "--stomp", stomp, "--rate", "-1"); r.code == 0 {
+		t.Fatalf("--rate -1 accepted: %+v", r)
+	}
+}

@@ -73,7 +73,7 @@ func newSendCmd(g *globalOptions) *cobra.Command {
 					dupID = h[1]
 				}
 			}
-			if dupID == "" {
+			if dupID == "" && retries > 0 {
 				// Every attempt carries the same duplicate id, so a retry after a lost RECEIPT
 				// or a timeout cannot store the message twice (the broker answers a repeat
 				// with a RECEIPT and drops it).
@@ -111,7 +111,7 @@ func newSendCmd(g *globalOptions) *cobra.Command {
 	cmd.Flags().StringVar(&group, "group", "", "destination group (default \"default\")")
 	cmd.Flags().StringArrayVarP(&headers, "header", "H", nil, "extra header name:value (repeatable)")
 	cmd.Flags().StringVarP(&file, "file", "f", "", "read the body from a file (- for standard input)")
-	cmd.Flags().IntVar(&retries, "retries", 2, "resend this many times after a lost connection or a timeout (safe: every attempt carries the same "+duplicateIDHeader+")")
+	cmd.Flags().IntVar(&retries, "retries", 2, "resend this many times after a lost connection or a timeout (safe: every attempt carries the same "+duplicateIDHeader+", added when not given with -H; 0 sends without it)")
 	return cmd
 }
 

@@ -34,6 +34,7 @@ type serveFlags struct {
 	destMetrics     bool
 	acceptDataLoss  bool
 	usersFile       string
+	initUsers       bool
 	clusterName     string
 	clusterListen   string
 	clusterRoutes   string
@@ -54,6 +55,7 @@ file given by --config (Titan's titan-env.yml shape), TITAN_* environment variab
 Environment: TITAN_CONFIG, TITAN_HOST, TITAN_PORT, TITAN_MONITOR_HOST, TITAN_MONITOR_PORT,
 TITAN_MONITOR_TOKEN, TITAN_DATA_DIR, TITAN_STORE, TITAN_LOG_LEVEL, TITAN_LOG_FORMAT,
 TITAN_FANOUT_MODE, TITAN_DEFAULT_PATTERN, TITAN_DESTINATION_METRICS (true), TITAN_USERS_FILE,
+TITAN_INIT_USERS (true), TITAN_INIT_USER, TITAN_INIT_PASSWORD,
 TITAN_CLUSTER_NAME, TITAN_CLUSTER_NODE, TITAN_CLUSTER_LISTEN, TITAN_CLUSTER_ROUTES,
 TITAN_CLUSTER_REPLICAS, TITAN_CLUSTER_CLIENT_PORT.
 
@@ -72,6 +74,11 @@ re-reads the file without dropping connections.`,
 			defer func() { err = banner.fail(err) }()
 			if err != nil {
 				return err
+			}
+			if f.initUsers || os.Getenv(initUsersEnv) == "true" {
+				if err := initUsers(cfg.Security.UsersFile, cmd.ErrOrStderr()); err != nil {
+					return err
+				}
 			}
 			log := newLogger(cfg.Log)
 			opts := broker.Options{Logger: log}
@@ -125,6 +132,7 @@ re-reads the file without dropping connections.`,
 	fl.StringVar(&f.fanoutMode, "fanout-mode", "", `"virtual" routes events through dispatcher queues`)
 	fl.StringVar(&f.defaultPattern, "default-pattern", "", "pattern for bare destinations: events, events-store or queues")
 	fl.StringVar(&f.usersFile, "users", "", "users file: users, password hashes, roles, permissions (titan.security.users-file); none: anonymous from loopback only")
+	fl.BoolVar(&f.initUsers, "init-users", false, "when the users file (--users) does not exist, create it with one user (TITAN_INIT_USER, default admin) with every permission and the password TITAN_INIT_PASSWORD, or a generated one printed once (env TITAN_INIT_USERS=true; the container image's default)")
 	fl.StringVar(&f.clusterName, "cluster-name", "", "cluster mode: the NATS cluster name, the same on every node (titan.cluster.name)")
 	fl.StringVar(&f.clusterListen, "cluster-listen", "", "cluster mode: route listen HOST:PORT (default 0.0.0.0:6222)")
 	fl.StringVar(&f.clusterRoutes, "cluster-routes", "", "cluster mode: seed routes nats://HOST:PORT,... (the same list on every node)")

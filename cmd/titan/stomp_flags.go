@@ -31,6 +31,7 @@ type stompOptions struct {
 	addr     string
 	login    string
 	passcode string
+	vhost    string // CONNECT's host header ("": the address's host)
 	tls      bool
 	ca       string
 	cert     string
@@ -43,6 +44,7 @@ func stompFlags(cmd *cobra.Command, o *stompOptions) {
 	fl.StringVar(&o.addr, "stomp", "", "STOMP address of the broker, host:port (env "+stompEnv+"; default "+defaultSTOMP+")")
 	fl.StringVar(&o.login, "login", "", "login sent in CONNECT (env "+loginEnv+")")
 	secretFlags(fl, &o.passcode, "passcode", passcodeEnv, "passcode sent in CONNECT,")
+	fl.StringVar(&o.vhost, "vhost", "", "host header of CONNECT, the virtual host (default: the host of --stomp; RabbitMQ wants / or its vhost)")
 	fl.BoolVar(&o.tls, "tls", false, "connect over TLS (implied by --ca, --cert)")
 	fl.StringVar(&o.ca, "ca", "", "PEM file of the CA(s) that sign the broker's certificate (default: the system roots)")
 	fl.StringVar(&o.cert, "cert", "", "PEM client certificate file, for brokers that verify clients (with --key)")
@@ -107,6 +109,9 @@ func (o *stompOptions) dial(ctx context.Context, g *globalOptions, extra ...clie
 	opts, err := o.clientOptions()
 	if err != nil {
 		return nil, err
+	}
+	if o.vhost != "" {
+		opts = append(opts, client.WithHost(o.vhost))
 	}
 	opts = append(opts, client.WithConnectTimeout(g.timeout))
 	opts = append(opts, extra...)

@@ -68,11 +68,14 @@ func readBuildInfo() buildInfo {
 	return bi
 }
 
-// String is the one-line form: "titan 1.2.3 (commit abcdef0, go1.26.0 linux/amd64)".
+// String is the one-line form: "titan 1.2.3 (commit abcdef0, go1.26.0 linux/amd64)". With no
+// commit (no -ldflags stamp and no vcs.revision in the build info: built outside a git clone,
+// from a git worktree, or with -buildvcs=false, which `go env GOFLAGS` may hold) it says so
+// and how to get one.
 func (b buildInfo) String() string {
 	c := b.Commit
 	if c == "" {
-		c = "unknown"
+		c = "unknown: built without VCS stamping; go build in a git clone stamps it unless GOFLAGS holds -buildvcs=false"
 	}
 	return fmt.Sprintf("titan %s (commit %s, %s %s)", b.Version, c, b.Go, b.Platform)
 }

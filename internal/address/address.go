@@ -112,6 +112,15 @@ func (p *FullPolicy) UnmarshalText(b []byte) error {
 	return nil
 }
 
+// BlockTimeoutInForce is how long PolicyBlock stalls a producer: BlockTimeout, or
+// DefaultBlockTimeout when BlockTimeout is 0 (or negative).
+func (s Settings) BlockTimeoutInForce() time.Duration {
+	if s.BlockTimeout <= 0 {
+		return DefaultBlockTimeout
+	}
+	return s.BlockTimeout
+}
+
 // Defaults returns the built-in settings of a traffic-created queue for id (DESIGN §4): an
 // events hand-off buffer of DefaultEventsCapacity messages, a queues-pattern queue bounded
 // by DefaultMaxPendingBytes that dead-letters after DefaultMaxDeliveries, and a byte bound

@@ -234,7 +234,7 @@ func (a *Admin) settingsOf(id dest.Identity) QueueSettings {
 	s := d.Settings(id)
 	return QueueSettings{
 		Capacity: s.Capacity, MaxPendingBytes: s.MaxPendingBytes, AddressFullPolicy: s.FullPolicy.String(),
-		BlockTimeoutMs: s.BlockTimeout.Milliseconds(), RingSize: s.RingSize, MaxDeliveries: s.MaxDeliveries,
+		BlockTimeoutMs: s.BlockTimeoutInForce().Milliseconds(), RingSize: s.RingSize, MaxDeliveries: s.MaxDeliveries,
 		DeadLetter: s.DeadLetter, RedeliveryDelayMs: s.RedeliveryDelay.Milliseconds(), Match: s.Match,
 	}
 }

@@ -17,7 +17,8 @@ type QueueSettings struct {
 	MaxPendingBytes int64 `json:"maxPendingBytes"`
 	// AddressFullPolicy is BLOCK, FAIL or DROP.
 	AddressFullPolicy string `json:"addressFullPolicy"`
-	// BlockTimeoutMs bounds a BLOCK stall, in milliseconds (0: the 30 s default).
+	// BlockTimeoutMs bounds a BLOCK stall, in milliseconds: the setting in force (30000, the
+	// default, when no address setting sets block-timeout).
 	BlockTimeoutMs int64 `json:"blockTimeoutMs"`
 	// RingSize > 0 makes a ring queue of that many messages (<= 0: not a ring).
 	RingSize int `json:"ringSize"`
@@ -94,7 +95,7 @@ func queueInfo(st dispatch.QueueStats) QueueInfo {
 		RingRemoved: st.RingRemoved, Expired: st.Expired, DeadLettered: st.DeadLettered,
 		Settings: QueueSettings{
 			Capacity: s.Capacity, MaxPendingBytes: s.MaxPendingBytes, AddressFullPolicy: s.FullPolicy.String(),
-			BlockTimeoutMs: s.BlockTimeout.Milliseconds(), RingSize: s.RingSize, MaxDeliveries: s.MaxDeliveries,
+			BlockTimeoutMs: s.BlockTimeoutInForce().Milliseconds(), RingSize: s.RingSize, MaxDeliveries: s.MaxDeliveries,
 			DeadLetter: s.DeadLetter, RedeliveryDelayMs: s.RedeliveryDelay.Milliseconds(), Match: s.Match,
 		},
 	}

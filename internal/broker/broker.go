@@ -65,6 +65,9 @@ type Options struct {
 
 // Broker is one Titan server. Create with New, then Start (or Run). Safe for concurrent use.
 type Broker struct {
+	// idPrefix prefixes the message-ids of this process ("titan-<boot>"; cluster mode
+	// "titan-<node>-<boot>"): set in New before any traffic, read-only after.
+	idPrefix string
 	// largeFrames is the read-buffer budget of large frames in progress, shared by every
 	// server (limits.max-large-frame-bytes; nil: unlimited).
 	largeFrames *frame.Budget
@@ -204,6 +207,7 @@ func New(cfg config.Config, opts Options) (*Broker, error) {
 		journal = nil // JetStream's Nats-Msg-Id window is the durable record of duplicate ids
 		idPrefix = "titan-" + n.Name() + "-" + strconv.FormatInt(time.Now().UnixNano()%1e9, 36)
 	}
+	b.idPrefix = idPrefix
 	sec, err := newSecurity(b)
 	if err != nil {
 		if p.cluster != nil {

@@ -10,7 +10,6 @@ import (
 	"github.com/titan-broker/titan/internal/message"
 	"github.com/titan-broker/titan/internal/metrics"
 	"github.com/titan-broker/titan/internal/pointqueue"
-	"github.com/titan-broker/titan/internal/session"
 )
 
 // This file adapts the broker to admin.Operator: the operator views and actions of the
@@ -42,12 +41,13 @@ func (s adminSource) Connections() []admin.Connection {
 	return out
 }
 
-// CloseConnection implements admin.Operator: the session closes as an operator close
+// CloseConnection implements admin.Operator: the session sends ERROR "connection closed by
+// an operator" and closes as an operator close
 // (reason admin); the router then returns its unacknowledged messages to their queues.
 func (s adminSource) CloseConnection(id string) bool {
 	for _, sess := range s.b.Sessions() {
 		if sess.ID() == id {
-			sess.Close(session.CloseAdmin)
+			sess.CloseByOperator()
 			return true
 		}
 	}

@@ -121,7 +121,8 @@ func (b *Broker) wire(fanout bool, settings dispatch.SettingsSource, clk clock.C
 	p.log = eventlog.New(d, eventlog.Options{Store: b.durable, Spawner: sp, Logger: log.With("component", "events-store"), MaxDurableSubscriptions: b.maxDurableSubscriptions(),
 		OtherDurables: p.topics.Count})
 	p.rpcOptions = rpc.Options{Replies: replies{&b.router}, TempQueues: p.queues, Clock: clk, Logger: log.With("component", "rpc"),
-		MaxPending: max(b.cfg.Limits.MaxPendingRequests, 0), MaxPendingByClient: max(b.cfg.Limits.MaxPendingRequestsByClient, 0)}
+		MaxPending: max(b.cfg.Limits.MaxPendingRequests, 0), MaxPendingByClient: max(b.cfg.Limits.MaxPendingRequestsByClient, 0),
+		MessageID: func() string { return message.NewID(b.idPrefix) }}
 	p.requests = rpc.New(p.rpcOptions)
 	ports := router.Ports{
 		Deliveries:    p.deliveries,

@@ -64,11 +64,7 @@ func Admit(q Admission, mu *sync.Mutex, size int, w Wait) (dropped bool, err err
 			return false, err
 		}
 		if deadline.IsZero() {
-			bt := s.BlockTimeout
-			if bt <= 0 {
-				bt = address.DefaultBlockTimeout
-			}
-			deadline = time.Now().Add(bt)
+			deadline = time.Now().Add(s.BlockTimeoutInForce())
 		}
 		wait := time.Until(deadline)
 		if wait <= 0 {

@@ -78,6 +78,10 @@ type Options struct {
 	Responders Responders
 	// Clock tells the time and arms the request timeouts (default clock.Real).
 	Clock clock.Clock
+	// MessageID returns the message-id of each answer the broker makes itself (executed:false
+	// on a timeout), so that it has the form of every other message-id
+	// ("titan-<boot>-<n>"). Default: message.NewID("titan").
+	MessageID func() string
 	// Logger receives the pattern's events; nil discards them.
 	Logger *slog.Logger
 	// MaxPending bounds the requests awaiting a response in the whole pattern
@@ -103,6 +107,9 @@ type Pattern struct {
 func New(o Options) *Pattern {
 	if o.Clock == nil {
 		o.Clock = clock.Real
+	}
+	if o.MessageID == nil {
+		o.MessageID = func() string { return message.NewID("titan") }
 	}
 	p := &Pattern{opts: o, log: o.Logger, rpc: newRPCState(),
 		brokerLimit:   &PendingLimitError{Key: KeyMaxPending, Max: o.MaxPending},

@@ -340,7 +340,7 @@ func (p *Pattern) expire(pr *pendingRequest) {
 // (dispatch.ErrNoQueue: it would recreate an orphan queue) and counted as dropped.
 func (p *Pattern) answer(replyTo dest.Identity, corr, reason string) {
 	m := &message.Message{
-		ID: message.NewID("titan"), Group: replyTo.Group, Destination: replyTo.OwnerDestination(),
+		ID: p.opts.MessageID(), Group: replyTo.Group, Destination: replyTo.OwnerDestination(),
 		TimestampMs: p.opts.Clock.Now().UnixMilli(),
 		Headers: []frame.Header{
 			{Key: frame.HdrCorrelationID, Value: corr},

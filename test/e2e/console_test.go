@@ -93,7 +93,7 @@ func TestConsoleInHeadlessChromium(t *testing.T) {
 	checkEqual(t, http.StatusUnauthorized, resp.StatusCode, "console without credentials")
 
 	allocOpts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(chromium), chromedp.NoSandbox,
-		chromedp.WindowSize(1440, 1300), chromedp.Flag("disable-dev-shm-usage", true))
+		chromedp.WindowSize(1280, 1300), chromedp.Flag("disable-dev-shm-usage", true))
 	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), allocOpts...)
 	defer cancelAlloc()
 	ctx, cancelCtx := chromedp.NewContext(actx)
@@ -273,6 +273,20 @@ func TestConsoleInHeadlessChromium(t *testing.T) {
 	eventually(t, 30*time.Second, 200*time.Millisecond, func() bool {
 		return cdpEval[int](t, ctx, `window.titanConsole.samples`) >= from+8
 	}, "8 s of bench samples for the screenshot")
+	// At 1280 px (the window) the page scrolls no sideways and every table's last column,
+	// Actions included, ends inside the window.
+	overflow := cdpEval[string](t, ctx, `(function(){
+		var w = document.documentElement.clientWidth, out = [];
+		if (document.documentElement.scrollWidth > w) out.push("page " + document.documentElement.scrollWidth + " px wide");
+		document.querySelectorAll("table").forEach(function (tb) {
+			var th = tb.querySelector("thead th:last-child");
+			if (th && th.getBoundingClientRect().right > w) out.push(th.textContent + " column ends at " + Math.round(th.getBoundingClientRect().right) + " px");
+		});
+		return out.join("; ");
+	})()`)
+	if overflow != "" {
+		t.Errorf("the console does not fit a 1280 px window: %s", overflow)
+	}
 	screenshot("console-bench.png")
 }
 

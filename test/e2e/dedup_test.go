@@ -90,7 +90,8 @@ func TestDuplicateIDOverPublish(t *testing.T) {
 }
 
 // TestTitanSendSetsDuplicateID: titan send puts a fresh _AMQ_DUPL_ID on every message (so
-// its own retry is safe), and repeating an id given with -H is delivered once.
+// its own retry is safe), repeating an id given with -H is delivered once, and with
+// --retries 0 (no retry to make safe) it adds none.
 func TestTitanSendSetsDuplicateID(t *testing.T) {
 	b := startBroker(t, yamlConfig(""))
 	env := []string{"TITAN_STOMP=" + b.stompAddr}
@@ -104,6 +105,9 @@ func TestTitanSendSetsDuplicateID(t *testing.T) {
 			t.Fatalf("%s", r)
 		}
 	}
+	if r := runTitan(t, env, "send", "--retries", "0", "/queue/cli-dup", "d"); r.code != 0 {
+		t.Fatalf("%s", r)
+	}
 	c := dialRaw(t, b)
 	c.connect()
 	requireNoError(t, c.write("SUBSCRIBE\ndestination:/queue/cli-dup\nid:d\nack:auto\n\n\x00"))
@@ -114,10 +118,17 @@ func TestTitanSendSetsDuplicateID(t *testing.T) {
 			break
 		}
 		bodies = append(bodies, string(f.body))
-		id, _ := f.get("_AMQ_DUPL_ID")
-		if string(f.body) != "c" && !strings.HasPrefix(id, "titan-send-") {
-			t.Errorf("message %q carries _AMQ_DUPL_ID %q, want a titan-send- id", f.body, id)
+		id, has := f.get("_AMQ_DUPL_ID")
+		switch string(f.body) {
+		case "a", "b":
+			if !strings.HasPrefix(id, "titan-send-") {
+				t.Errorf("message %q carries _AMQ_DUPL_ID %q, want a titan-send- id", f.body, id)
+			}
+		case "d":
+			if has {
+				t.Errorf("message %q sent with --retries 0 carries _AMQ_DUPL_ID %q", f.body, id)
+			}
 		}
 	}
-	requireEqual(t, "a|b|c", strings.Join(bodies, "|"), "bodies delivered")
+	requireEqual(t, "a|b|c|d", strings.Join(bodies, "|"), "bodies delivered")
 }

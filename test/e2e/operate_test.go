@@ -285,3 +285,62 @@ func TestMonitorConnectionsSubscriptionsAndLogs(t *testing.T) {
 	}
 	requireCLIFail(t, b, "titan: no connection nope (see `titan connection list`)\n", "connection", "close", "nope")
 }
+
+// TestConnectionCloseSendsError: `titan connection close` tells the client why before the
+// socket closes: an ERROR frame whose message header is "connection closed by an operator"
+// (STOMP 1.2: the server sends ERROR, then closes), then EOF.
+func TestConnectionCloseSendsError(t *testing.T) {
+	t.Parallel()
+	b := startBroker(t, yamlConfig(""))
+	c := dialRaw(t, b)
+	connected := c.connect()
+	id, ok := connected.get("session")
+	if !ok || id == "" {
+		t.Fatalf("CONNECTED without a session header: %s", connected)
+	}
+	r := requireCLIOK(t, b, "connection", "close", id)
+	checkEqual(t, fmt.Sprintf("closed connection %s\n", id), r.stdout, "connection close output")
+	f, err := c.readFrame(10 * time.Second)
+	requireNoError(t, err, "reading the frame before the close")
+	if msg, _ := f.get("message"); f.command != "ERROR" || msg != "connection closed by an operator" {
+		t.Fatalf("got %s, want ERROR message:connection closed by an operator", f)
+	}
+	if !strings.Contains(string(f.body), "titan connection close") {
+		t.Errorf("ERROR body %q does not say how the connection was closed", f.body)
+	}
+	if _, err := c.expectClosed(10 * time.Second); err != nil {
+		t.Fatalf("after the ERROR: %v", err)
+	}
+}
+
+// TestQueueListSettingsInForce: the queue list shows the settings in force, not the unset
+// zero values: a queues-pattern queue with no address setting dead-letters after 10
+// deliveries and stalls a BLOCKed producer for 30000 ms (README "Address settings").
+func TestQueueListSettingsInForce(t *testing.T) {
+	t.Parallel()
+	b := startBroker(t, yamlConfig(""))
+	c := dialRaw(t, b)
+	c.connect()
+	requireReceipt(t, sendExpect(t, c, "/queue/in-force", "x"), "SEND")
+	var ql struct {
+		Queues []struct {
+			Destination string
+			Settings    struct {
+				MaxDeliveries     int    `json:"maxDeliveries"`
+				BlockTimeoutMs    int64  `json:"blockTimeoutMs"`
+				AddressFullPolicy string `json:"addressFullPolicy"`
+			}
+		}
+	}
+	requireMonitor(t, b, http.MethodGet, "/titan/monitor/queues", nil, &ql)
+	if len(ql.Queues) != 1 {
+		t.Fatalf("queues: %+v", ql)
+	}
+	if s := ql.Queues[0].Settings; s.MaxDeliveries != 10 || s.BlockTimeoutMs != 30000 || s.AddressFullPolicy != "BLOCK" {
+		t.Fatalf("settings of %s: %+v; want maxDeliveries 10, blockTimeoutMs 30000, BLOCK", ql.Queues[0].Destination, s)
+	}
+	r := requireCLIOK(t, b, "queue", "list", "-o", "json")
+	if !strings.Contains(r.stdout, `"blockTimeoutMs": 30000`) || !strings.Contains(r.stdout, `"maxDeliveries": 10`) {
+		t.Errorf("titan queue list -o json does not show the settings in force:\n%s", r.stdout)
+	}
+}

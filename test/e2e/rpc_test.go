@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -173,6 +174,7 @@ func TestRequestResponse(t *testing.T) {
 						checkEqual(t, "false", m.Headers["executed"], "executed")
 						checkEqual(t, "no responder", m.Headers["error"], "error")
 						checkEqual(t, "/temp-queue/replies", m.Headers["destination"], "destination as the requester named it")
+						checkBrokerMessageID(t, m.Headers["message-id"])
 					}
 				})
 				checkRequestFailures(t, out, resp, one, requestFailureNames{tempReplies: tempReplies, silent: silent, slow: slow, grouped: grouped},
@@ -222,6 +224,18 @@ const (
 
 // requestFailureNames are the destinations checkRequestFailures looks at: the requester's
 // temp-queue of replies and the silent, slow and grouped responder channels.
+// brokerMessageID is the form of every message-id the broker assigns (README "Message
+// ids"): titan-<boot>-<n>, and titan-<node>-<boot>-<n> in cluster mode.
+var brokerMessageID = regexp.MustCompile(`^titan-([A-Za-z0-9_.-]+-)?[0-9a-z]+-[0-9]+$`)
+
+// checkBrokerMessageID reports an id not of brokerMessageID's form.
+func checkBrokerMessageID(t *testing.T, id string) {
+	t.Helper()
+	if !brokerMessageID.MatchString(id) {
+		t.Errorf("message-id %q, want titan-<boot>-<n>", id)
+	}
+}
+
 type requestFailureNames struct{ tempReplies, silent, slow, grouped string }
 
 // checkRequestFailures asserts the answers of the rpc_request scenario that one broker and
@@ -236,6 +250,7 @@ func checkRequestFailures(t *testing.T, out rpcRequestOut, resp map[string][]ful
 			checkEqual(t, "false", m.Headers["executed"], "executed")
 			checkEqual(t, "timeout", m.Headers["error"], "error")
 			checkEqual(t, "/temp-queue/replies", m.Headers["destination"], "destination as the requester named it")
+			checkBrokerMessageID(t, m.Headers["message-id"])
 		}
 		if ms, ok := out.ResponseMs["timeout-1"]; !ok || ms < shortTimeoutMs*0.95 {
 			t.Errorf("timeout answer came %v ms after the request (recorded: %v), want at least the %d ms timeout", ms, ok, shortTimeoutMs)

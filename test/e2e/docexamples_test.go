@@ -1,0 +1,163 @@
+package e2e
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/titan-broker/titan/internal/auth"
+	"github.com/titan-broker/titan/internal/config"
+)
+
+// docBlock is one fenced code block of a document: its language (the word after the
+// opening fence), its text and where it starts.
+type docBlock struct {
+	file, lang, text string
+	line             int
+}
+
+// docBlocks returns every fenced block of README.md and docs/*.md.
+func docBlocks(t *testing.T) []docBlock {
+	t.Helper()
+	files := []string{filepath.Join(docRoot, "README.md")}
+	more, err := filepath.Glob(filepath.Join(docRoot, "docs", "*.md"))
+	requireNoError(t, err)
+	files = append(files, more...)
+	var out []docBlock
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		requireNoError(t, err)
+		sc := bufio.NewScanner(strings.NewReader(string(data)))
+		var cur *docBlock
+		var sb strings.Builder
+		for n := 1; sc.Scan(); n++ {
+			line := sc.Text()
+			switch {
+			case cur == nil && strings.HasPrefix(line, "```"):
+				cur = &docBlock{file: filepath.Base(f), lang: strings.TrimSpace(strings.TrimPrefix(line, "```")), line: n}
+				sb.Reset()
+			case cur != nil && strings.HasPrefix(line, "```"):
+				cur.text = sb.String()
+				out = append(out, *cur)
+				cur = nil
+			case cur != nil:
+				sb.WriteString(line + "\n")
+			}
+		}
+		if cur != nil {
+			t.Fatalf("%s:%d: fenced block never closed", cur.file, cur.line)
+		}
+	}
+	return out
+}
+
+// servable rewrites a documented titan-env.yml so that a test broker can serve it: every
+// server and the monitor on a free loopback port, the data directory inside the test's own
+// directory, logs at debug. The rest (limits, address settings, flow control, patterns)
+// is served as written.
+func servable(t *testing.T, doc string) string {
+	t.Helper()
+	var root map[string]any
+	requireNoError(t, yaml.Unmarshal([]byte(doc), &root))
+	ti, _ := root["titan"].(map[string]any)
+	servers, _ := ti["servers"].([]any)
+	if len(servers) == 0 {
+		servers = []any{map[string]any{"name": "stomp"}}
+	}
+	for _, s := range servers {
+		m := s.(map[string]any)
+		m["host"], m["port"] = "127.0.0.1", 0
+	}
+	ti["servers"] = servers
+	mon, _ := ti["monitor"].(map[string]any)
+	if mon == nil {
+		mon = map[string]any{}
+	}
+	mon["host"], mon["port"] = "127.0.0.1", 0
+	ti["monitor"] = mon
+	st, _ := ti["store"].(map[string]any)
+	if st == nil {
+		st = map[string]any{}
+	}
+	st["data-dir"] = "data"
+	ti["store"] = st
+	ti["log"] = map[string]any{"level": "debug"}
+	out, err := yaml.Marshal(root)
+	requireNoError(t, err)
+	return string(out)
+}
+
+// TestDocExamplesConfig: every fenced yaml block of README.md and docs/ that is a
+// titan-env.yml (top key titan:) is loaded by the config loader as written (config.Parse
+// and Validate, the path `titan serve --config` takes) and then served by a real titan with
+// its ports and data directory rewritten (servable), and a STOMP client connects. A block
+// that needs files the example cannot hold (TLS certificates, a users file) or other nodes
+// (a cluster) is loaded and validated, not served; the list below says which and why. A
+// users file block (top key users:) is loaded and validated as the broker loads one.
+func TestDocExamplesConfig(t *testing.T) {
+	t.Parallel()
+	n := 0
+	for _, b := range docBlocks(t) {
+		if b.lang != "yaml" {
+			continue
+		}
+		name := fmt.Sprintf("%s:%d", b.file, b.line)
+		var top map[string]any
+		requireNoError(t, yaml.Unmarshal([]byte(b.text), &top), "%s: not YAML", name)
+		if _, ok := top["users"]; ok {
+			// A users file: loaded and validated as the broker loads it (auth.Parse, then
+			// Validate), as written — it holds no hashes; `titan user passwd` sets them.
+			f, err := auth.Parse([]byte(b.text))
+			if err == nil {
+				err = f.Validate()
+			}
+			requireNoError(t, err, "%s: the users file does not load", name)
+			continue
+		}
+		if _, ok := top["titan"]; !ok {
+			t.Errorf("%s: a yaml block that is neither a titan-env.yml (titan:) nor a users file (users:)", name)
+			continue
+		}
+		n++
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			c, err := config.Parse([]byte(b.text))
+			if err != nil {
+				t.Fatalf("%s does not load: %v\n%s", name, err, b.text)
+			}
+			if err := c.Validate(); err != nil && !needsFiles(b.text) {
+				t.Fatalf("%s does not validate: %v\n%s", name, err, b.text)
+			}
+			switch {
+			case needsFiles(b.text):
+				t.Logf("%s: loaded; not served: it names TLS certificate or users files the example does not hold", name)
+				return
+			case strings.Contains(b.text, "\n  cluster:"):
+				t.Logf("%s: loaded and validated; not served: a cluster node needs its peers (test/e2e/cluster_test.go serves clusters)", name)
+				return
+			}
+			br := startBroker(t, servable(t, b.text))
+			c2 := dialRaw(t, br)
+			c2.connect()
+			_ = c2.conn.Close()
+		})
+	}
+	if n == 0 {
+		t.Fatal("no titan-env.yml example found in README.md or docs/")
+	}
+}
+
+// needsFiles reports whether a documented config names files outside the example: TLS
+// certificates or a users file.
+func needsFiles(doc string) bool {
+	return strings.Contains(doc, "cert-file:") && !strings.Contains(doc, "# tls:") || strings.Contains(doc, "users-file:")
+}
+
+// docRoot is the repository root, seen from this package's directory (go test runs a test
+// binary in its package's directory).
+var docRoot = filepath.Join("..", "..")
