@@ -21,7 +21,7 @@ const locksFile = "internal/broker/LOCKS.md"
 const moduleRoot = "../.."
 
 // TestLocksFileListsEveryMutex parses every non-test Go file of the module and fails for
-// each sync.Mutex or sync.RWMutex — a struct field (named or embedded) or a package-level
+// each sync.Mutex or sync.RWMutex (or ranked lockorder.Mutex/RWMutex) — a struct field (named or embedded) or a package-level
 // variable — that LOCKS.md does not name as `package.Type.field` (or `package.var`), and
 // for each name LOCKS.md gives in that form whose mutex no longer exists. LOCKS.md claims
 // to list every mutex; this keeps the claim true as code changes.
@@ -131,14 +131,20 @@ func mutexes(t *testing.T, root string) []string {
 	return slices.Compact(out)
 }
 
-// syncLock reports whether expr is sync.Mutex or sync.RWMutex, and which.
+// syncLock reports whether expr is a lock — sync.Mutex or sync.RWMutex, or a ranked
+// lockorder.Mutex[R] or lockorder.RWMutex[R] (sync's under another name, checked under the
+// invariants tag) — and which kind.
 func syncLock(expr ast.Expr) (string, bool) {
+	pkg := "sync"
+	if ix, ok := expr.(*ast.IndexExpr); ok {
+		expr, pkg = ix.X, "lockorder"
+	}
 	sel, ok := expr.(*ast.SelectorExpr)
 	if !ok {
 		return "", false
 	}
 	x, ok := sel.X.(*ast.Ident)
-	if !ok || x.Name != "sync" || (sel.Sel.Name != "Mutex" && sel.Sel.Name != "RWMutex") {
+	if !ok || x.Name != pkg || (sel.Sel.Name != "Mutex" && sel.Sel.Name != "RWMutex") {
 		return "", false
 	}
 	return sel.Sel.Name, true

@@ -57,6 +57,11 @@ var Rules = []Rule{
 		Forbidden: []string{"internal/router", "internal/broker", "internal/admin"},
 	},
 	{
+		Name:      "lockorder (the ranked locks of LOCKS.md) imports nothing of ours",
+		From:      []string{"internal/lockorder"},
+		Forbidden: []string{"..."},
+	},
+	{
 		Name:      "selector (JMS message selectors) imports nothing of ours",
 		From:      []string{"internal/selector"},
 		Forbidden: []string{"..."},
