@@ -15,6 +15,7 @@ import (
 	"github.com/titan-broker/titan/internal/broker"
 	"github.com/titan-broker/titan/internal/brokertest"
 	"github.com/titan-broker/titan/internal/config"
+	"github.com/titan-broker/titan/internal/testwait"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -67,18 +68,10 @@ func requireCode(t testing.TB, err error, code string, sentinel error) *admin.Er
 	return ae
 }
 
-// eventually polls cond until it holds or total elapses.
+// eventually polls cond until it holds or total elapses (testwait.Eventually).
 func eventually(t testing.TB, total time.Duration, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(total)
-	tick := time.NewTicker(5 * time.Millisecond)
-	defer tick.Stop()
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("condition not met within %v", total)
-		}
-		<-tick.C
-	}
+	testwait.Eventually(t, total, "condition", cond)
 }
 
 func ptr[T any](v T) *T { return &v }

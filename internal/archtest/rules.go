@@ -79,6 +79,11 @@ var Rules = []Rule{
 		Forbidden: append([]string{"internal/router", "internal/broker", "internal/admin"}, Patterns...),
 	},
 	{
+		Name:      "lockorder (the ranked locks of LOCKS.md) imports nothing of ours",
+		From:      []string{"internal/lockorder"},
+		Forbidden: []string{"..."},
+	},
+	{
 		Name:      "selector (JMS message selectors) imports nothing of ours",
 		From:      []string{"internal/selector"},
 		Forbidden: []string{"..."},

@@ -30,6 +30,7 @@ import (
 	"github.com/titan-broker/titan/internal/eventlog"
 	"github.com/titan-broker/titan/internal/flow"
 	"github.com/titan-broker/titan/internal/frame"
+	"github.com/titan-broker/titan/internal/lockorder"
 	"github.com/titan-broker/titan/internal/metrics"
 	"github.com/titan-broker/titan/internal/router"
 	"github.com/titan-broker/titan/internal/rpc"
@@ -85,7 +86,7 @@ type Broker struct {
 	router *router.Router
 
 	wg       sync.WaitGroup
-	mu       sync.Mutex // guards the fields below
+	mu       lockorder.Mutex[lockorder.BrokerRank] // guards the fields below
 	closing  bool
 	started  bool
 	servers  []*server

@@ -27,80 +27,86 @@ func start(t *testing.T, mutate ...func(*config.Config)) string {
 }
 
 func TestTopicFanOutToEveryExactSubscriber(t *testing.T) {
-	addr := start(t)
-	var subs []*brokertest.Client
-	for i := range 3 {
-		c := brokertest.Connect(t, addr)
-		c.SendFrame("SUBSCRIBE", "", "destination:/topic/orders", "id:s"+strconv.Itoa(i), "receipt:r")
-		c.Expect(frame.CmdReceipt, "receipt-id:r")
-		subs = append(subs, c)
-	}
-	other := brokertest.Connect(t, addr)
-	other.SendFrame("SUBSCRIBE", "", "destination:/topic/orders/created", "id:x", "receipt:r")
-	other.Expect(frame.CmdReceipt)
-	p := brokertest.Connect(t, addr)
-	p.SendFrame("SEND", "hello", "destination:/topic/orders", "receipt:p1")
-	p.Expect(frame.CmdReceipt, "receipt-id:p1")
-	for i, c := range subs {
-		m := c.Expect(frame.CmdMessage, "destination:/topic/orders", "subscription:s"+strconv.Itoa(i), "content-length:5")
-		if string(m.Body) != "hello" {
-			t.Fatalf("body %q", m.Body)
+	brokertest.ForEachSetup(t, func(t *testing.T, s brokertest.Setup) {
+		addr := s.Start(t)
+		var subs []*brokertest.Client
+		for i := range 3 {
+			c := s.Connect(t, addr)
+			c.SendFrame("SUBSCRIBE", "", "destination:/topic/orders", "id:s"+strconv.Itoa(i), "receipt:r")
+			c.Expect(frame.CmdReceipt, "receipt-id:r")
+			subs = append(subs, c)
 		}
-	}
-	other.ExpectQuiet() // /topic/orders never reaches /topic/orders/created (fan-out ran before p1's RECEIPT)
+		other := s.Connect(t, addr)
+		other.SendFrame("SUBSCRIBE", "", "destination:/topic/orders/created", "id:x", "receipt:r")
+		other.Expect(frame.CmdReceipt)
+		p := s.Connect(t, addr)
+		p.SendFrame("SEND", "hello", "destination:/topic/orders", "receipt:p1")
+		p.Expect(frame.CmdReceipt, "receipt-id:p1")
+		for i, c := range subs {
+			m := c.Expect(frame.CmdMessage, "destination:/topic/orders", "subscription:s"+strconv.Itoa(i), "content-length:5")
+			if string(m.Body) != "hello" {
+				t.Fatalf("body %q", m.Body)
+			}
+		}
+		other.ExpectQuiet() // /topic/orders never reaches /topic/orders/created (fan-out ran before p1's RECEIPT)
+	})
 }
 
 func TestQueueRedeliversOnNackAndDisconnect(t *testing.T) {
-	addr := start(t)
-	a := brokertest.Connect(t, addr)
-	a.SendFrame("SUBSCRIBE", "", "destination:/queue/jobs", "id:a", "ack:client-individual", "receipt:r")
-	a.Expect(frame.CmdReceipt)
-	p := brokertest.Connect(t, addr)
-	p.SendFrame("SEND", "job1", "destination:/queue/jobs", "receipt:1")
-	p.Expect(frame.CmdReceipt)
-	m := a.Expect(frame.CmdMessage, "subscription:a")
-	if _, ok := m.Get("redelivered"); ok {
-		t.Fatal("first delivery marked redelivered")
-	}
-	a.SendFrame("NACK", "", "id:"+m.Value("ack"))
-	m2 := a.Expect(frame.CmdMessage, "redelivered:true", "delivery-count:2")
-	if m2.Value("message-id") != m.Value("message-id") {
-		t.Fatal("redelivery changed message-id")
-	}
-	// Abrupt disconnect with the message unacknowledged: a second subscriber gets it.
-	b := brokertest.Connect(t, addr)
-	b.SendFrame("SUBSCRIBE", "", "destination:/queue/jobs", "id:b", "ack:client", "receipt:r")
-	b.Expect(frame.CmdReceipt)
-	_ = a.Conn.Close()
-	m3 := b.Expect(frame.CmdMessage, "redelivered:true", "subscription:b")
-	if string(m3.Body) != "job1" {
-		t.Fatalf("body %q", m3.Body)
-	}
-	b.SendFrame("ACK", "", "id:"+m3.Value("ack"), "receipt:ack")
-	b.Expect(frame.CmdReceipt, "receipt-id:ack")
-	b.SendFrame("ACK", "", "id:"+m3.Value("ack"), "receipt:again")
-	b.Expect(frame.CmdError, "message:unknown ack id", "receipt-id:again")
+	brokertest.ForEachSetup(t, func(t *testing.T, s brokertest.Setup) {
+		addr := s.Start(t)
+		a := s.Connect(t, addr)
+		a.SendFrame("SUBSCRIBE", "", "destination:/queue/jobs", "id:a", "ack:client-individual", "receipt:r")
+		a.Expect(frame.CmdReceipt)
+		p := s.Connect(t, addr)
+		p.SendFrame("SEND", "job1", "destination:/queue/jobs", "receipt:1")
+		p.Expect(frame.CmdReceipt)
+		m := a.Expect(frame.CmdMessage, "subscription:a")
+		if _, ok := m.Get("redelivered"); ok {
+			t.Fatal("first delivery marked redelivered")
+		}
+		a.SendFrame("NACK", "", "id:"+m.Value("ack"))
+		m2 := a.Expect(frame.CmdMessage, "redelivered:true", "delivery-count:2")
+		if m2.Value("message-id") != m.Value("message-id") {
+			t.Fatal("redelivery changed message-id")
+		}
+		// Abrupt disconnect with the message unacknowledged: a second subscriber gets it.
+		b := s.Connect(t, addr)
+		b.SendFrame("SUBSCRIBE", "", "destination:/queue/jobs", "id:b", "ack:client", "receipt:r")
+		b.Expect(frame.CmdReceipt)
+		_ = a.Conn.Close()
+		m3 := b.Expect(frame.CmdMessage, "redelivered:true", "subscription:b")
+		if string(m3.Body) != "job1" {
+			t.Fatalf("body %q", m3.Body)
+		}
+		b.SendFrame("ACK", "", "id:"+m3.Value("ack"), "receipt:ack")
+		b.Expect(frame.CmdReceipt, "receipt-id:ack")
+		b.SendFrame("ACK", "", "id:"+m3.Value("ack"), "receipt:again")
+		b.Expect(frame.CmdError, "message:unknown ack id", "receipt-id:again")
+	})
 }
 
 func TestQueueRoundRobinAndPrefetch(t *testing.T) {
-	addr := start(t)
-	a := brokertest.Connect(t, addr)
-	a.SendFrame("SUBSCRIBE", "", "destination:/queue/w", "id:a", "ack:client", "prefetch-count:2", "receipt:r")
-	a.Expect(frame.CmdReceipt)
-	p := brokertest.Connect(t, addr)
-	for i := range 5 {
-		p.SendFrame("SEND", strconv.Itoa(i), "destination:/queue/w")
-	}
-	p.SendFrame("SEND", "x", "destination:/queue/other", "receipt:done")
-	p.Expect(frame.CmdReceipt)
-	a.Expect(frame.CmdMessage)
-	m := a.Expect(frame.CmdMessage)
-	a.ExpectQuiet()                              // prefetch 2 honoured (dispatch ran before "done"'s RECEIPT)
-	a.SendFrame("ACK", "", "id:"+m.Value("ack")) // cumulative: frees both
-	got := []string{string(a.Expect(frame.CmdMessage).Body), string(a.Expect(frame.CmdMessage).Body)}
-	if got[0] != "2" || got[1] != "3" {
-		t.Fatalf("FIFO broken: %v", got)
-	}
+	brokertest.ForEachSetup(t, func(t *testing.T, s brokertest.Setup) {
+		addr := s.Start(t)
+		a := s.Connect(t, addr)
+		a.SendFrame("SUBSCRIBE", "", "destination:/queue/w", "id:a", "ack:client", "prefetch-count:2", "receipt:r")
+		a.Expect(frame.CmdReceipt)
+		p := s.Connect(t, addr)
+		for i := range 5 {
+			p.SendFrame("SEND", strconv.Itoa(i), "destination:/queue/w")
+		}
+		p.SendFrame("SEND", "x", "destination:/queue/other", "receipt:done")
+		p.Expect(frame.CmdReceipt)
+		a.Expect(frame.CmdMessage)
+		m := a.Expect(frame.CmdMessage)
+		a.ExpectQuiet()                              // prefetch 2 honoured (dispatch ran before "done"'s RECEIPT)
+		a.SendFrame("ACK", "", "id:"+m.Value("ack")) // cumulative: frees both
+		got := []string{string(a.Expect(frame.CmdMessage).Body), string(a.Expect(frame.CmdMessage).Body)}
+		if got[0] != "2" || got[1] != "3" {
+			t.Fatalf("FIFO broken: %v", got)
+		}
+	})
 }
 
 func TestGroupsIsolateDestinations(t *testing.T) {
@@ -278,29 +284,31 @@ func TestPausedQueueSaysPaused(t *testing.T) {
 }
 
 func TestCommitReplaysEveryKindOfSend(t *testing.T) {
-	addr := start(t)
-	c := brokertest.Connect(t, addr)
-	c.SendFrame("SUBSCRIBE", "", "destination:/temp-queue/r", "id:r", "receipt:s")
-	c.Expect(frame.CmdReceipt)
-	c.SendFrame("BEGIN", "", "transaction:t")
-	c.SendFrame("SEND", "logged", "destination:/events-store/txlog", "transaction:t")
-	c.SendFrame("SEND", "", "destination:/command/nobody", "reply-to:/temp-queue/r", "correlation-id:c1", "transaction:t")
-	c.SendFrame("COMMIT", "", "transaction:t", "receipt:commit")
-	got := map[frame.Command]*frame.Frame{}
-	for range 2 { // the broker's answer and the RECEIPT, in either order
-		f, err := c.Read(5 * time.Second)
-		if err != nil {
-			t.Fatal(err)
+	brokertest.ForEachSetup(t, func(t *testing.T, s brokertest.Setup) {
+		addr := s.Start(t)
+		c := s.Connect(t, addr)
+		c.SendFrame("SUBSCRIBE", "", "destination:/temp-queue/r", "id:r", "receipt:s")
+		c.Expect(frame.CmdReceipt)
+		c.SendFrame("BEGIN", "", "transaction:t")
+		c.SendFrame("SEND", "logged", "destination:/events-store/txlog", "transaction:t")
+		c.SendFrame("SEND", "", "destination:/command/nobody", "reply-to:/temp-queue/r", "correlation-id:c1", "transaction:t")
+		c.SendFrame("COMMIT", "", "transaction:t", "receipt:commit")
+		got := map[frame.Command]*frame.Frame{}
+		for range 2 { // the broker's answer and the RECEIPT, in either order
+			f, err := c.Read(5 * time.Second)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got[f.Command] = f
 		}
-		got[f.Command] = f
-	}
-	if got[frame.CmdReceipt] == nil || got[frame.CmdMessage] == nil || got[frame.CmdMessage].Value("error") != "no responder" {
-		t.Fatalf("after COMMIT: %v", got)
-	}
-	c.SendFrame("SUBSCRIBE", "", "destination:/events-store/txlog", "id:log", "start-position:first")
-	if m := c.Expect(frame.CmdMessage, "subscription:log", "sequence:1"); string(m.Body) != "logged" {
-		t.Fatalf("events-store body %q", m.Body)
-	}
+		if got[frame.CmdReceipt] == nil || got[frame.CmdMessage] == nil || got[frame.CmdMessage].Value("error") != "no responder" {
+			t.Fatalf("after COMMIT: %v", got)
+		}
+		c.SendFrame("SUBSCRIBE", "", "destination:/events-store/txlog", "id:log", "start-position:first")
+		if m := c.Expect(frame.CmdMessage, "subscription:log", "sequence:1"); string(m.Body) != "logged" {
+			t.Fatalf("events-store body %q", m.Body)
+		}
+	})
 }
 
 func TestUnreadAnswersStopTheBrokerReading(t *testing.T) {

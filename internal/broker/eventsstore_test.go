@@ -30,35 +30,37 @@ func expectSeqs(t *testing.T, c *brokertest.Client, sub string, seqs ...int) []*
 }
 
 func TestEventsStoreStartPositions(t *testing.T) {
-	addr := start(t)
-	p := brokertest.Connect(t, addr)
-	sendN(t, p, "/events-store/prices", 1, 5)
-	c := brokertest.Connect(t, addr)
-	c.SendFrame("SUBSCRIBE", "", "destination:/events-store/prices", "id:first", "start-position:first")
-	expectSeqs(t, c, "first", 1, 2, 3, 4, 5)
-	c.SendFrame("SUBSCRIBE", "", "destination:/store/prices", "id:last", "start-position:last")
-	m := expectSeqs(t, c, "last", 5)[0]
-	if m.Value("destination") != "/events-store/prices" {
-		t.Fatalf("alias subscriber sees %q, want the primary prefix", m.Value("destination"))
-	}
-	c.SendFrame("SUBSCRIBE", "", "destination:/events-store/prices", "id:three", "start-position:3")
-	expectSeqs(t, c, "three", 3, 4, 5)
-	c.SendFrame("SUBSCRIBE", "", "destination:/events-store/prices", "id:delta", "start-position:delta:1h")
-	expectSeqs(t, c, "delta", 1, 2, 3, 4, 5)
-	c.SendFrame("SUBSCRIBE", "", "destination:/events-store/prices", "id:new", "receipt:new")
-	c.Expect(frame.CmdReceipt)
-	c.ExpectQuiet() // start-position new: nothing old (and sequence 6 below must come first)
-	sendN(t, p, "/events-store/prices", 6, 6)
-	got := map[string]bool{}
-	for range 5 { // the live tail reaches every subscription
-		m := c.Expect(frame.CmdMessage, "sequence:6")
-		got[m.Value("subscription")] = true
-	}
-	if len(got) != 5 {
-		t.Fatalf("live tail reached %v", got)
-	}
-	c.SendFrame("SUBSCRIBE", "", "destination:/events-store/prices/*", "id:w", "receipt:w")
-	c.Expect(frame.CmdError, "message:invalid destination", "receipt-id:w")
+	brokertest.ForEachSetup(t, func(t *testing.T, s brokertest.Setup) {
+		addr := s.Start(t)
+		p := s.Connect(t, addr)
+		sendN(t, p, "/events-store/prices", 1, 5)
+		c := s.Connect(t, addr)
+		c.SendFrame("SUBSCRIBE", "", "destination:/events-store/prices", "id:first", "start-position:first")
+		expectSeqs(t, c, "first", 1, 2, 3, 4, 5)
+		c.SendFrame("SUBSCRIBE", "", "destination:/store/prices", "id:last", "start-position:last")
+		m := expectSeqs(t, c, "last", 5)[0]
+		if m.Value("destination") != "/events-store/prices" {
+			t.Fatalf("alias subscriber sees %q, want the primary prefix", m.Value("destination"))
+		}
+		c.SendFrame("SUBSCRIBE", "", "destination:/events-store/prices", "id:three", "start-position:3")
+		expectSeqs(t, c, "three", 3, 4, 5)
+		c.SendFrame("SUBSCRIBE", "", "destination:/events-store/prices", "id:delta", "start-position:delta:1h")
+		expectSeqs(t, c, "delta", 1, 2, 3, 4, 5)
+		c.SendFrame("SUBSCRIBE", "", "destination:/events-store/prices", "id:new", "receipt:new")
+		c.Expect(frame.CmdReceipt)
+		c.ExpectQuiet() // start-position new: nothing old (and sequence 6 below must come first)
+		sendN(t, p, "/events-store/prices", 6, 6)
+		got := map[string]bool{}
+		for range 5 { // the live tail reaches every subscription
+			m := c.Expect(frame.CmdMessage, "sequence:6")
+			got[m.Value("subscription")] = true
+		}
+		if len(got) != 5 {
+			t.Fatalf("live tail reached %v", got)
+		}
+		c.SendFrame("SUBSCRIBE", "", "destination:/events-store/prices/*", "id:w", "receipt:w")
+		c.Expect(frame.CmdError, "message:invalid destination", "receipt-id:w")
+	})
 }
 
 func TestEventsStoreDurableSubscriptionSurvivesRestart(t *testing.T) {

@@ -9,6 +9,7 @@ import (
 	"github.com/titan-broker/titan/internal/config"
 	"github.com/titan-broker/titan/internal/frame"
 	"github.com/titan-broker/titan/internal/router"
+	"github.com/titan-broker/titan/internal/testwait"
 )
 
 // While the heap is over its high watermark every publication waits (counted as a producer
@@ -40,13 +41,7 @@ func TestHeapWatermarksPauseEveryPublication(t *testing.T) {
 			_, err := b.router.Publish(p)
 			done <- err
 		}()
-		deadline := time.Now().Add(5 * time.Second)
-		for b.flow.Paused.Load() != 1 {
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: publication not paused by the heap", d)
-			}
-			time.Sleep(time.Millisecond)
-		}
+		testwait.Eventually(t, 5*time.Second, d+": publication paused by the heap", func() bool { return b.flow.Paused.Load() == 1 })
 		b.heap.Update(700)
 		if err := <-done; err != nil {
 			t.Fatalf("%s: %v", d, err)

@@ -11,36 +11,38 @@ import (
 )
 
 func TestCommandRoundTripOverTempQueue(t *testing.T) {
-	addr := start(t)
-	resp := brokertest.Connect(t, addr)
-	resp.SendFrame("SUBSCRIBE", "", "destination:/command/orders/cancel", "id:r", "receipt:r")
-	resp.Expect(frame.CmdReceipt)
-	req := brokertest.Connect(t, addr)
-	req.SendFrame("SUBSCRIBE", "", "destination:/temp-queue/replies", "id:replies", "receipt:s")
-	req.Expect(frame.CmdReceipt)
-	req.SendFrame("SEND", `{"id":1}`, "destination:/command/orders/cancel", "reply-to:/temp-queue/replies", "receipt:q")
-	rc := req.Expect(frame.CmdReceipt, "receipt-id:q")
-	corr := rc.Value("correlation-id")
-	if corr == "" {
-		t.Fatal("RECEIPT lacks the generated correlation-id")
-	}
-	m := resp.Expect(frame.CmdMessage, "destination:/command/orders/cancel", "correlation-id:"+corr)
-	replyTo := m.Value("reply-to")
-	if !strings.HasPrefix(replyTo, "/temp-queue/titan-") || !strings.HasSuffix(replyTo, "/replies") {
-		t.Fatalf("reply-to not qualified by its owner: %q", replyTo)
-	}
-	resp.SendFrame("SEND", "", "destination:"+replyTo, "correlation-id:"+corr, "executed:true", "receipt:a")
-	resp.Expect(frame.CmdReceipt)
-	// The reply arrives on the destination the requester subscribed to and named (issue 26).
-	req.Expect(frame.CmdMessage, "subscription:replies", "destination:/temp-queue/replies", "correlation-id:"+corr, "executed:true")
-	// A second response to the same correlation id answers nothing and is dropped.
-	resp.SendFrame("SEND", "", "destination:"+replyTo, "correlation-id:"+corr, "executed:true", "receipt:b")
-	resp.Expect(frame.CmdReceipt)
-	req.ExpectQuiet() // the dropped response was routed before "b"'s RECEIPT
-	// Another connection cannot consume the requester's temp-queue.
-	thief := brokertest.Connect(t, addr)
-	thief.SendFrame("SUBSCRIBE", "", "destination:"+replyTo, "id:x", "receipt:t")
-	thief.Expect(frame.CmdError, "message:access refused", "receipt-id:t")
+	brokertest.ForEachSetup(t, func(t *testing.T, s brokertest.Setup) {
+		addr := s.Start(t)
+		resp := s.Connect(t, addr)
+		resp.SendFrame("SUBSCRIBE", "", "destination:/command/orders/cancel", "id:r", "receipt:r")
+		resp.Expect(frame.CmdReceipt)
+		req := s.Connect(t, addr)
+		req.SendFrame("SUBSCRIBE", "", "destination:/temp-queue/replies", "id:replies", "receipt:s")
+		req.Expect(frame.CmdReceipt)
+		req.SendFrame("SEND", `{"id":1}`, "destination:/command/orders/cancel", "reply-to:/temp-queue/replies", "receipt:q")
+		rc := req.Expect(frame.CmdReceipt, "receipt-id:q")
+		corr := rc.Value("correlation-id")
+		if corr == "" {
+			t.Fatal("RECEIPT lacks the generated correlation-id")
+		}
+		m := resp.Expect(frame.CmdMessage, "destination:/command/orders/cancel", "correlation-id:"+corr)
+		replyTo := m.Value("reply-to")
+		if !strings.HasPrefix(replyTo, "/temp-queue/titan-") || !strings.HasSuffix(replyTo, "/replies") {
+			t.Fatalf("reply-to not qualified by its owner: %q", replyTo)
+		}
+		resp.SendFrame("SEND", "", "destination:"+replyTo, "correlation-id:"+corr, "executed:true", "receipt:a")
+		resp.Expect(frame.CmdReceipt)
+		// The reply arrives on the destination the requester subscribed to and named (issue 26).
+		req.Expect(frame.CmdMessage, "subscription:replies", "destination:/temp-queue/replies", "correlation-id:"+corr, "executed:true")
+		// A second response to the same correlation id answers nothing and is dropped.
+		resp.SendFrame("SEND", "", "destination:"+replyTo, "correlation-id:"+corr, "executed:true", "receipt:b")
+		resp.Expect(frame.CmdReceipt)
+		req.ExpectQuiet() // the dropped response was routed before "b"'s RECEIPT
+		// Another connection cannot consume the requester's temp-queue.
+		thief := s.Connect(t, addr)
+		thief.SendFrame("SUBSCRIBE", "", "destination:"+replyTo, "id:x", "receipt:t")
+		thief.Expect(frame.CmdError, "message:access refused", "receipt-id:t")
+	})
 }
 
 func TestRequestsLoadBalanceAcrossResponders(t *testing.T) {

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/coder/websocket"
+
 	"github.com/titan-broker/titan/internal/broker"
 	"github.com/titan-broker/titan/internal/config"
 	"github.com/titan-broker/titan/internal/frame"
@@ -82,13 +84,19 @@ func Dial(t testing.TB, addr string) *Client {
 func Connect(t testing.TB, addr string, hdrs ...string) *Client {
 	t.Helper()
 	c := Dial(t, addr)
+	c.connect(hdrs)
+	return c
+}
+
+// connect sends a STOMP 1.2 CONNECT with hdrs and expects CONNECTED.
+func (c *Client) connect(hdrs []string) {
+	c.t.Helper()
 	h := "accept-version:1.2\nhost:test\n"
 	for _, x := range hdrs {
 		h += x + "\n"
 	}
 	c.Send("CONNECT\n" + h + "\n\x00")
 	c.Expect(frame.CmdConnected)
-	return c
 }
 
 // Send writes raw bytes.
@@ -191,3 +199,94 @@ func (c *Client) ExpectClosed(d time.Duration) {
 
 // String is for logs.
 func (c *Client) String() string { return fmt.Sprintf("client %s", c.Conn.LocalAddr()) }
+
+// Setup is one cell of the broker-level matrix: the store a broker runs on and the transport
+// its clients use.
+type Setup struct {
+	// Store is the config store type: "memory" or "pebble" (in a per-test directory).
+	Store string
+	// Transport is the listener's transport: "tcp" or "websocket" (path /stomp, STOMP 1.2
+	// subprotocol, frames in binary messages).
+	Transport string
+}
+
+// String names the setup as a subtest: "memory/tcp", "pebble/websocket", ….
+func (s Setup) String() string { return s.Store + "/" + s.Transport }
+
+// Setups returns the matrix {memory, Pebble} × {TCP, WebSocket}.
+func Setups() []Setup {
+	var out []Setup
+	for _, st := range []string{"memory", "pebble"} {
+		for _, tr := range []string{"tcp", "websocket"} {
+			out = append(out, Setup{Store: st, Transport: tr})
+		}
+	}
+	return out
+}
+
+// ForEachSetup runs fn as one subtest per setup of Setups, each of which starts its own
+// broker (Setup.Start) and dials it (Setup.Connect): a test written once runs over every
+// store and transport.
+func ForEachSetup(t *testing.T, fn func(t *testing.T, s Setup)) {
+	t.Helper()
+	for _, s := range Setups() {
+		t.Run(s.String(), func(t *testing.T) { fn(t, s) })
+	}
+}
+
+// Config returns DefaultTestConfig with s's store (Pebble in a t.TempDir()) and its first
+// server on s's transport.
+func (s Setup) Config(t testing.TB) config.Config {
+	t.Helper()
+	cfg := DefaultTestConfig()
+	if s.Store == "pebble" {
+		cfg.Store = config.Store{Type: "pebble", DataDir: t.TempDir()}
+	}
+	if s.Transport == "websocket" {
+		cfg.Servers[0].Transport = "websocket"
+		cfg.Servers[0].TransportOptions.Path = "/stomp"
+	}
+	return cfg
+}
+
+// Start runs a broker with s's config (after mutate) for the test's lifetime and returns the
+// address of its first server.
+func (s Setup) Start(t testing.TB, mutate ...func(*config.Config)) string {
+	t.Helper()
+	cfg := s.Config(t)
+	for _, m := range mutate {
+		m(&cfg)
+	}
+	return Run(t, cfg).Addrs()[0]
+}
+
+// Dial connects to addr over s's transport without sending anything.
+func (s Setup) Dial(t testing.TB, addr string) *Client {
+	t.Helper()
+	if s.Transport != "websocket" {
+		return Dial(t, addr)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	ws, _, err := websocket.Dial(ctx, "ws://"+addr+"/stomp", &websocket.DialOptions{Subprotocols: []string{"v12.stomp"}})
+	if err != nil {
+		t.Fatalf("WebSocket dial %s: %v", addr, err)
+	}
+	ws.SetReadLimit(64 << 20)
+	// The connection lives until the test ends (NetConn's context bounds its lifetime); each
+	// Write is one binary WebSocket message.
+	c := websocket.NetConn(context.Background(), ws, websocket.MessageBinary)
+	t.Cleanup(func() { _ = c.Close() })
+	cl := &Client{t: t, Conn: c}
+	cl.p = frame.NewParser(c, frame.Limits{MaxBodyBytes: 64 << 20})
+	return cl
+}
+
+// Connect dials addr over s's transport and completes a STOMP 1.2 CONNECT (extra headers as
+// "k:v" strings).
+func (s Setup) Connect(t testing.TB, addr string, hdrs ...string) *Client {
+	t.Helper()
+	c := s.Dial(t, addr)
+	c.connect(hdrs)
+	return c
+}

@@ -3,12 +3,12 @@ package delivery
 import (
 	"sort"
 	"strconv"
-	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/titan-broker/titan/internal/dest"
 	"github.com/titan-broker/titan/internal/frame"
+	"github.com/titan-broker/titan/internal/lockorder"
 	"github.com/titan-broker/titan/internal/message"
 	"github.com/titan-broker/titan/internal/selector"
 )
@@ -150,11 +150,11 @@ type delivery struct {
 type Conn struct {
 	w Writer
 
-	mu      sync.Mutex               // guards the fields below and every Subscription's guarded fields
-	subs    map[string]*Subscription // by subscription id, made by the first subscribe (idle connections hold none); guarded by mu
-	pending map[string]*delivery     // by ack key, made by the first delivery awaiting an ACK; guarded by mu
-	nextTag uint64                   // guarded by mu
-	closed  bool                     // guarded by mu
+	mu      lockorder.Mutex[lockorder.ConnRank] // guards the fields below and every Subscription's guarded fields
+	subs    map[string]*Subscription            // by subscription id, made by the first subscribe (idle connections hold none); guarded by mu
+	pending map[string]*delivery                // by ack key, made by the first delivery awaiting an ACK; guarded by mu
+	nextTag uint64                              // guarded by mu
+	closed  bool                                // guarded by mu
 	// heldBytes is the size of the events messages held for the subscriptions' credit
 	// (event.go); slow is set once delivery closed the connection as a slow consumer.
 	heldBytes int64 // guarded by mu

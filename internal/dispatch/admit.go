@@ -42,7 +42,7 @@ type Wait struct {
 // PolicyBlock it waits, with mu released, for room (a close of the queue's space channel) up
 // to the block timeout, or until w cancels it: the producer's connection is not read
 // meanwhile.
-func Admit(q Admission, mu *sync.Mutex, size int, w Wait) (dropped bool, err error) {
+func Admit(q Admission, mu sync.Locker, size int, w Wait) (dropped bool, err error) {
 	var deadline time.Time
 	for {
 		if q.DeletedLocked() {

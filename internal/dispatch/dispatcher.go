@@ -9,6 +9,7 @@ import (
 	"github.com/titan-broker/titan/internal/address"
 	"github.com/titan-broker/titan/internal/clock"
 	"github.com/titan-broker/titan/internal/dest"
+	"github.com/titan-broker/titan/internal/lockorder"
 )
 
 // Queue is one dispatcher queue: what the Dispatcher holds for one identity. The events
@@ -122,7 +123,7 @@ type Dispatcher struct {
 	factories [dest.MaxPattern + 1]Factory
 	persisted [dest.MaxPattern + 1]bool // operator settings of these patterns are stored
 
-	mu     sync.RWMutex // guards queues and trie; never held while taking a queue's or Conn's lock (except in Factory.NewQueue)
+	mu     lockorder.RWMutex[lockorder.DispatcherRank] // guards queues and trie; never held while taking a queue's or Conn's lock (except in Factory.NewQueue)
 	queues map[dest.Identity]*queueEntry
 	// hot is the entry Get or Exists found last (nil after a Delete): producers send to the
 	// same destination frame after frame, and comparing its identity costs less than hashing
@@ -138,7 +139,7 @@ type Dispatcher struct {
 	stopped sync.Once
 
 	logPatterns [dest.MaxPattern + 1]bool
-	reclaimMu   sync.Mutex
+	reclaimMu   lockorder.Mutex[lockorder.ReclaimRank]
 }
 
 // queueEntry is a queue in Dispatcher.queues, with its identity for the hot-entry check.

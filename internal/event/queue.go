@@ -1,13 +1,13 @@
 package event
 
 import (
-	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/titan-broker/titan/internal/address"
 	"github.com/titan-broker/titan/internal/dest"
 	"github.com/titan-broker/titan/internal/dispatch"
+	"github.com/titan-broker/titan/internal/lockorder"
 	"github.com/titan-broker/titan/internal/message"
 )
 
@@ -23,7 +23,7 @@ type Queue struct {
 	id dest.Identity
 	p  *Pattern
 
-	mu       sync.Mutex // guards the fields below
+	mu       lockorder.Mutex[lockorder.QueueRank] // guards the fields below
 	buf      []*message.Message
 	bytes    int64
 	settings address.Settings

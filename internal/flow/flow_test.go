@@ -4,6 +4,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/titan-broker/titan/internal/testwait"
 )
 
 func closed(c <-chan struct{}) bool {
@@ -117,13 +119,7 @@ func TestStatsWaitCountsAndEnds(t *testing.T) {
 	open := make(chan struct{})
 	done := make(chan bool)
 	go func() { done <- st.Wait([]<-chan struct{}{nil, open}, nil, nil) }()
-	deadline := time.Now().Add(5 * time.Second)
-	for st.Paused.Load() != 1 {
-		if time.Now().After(deadline) {
-			t.Fatal("producer never paused")
-		}
-		time.Sleep(time.Millisecond)
-	}
+	testwait.Eventually(t, 5*time.Second, "producer paused", func() bool { return st.Paused.Load() == 1 })
 	close(open)
 	if !<-done || st.Pauses.Load() != 1 || st.Resumes.Load() != 1 || st.Paused.Load() != 0 {
 		t.Fatalf("pause/resume counts: %d %d %d", st.Pauses.Load(), st.Resumes.Load(), st.Paused.Load())

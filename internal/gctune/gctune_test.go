@@ -9,6 +9,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/titan-broker/titan/internal/testwait"
 )
 
 func TestPercentFor(t *testing.T) {
@@ -90,13 +92,7 @@ func TestIdleGarbage(t *testing.T) {
 func TestIdleLoopCollectsQuietGarbage(t *testing.T) {
 	shortDecay(t, 1)
 	tu := startWithGarbage(t, 4)
-	deadline := time.Now().Add(10 * time.Second)
-	for tu.IdleCollections.Load() == 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("no idle collection within 10 s of a quiet heap holding garbage")
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	testwait.Eventually(t, 10*time.Second, "an idle collection of a quiet heap holding garbage", func() bool { return tu.IdleCollections.Load() > 0 })
 }
 
 var garbage [][]byte
@@ -183,13 +179,7 @@ func TestIdleLoopLeavesBusyHeapAlone(t *testing.T) {
 		t.Fatalf("%d idle collections while the heap allocated about 6 MiB/s", n)
 	}
 	garbage = nil
-	deadline := time.Now().Add(10 * time.Second)
-	for tu.IdleCollections.Load() == 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("no idle collection within 10 s after the load stopped")
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	testwait.Eventually(t, 10*time.Second, "an idle collection after the load stopped", func() bool { return tu.IdleCollections.Load() > 0 })
 }
 
 // The floor is the heap goal the runtime ends up with, not a percent computed from a live

@@ -4,6 +4,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/titan-broker/titan/internal/testwait"
 )
 
 func TestRegulatorDoublesOnShedAndEasesBack(t *testing.T) {
@@ -103,24 +105,18 @@ func TestPollerSkipsFetchWhileSinkBusy(t *testing.T) {
 	p := NewPoller(source(5), sink, NewRegulator(time.Millisecond, 2*time.Millisecond), 0, 10)
 	done := make(chan struct{})
 	go func() { p.Run(); close(done) }()
-	for p.Skipped.Load() < 3 {
-		time.Sleep(time.Millisecond)
-	}
+	testwait.Eventually(t, 5*time.Second, "3 fetches skipped", func() bool { return p.Skipped.Load() >= 3 })
 	if p.Fetches.Load() != 0 || len(sink.got) != 0 {
 		t.Fatal("fetched while the sink was busy")
 	}
 	sink.mu.Lock()
 	sink.busy = false
 	sink.mu.Unlock()
-	for {
+	testwait.Eventually(t, 5*time.Second, "5 delivered", func() bool {
 		sink.mu.Lock()
-		n := len(sink.got)
-		sink.mu.Unlock()
-		if n == 5 {
-			break
-		}
-		time.Sleep(time.Millisecond)
-	}
+		defer sink.mu.Unlock()
+		return len(sink.got) == 5
+	})
 	p.Stop()
 	<-done
 }

@@ -20,7 +20,6 @@ package pointqueue
 import (
 	"log/slog"
 	"strconv"
-	"sync"
 
 	"github.com/titan-broker/titan/internal/address"
 	"github.com/titan-broker/titan/internal/clock"
@@ -28,6 +27,7 @@ import (
 	"github.com/titan-broker/titan/internal/dest"
 	"github.com/titan-broker/titan/internal/dispatch"
 	"github.com/titan-broker/titan/internal/frame"
+	"github.com/titan-broker/titan/internal/lockorder"
 	"github.com/titan-broker/titan/internal/message"
 	"github.com/titan-broker/titan/internal/queue"
 )
@@ -64,9 +64,9 @@ type Pattern struct {
 	opts Options
 	log  *slog.Logger
 
-	mu      sync.Mutex                                 // guards the fields below
-	waiting map[dest.Identity][]*delivery.Subscription // consumers by identity, also for identities without a queue yet
-	closed  bool                                       // Close ran: new queues start stopped
+	mu      lockorder.Mutex[lockorder.QueuesPatternRank] // guards the fields below
+	waiting map[dest.Identity][]*delivery.Subscription   // consumers by identity, also for identities without a queue yet
+	closed  bool                                         // Close ran: new queues start stopped
 
 	timers clock.Callbacks // running timer callbacks, waited for by Close
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/titan-broker/titan/internal/delivery"
 	"github.com/titan-broker/titan/internal/dest"
 	"github.com/titan-broker/titan/internal/dispatch"
+	"github.com/titan-broker/titan/internal/lockorder"
 	"github.com/titan-broker/titan/internal/message"
 	"github.com/titan-broker/titan/internal/queue"
 )
@@ -22,7 +23,7 @@ type Queue struct {
 	now   func() time.Time // clock.NowFunc(clock)
 	p     *Pattern
 
-	mu        sync.Mutex // guards every field below; taken before Conn.mu
+	mu        lockorder.Mutex[lockorder.QueueRank] // guards every field below; taken before Conn.mu
 	q         *queue.Queue
 	settings  address.Settings
 	consumers []*delivery.Subscription

@@ -13,12 +13,12 @@ import (
 	"runtime/debug"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/titan-broker/titan/internal/flow"
 	"github.com/titan-broker/titan/internal/frame"
+	"github.com/titan-broker/titan/internal/lockorder"
 )
 
 // Handler is the inbound router as the transport sees it.
@@ -54,11 +54,11 @@ type Session struct {
 	frameDue    atomic.Int64  // when the frame in progress must be complete (UnixNano); 0: none
 	sendEvery   time.Duration // negotiated server heart-beat interval; set before writer uses it
 
-	mu           sync.Mutex   // guards the fields below
-	chunks       [][]byte     // queued outbound data, guarded by mu
-	pooled       []*frame.Buf // pooled heads among chunks, released once written; guarded by mu
-	queuedBytes  int64        // bytes in chunks, guarded by mu
-	closing      bool         // no more writes accepted; writer closes after flush; guarded by mu
+	mu           lockorder.Mutex[lockorder.SessionRank] // guards the fields below
+	chunks       [][]byte                               // queued outbound data, guarded by mu
+	pooled       []*frame.Buf                           // pooled heads among chunks, released once written; guarded by mu
+	queuedBytes  int64                                  // bytes in chunks, guarded by mu
+	closing      bool                                   // no more writes accepted; writer closes after flush; guarded by mu
 	closeReason  CloseReason
 	reasonSet    bool
 	writerActive bool          // a writer goroutine runs: it does while chunks is not empty; guarded by mu

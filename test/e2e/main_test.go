@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/titan-broker/titan/internal/testwait"
 )
 
 // systemPython is the interpreter Debian's python3-stomp installs for; the python3 first on
@@ -241,17 +243,22 @@ func terminate(p *os.Process, exited <-chan struct{}, grace time.Duration) (kill
 	}
 }
 
-// eventually polls fn every poll until it returns true, failing the test after total.
-func eventually(t *testing.T, total, poll time.Duration, fn func() bool, msgAndArgs ...any) {
+// eventually polls fn until it returns true, failing the test after total
+// (testwait.Eventually, which sets its own polling interval; the third argument is ignored).
+// msgAndArgs are formatted only on failure, so they may point at values fn updates.
+func eventually(t *testing.T, total, _ time.Duration, fn func() bool, msgAndArgs ...any) {
 	t.Helper()
-	deadline := time.Now().Add(total)
-	for {
-		if fn() {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%scondition not met within %v", prefix(msgAndArgs), total)
-		}
-		time.Sleep(poll)
-	}
+	testwait.Eventually(lazyPrefix{t, msgAndArgs}, total, "condition", fn)
+}
+
+// lazyPrefix is a testing.TB whose Fatalf prefixes msgAndArgs, formatted when it fails.
+type lazyPrefix struct {
+	testing.TB
+	msgAndArgs []any
+}
+
+// Fatalf fails the test with the prefix and the message.
+func (l lazyPrefix) Fatalf(format string, args ...any) {
+	l.TB.Helper()
+	l.TB.Fatalf(prefix(l.msgAndArgs)+format, args...)
 }

@@ -111,18 +111,12 @@ func requireQueue(t *testing.T, b *broker, destination, group string) queueStat 
 func eventuallyQueue(t *testing.T, b *broker, destination string, what string, cond func(queueStat) bool) queueStat {
 	t.Helper()
 	var last queueStat
-	var ok bool
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		last, ok = monitorQueue(t, b, destination, "")
-		if ok && cond(last) {
-			return last
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("queue %s: %s not reached within 10s; last seen %+v (exists: %v)", destination, what, last, ok)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	eventually(t, 10*time.Second, 0, func() bool {
+		q, ok := monitorQueue(t, b, destination, "")
+		last = q
+		return ok && cond(q)
+	}, "queue %s: %s; last seen %+v", destination, what, &last)
+	return last
 }
 
 // postPublish sends req (a PublishRequest as JSON) to POST /publish and returns the status and

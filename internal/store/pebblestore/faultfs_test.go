@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
+
+	"github.com/titan-broker/titan/internal/testwait"
 )
 
 // fault is what a faultFS does to the file system under the store.
@@ -224,14 +226,8 @@ func (r *logRecorder) attr(prefix, key string) string {
 	return ""
 }
 
-// eventually polls cond every 5 ms until it holds or total has passed.
+// eventually polls cond until it holds or total has passed (testwait.Eventually).
 func eventually(t *testing.T, total time.Duration, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(total)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("not within %v: %s", total, what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	testwait.Eventually(t, total, what, cond)
 }
