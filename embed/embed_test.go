@@ -70,7 +70,7 @@ func TestStagesRunBetweenRouteAndPublication(t *testing.T) {
 	var seen atomic.Int64
 	b := start(t, embed.Config{
 		DestinationMetrics: true,
-		MonitorToken:       "tok",
+		MonitorToken:       "embed-test-token-0123456789",
 		Stages: []embed.Stage{embed.StageFunc(func(s *embed.Send) {
 			seen.Add(1)
 			switch v, _ := s.Header("x-verdict"); v {
@@ -102,7 +102,7 @@ func TestStagesRunBetweenRouteAndPublication(t *testing.T) {
 	}
 
 	req, _ := http.NewRequest("GET", b.MonitorURL()+"/metrics", nil)
-	req.Header.Set("Authorization", "Bearer tok")
+	req.Header.Set("Authorization", "Bearer embed-test-token-0123456789")
 	hc := &http.Client{}
 	defer hc.CloseIdleConnections()
 	resp, err := hc.Do(req)

@@ -256,6 +256,10 @@ func TestDiskFaultConcurrentNoFalseSuccess(t *testing.T) {
 // already inside Pebble complete once the fault is lifted, truthfully; then the store is OK
 // again and every acknowledged record is there after a restart.
 func TestBackgroundFaultDegrades(t *testing.T) {
+	// stallBound tells an Append stalled inside Pebble (which waits there until the fault is
+	// lifted) from a slow one on a loaded machine: far above any write's time, so that a
+	// busy CI machine does not count slow writes as stalls.
+	const stallBound = 3 * time.Second
 	s, ffs, logs, dir := faultStore(t, Options{MemTableBytes: 1 << 20, DeleteSyncInterval: -1})
 	ffs.match = func(name string) bool { return strings.HasSuffix(name, ".sst") }
 	ffs.set(faultFull)
@@ -284,7 +288,7 @@ func TestBackgroundFaultDegrades(t *testing.T) {
 			mu.Lock()
 			acked[r.seq] = rec
 			mu.Unlock()
-		case <-time.After(200 * time.Millisecond):
+		case <-time.After(stallBound):
 			blocked = append(blocked, done) // stalled inside Pebble
 		}
 		sawDegraded = sawDegraded || s.Health().State == store.StateDegraded
