@@ -18,7 +18,8 @@ const (
 	// KindLogDurable is an events-store durable subscription: Identity is the log, Name its
 	// durable-name.
 	KindLogDurable = "log-durable"
-	// KindTopicDurable is a durable topic subscription: Identity.Group is its group, Owner
+	// KindTopicDurable is a durable topic subscription: Identity.Group is its group (Pattern
+	// events, no Channel: the subscription keeps its name when it is moved to another topic), Owner
 	// the CONNECT client-id ("" for RabbitMQ's), Name its name.
 	KindTopicDurable = "topic-durable"
 	// KindDestination is a queue or events-store log a user's frame created: Identity.
@@ -30,7 +31,7 @@ const (
 type Owned struct {
 	// Kind is KindLogDurable, KindTopicDurable or KindDestination.
 	Kind string `json:"kind"`
-	// Identity names the destination (for KindTopicDurable only its Group is set).
+	// Identity names the destination (for KindTopicDurable only its Group and Pattern).
 	Identity dest.Identity `json:"identity"`
 	// Owner is the CONNECT client-id of a KindTopicDurable subscription ("" otherwise).
 	Owner string `json:"owner,omitempty"`

@@ -105,7 +105,8 @@ func TestStageOwnersAndQuotas(t *testing.T) {
 	a := quotaAuthority(t)
 	made := map[string]bool{}
 	exists := func(id dest.Identity) bool { return made[id.Channel] }
-	s := NewStage(a, exists, nil).WithOwners(NewOwners(nil, func(o Owned) bool {
+	meta := memMeta{}
+	s := NewStage(a, exists, nil).WithOwners(NewOwners(func() Meta { return meta }, func(o Owned) bool {
 		if o.Kind == KindDestination {
 			return made[o.Identity.Channel]
 		}

@@ -170,7 +170,7 @@ func (s *Stage) durable(c *router.Context, user string, id dest.Identity) bool {
 		if !asked || c.Dest.Wildcard {
 			return true // none, or refused by the router's durable stage
 		}
-		o = Owned{Kind: KindTopicDurable, Identity: dest.Identity{Group: id.Group}, Owner: owner, Name: name, User: user}
+		o = Owned{Kind: KindTopicDurable, Identity: dest.Identity{Group: id.Group, Pattern: dest.PatternEvents}, Owner: owner, Name: name, User: user}
 	default:
 		return true
 	}
