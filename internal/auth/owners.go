@@ -134,6 +134,21 @@ func (l *Owners) Claim(o Owned, canCreate bool, limit int) (made bool, err error
 	return true, l.saveLocked()
 }
 
+// Check returns ErrOwnedByOther when o exists and belongs to another user than o.User (an
+// UNSUBSCRIBE that would delete it); nil otherwise. Errors: that, the store's.
+func (l *Owners) Check(o Owned) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := l.loadLocked(); err != nil {
+		return err
+	}
+	k := o.key()
+	if owner, ok := l.owners[k]; ok && owner != o.User && l.exists(k) {
+		return ErrOwnedByOther
+	}
+	return nil
+}
+
 // Count returns how many live resources user owns: destinations, or durable subscriptions.
 func (l *Owners) Count(user string, destinations bool) int {
 	l.mu.Lock()

@@ -138,6 +138,15 @@ func TestStageOwnersAndQuotas(t *testing.T) {
 		if err := sub("a", "/topic/prices", hs...); err == nil || !strings.Contains(err.Detail, "belongs to another user") {
 			t.Fatalf("%s takeover: %+v", h.Key, err)
 		}
+		for user, ok := range map[string]bool{"a": false, "b": true} {
+			c := stageContext(user, frame.CmdUnsubscribe, "/topic/prices", "")
+			c.Frame.Headers = hs
+			c.Conn.ClientID = "cid"
+			s.Apply(c)
+			if (c.Err == nil) != ok {
+				t.Fatalf("%s UNSUBSCRIBE by %s: %+v", h.Key, user, c.Err)
+			}
+		}
 		delete(made, "topic-durable/t1")
 	}
 	if err := sub("a", "/events-store/audit", frame.Header{Key: "durable-name", Value: "d2"}); err != nil {

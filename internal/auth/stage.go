@@ -38,6 +38,8 @@ type Trusted interface {
 //   - SUBSCRIBE: consume on the identity (a responder's SUBSCRIBE to commands or queries
 //     included); a SUBSCRIBE to a queue that does not exist yet also needs create. A
 //     temp-queue SUBSCRIBE is left to the router (only its owning connection may).
+//   - UNSUBSCRIBE (its route runs the stage too): one that would delete another user's
+//     durable topic subscription is refused (with WithOwners).
 //   - A wildcard SUBSCRIBE (events) needs consume somewhere. Every events subscription's
 //     deliveries are then filtered by the user's consume permission on the message's
 //     concrete channel, so a reload that withdraws it stops deliveries too. Queues and
@@ -106,6 +108,8 @@ func (s *Stage) Apply(c *router.Context) {
 			}
 		}
 		s.require(c, user, id, Send)
+	case frame.CmdUnsubscribe:
+		s.unsubscribe(c, user)
 	case frame.CmdSubscribe:
 		if id.Pattern == dest.PatternTempQueue {
 			return
@@ -176,6 +180,37 @@ func (s *Stage) durable(c *router.Context, user string, id dest.Identity) bool {
 	}
 	may := s.a.Allowed(user, id.Group, id.Pattern, id.Channel)&Create != 0
 	return s.claim(c, o, id, may)
+}
+
+// unsubscribe refuses an UNSUBSCRIBE that would delete another user's durable topic
+// subscription (RabbitMQ durable:true, ActiveMQ activemq.subscriptionName, Artemis
+// durable-subscription-name, each in its own group).
+func (s *Stage) unsubscribe(c *router.Context, user string) {
+	if s.owners == nil {
+		return
+	}
+	owner, name, asked := router.DurableTopicName(c.Frame, c.Conn.ClientID)
+	if !asked {
+		return
+	}
+	group := c.Frame.Value(frame.HdrGroup)
+	if group == "" || !dest.ValidGroup(group) {
+		group = dest.DefaultGroup
+	}
+	o := Owned{Kind: KindTopicDurable, Identity: dest.Identity{Group: group, Pattern: dest.PatternEvents}, Owner: owner, Name: name, User: user}
+	err := s.owners.Check(o)
+	switch {
+	case err == nil:
+	case errors.Is(err, ErrOwnedByOther):
+		s.Refused.Add(1)
+		s.log.Info("access refused", "user", user, "command", "UNSUBSCRIBE", "durable", name, "reason", "owned by another user")
+		c.Err = &frame.ProtocolError{Reason: "access refused", ReceiptID: c.Receipt, Fatal: true,
+			Detail: "the durable subscription " + frame.Echo(name) + " belongs to another user; it is not deleted"}
+	default:
+		s.log.Error("owners ledger", "err", err)
+		c.Err = &frame.ProtocolError{Reason: "store failed", ReceiptID: c.Receipt, Fatal: true,
+			Detail: "the broker could not read who made the durable subscription; it is not deleted"}
+	}
 }
 
 // claim records o as user's through the ledger and refuses c when it may not be made or

@@ -78,7 +78,8 @@ func requireRefused(t *testing.T, what, message, body string, results, bodies []
 // (events-store durable-name; RabbitMQ durable:true with the id; ActiveMQ
 // activemq.subscriptionName and Artemis durable-subscription-name with the client-id): another
 // user with the same name gets ERROR access refused instead of the subscription and its
-// backlog, also after a restart; making one needs create.
+// backlog, also after a restart, and cannot delete it with an UNSUBSCRIBE; making one needs
+// create.
 func TestSecurity29DurableOwnership(t *testing.T) {
 	pythonClient.require(t)
 	dir := t.TempDir()
@@ -132,6 +133,20 @@ func TestSecurity29DurableOwnership(t *testing.T) {
 	node.stop()
 	b = node.start().broker()
 	takeover("after the restart")
+
+	// Nor may another user delete it (an UNSUBSCRIBE in its peer's way deletes a durable
+	// topic subscription); its owner may, and then the name is free.
+	unsub := func(d int) map[string]any {
+		return map[string]any{"op": "unsubscribe", "id": dialects[d].id, "headers": dialects[d].hdrs}
+	}
+	res, bodies = opsAs(t, b, "team2", "cid", unsub(1), unsub(2), unsub(3))
+	for i := range 3 {
+		requireRefused(t, "team2 deletes "+dialects[i+1].name, "access refused", "belongs to another user", res, bodies, i)
+	}
+	res, _ = opsAs(t, b, "team1", "cid", unsub(2))
+	requireEqual(t, "ok", res[0], "team1 deletes its ActiveMQ durable subscription")
+	res, _ = opsAs(t, b, "team2", "cid", subOp(dialects[2].dest, dialects[2].id, dialects[2].hdrs))
+	requireEqual(t, "ok", res[0], "team2 makes one with the freed name")
 }
 
 // M: per-user quotas on durable subscriptions and destinations created: over its quota a

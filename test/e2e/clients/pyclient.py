@@ -489,7 +489,7 @@ def sc_auth_connect(args, out):
 
 
 def sc_auth_ops(args, out):
-    """Each op in args["ops"] ({"op": "send"|"subscribe", "dest": ..., "headers": {...},
+    """Each op in args["ops"] ({"op": "send"|"subscribe"|"unsubscribe", "dest": ..., "headers": {...},
     "id": subscription id}) on a new connection logged in as args["login"] (with CONNECT
     client-id args["client_id"] when given): "ok" when its RECEIPT came, else the ERROR's
     message; "bodies" has each ERROR's body ("" for ok)."""
@@ -503,6 +503,8 @@ def sc_auth_ops(args, out):
         hdrs["receipt"] = rid
         if op["op"] == "send":
             c.conn.send(op["dest"], op.get("body", "x"), headers=hdrs)
+        elif op["op"] == "unsubscribe":
+            c.conn.unsubscribe(op.get("id", "1"), headers=hdrs)
         else:
             c.conn.subscribe(op["dest"], op.get("id", "1"), ack="auto", headers=hdrs)
         c.col.wait(lambda col: rid in col.receipts or col.errors, c.timeout, "RECEIPT or ERROR for " + rid)
