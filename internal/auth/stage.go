@@ -143,7 +143,16 @@ func (s *Stage) require(c *router.Context, user string, id dest.Identity, need P
 		s.refuse(c, user, id, need)
 		return false
 	}
-	if creates(c.Frame.Command, id.Pattern) && s.exists != nil && !s.exists(id) {
+	if !creates(c.Frame.Command, id.Pattern) || s.exists == nil {
+		return true
+	}
+	// The destinations quota is the only reason to look when the user may create: without
+	// one, a SEND by such a user costs no lookup (destinations made meanwhile are not counted
+	// by a quota configured later).
+	if p&Create != 0 && (s.owners == nil || s.a.Limit(user, QuotaDestinations) == 0) {
+		return true
+	}
+	if !s.exists(id) {
 		if p&Create == 0 {
 			s.refuse(c, user, id, Create)
 			return false
