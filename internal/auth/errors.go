@@ -19,3 +19,13 @@ var (
 	// 72-byte limit.
 	ErrWeakPassword = errors.New("auth: password must be 1 to 72 bytes")
 )
+
+// Errors of Owners.Claim.
+var (
+	// ErrOwnedByOther: the durable subscription belongs to another user.
+	ErrOwnedByOther = errors.New("auth: durable subscription belongs to another user")
+	// ErrQuotaExceeded: the user owns its quota's maximum already.
+	ErrQuotaExceeded = errors.New("auth: quota exceeded")
+	// ErrCreateRefused: the resource does not exist and the user may not create it.
+	ErrCreateRefused = errors.New("auth: create refused")
+)

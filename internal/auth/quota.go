@@ -17,6 +17,28 @@ type Quota struct {
 	// WebSocket); 0 is no limit. A CONNECT over it gets "ERROR message:quota exceeded"
 	// naming the quota.
 	Connections int `yaml:"connections,omitempty"`
+	// DurableSubscriptions bounds the durable subscriptions the user owns (events-store
+	// durable-names and durable topic subscriptions, counted while they exist); 0 is no
+	// limit. A SUBSCRIBE that would make one more gets "ERROR message:quota exceeded".
+	// Artemis bounds the same per user with max-queues (a durable subscription is a queue).
+	DurableSubscriptions int `yaml:"durable-subscriptions,omitempty"`
+	// Destinations bounds the queues and events-store logs the user's SENDs and SUBSCRIBEs
+	// created that still exist; 0 is no limit. A frame that would create one more gets
+	// "ERROR message:quota exceeded". (Artemis: max-queues; RabbitMQ: max-queues.)
+	Destinations int `yaml:"destinations,omitempty"`
+}
+
+// limit returns the limit of quota name in q.
+func (q Quota) limit(name string) int {
+	switch name {
+	case QuotaConnections:
+		return q.Connections
+	case QuotaDurableSubscriptions:
+		return q.DurableSubscriptions
+	case QuotaDestinations:
+		return q.Destinations
+	}
+	return 0
 }
 
 // Quotas are the users file's quotas section.
@@ -31,25 +53,40 @@ func (q Quotas) validate() []error {
 	var errs []error
 	for what, m := range map[string]map[string]Quota{"roles": q.Roles, "users": q.Users} {
 		for name, v := range m {
-			if v.Connections < 0 {
-				errs = append(errs, fmt.Errorf("quotas.%s.%s.connections: %d is negative (0 is no limit)", what, name, v.Connections))
+			for _, q := range []string{QuotaConnections, QuotaDurableSubscriptions, QuotaDestinations} {
+				if n := v.limit(q); n < 0 {
+					errs = append(errs, fmt.Errorf("quotas.%s.%s.%s: %d is negative (0 is no limit)", what, name, q, n))
+				}
 			}
 		}
 	}
 	return errs
 }
 
-// QuotaConnections is the metric label and ERROR wording of the connections quota.
-const QuotaConnections = "connections"
+// The quotas' names: their users-file keys, metric labels (titan_quota_refused_total) and
+// the ERROR body's wording.
+const (
+	// QuotaConnections is the connections quota.
+	QuotaConnections = "connections"
+	// QuotaDurableSubscriptions is the durable-subscriptions quota.
+	QuotaDurableSubscriptions = "durable-subscriptions"
+	// QuotaDestinations is the destinations (created) quota.
+	QuotaDestinations = "destinations"
+)
 
 // ConnectionLimit returns user's connections quota (0: no limit). In open mode there is none.
-func (a *Authority) ConnectionLimit(user string) int {
+func (a *Authority) ConnectionLimit(user string) int { return a.Limit(user, QuotaConnections) }
+
+// Limit returns user's limit for the quota named name (QuotaConnections,
+// QuotaDurableSubscriptions, QuotaDestinations); 0 is no limit. In open mode there is none.
+// A user's own entry wins; otherwise the most generous among its roles' entries.
+func (a *Authority) Limit(user, name string) int {
 	s := a.snap.Load()
 	if s.open {
 		return 0
 	}
 	if q, ok := s.quotas.Users[user]; ok {
-		return q.Connections
+		return q.limit(name)
 	}
 	u, ok := s.users[user]
 	if !ok {
@@ -58,11 +95,11 @@ func (a *Authority) ConnectionLimit(user string) int {
 	limit, limited := 0, false
 	for _, role := range u.Roles {
 		q, ok := s.quotas.Roles[role]
-		if !ok || q.Connections == 0 {
+		if !ok || q.limit(name) == 0 {
 			return 0 // a role without a limit: the most generous entry is no limit
 		}
-		if !limited || q.Connections > limit {
-			limit, limited = q.Connections, true
+		if n := q.limit(name); !limited || n > limit {
+			limit, limited = n, true
 		}
 	}
 	return limit

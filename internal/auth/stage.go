@@ -1,7 +1,9 @@
 package auth
 
 import (
+	"errors"
 	"log/slog"
+	"strconv"
 	"strings"
 	"sync/atomic"
 
@@ -36,6 +38,8 @@ type Trusted interface {
 //   - SUBSCRIBE: consume on the identity (a responder's SUBSCRIBE to commands or queries
 //     included); a SUBSCRIBE to a queue that does not exist yet also needs create. A
 //     temp-queue SUBSCRIBE is left to the router (only its owning connection may).
+//   - UNSUBSCRIBE (its route runs the stage too): one that would delete another user's
+//     durable topic subscription is refused (with WithOwners).
 //   - A wildcard SUBSCRIBE (events) needs consume somewhere. Every events subscription's
 //     deliveries are then filtered by the user's consume permission on the message's
 //     concrete channel, so a reload that withdraws it stops deliveries too. Queues and
@@ -47,10 +51,24 @@ type Trusted interface {
 type Stage struct {
 	a      *Authority
 	exists func(dest.Identity) bool
+	owners *Owners // nil: no ownership, no durable-subscriptions or destinations quota
 	log    *slog.Logger
 
 	// Refused counts refused SEND and SUBSCRIBE frames.
 	Refused atomic.Uint64
+	// DurableQuotaRefused and DestinationQuotaRefused count frames refused by the
+	// durable-subscriptions and destinations quotas.
+	DurableQuotaRefused, DestinationQuotaRefused atomic.Uint64
+}
+
+// WithOwners makes s keep who made which durable subscription and destination in o, and
+// enforce with it (issue #29): a durable subscription of another user is refused ("access
+// refused"), making one needs create on its destination, and the durable-subscriptions and
+// destinations quotas (Authority.Limit) bound what a user makes ("quota exceeded"). It
+// returns s; call it before s is used.
+func (s *Stage) WithOwners(o *Owners) *Stage {
+	s.owners = o
+	return s
 }
 
 // creates reports whether a frame of command cmd to a destination of pattern pt that does
@@ -90,6 +108,8 @@ func (s *Stage) Apply(c *router.Context) {
 			}
 		}
 		s.require(c, user, id, Send)
+	case frame.CmdUnsubscribe:
+		s.unsubscribe(c, user)
 	case frame.CmdSubscribe:
 		if id.Pattern == dest.PatternTempQueue {
 			return
@@ -100,6 +120,9 @@ func (s *Stage) Apply(c *router.Context) {
 				return
 			}
 		} else if !s.require(c, user, id, Consume) {
+			return
+		}
+		if !s.durable(c, user, id) {
 			return
 		}
 		if id.Pattern == dest.PatternEvents && !s.a.Open() {
@@ -120,11 +143,129 @@ func (s *Stage) require(c *router.Context, user string, id dest.Identity, need P
 		s.refuse(c, user, id, need)
 		return false
 	}
-	if creates(c.Frame.Command, id.Pattern) && p&Create == 0 && s.exists != nil && !s.exists(id) {
-		s.refuse(c, user, id, Create)
-		return false
+	if !creates(c.Frame.Command, id.Pattern) || s.exists == nil {
+		return true
+	}
+	// The destinations quota is the only reason to look when the user may create: without
+	// one, a SEND by such a user costs no lookup (destinations made meanwhile are not counted
+	// by a quota configured later).
+	if p&Create != 0 && (s.owners == nil || s.a.Limit(user, QuotaDestinations) == 0) {
+		return true
+	}
+	if !s.exists(id) {
+		if p&Create == 0 {
+			s.refuse(c, user, id, Create)
+			return false
+		}
+		return s.claim(c, Owned{Kind: KindDestination, Identity: id, User: user}, id, true)
 	}
 	return true
+}
+
+// durable checks a SUBSCRIBE that asks for a durable subscription (an events-store
+// durable-name; a durable topic subscription in a peer's dialect, router.DurableTopicName)
+// against its owner, the create permission and the durable-subscriptions quota; it reports
+// whether c may proceed.
+func (s *Stage) durable(c *router.Context, user string, id dest.Identity) bool {
+	if s.owners == nil {
+		return true
+	}
+	var o Owned
+	switch id.Pattern {
+	case dest.PatternEventsStore:
+		name := c.Frame.Value("durable-name")
+		if name == "" || !dest.ValidGroup(name) {
+			return true // none, or refused by the router
+		}
+		o = Owned{Kind: KindLogDurable, Identity: id, Name: name, User: user}
+	case dest.PatternEvents:
+		owner, name, asked := router.DurableTopicName(c.Frame, c.Conn.ClientID)
+		if !asked || c.Dest.Wildcard {
+			return true // none, or refused by the router's durable stage
+		}
+		o = Owned{Kind: KindTopicDurable, Identity: dest.Identity{Group: id.Group, Pattern: dest.PatternEvents}, Owner: owner, Name: name, User: user}
+	default:
+		return true
+	}
+	may := s.a.Allowed(user, id.Group, id.Pattern, id.Channel)&Create != 0
+	return s.claim(c, o, id, may)
+}
+
+// unsubscribe refuses an UNSUBSCRIBE that would delete another user's durable topic
+// subscription (RabbitMQ durable:true, ActiveMQ activemq.subscriptionName, Artemis
+// durable-subscription-name, each in its own group).
+func (s *Stage) unsubscribe(c *router.Context, user string) {
+	if s.owners == nil {
+		return
+	}
+	owner, name, asked := router.DurableTopicName(c.Frame, c.Conn.ClientID)
+	if !asked {
+		return
+	}
+	group := c.Frame.Value(frame.HdrGroup)
+	if group == "" || !dest.ValidGroup(group) {
+		group = dest.DefaultGroup
+	}
+	o := Owned{Kind: KindTopicDurable, Identity: dest.Identity{Group: group, Pattern: dest.PatternEvents}, Owner: owner, Name: name, User: user}
+	err := s.owners.Check(o)
+	switch {
+	case err == nil:
+	case errors.Is(err, ErrOwnedByOther):
+		s.Refused.Add(1)
+		s.log.Info("access refused", "user", user, "command", "UNSUBSCRIBE", "durable", name, "reason", "owned by another user")
+		c.Err = &frame.ProtocolError{Reason: "access refused", ReceiptID: c.Receipt, Fatal: true,
+			Detail: "the durable subscription " + frame.Echo(name) + " belongs to another user; it is not deleted"}
+	default:
+		s.log.Error("owners ledger", "err", err)
+		c.Err = &frame.ProtocolError{Reason: "store failed", ReceiptID: c.Receipt, Fatal: true,
+			Detail: "the broker could not read who made the durable subscription; it is not deleted"}
+	}
+}
+
+// claim records o as user's through the ledger and refuses c when it may not be made or
+// used; it reports whether c may proceed.
+func (s *Stage) claim(c *router.Context, o Owned, id dest.Identity, canCreate bool) bool {
+	if s.owners == nil {
+		return true
+	}
+	quota := QuotaDestinations
+	if o.Kind != KindDestination {
+		quota = QuotaDurableSubscriptions
+	}
+	limit := s.a.Limit(o.User, quota)
+	_, err := s.owners.Claim(o, canCreate, limit)
+	switch {
+	case err == nil:
+		return true
+	case errors.Is(err, ErrOwnedByOther):
+		s.Refused.Add(1)
+		s.log.Info("access refused", "user", o.User, "destination", id.Destination(), "durable", o.Name, "reason", "owned by another user")
+		c.Err = &frame.ProtocolError{Reason: "access refused", ReceiptID: c.Receipt, Fatal: true,
+			Detail: "the durable subscription " + frame.Echo(o.Name) + " belongs to another user"}
+	case errors.Is(err, ErrCreateRefused):
+		s.Refused.Add(1)
+		s.log.Info("access refused", "user", o.User, "destination", id.Destination(), "durable", o.Name, "missing", "create")
+		c.Err = &frame.ProtocolError{Reason: "access refused", ReceiptID: c.Receipt, Fatal: true,
+			Detail: "user " + o.User + " may not create a durable subscription " + frame.Echo(o.Name) + " on " + id.Destination() + " (it needs create)"}
+	case errors.Is(err, ErrQuotaExceeded):
+		if quota == QuotaDestinations {
+			s.DestinationQuotaRefused.Add(1)
+		} else {
+			s.DurableQuotaRefused.Add(1)
+		}
+		s.log.Info("quota exceeded", "user", o.User, "quota", quota, "limit", limit, "destination", id.Destination())
+		what := "destinations it created"
+		if quota != QuotaDestinations {
+			what = "durable subscriptions"
+		}
+		c.Err = &frame.ProtocolError{Reason: "quota exceeded", ReceiptID: c.Receipt, Fatal: true,
+			Detail: "user " + o.User + " holds its maximum of " + strconv.Itoa(limit) + " " + what + " (quota " + quota + " in the users file)"}
+	default:
+		s.log.Error("owners ledger", "err", err)
+		c.Err = &frame.ProtocolError{Reason: "store failed", ReceiptID: c.Receipt, Fatal: true,
+			Detail: "the broker could not record who made the " + o.Kind + "; nothing was made"}
+	}
+	return false
 }
 
 func (s *Stage) refuse(c *router.Context, user string, id dest.Identity, missing Permission) {

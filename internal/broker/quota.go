@@ -6,6 +6,7 @@ import (
 	"github.com/titan-broker/titan/internal/auth"
 	"github.com/titan-broker/titan/internal/frame"
 	"github.com/titan-broker/titan/internal/session"
+	"github.com/titan-broker/titan/internal/topicsub"
 )
 
 // ReasonQuotaExceeded is the message header of the ERROR a frame over a per-user quota
@@ -48,7 +49,40 @@ func (b *Broker) releaseUserLocked(s *session.Session) {
 // Quota indexes of Broker.QuotaRefused.
 const (
 	quotaConnections = iota
+	quotaDurableSubscriptions
+	quotaDestinations
 	numQuotas
 )
 
-var quotaNames = [numQuotas]string{auth.QuotaConnections}
+var quotaNames = [numQuotas]string{auth.QuotaConnections, auth.QuotaDurableSubscriptions, auth.QuotaDestinations}
+
+// quotaRefused returns how many frames quota q refused: the connections quota is counted by
+// the broker, the others by the authorization stage.
+func (b *Broker) quotaRefused(q int) uint64 {
+	n := b.QuotaRefused[q].Load()
+	if st := b.sec.stage; st != nil {
+		switch q {
+		case quotaDurableSubscriptions:
+			n += st.DurableQuotaRefused.Load()
+		case quotaDestinations:
+			n += st.DestinationQuotaRefused.Load()
+		}
+	}
+	return n
+}
+
+// ownerExists is the Owners ledger's port: whether what a user made still exists.
+func (b *Broker) ownerExists(o auth.Owned) bool {
+	switch o.Kind {
+	case auth.KindLogDurable:
+		return b.p.log != nil && b.p.log.HasDurable(o.Identity, o.Name)
+	case auth.KindTopicDurable:
+		if b.p.topics == nil || b.p.dispatcher == nil {
+			return false
+		}
+		_, ok := b.p.dispatcher.Lookup(topicsub.QueueOf(topicsub.Key{Group: o.Identity.Group, Owner: o.Owner, Name: o.Name}))
+		return ok
+	default:
+		return b.sec.stageExists(o.Identity)
+	}
+}

@@ -19,7 +19,12 @@ import (
 type security struct {
 	auth  *auth.Authority
 	stage *auth.Stage // nil in open mode: every permission, no stage on the routes
+	// exists reports whether a queue or events-store log exists (nil in open mode).
+	exists func(dest.Identity) bool
 }
+
+// stageExists is s.exists, false in open mode.
+func (s *security) stageExists(id dest.Identity) bool { return s.exists != nil && s.exists(id) }
 
 func newSecurity(b *Broker) (*security, error) {
 	var a *auth.Authority
@@ -33,14 +38,23 @@ func newSecurity(b *Broker) (*security, error) {
 	}
 	s := &security{auth: a}
 	if !a.Open() {
-		s.stage = auth.NewStage(a, func(id dest.Identity) bool {
+		s.exists = func(id dest.Identity) bool {
 			if id.Pattern == dest.PatternEventsStore { // a log exists once it holds a record
 				_, last, err := b.durable.Bounds(id)
 				return err != nil || last > 0 // on a store error, let the SEND fail there
 			}
 			_, ok := b.p.dispatcher.Lookup(id)
 			return ok
-		}, b.log.With("component", "auth"))
+		}
+		// Who made which durable subscription and destination, kept in the store's metadata
+		// (issue #29: ownership of durable names, per-user quotas).
+		owners := auth.NewOwners(func() auth.Meta {
+			if b.store == nil {
+				return nil
+			}
+			return b.store
+		}, b.ownerExists)
+		s.stage = auth.NewStage(a, s.exists, b.log.With("component", "auth")).WithOwners(owners)
 	}
 	return s, nil
 }
@@ -149,7 +163,7 @@ func (c *authCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(c.refused, prometheus.CounterValue, float64(refused))
 	ch <- prometheus.MustNewConstMetric(c.reloads, prometheus.CounterValue, float64(c.a.Reloads.Load()))
 	for q := range c.b.QuotaRefused {
-		ch <- prometheus.MustNewConstMetric(c.quota, prometheus.CounterValue, float64(c.b.QuotaRefused[q].Load()), quotaNames[q])
+		ch <- prometheus.MustNewConstMetric(c.quota, prometheus.CounterValue, float64(c.b.quotaRefused(q)), quotaNames[q])
 	}
 }
 

@@ -273,3 +273,11 @@ func (p *Pattern) ExpireDurables(idle time.Duration, now time.Time) ([]string, e
 	sort.Strings(old)
 	return old, nil
 }
+
+// HasDurable reports whether the store holds the durable subscription name of log id (live
+// or offline). A store error reports true, so that a caller deciding ownership or quotas
+// does not take a subscription it cannot see over.
+func (p *Pattern) HasDurable(id dest.Identity, name string) bool {
+	_, _, ok, err := p.opts.Store.Position(durableKey(id, name))
+	return ok || err != nil
+}

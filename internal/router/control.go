@@ -329,3 +329,19 @@ func plainName(k string) string {
 	}
 	return k
 }
+
+// DurableTopicName returns the durable topic subscription a SUBSCRIBE f of a connection with
+// CONNECT client-id clientID asks for, in its peer's way (RabbitMQ durable:true or
+// persistent:true with the id, ActiveMQ activemq.subscriptionName, Artemis
+// durable-subscription-name with the client-id): owner is the client-id ("" for
+// RabbitMQ's), name the subscription name. asked is false for a SUBSCRIBE that asks for none,
+// and for a malformed request (the durable stage refuses it). For stages that act on durable
+// subscriptions before they are made (authorization, per-user quotas).
+func DurableTopicName(f *frame.Frame, clientID string) (owner, name string, asked bool) {
+	var c Context
+	r, asked := parseDurable(&c, f, clientID)
+	if !asked || c.Err != nil || r.name == "" {
+		return "", "", false
+	}
+	return r.owner, r.name, true
+}

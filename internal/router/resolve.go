@@ -103,6 +103,9 @@ func (r *Router) build() {
 		}
 	}
 	r.table[RouteUnsubscribe][0] = []Stage{unsubscribeStage{deliveries: p.Deliveries, topics: p.DurableTopics}}
+	if o.Authorize != nil { // an UNSUBSCRIBE may delete a durable subscription: its owner's say
+		r.table[RouteUnsubscribe][0] = append([]Stage{o.Authorize}, r.table[RouteUnsubscribe][0]...)
+	}
 	r.table[RouteAck][0] = []Stage{tx, ackStage{deliveries: p.Deliveries, store: o.Store}}
 	r.table[RouteNack][0] = []Stage{tx, ackStage{deliveries: p.Deliveries, nack: true, store: o.Store}}
 	r.table[RouteBegin][0] = []Stage{beginStage{max: o.MaxTransactions}}

@@ -126,7 +126,8 @@ type Options struct {
 	// Authorize, when set, runs on every SEND and SUBSCRIBE route right after the group
 	// stage, so that Identity is known and nothing has been built, buffered in a transaction,
 	// stored or subscribed yet (DESIGN §8). It refuses by setting c.Err; for a wildcard
-	// SUBSCRIBE it may set c.Allow to filter deliveries per channel.
+	// SUBSCRIBE it may set c.Allow to filter deliveries per channel. It also runs first on the
+	// UNSUBSCRIBE route (Identity unset), which may delete a durable topic subscription.
 	Authorize Stage
 }
 

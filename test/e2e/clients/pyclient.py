@@ -122,7 +122,8 @@ class Client:
         self.conn = cls([(args["host"], args["port"])], **kw)
         self.col = Collector()
         self.conn.set_listener("collector", self.col)
-        self.conn.connect(args.get("login"), args.get("passcode"), wait=True)
+        chdrs = {"client-id": args["client_id"]} if args.get("client_id") else None
+        self.conn.connect(args.get("login"), args.get("passcode"), wait=True, headers=chdrs)
         self.col.wait(lambda c: c.connected is not None, self.timeout, "CONNECTED")
         self.subs = {}
 
@@ -488,17 +489,26 @@ def sc_auth_connect(args, out):
 
 
 def sc_auth_ops(args, out):
-    """Each op in args["ops"] ({"op": "send"|"subscribe", "dest": ...}) on a new connection
-    logged in as args["login"]: "ok" when its RECEIPT came, else the ERROR's message."""
+    """Each op in args["ops"] ({"op": "send"|"subscribe"|"unsubscribe", "dest": ..., "headers": {...},
+    "id": subscription id}) on a new connection logged in as args["login"] (with CONNECT
+    client-id args["client_id"] when given): "ok" when its RECEIPT came, else the ERROR's
+    message; "bodies" has each ERROR's body ("" for ok)."""
     results = []
+    bodies = []
+    out["bodies"] = bodies
     for op in args["ops"]:
         c = Client(args)
         rid = c.rid(op["op"])
+        hdrs = dict(op.get("headers") or {})
+        hdrs["receipt"] = rid
         if op["op"] == "send":
-            c.conn.send(op["dest"], op.get("body", "x"), headers={"receipt": rid})
+            c.conn.send(op["dest"], op.get("body", "x"), headers=hdrs)
+        elif op["op"] == "unsubscribe":
+            c.conn.unsubscribe(op.get("id", "1"), headers=hdrs)
         else:
-            c.conn.subscribe(op["dest"], "1", ack="auto", headers={"receipt": rid})
+            c.conn.subscribe(op["dest"], op.get("id", "1"), ack="auto", headers=hdrs)
         c.col.wait(lambda col: rid in col.receipts or col.errors, c.timeout, "RECEIPT or ERROR for " + rid)
+        bodies.append(c.col.errors[0]["body"] if c.col.errors else "")
         if c.col.errors:
             e = c.col.errors[0]
             results.append(e["headers"].get("message") + (" receipt-id=" + e["headers"].get("receipt-id", "")))
