@@ -233,7 +233,9 @@ func replyToThirdNode(t *testing.T, nodes []*clusterNode, command, nobody string
 		expectFrame(t, req, "RECEIPT", "receipt-id", "r"+corr)
 		m := expectFrame(t, owner, "MESSAGE", "correlation-id", corr)
 		got := func(k string) string { v, _ := m.get(k); return v }
-		checkEqual(t, replyTo, got("destination"), "destination of the answer to %s", corr)
+		// The answer carries the name its owner subscribed to (issue 26), not the qualified
+		// reply-to another connection names it by.
+		checkEqual(t, "/temp-queue/inbox", got("destination"), "destination of the answer to %s", corr)
 		if i == 0 {
 			checkEqual(t, "false", got("executed"), "executed of the answer to %s", corr)
 			checkEqual(t, "no responder", got("error"), "error of the answer to %s", corr)
@@ -271,7 +273,7 @@ func checkRequestsAcrossNodes(t *testing.T, nodes []*clusterNode, tag string) {
 	srv.waitReady()
 	waitResponders(t, nodes[0], warm)
 	req := dialRaw(t, nodeBroker(nodes[0]))
-	session, _ := req.connect().get("session")
+	req.connect()
 	requireNoError(t, req.write("SUBSCRIBE\nid:r\ndestination:/temp-queue/r\nreceipt:sub\n\n\x00"))
 	expectFrame(t, req, "RECEIPT", "receipt-id", "sub")
 	for _, c := range []struct{ dest, corr, timeout, executed, err string }{
@@ -282,7 +284,7 @@ func checkRequestsAcrossNodes(t *testing.T, nodes []*clusterNode, tag string) {
 		requireNoError(t, req.write("SEND\ndestination:"+c.dest+"\nreply-to:/temp-queue/r\ncorrelation-id:"+c.corr+"\ntimeout:"+c.timeout+"\n\n\x00"))
 		m := expectFrame(t, req, "MESSAGE", "correlation-id", c.corr)
 		got := func(k string) string { v, _ := m.get(k); return v }
-		checkEqual(t, "/temp-queue/"+session+"/r", got("destination"), "destination of the answer to %s", c.corr)
+		checkEqual(t, "/temp-queue/r", got("destination"), "destination of the answer to %s (the name the requester used)", c.corr)
 		checkEqual(t, c.executed, got("executed"), "executed of the answer to %s", c.corr)
 		checkEqual(t, c.err, got("error"), "error of the answer to %s", c.corr)
 	}
