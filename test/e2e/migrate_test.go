@@ -90,6 +90,46 @@ func TestMigrateRabbitMQ(t *testing.T) {
 	})
 }
 
+// TestMigrateTopicWildcards: RabbitMQ's topic-exchange binding keys and Artemis's address
+// wildcards, as stomp.py applications spell them, against a real titan: '#' takes zero or
+// more words in any position ("a.#" receives "a"), '*' exactly one, while Titan's own '>'
+// keeps its meaning (one or more, last only).
+func TestMigrateTopicWildcards(t *testing.T) {
+	t.Parallel()
+	b := startBroker(t, yamlConfig(""))
+	bindings := []string{
+		"/exchange/amq.topic/a.#",
+		"/exchange/amq.topic/#.eu",
+		"/exchange/amq.topic/a.#.c",
+		"/exchange/amq.topic/#",
+		"/exchange/amq.topic/*.eu",
+		"/exchange/amq.topic/#.eu.#",
+		"topic://a.#", // Artemis
+		"/topic/a.>",  // Titan
+	}
+	keys := []string{"a", "a.b", "a.b.c", "eu", "x.eu", "x.y.eu.z"}
+	sends := make([]string, len(keys))
+	for i, k := range keys {
+		sends[i] = "/exchange/amq.topic/" + k
+	}
+	want := [][]string{
+		{"a", "a.b", "a.b.c"},
+		{"eu", "x.eu"},
+		{"a.b.c"},
+		keys,
+		{"x.eu"},
+		{"eu", "x.eu", "x.y.eu.z"},
+		{"a", "a.b", "a.b.c"},
+		{"a.b", "a.b.c"},
+	}
+	var out struct{ Received [][]string }
+	pyMigrate.run(t, b, "rabbit_topics", map[string]any{"bindings": bindings, "keys": sends}, &out)
+	checkEqual(t, len(want), len(out.Received), "subscriptions reported")
+	for i := range min(len(want), len(out.Received)) {
+		checkEqual(t, true, slices.Equal(want[i], out.Received[i]), "%s received %v, want %v", bindings[i], out.Received[i], want[i])
+	}
+}
+
 // dialActiveMQ connects go-stomp with a CONNECT client-id, as an ActiveMQ application does.
 func dialActiveMQ(t *testing.T, addr, clientID string) *stomp.Conn {
 	t.Helper()

@@ -104,6 +104,25 @@ def sc_rabbit_delete(args, out):
     p.disconnect()
 
 
+def sc_rabbit_topics(args, out):
+    """One connection subscribes to each of args["bindings"] (binding keys as a RabbitMQ
+    application spells them, wildcards included); another sends one message to each of
+    args["keys"] (routing keys, as destinations), its body the key. Reports, per binding,
+    the bodies received, in order (the subscriber's DISCONNECT receipt is the barrier)."""
+    c = Client(args)
+    sids = [c.subscribe(b) for b in args["bindings"]]
+    p = Client(args)
+    for k in args["keys"]:
+        p.send(k, k.rsplit("/", 1)[-1])
+    p.disconnect()
+    c.disconnect()
+    got = {sid: [] for sid in sids}
+    with c.col.cond:
+        for h, b in c.col.messages:
+            got[h["subscription"]].append(text(b))
+    out["received"] = [got[sid] for sid in sids]
+
+
 def sc_refused(args, out):
     """Each of args["cases"] ({command, dest, headers}) on a fresh connection: reports the
     ERROR's message header (or "RECEIPT" when it was accepted)."""
