@@ -338,7 +338,8 @@ func parse(raw string, def Pattern, filter bool) (Destination, error) {
 //     (/topic/<routing key>, which RabbitMQ routes through amq.topic too); /exchange/amq.direct/<rk>
 //     is the same events channel without wildcards (a direct exchange matches keys exactly). Any
 //     other exchange is ErrUnsupportedExchange.
-//   - RabbitMQ /amq/queue/<name> is the queue <name> (/queue/<name>).
+//   - RabbitMQ /amq/queue/<name> is the queue <name> (/queue/<name>), which must exist
+//     (AddressesExisting; the router refuses it otherwise).
 //   - RabbitMQ /reply-queue/<name> is the temp-queue <name>: a responder that sends to the
 //     reply-to it was given reaches the requester.
 //   - ActiveMQ's and Artemis's queue://<name> and topic://<name> are /queue/<name> and
@@ -355,6 +356,17 @@ const (
 	exchangeDirect  = "amq.direct"
 	maxExchangeEcho = 64
 )
+
+// AddressesExisting reports whether raw is a destination spelling that addresses an existing
+// queue only, RabbitMQ's /amq/queue/<name> (with or without its leading '/'): RabbitMQ
+// answers a SEND or SUBSCRIBE to one that does not exist with "NOT_FOUND - no queue", where
+// /queue/<name> declares it. Pure and allocation-free.
+func AddressesExisting(raw string) bool {
+	if len(raw) > 0 && raw[0] == '/' {
+		raw = raw[1:]
+	}
+	return strings.HasPrefix(raw, amqQueuePrefix)
+}
 
 // peerSpelling resolves a peer's spelling (see above) of raw, s being raw without its
 // leading '/'. ok is false when raw is none of them; direct is set for amq.direct. rest is

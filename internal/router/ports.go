@@ -162,6 +162,18 @@ type Ports struct {
 	// Destinations creates queues, temp-queues and events-store logs under the broker's
 	// and the connection's limits (the destination stage); nil applies no limit.
 	Destinations Destinations
+	// ExistingQueues answers whether a queue exists, for the destination spellings that
+	// address an existing queue only (RabbitMQ's /amq/queue/<name>, dest.AddressesExisting):
+	// a SEND or SUBSCRIBE to one that does not exist is the ERROR "no queue". nil creates
+	// it on first use like /queue/ (cluster mode, where queues live in JetStream).
+	ExistingQueues QueueExistence
+}
+
+// QueueExistence is the port that tells whether a queue exists (implemented by
+// dispatch.Dispatcher's Exists). Safe for concurrent use.
+type QueueExistence interface {
+	// Exists reports whether id's destination exists.
+	Exists(id dest.Identity) bool
 }
 
 // Clock is the time source (injectable for tests).

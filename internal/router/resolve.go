@@ -2,6 +2,7 @@ package router
 
 import (
 	"errors"
+	"slices"
 	"strings"
 
 	"github.com/titan-broker/titan/internal/dest"
@@ -79,9 +80,13 @@ func (r *Router) build() {
 		return st
 	}
 	if p.Queues != nil {
-		send(RouteSendQueue, dest.PatternQueues, head(group), append(limit(false, false),
+		qhead := head(group)
+		if p.ExistingQueues != nil {
+			qhead = append(qhead, existingQueueStage{port: p.ExistingQueues})
+		}
+		send(RouteSendQueue, dest.PatternQueues, qhead, append(limit(false, false),
 			responseStage{requests: p.Requests}, newStoreStage(o.Store, false), publishStage{port: p.Queues, store: o.Store})...)
-		subscribe(dest.PatternQueues, append(head(group), sub, attachStage{port: p.Queues})...)
+		subscribe(dest.PatternQueues, append(slices.Clip(qhead), sub, attachStage{port: p.Queues})...)
 	}
 	if p.EventsStore != nil {
 		// A log is always stored, persistent header or not.

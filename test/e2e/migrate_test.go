@@ -78,6 +78,12 @@ func TestMigrateRabbitMQ(t *testing.T) {
 			{"SUBSCRIBE", "/queue/mig-py", map[string]string{"x-max-priority": "10"}, "RECEIPT"},
 			{"SEND", "/queue/mig-py", map[string]string{"persistent": "false", "x-message-ttl": "60000"}, "RECEIPT"},
 			{"SEND", "/amq/queue/mig-py", map[string]string{"x-app": "kept"}, "RECEIPT"},
+			{"SUBSCRIBE", "/amq/queue/mig-py", map[string]string{}, "RECEIPT"}, // it exists now
+			// /amq/queue/ addresses an existing queue, as in RabbitMQ (NOT_FOUND - no queue).
+			{"SEND", "/amq/queue/mig-py-none", map[string]string{}, "no queue 'mig-py-none'"},
+			{"SUBSCRIBE", "/amq/queue/mig-py-none", map[string]string{}, "no queue 'mig-py-none'"},
+			{"SEND", "/queue/mig-py-none", map[string]string{}, "RECEIPT"}, // /queue/ creates it
+			{"SUBSCRIBE", "/amq/queue/mig-py-none", map[string]string{}, "RECEIPT"},
 		}
 		var out struct{ Answers []string }
 		c.run(t, b, "refused", map[string]any{"cases": cases}, &out)
