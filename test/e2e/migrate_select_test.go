@@ -68,3 +68,24 @@ func TestMigrateDurableSelector(t *testing.T) {
 	requireMonitor(t, b, http.MethodGet, "/titan/monitor/queues/messages", url.Values{"destination": {queue}}, &after)
 	checkEqual(t, 0, len(after.Messages), "messages left in the queue (late-blue never entered): %v", after.bodies())
 }
+
+// TestMigrateRabbitRPC: a RabbitMQ application's RPC over a queue with
+// reply-to:/temp-queue/<name> (stomp.py): the responder, on another connection, receives a
+// reply-to that reaches the requester (the owner-qualified /temp-queue/<session>/<name>,
+// as RabbitMQ hands out a /reply-queue/), and its answer arrives on the requester's
+// /temp-queue/<name>, the name the requester used.
+func TestMigrateRabbitRPC(t *testing.T) {
+	t.Parallel()
+	b := startBroker(t, yamlConfig(""))
+	var out struct {
+		SeenReplyTo      string `json:"seen_reply_to"`
+		ReplyDestination string `json:"reply_destination"`
+		ReplyBody        string `json:"reply_body"`
+	}
+	pyMigrate.run(t, b, "rabbit_rpc", map[string]any{"dest": "/queue/mig-rpc", "name": "answers"}, &out)
+	if !strings.HasPrefix(out.SeenReplyTo, "/temp-queue/") || !strings.HasSuffix(out.SeenReplyTo, "/answers") || out.SeenReplyTo == "/temp-queue/answers" {
+		t.Errorf("reply-to the responder saw = %q, want /temp-queue/<session>/answers", out.SeenReplyTo)
+	}
+	checkEqual(t, "/temp-queue/answers", out.ReplyDestination, "reply destination")
+	checkEqual(t, "re:ping", out.ReplyBody, "reply body")
+}
