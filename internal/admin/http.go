@@ -36,7 +36,7 @@ func (a *Admin) Handler() http.Handler {
 	})
 	mux.Handle(PathSubscriptions, methods{http.MethodGet: a.serveSubscriptions})
 	mux.Handle(PathLogs, methods{http.MethodGet: a.serveLogs})
-	mux.Handle(PathDurableSubscriptions, methods{http.MethodGet: a.serveDurables, http.MethodDelete: a.onDestination(true, logIdentity, a.serveDeleteDurable)})
+	mux.Handle(PathDurableSubscriptions, methods{http.MethodGet: a.serveDurables, http.MethodDelete: a.onDestination(true, durableIdentity, a.serveDeleteDurable)})
 	mux.Handle(PathCluster, methods{http.MethodGet: a.broker(false, "the cluster's membership", a.serveCluster)})
 	mux.Handle(PathQueuesPurge, methods{http.MethodPost: a.onDestination(true, a.queueIdentity("purge"), a.servePurge)})
 	mux.Handle(PathQueuesMessages, methods{http.MethodGet: a.onDestination(false, a.queueIdentity("browse"), a.serveBrowse)})

@@ -8,7 +8,9 @@ import (
 	"github.com/titan-broker/titan/internal/admin"
 	"github.com/titan-broker/titan/internal/config"
 	"github.com/titan-broker/titan/internal/dest"
+	"github.com/titan-broker/titan/internal/dispatch"
 	"github.com/titan-broker/titan/internal/eventlog"
+	"github.com/titan-broker/titan/internal/topicsub"
 )
 
 // This file wires the events-store durable subscriptions: their limit
@@ -144,3 +146,48 @@ func (c *durableCollector) Collect(ch chan<- prometheus.Metric) {
 }
 
 var _ admin.DurableOperator = adminSource{}
+
+// TopicDurableSubscriptions implements admin.TopicDurableOperator: every durable topic
+// subscription (the peers' dialects) with its topic, client-id, name, queue, selector and
+// its queue's consumers and messages. None in cluster mode.
+func (s adminSource) TopicDurableSubscriptions() []admin.DurableSubscription {
+	if s.b.p == nil || s.b.p.topics == nil {
+		return nil
+	}
+	subs := s.b.p.topics.List()
+	out := make([]admin.DurableSubscription, 0, len(subs))
+	for _, t := range subs {
+		v := admin.DurableSubscription{
+			Kind: admin.KindTopic, Group: t.Group, Destination: dest.IdentityOf(t.Group, t.Filter).Destination(),
+			Name: t.Name, ClientID: t.Owner, Queue: t.Queue.Destination(), Selector: t.Selector,
+		}
+		if q, ok := s.b.p.dispatcher.Lookup(t.Queue); ok {
+			st := q.Stats()
+			v.Live, v.Messages = st.Consumers, st.Messages
+		}
+		out = append(out, v)
+	}
+	return out
+}
+
+// DeleteTopicDurableSubscription implements admin.TopicDurableOperator: the subscription
+// (group, clientID, name) is deleted with its queue when its topic is filter.
+func (s adminSource) DeleteTopicDurableSubscription(group, clientID, name string, filter dest.Destination) error {
+	if s.b.p == nil || s.b.p.topics == nil {
+		return dispatch.ErrNoDurableSubscription
+	}
+	k := topicsub.Key{Group: group, Owner: clientID, Name: name}
+	found := false
+	for _, t := range s.b.p.topics.List() {
+		if t.Key == k {
+			found = t.Filter.Channel == filter.Channel && t.Filter.Bare == filter.Bare
+			break
+		}
+	}
+	if !found {
+		return dispatch.ErrNoDurableSubscription
+	}
+	return s.b.p.topics.Delete(k)
+}
+
+var _ admin.TopicDurableOperator = adminSource{}

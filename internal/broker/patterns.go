@@ -67,6 +67,8 @@ func (p *patterns) wireCluster(n *cluster.Node, settings cluster.Settings, log *
 	// Durable topic subscriptions are node-local queues fed by this node's fan-out; a
 	// cluster publishes topics on other nodes too, so they are refused here (README).
 	ports.DurableTopics, p.topics = nil, nil
+	// Queues live in JetStream: /amq/queue/ creates on first use, as /queue/ (README).
+	ports.ExistingQueues = nil
 	ports.TempQueues = tempQueues{Publisher: reqs.Temp(), Subscriber: reqs.TempSubscriber(p.queues)}
 	if ports.Destinations != nil {
 		ports.Destinations = reqs.TempDestinations(ports.Destinations)
@@ -133,6 +135,8 @@ func (b *Broker) wire(fanout bool, settings dispatch.SettingsSource, clk clock.C
 		TempQueues:    tempQueues{Publisher: p.requests.Temp(), Subscriber: p.queues},
 		Destinations:  d,
 		DurableTopics: p.topics,
+		// RabbitMQ's /amq/queue/<name> addresses an existing queue (issue 26).
+		ExistingQueues: d,
 	}
 	if b.heap != nil && b.heap.High > 0 { // heap watermarks: every publication may pause
 		ports.Events = heapGated{ports.Events, b}

@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"slices"
 	"strings"
 
 	"github.com/titan-broker/titan/internal/dest"
@@ -45,6 +46,28 @@ func kindOf(p dest.Pattern, bare bool) string {
 // wildcard tokens "*" and ">" stay wildcards: Titan's grammar is NATS's (one token, one or
 // more trailing tokens), so a filter matches exactly the subjects its channels map to.
 func Subject(id dest.Identity) string { return SubjectOf(id, kindOf(id.Pattern, id.Bare)) }
+
+// FilterSubject returns the NATS subject a node subscribes to for an events SUBSCRIBE
+// filter id, and exact, whether NATS's match on it is the filter's own. NATS has no
+// zero-or-more wildcard, so a filter with a '#' token (RabbitMQ's and Artemis's: zero or
+// more tokens anywhere; dest.Match) subscribes to a wider subject — the tokens before the
+// first '#' but the last of them, then ">" (every channel of at least that many tokens with
+// that prefix) — and exact is false: the caller must check each message's channel against
+// the filter with dest.Match. Without a '#' it is Subject(id) and exact is true.
+func FilterSubject(id dest.Identity) (subject string, exact bool) {
+	toks := strings.Split(id.Channel, ".")
+	k := slices.Index(toks, "#")
+	if k < 0 {
+		return Subject(id), true
+	}
+	wide := id
+	if k == 0 {
+		wide.Channel = ">"
+	} else {
+		wide.Channel = strings.Join(append(toks[:k-1:k-1], ">"), ".")
+	}
+	return Subject(wide), false
+}
 
 // SubjectOf is Subject with the kind token given (ring queues and events-store retention
 // classes have kinds of their own: placement.go).

@@ -55,3 +55,26 @@ func TestIdentityOfSubjectRoundTrip(t *testing.T) {
 		}
 	}
 }
+
+// TestFilterSubject: a '#' filter subscribes to a subject that covers every channel it
+// matches (checked with a NATS-style match of the subject's tokens), and says it is wider.
+func TestFilterSubject(t *testing.T) {
+	cases := []struct {
+		filter, want string
+		exact        bool
+	}{
+		{"orders.*", "t.g.ev.orders.*", true},
+		{"orders.>", "t.g.ev.orders.>", true},
+		{"#", "t.g.ev.>", false},
+		{"#.eu", "t.g.ev.>", false},
+		{"orders.#", "t.g.ev.>", false},
+		{"orders.eu.#.x", "t.g.ev.orders.>", false},
+		{"a.*.b.#", "t.g.ev.a.*.>", false},
+	}
+	for _, tc := range cases {
+		got, exact := FilterSubject(dest.Identity{Group: "g", Pattern: dest.PatternEvents, Channel: tc.filter})
+		if got != tc.want || exact != tc.exact {
+			t.Errorf("FilterSubject(%q) = %q, %v; want %q, %v", tc.filter, got, exact, tc.want, tc.exact)
+		}
+	}
+}

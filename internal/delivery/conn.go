@@ -74,6 +74,11 @@ func (s *Subscription) Selects(m *message.Message) bool {
 	return s.Selector.Matches(selectable{m})
 }
 
+// Selectable returns m as a selector reads it (selector.Message; see selectable), for a
+// selector evaluated outside a subscription (a durable topic subscription's, on what enters
+// its queue). It allocates nothing.
+func Selectable(m *message.Message) selector.Message { return selectable{m} }
+
 // selectable is a message as a selector reads it (selector.Message): its headers, and the
 // broker-set message-id, timestamp and persistence behind JMSMessageID, JMSTimestamp and
 // JMSDeliveryMode. One pointer, so passing it as an interface allocates nothing.

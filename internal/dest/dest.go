@@ -10,6 +10,11 @@ import (
 // value before the leading '/' is stripped (reference 003, grammar step 1).
 const MaxBytes = 512
 
+// MaxHashes is the most '#' wildcard tokens ParseFilter accepts in one filter: enough for
+// any binding key in use, and a bound on the work of matching one (each '#' may consume any
+// number of tokens).
+const MaxHashes = 8
+
 // DefaultGroup is the group of a SEND or SUBSCRIBE whose group header is absent or empty
 // (DESIGN §3).
 const DefaultGroup = "default"
@@ -192,12 +197,18 @@ func Parse(raw string, def Pattern) (Destination, error) {
 // the last token of the channel. Tokens such as "a*" or "a>" are literal. Slash-to-dot still
 // applies, so /topic/a/*/c gives the filter "a.*.c" and /topic/a.* gives "a.*".
 //
+// A token that is exactly "#" is the multi-word wildcard of RabbitMQ's topic exchange and of
+// Artemis: it matches zero or more tokens, in any position, so "a.#" matches "a" and
+// "a.b.c", "#.eu" matches "eu" and "x.y.eu", and "#" matches every channel. At most
+// MaxHashes of them. Titan's own ">" keeps its meaning (one or more, last only). The '#'
+// stays in the channel as a token; on SEND it is a literal token.
+//
 // Wildcards are legal only when the resolved pattern is PatternEvents (prefixed, or bare
 // under an events default); ParseFilter rejects them for every other pattern. The returned
 // Destination has Wildcard set when the channel holds a wildcard token.
 //
 // Errors: ErrInvalid, wrapped, for everything Parse rejects other than a wildcard, for a '>'
-// that is not the last token, and for a wildcard outside events. Allocation and concurrency as
+// that is not the last token, for more than MaxHashes '#', and for a wildcard outside events. Allocation and concurrency as
 // Parse.
 func ParseFilter(raw string, def Pattern) (Destination, error) {
 	return parse(raw, def, true)
@@ -248,7 +259,7 @@ func parse(raw string, def Pattern, filter bool) (Destination, error) {
 
 	// One pass over the channel part: tokens are separated by '/' (segments) or '.' (literal
 	// dots); none may be empty; find control characters and wildcards.
-	slash, multibyte, hash := false, false, false
+	slash, multibyte, hashes := false, false, 0
 	start := 0
 	for i := 0; i <= len(rest); i++ {
 		var c byte
@@ -278,11 +289,10 @@ func parse(raw string, def Pattern, filter bool) (Destination, error) {
 			}
 		case tok == "#" && filter:
 			// Artemis's and RabbitMQ's multi-word wildcard, on SUBSCRIBE only (a SEND's '#'
-			// is a literal token): as the last token it is Titan's '>' (see ParseFilter).
+			// is a literal token): zero or more tokens, in any position (see ParseFilter).
 			d.Wildcard = true
-			hash = true
-			if i != len(rest) {
-				return Destination{}, invalid("'#' must be the last segment")
+			if hashes++; hashes > MaxHashes {
+				return Destination{}, invalid(fmt.Sprintf("more than %d '#' wildcards", MaxHashes))
 			}
 		case start == 0 && d.Bare && c == '.':
 			// A bare destination whose first dot-token is a prefix would egress as that
@@ -317,9 +327,6 @@ func parse(raw string, def Pattern, filter bool) (Destination, error) {
 	} else {
 		d.Channel = rest
 	}
-	if hash {
-		d.Channel = d.Channel[:len(d.Channel)-1] + ">"
-	}
 	return d, nil
 }
 
@@ -331,7 +338,8 @@ func parse(raw string, def Pattern, filter bool) (Destination, error) {
 //     (/topic/<routing key>, which RabbitMQ routes through amq.topic too); /exchange/amq.direct/<rk>
 //     is the same events channel without wildcards (a direct exchange matches keys exactly). Any
 //     other exchange is ErrUnsupportedExchange.
-//   - RabbitMQ /amq/queue/<name> is the queue <name> (/queue/<name>).
+//   - RabbitMQ /amq/queue/<name> is the queue <name> (/queue/<name>), which must exist
+//     (AddressesExisting; the router refuses it otherwise).
 //   - RabbitMQ /reply-queue/<name> is the temp-queue <name>: a responder that sends to the
 //     reply-to it was given reaches the requester.
 //   - ActiveMQ's and Artemis's queue://<name> and topic://<name> are /queue/<name> and
@@ -348,6 +356,17 @@ const (
 	exchangeDirect  = "amq.direct"
 	maxExchangeEcho = 64
 )
+
+// AddressesExisting reports whether raw is a destination spelling that addresses an existing
+// queue only, RabbitMQ's /amq/queue/<name> (with or without its leading '/'): RabbitMQ
+// answers a SEND or SUBSCRIBE to one that does not exist with "NOT_FOUND - no queue", where
+// /queue/<name> declares it. Pure and allocation-free.
+func AddressesExisting(raw string) bool {
+	if len(raw) > 0 && raw[0] == '/' {
+		raw = raw[1:]
+	}
+	return strings.HasPrefix(raw, amqQueuePrefix)
+}
 
 // peerSpelling resolves a peer's spelling (see above) of raw, s being raw without its
 // leading '/'. ok is false when raw is none of them; direct is set for amq.direct. rest is
@@ -458,39 +477,64 @@ func (d Destination) egressLen() int {
 // in ParseFilter's Destination.Channel) matches the concrete channel (as in Parse's). A filter
 // token "*" matches exactly one channel token in any position; a last filter token ">"
 // matches one or more remaining tokens, so "orders.>" matches "orders.eu" and "orders.eu.x"
-// but not "orders". Every other token must be equal byte for byte.
+// but not "orders"; a filter token "#" matches zero or more tokens in any position
+// (RabbitMQ's and Artemis's rule), so "orders.#" also matches "orders". Every other token
+// must be equal byte for byte.
 //
 // Malformed input is handled consistently with the subscription index rather than rejected: a
 // '>' that is not the filter's last token makes the filter match nothing, and empty tokens
-// compare literally. Pure, allocation-free, safe for concurrent use.
+// compare literally. Pure, allocation-free, safe for concurrent use; time O(len(filter) ×
+// len(channel)) at worst (the greedy glob algorithm: only the last '#' is ever backtracked).
 func Match(filter, channel string) bool {
-	f, c := 0, 0 // start of the current token in filter and channel
-	for {
-		fe := f
-		for fe < len(filter) && filter[fe] != '.' {
-			fe++
-		}
-		ft := filter[f:fe]
-		if ft == ">" {
-			return fe == len(filter)
-		}
-		ce := c
-		if ft == "*" {
-			for ce < len(channel) && channel[ce] != '.' {
-				ce++
+	// Token offsets: a position past the end (len+1) means no token is left, so a trailing
+	// empty token ("a.") is still a token.
+	f, c := 0, 0
+	starF, starC := -1, -1 // filter position after the last '#', channel position it resumed at
+	for c <= len(channel) {
+		if f <= len(filter) {
+			fe := tokenEnd(filter, f)
+			switch ft := filter[f:fe]; ft {
+			case "#":
+				starF, starC = fe+1, c // '#' first takes no token
+				f = fe + 1
+				continue
+			case ">":
+				// One or more channel tokens are left; a '>' that is not last matches nothing.
+				return fe == len(filter)
+			case "*":
+				f, c = fe+1, tokenEnd(channel, c)+1
+				continue
+			default:
+				if ce := tokenEnd(channel, c); channel[c:ce] == ft {
+					f, c = fe+1, ce+1
+					continue
+				}
 			}
-		} else {
-			ce = c + len(ft)
-			if ce > len(channel) || channel[c:ce] != ft || (ce < len(channel) && channel[ce] != '.') {
-				return false
-			}
 		}
-		fmore, cmore := fe < len(filter), ce < len(channel)
-		if !fmore || !cmore {
-			return fmore == cmore
+		if starF < 0 {
+			return false
 		}
-		f, c = fe+1, ce+1
+		// Mismatch after a '#': let it take one more token and retry from there.
+		starC = tokenEnd(channel, starC) + 1
+		f, c = starF, starC
 	}
+	// The channel is used up: what is left of the filter must be '#'s (each taking nothing).
+	for f <= len(filter) {
+		fe := tokenEnd(filter, f)
+		if filter[f:fe] != "#" {
+			return false
+		}
+		f = fe + 1
+	}
+	return true
+}
+
+// tokenEnd returns the offset of the '.' ending the token that starts at i in s, or len(s).
+func tokenEnd(s string, i int) int {
+	if j := strings.IndexByte(s[i:], '.'); j >= 0 {
+		return i + j
+	}
+	return len(s)
 }
 
 // ValidGroup reports whether name is a valid group name, ^[a-zA-Z0-9_-]{1,64}$ (DESIGN §3).

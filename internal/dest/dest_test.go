@@ -321,6 +321,20 @@ func TestMatch(t *testing.T) {
 		{"a*", "ab", false}, // literal token
 		{"a*", "a*", true},
 		{"a.>.b", "a.x.b", false}, // non-final '>' matches nothing
+		{"a.#", "a", true},        // '#' takes zero or more tokens
+		{"a.#", "a.b.c", true},
+		{"#", "a", true},
+		{"#", "a.b", true},
+		{"#.eu", "eu", true},
+		{"#.eu", "x.y.eu", true},
+		{"#.eu", "x.eu.y", false},
+		{"a.#.c", "a.c", true},
+		{"a.#.c", "a.b.b.c", true},
+		{"a.#.c", "a.b.c.d", false},
+		{"a.#.*", "a", false},
+		{"a.#.*", "a.b", true},
+		{"#.a.#.b", "x.a.y.a.z.b", true},
+		{"#.a.#.b", "x.a.y.b.z", false},
 		{"a.b", "a.b.", false},
 		{"", "", true},
 		{"orders", "order", false},
@@ -333,26 +347,37 @@ func TestMatch(t *testing.T) {
 	}
 }
 
-// matchRef is the obvious split-based reading of the wildcard rule, to check Match against.
+// matchRef is the obvious recursive reading of the wildcard rule, to check Match against.
 func matchRef(filter, channel string) bool {
-	ft, ct := strings.Split(filter, "."), strings.Split(channel, ".")
-	for i, f := range ft {
-		switch {
-		case f == ">":
-			return i == len(ft)-1 && len(ct) > i
-		case i >= len(ct):
-			return false
-		case f != "*" && f != ct[i]:
-			return false
-		}
+	return matchToks(strings.Split(filter, "."), strings.Split(channel, "."))
+}
+
+func matchToks(ft, ct []string) bool {
+	if len(ft) == 0 {
+		return len(ct) == 0
 	}
-	return len(ft) == len(ct)
+	switch f := ft[0]; {
+	case f == "#":
+		for k := 0; k <= len(ct); k++ { // '#' takes k tokens
+			if matchToks(ft[1:], ct[k:]) {
+				return true
+			}
+		}
+		return false
+	case f == ">":
+		return len(ft) == 1 && len(ct) > 0
+	case len(ct) == 0:
+		return false
+	case f != "*" && f != ct[0]:
+		return false
+	}
+	return matchToks(ft[1:], ct[1:])
 }
 
 // TestMatchExhaustive compares Match with matchRef over every pair of strings of up to three
 // tokens from a small alphabet, malformed ones included.
 func TestMatchExhaustive(t *testing.T) {
-	toks := []string{"a", "b", "ab", "*", ">", ""}
+	toks := []string{"a", "b", "ab", "*", ">", "#", ""}
 	all := []string{}
 	level := []string{""}
 	for range 3 {
@@ -539,9 +564,12 @@ func TestPeerSpellings(t *testing.T) {
 		{raw: "/exchange/amq.topic/orders.eu", ok: true, want: ev("orders.eu"), egress: "/topic/orders/eu"},
 		{raw: "/exchange/amq.topic/orders/eu", ok: true, want: ev("orders.eu"), egress: "/topic/orders/eu"},
 		{raw: "/exchange/amq.topic/orders.*", filter: true, ok: true, want: Destination{Pattern: PatternEvents, Channel: "orders.*", Wildcard: true}},
-		{raw: "/exchange/amq.topic/orders.#", filter: true, ok: true, want: Destination{Pattern: PatternEvents, Channel: "orders.>", Wildcard: true}},
-		{raw: "/exchange/amq.topic/#", filter: true, ok: true, want: Destination{Pattern: PatternEvents, Channel: ">", Wildcard: true}},
-		{raw: "/exchange/amq.topic/#.eu", filter: true},             // '#' only last
+		{raw: "/exchange/amq.topic/orders.#", filter: true, ok: true, want: Destination{Pattern: PatternEvents, Channel: "orders.#", Wildcard: true}},
+		{raw: "/exchange/amq.topic/#", filter: true, ok: true, want: Destination{Pattern: PatternEvents, Channel: "#", Wildcard: true}},
+		{raw: "/exchange/amq.topic/#.eu", filter: true, ok: true, want: Destination{Pattern: PatternEvents, Channel: "#.eu", Wildcard: true}}, // '#' anywhere
+		{raw: "/exchange/amq.topic/a.#.*.#", filter: true, ok: true, want: Destination{Pattern: PatternEvents, Channel: "a.#.*.#", Wildcard: true}},
+		{raw: "/topic/#.#.#.#.#.#.#.#", filter: true, ok: true, want: Destination{Pattern: PatternEvents, Channel: "#.#.#.#.#.#.#.#", Wildcard: true}},
+		{raw: "/topic/#.#.#.#.#.#.#.#.#", filter: true},             // more than MaxHashes
 		{raw: "/exchange/amq.topic/orders.*"},                       // no wildcard on SEND
 		{raw: "/exchange/amq.topic/a.#", ok: true, want: ev("a.#")}, // a SEND's '#' is literal
 		{raw: "/exchange/amq.direct/jobs", ok: true, want: ev("jobs"), egress: "/topic/jobs"},
@@ -553,8 +581,9 @@ func TestPeerSpellings(t *testing.T) {
 		{raw: "/reply-queue/r1", ok: true, want: Destination{Pattern: PatternTempQueue, Channel: "r1"}, egress: "/temp-queue/r1"},
 		{raw: "queue://jobs", ok: true, want: q("jobs"), egress: "/queue/jobs"},
 		{raw: "topic://orders.eu", ok: true, want: ev("orders.eu"), egress: "/topic/orders/eu"},
-		{raw: "topic://orders.#", filter: true, ok: true, want: Destination{Pattern: PatternEvents, Channel: "orders.>", Wildcard: true}},
-		{raw: "/topic/orders/#", filter: true, ok: true, want: Destination{Pattern: PatternEvents, Channel: "orders.>", Wildcard: true}},
+		{raw: "topic://orders.#", filter: true, ok: true, want: Destination{Pattern: PatternEvents, Channel: "orders.#", Wildcard: true}},
+		{raw: "/topic/orders/#", filter: true, ok: true, want: Destination{Pattern: PatternEvents, Channel: "orders.#", Wildcard: true}},
+		{raw: "/topic/#/eu", filter: true, ok: true, want: Destination{Pattern: PatternEvents, Channel: "#.eu", Wildcard: true}},
 		{raw: "/queue/jobs/#", filter: true}, // wildcards are for events only
 		{raw: "queue://"},
 	}

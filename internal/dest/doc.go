@@ -45,8 +45,10 @@
 //
 // Wildcards are for SUBSCRIBE on events only (ParseFilter). A channel token that is exactly
 // "*" matches one token in any position; a token that is exactly ">" matches one or more
-// trailing tokens and must be last, so "orders.>" does not match "orders". Tokens that merely
-// contain '*' or '>' ("a*") are literal. Match implements the matching rule; the subscription
+// trailing tokens and must be last, so "orders.>" does not match "orders". A token that is
+// exactly "#" (RabbitMQ's and Artemis's multi-word wildcard) matches zero or more tokens in
+// any position, so "orders.#" matches "orders" too. Tokens that merely contain '*', '>' or
+// '#' ("a*") are literal. Match implements the matching rule; the subscription
 // index in package sublist implements the same rule for many filters at once.
 //
 // # Errors

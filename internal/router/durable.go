@@ -3,10 +3,12 @@ package router
 import (
 	"errors"
 
+	"github.com/titan-broker/titan/internal/delivery"
 	"github.com/titan-broker/titan/internal/dest"
 	"github.com/titan-broker/titan/internal/dispatch"
 	"github.com/titan-broker/titan/internal/frame"
 	"github.com/titan-broker/titan/internal/message"
+	"github.com/titan-broker/titan/internal/selector"
 )
 
 // Durable topic subscriptions (issue 26; see DurableTopics): the SUBSCRIBE stage that turns
@@ -40,7 +42,7 @@ func (s durableTopicStage) Apply(c *Context) {
 		c.fail("access refused", "a durable subscription with a wildcard is not available when security is configured: subscribe durably to each channel")
 		return
 	}
-	q, err := s.topics.AttachDurable(c.Identity.Group, req.owner, req.name, sub.Dest)
+	q, err := s.topics.AttachDurable(c.Identity.Group, req.owner, req.name, sub.Dest, sub.Selector)
 	if err != nil {
 		failDurable(c, err)
 		return
@@ -111,11 +113,17 @@ func (s durableFeedStage) Apply(c *Context) {
 		return
 	}
 	var queues []dest.Identity
-	s.topics.Feeds(c.Identity, func(q dest.Identity) { queues = append(queues, q) })
+	m := c.Message
+	s.topics.Feeds(c.Identity, func(q dest.Identity, sel *selector.Selector) {
+		// A subscription's selector decides what enters its queue (Artemis): a message it
+		// rejects is neither stored nor queued for it.
+		if sel == nil || sel.Matches(delivery.Selectable(m)) {
+			queues = append(queues, q)
+		}
+	})
 	if len(queues) == 0 {
 		return
 	}
-	m := c.Message
 	copies := make([]*message.Message, len(queues))
 	for i := range queues {
 		copies[i] = message.Rebuilt(m, m.Headers)

@@ -6,12 +6,13 @@ import (
 	"github.com/titan-broker/titan/internal/delivery"
 	"github.com/titan-broker/titan/internal/dest"
 	"github.com/titan-broker/titan/internal/frame"
+	"github.com/titan-broker/titan/internal/selector"
 )
 
 // fakeTopics records what reached the DurableTopics port.
 type fakeTopics struct{ attached, deleted []string }
 
-func (f *fakeTopics) AttachDurable(group, owner, name string, filter dest.Destination) (dest.Identity, error) {
+func (f *fakeTopics) AttachDurable(group, owner, name string, filter dest.Destination, _ *selector.Selector) (dest.Identity, error) {
 	f.attached = append(f.attached, owner+"/"+name+"@"+filter.Channel)
 	return dest.Identity{Group: group, Pattern: dest.PatternQueues, Channel: "$durable." + name}, nil
 }
@@ -19,7 +20,7 @@ func (f *fakeTopics) DeleteDurable(group, owner, name string) error {
 	f.deleted = append(f.deleted, owner+"/"+name)
 	return nil
 }
-func (f *fakeTopics) Feeds(dest.Identity, func(dest.Identity)) {}
+func (f *fakeTopics) Feeds(dest.Identity, func(dest.Identity, *selector.Selector)) {}
 
 // allowStage stands for the authorization stage of a broker with security configured: it
 // filters every events subscription's deliveries per channel.

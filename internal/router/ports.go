@@ -8,6 +8,7 @@ import (
 	"github.com/titan-broker/titan/internal/dest"
 	"github.com/titan-broker/titan/internal/frame"
 	"github.com/titan-broker/titan/internal/message"
+	"github.com/titan-broker/titan/internal/selector"
 )
 
 // The router's ports. Each is declared here, by its consumer, in the router's terms
@@ -128,15 +129,16 @@ type Duplicates interface {
 // (ActiveMQ, Artemis) or "" (RabbitMQ). Safe for concurrent use.
 type DurableTopics interface {
 	// AttachDurable returns the queue of the subscription, creating it (stored before it
-	// returns) or moving it to filter. Errors: dispatch.ErrDurableSubscriptionLimit,
+	// returns) or moving it to filter and sel (the SUBSCRIBE's selector, nil for none: only
+	// messages it selects enter the queue). Errors: dispatch.ErrDurableSubscriptionLimit,
 	// dispatch.ErrDurableSubscriptionInUse (moving one that has consumers), a store error.
-	AttachDurable(group, owner, name string, filter dest.Destination) (queue dest.Identity, err error)
+	AttachDurable(group, owner, name string, filter dest.Destination, sel *selector.Selector) (queue dest.Identity, err error)
 	// DeleteDurable removes the subscription and its queue. Errors:
 	// dispatch.ErrNoDurableSubscription, dispatch.ErrDurableSubscriptionInUse.
 	DeleteDurable(group, owner, name string) error
-	// Feeds calls fn with the queue of every subscription whose filter matches the events
-	// destination id.
-	Feeds(id dest.Identity, fn func(queue dest.Identity))
+	// Feeds calls fn with the queue and selector (nil for none) of every subscription whose
+	// filter matches the events destination id.
+	Feeds(id dest.Identity, fn func(queue dest.Identity, sel *selector.Selector))
 }
 
 // Ports are the adapters a Router routes to. A nil pattern port makes the resolver refuse
@@ -162,6 +164,18 @@ type Ports struct {
 	// Destinations creates queues, temp-queues and events-store logs under the broker's
 	// and the connection's limits (the destination stage); nil applies no limit.
 	Destinations Destinations
+	// ExistingQueues answers whether a queue exists, for the destination spellings that
+	// address an existing queue only (RabbitMQ's /amq/queue/<name>, dest.AddressesExisting):
+	// a SEND or SUBSCRIBE to one that does not exist is the ERROR "no queue". nil creates
+	// it on first use like /queue/ (cluster mode, where queues live in JetStream).
+	ExistingQueues QueueExistence
+}
+
+// QueueExistence is the port that tells whether a queue exists (implemented by
+// dispatch.Dispatcher's Exists). Safe for concurrent use.
+type QueueExistence interface {
+	// Exists reports whether id's destination exists.
+	Exists(id dest.Identity) bool
 }
 
 // Clock is the time source (injectable for tests).

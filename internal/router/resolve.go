@@ -2,6 +2,7 @@ package router
 
 import (
 	"errors"
+	"slices"
 	"strings"
 
 	"github.com/titan-broker/titan/internal/dest"
@@ -57,8 +58,12 @@ func (r *Router) build() {
 		}
 		return []Stage{duplicateStage{port: o.Duplicates, header: o.DuplicateHeader}}
 	}
+	var replies []Stage // reply-to:/temp-queue/x qualified with its owner (replyToStage)
+	if p.Requests != nil {
+		replies = []Stage{replyToStage{router: r}}
+	}
 	if p.Events != nil {
-		eff := append(dedupOnly(), responseStage{requests: p.Requests})
+		eff := append(append(slices.Clone(replies), dedupOnly()...), responseStage{requests: p.Requests})
 		if a, ok := p.DurableTopics.(interface{ Count() int }); ok && p.Queues != nil {
 			eff = append(eff, durableFeedStage{topics: p.DurableTopics, active: func() bool { return a.Count() > 0 }, queues: p.Queues, store: o.Store})
 		}
@@ -79,13 +84,17 @@ func (r *Router) build() {
 		return st
 	}
 	if p.Queues != nil {
-		send(RouteSendQueue, dest.PatternQueues, head(group), append(limit(false, false),
+		qhead := head(group)
+		if p.ExistingQueues != nil {
+			qhead = append(qhead, existingQueueStage{port: p.ExistingQueues})
+		}
+		send(RouteSendQueue, dest.PatternQueues, qhead, append(append(slices.Clone(replies), limit(false, false)...),
 			responseStage{requests: p.Requests}, newStoreStage(o.Store, false), publishStage{port: p.Queues, store: o.Store})...)
-		subscribe(dest.PatternQueues, append(head(group), sub, attachStage{port: p.Queues})...)
+		subscribe(dest.PatternQueues, append(slices.Clip(qhead), sub, attachStage{port: p.Queues})...)
 	}
 	if p.EventsStore != nil {
 		// A log is always stored, persistent header or not.
-		send(RouteSendEventsStore, dest.PatternEventsStore, head(group), append(limit(false, true),
+		send(RouteSendEventsStore, dest.PatternEventsStore, head(group), append(append(slices.Clone(replies), limit(false, true)...),
 			responseStage{requests: p.Requests}, newStoreStage(o.Store, true), publishStage{port: p.EventsStore, store: o.Store})...)
 		subscribe(dest.PatternEventsStore, append(head(group), sub, logPositionStage{clock: o.Clock}, attachStage{port: p.EventsStore})...)
 	}

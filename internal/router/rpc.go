@@ -152,3 +152,39 @@ func (s responseStage) Apply(c *Context) {
 		c.Halt = true
 	}
 }
+
+// replyToStage qualifies a SEND's reply-to that names one of the sender's own temp-queues
+// (/temp-queue/x) with its owner (/temp-queue/<session>/x), on every SEND route but
+// commands and queries (requestStage does it there), so that a responder on another
+// connection that sends to the reply-to it was given reaches the requester's temp-queue
+// rather than its own (RabbitMQ rewrites such a reply-to to a /reply-queue/ the requester
+// owns). A reply-to that is already qualified, or names anything else, is kept as sent.
+// A SEND without reply-to costs one header lookup.
+type replyToStage struct{ router *Router }
+
+func (s replyToStage) Apply(c *Context) {
+	m := c.Message
+	raw, ok := m.Header(frame.HdrReplyTo)
+	if !ok || c.Conn == nil || c.Conn.Client == nil {
+		return
+	}
+	rd, err := dest.Parse(raw, s.router.opts.DefaultPattern)
+	if err != nil || rd.Pattern != dest.PatternTempQueue {
+		return
+	}
+	id, ok := s.router.replyTo(c, raw)
+	if !ok {
+		return
+	}
+	qualified := id.Destination()
+	if qualified == raw {
+		return
+	}
+	headers := slices.Clone(m.Headers)
+	for i := range headers {
+		if headers[i].Key == frame.HdrReplyTo {
+			headers[i].Value = qualified
+		}
+	}
+	c.Message = message.Rebuilt(m, headers) // a message is immutable once built
+}

@@ -58,9 +58,12 @@ type level[T comparable] struct {
 	nodes map[string]*node[T] // literal tokens; nil until the first one
 	pwc   *node[T]            // "*" child
 	fwc   *node[T]            // ">" child
+	hwc   *node[T]            // "#" child (zero or more tokens)
 }
 
-func (l *level[T]) empty() bool { return len(l.nodes) == 0 && l.pwc == nil && l.fwc == nil }
+func (l *level[T]) empty() bool {
+	return len(l.nodes) == 0 && l.pwc == nil && l.fwc == nil && l.hwc == nil
+}
 
 // node is the end of one filter prefix: the subscribers whose filter ends here, and the level
 // of the next token.
@@ -136,12 +139,14 @@ func (l *level[T]) child(tok string) *node[T] {
 		return l.pwc
 	case ">":
 		return l.fwc
+	case "#":
+		return l.hwc
 	}
 	return l.nodes[tok]
 }
 
 // Insert adds subscriber v under filter, a dot-separated channel that may hold the wildcard
-// tokens "*" and ">" (a Destination.Channel from dest.ParseFilter). Inserting a (filter, v)
+// tokens "*", ">" and "#" (a Destination.Channel from dest.ParseFilter). Inserting a (filter, v)
 // pair that is already present does nothing. filter is copied; the caller may reuse its
 // memory. Filters that dest.ParseFilter would reject are stored with dest.Match's meaning: a
 // '>' that is not the last token makes the filter match nothing, empty tokens are literal.
@@ -164,6 +169,8 @@ func (s *Sublist[T]) Insert(filter string, v T) {
 				l.pwc = n
 			case ">":
 				l.fwc = n
+			case "#":
+				l.hwc = n
 			default:
 				if l.nodes == nil {
 					l.nodes = make(map[string]*node[T])
@@ -226,12 +233,12 @@ func without[T comparable](subs []T, v T) []T {
 	return subs
 }
 
-// hasWildcard reports whether filter has a "*" or ">" token.
+// hasWildcard reports whether filter has a "*", ">" or "#" token.
 func hasWildcard(filter string) bool {
 	for rest, more := filter, true; more; {
 		var tok string
 		tok, rest, more = strings.Cut(rest, ".")
-		if tok == "*" || tok == ">" {
+		if tok == "*" || tok == ">" || tok == "#" {
 			return true
 		}
 	}
@@ -240,27 +247,54 @@ func hasWildcard(filter string) bool {
 
 // filterMatches reports whether filter matches the concrete channel by the trie's rule (that
 // of dest.Match): "*" is one token, ">" the rest (one token or more) and only as the last
-// token (elsewhere the filter matches nothing); other tokens, empty ones included, are
-// literal.
+// token (elsewhere the filter matches nothing), "#" zero or more tokens anywhere; other
+// tokens, empty ones included, are literal. It is the greedy glob algorithm (only the last
+// '#' is backtracked), O(len(filter) × len(channel)) at worst.
 func filterMatches(filter, channel string) bool {
-	f, c := filter, channel
-	for {
-		ftok, frest, fmore := strings.Cut(f, ".")
-		ctok, crest, cmore := strings.Cut(c, ".")
-		switch ftok {
-		case ">":
-			return !fmore
-		case "*":
-		default:
-			if ftok != ctok {
-				return false
+	f, c := 0, 0 // token offsets; past the end (len+1) means no token left
+	starF, starC := -1, -1
+	for c <= len(channel) {
+		if f <= len(filter) {
+			fe := tokenEnd(filter, f)
+			switch ft := filter[f:fe]; ft {
+			case "#":
+				starF, starC = fe+1, c
+				f = fe + 1
+				continue
+			case ">":
+				return fe == len(filter)
+			case "*":
+				f, c = fe+1, tokenEnd(channel, c)+1
+				continue
+			default:
+				if ce := tokenEnd(channel, c); channel[c:ce] == ft {
+					f, c = fe+1, ce+1
+					continue
+				}
 			}
 		}
-		if !fmore || !cmore {
-			return !fmore && !cmore
+		if starF < 0 {
+			return false
 		}
-		f, c = frest, crest
+		starC = tokenEnd(channel, starC) + 1
+		f, c = starF, starC
 	}
+	for f <= len(filter) {
+		fe := tokenEnd(filter, f)
+		if filter[f:fe] != "#" {
+			return false
+		}
+		f = fe + 1
+	}
+	return true
+}
+
+// tokenEnd returns the offset of the '.' ending the token that starts at i in s, or len(s).
+func tokenEnd(s string, i int) int {
+	if j := strings.IndexByte(s[i:], '.'); j >= 0 {
+		return i + j
+	}
+	return len(s)
 }
 
 // Remove deletes the pair (filter, v) inserted by Insert and reports whether it was present.
@@ -317,6 +351,8 @@ func (s *Sublist[T]) Remove(filter string, v T) bool {
 			st.l.pwc = nil
 		case ">":
 			st.l.fwc = nil
+		case "#":
+			st.l.hwc = nil
 		default:
 			delete(st.l.nodes, st.tok)
 			if len(st.l.nodes) == 0 {
@@ -390,32 +426,105 @@ func (s *Sublist[T]) storeLocked(channel string, subs []T) {
 	s.cache[strings.Clone(channel)] = cacheEntry[T]{subs: subs}
 }
 
-// match appends to out the subscribers of every filter under l that matches channel.
-func (l *level[T]) match(channel string, out []T) []T {
-	tok, rest, more := strings.Cut(channel, ".")
-	if l.fwc != nil {
-		// '>' matches this token and everything after it.
-		out = append(out, l.fwc.subs...)
-	}
-	if l.pwc != nil {
-		out = l.pwc.matchRest(rest, more, out)
-	}
-	if n := l.nodes[tok]; n != nil {
-		out = n.matchRest(rest, more, out)
-	}
-	return out
+// walk is one trie walk for Match: it collects the nodes whose filter matches the channel.
+// A '#' node lets the walk reach the same level at the same channel position, and the same
+// node, along several paths; seen (made at the first '#') makes each (level, position) be
+// walked once and each node be reported once, so a subscriber is still reported once per
+// (filter, v) pair and the walk stays polynomial.
+type walk[T comparable] struct {
+	nodes []*node[T]
+	seen  map[visit[T]]struct{}
 }
 
-// matchRest continues a match at n: n's own subscribers when the channel ends here, its next
-// level otherwise.
-func (n *node[T]) matchRest(rest string, more bool, out []T) []T {
-	if !more {
-		return append(out, n.subs...)
+// visit is a walk's memo key: a level entered at a channel position (n nil), or a node
+// reported (l nil).
+type visit[T comparable] struct {
+	l   *level[T]
+	n   *node[T]
+	pos int
+}
+
+// first reports whether k is new to the walk and records it; always true before any '#'.
+func (w *walk[T]) first(k visit[T]) bool {
+	if w.seen == nil {
+		return true
 	}
-	if n.next == nil {
-		return out
+	if _, ok := w.seen[k]; ok {
+		return false
 	}
-	return n.next.match(rest, out)
+	w.seen[k] = struct{}{}
+	return true
+}
+
+// match walks level l over channel[pos:] (at least one token: pos <= len(channel)).
+func (w *walk[T]) match(l *level[T], channel string, pos int) {
+	if !w.first(visit[T]{l: l, pos: pos}) {
+		return
+	}
+	end := tokenEnd(channel, pos)
+	if l.fwc != nil {
+		// '>' matches this token and everything after it.
+		w.report(l.fwc)
+	}
+	if l.hwc != nil {
+		w.hash(l.hwc, channel, pos)
+	}
+	if l.pwc != nil {
+		w.rest(l.pwc, channel, end+1)
+	}
+	if n := l.nodes[channel[pos:end]]; n != nil {
+		w.rest(n, channel, end+1)
+	}
+}
+
+// rest continues at n after it took a token: n's filter ends here when the channel does,
+// else its next level goes on at pos.
+func (w *walk[T]) rest(n *node[T], channel string, pos int) {
+	if pos > len(channel) {
+		w.end(n)
+		return
+	}
+	if n.next != nil {
+		w.match(n.next, channel, pos)
+	}
+}
+
+// end reports n, whose filter prefix has used up the channel, and the '#' filters under it
+// (each '#' taking no token).
+func (w *walk[T]) end(n *node[T]) {
+	w.report(n)
+	if n.next != nil && n.next.hwc != nil {
+		w.end(n.next.hwc)
+	}
+}
+
+// hash walks the '#' node h at channel[pos:]: h takes zero, one, … or all remaining tokens.
+func (w *walk[T]) hash(h *node[T], channel string, pos int) {
+	if w.seen == nil {
+		w.seen = make(map[visit[T]]struct{})
+	}
+	for p := pos; p <= len(channel); p = tokenEnd(channel, p) + 1 {
+		if h.next != nil {
+			w.match(h.next, channel, p) // h took the tokens before p
+		}
+	}
+	w.end(h) // h took them all
+}
+
+func (w *walk[T]) report(n *node[T]) {
+	if len(n.subs) > 0 && w.first(visit[T]{n: n}) {
+		w.nodes = append(w.nodes, n)
+	}
+}
+
+// match appends to out the subscribers of every filter under l that matches channel.
+func (l *level[T]) match(channel string, out []T) []T {
+	var w walk[T]
+	w.match(l, channel, 0)
+	for _, n := range w.nodes {
+		out = append(out, n.subs...)
+	}
+	return out
 }
 
 // Count returns the number of distinct (filter, v) pairs in the index. It takes the read

@@ -101,6 +101,27 @@ func TestMixed(t *testing.T) {
 	}
 }
 
+// TestHash holds the '#' wildcard (RabbitMQ's and Artemis's) to its rule: zero or more
+// tokens in any position, one report per (filter, v) pair however many ways it matches.
+func TestHash(t *testing.T) {
+	s := New[string]()
+	for _, f := range []string{"a.#", "#", "#.eu", "a.#.c", "#.#", "a.#.#.c", "a.>", "#.a.#.b"} {
+		s.Insert(f, f)
+	}
+	requireMatch(t, s, "a", "a.#", "#", "#.#")
+	requireMatch(t, s, "a.c", "a.#", "#", "#.#", "a.#.c", "a.#.#.c", "a.>")
+	requireMatch(t, s, "a.b.b.c", "a.#", "#", "#.#", "a.#.c", "a.#.#.c", "a.>")
+	requireMatch(t, s, "eu", "#", "#.eu", "#.#")
+	requireMatch(t, s, "x.a.y.a.z.b", "#", "#.#", "#.a.#.b")
+	requireMatch(t, s, "x.y", "#", "#.#")
+	// A long channel against many '#' stays a polynomial walk.
+	long := strings.Repeat("a.", 200) + "z"
+	requireMatch(t, s, long, "a.#", "#", "#.#", "a.>")
+	requireEqual(t, s.Remove("#.#", "#.#"), true, "Remove #.#")
+	requireEqual(t, s.Remove("a.#", "a.#"), true, "Remove a.#")
+	requireMatch(t, s, "a", "#")
+}
+
 func TestDuplicates(t *testing.T) {
 	s := New[string]()
 	s.Insert("a.*", "x")
@@ -240,6 +261,8 @@ func randFilter(r *rand.Rand) string {
 			toks[i] = ">"
 		case x == 13:
 			toks[i] = ""
+		case x < 19:
+			toks[i] = "#"
 		default:
 			toks[i] = string(rune('a' + r.IntN(3)))
 		}

@@ -12,6 +12,7 @@ import (
 	"github.com/titan-broker/titan/internal/address"
 	"github.com/titan-broker/titan/internal/dest"
 	"github.com/titan-broker/titan/internal/dispatch"
+	"github.com/titan-broker/titan/internal/selector"
 	"github.com/titan-broker/titan/internal/sublist"
 )
 
@@ -40,8 +41,19 @@ type Sub struct {
 	Filter dest.Destination `json:"filter"`
 	// Queue is the identity of the queue that holds its messages.
 	Queue dest.Identity `json:"queue"`
+	// Selector is the JMS message selector of the SUBSCRIBE that made it ("" for none): only
+	// messages it selects enter the queue (Artemis: a durable subscription's filter).
+	Selector string `json:"selector,omitempty"`
 	// Created is when the subscription was made (or last retargeted).
 	Created time.Time `json:"created"`
+
+	feed *feed // its entry in the fan-out index
+}
+
+// feed is a subscription's entry in the fan-out index: its queue and compiled selector.
+type feed struct {
+	queue dest.Identity
+	sel   *selector.Selector
 }
 
 // Meta is the metadata port of the store (implemented by store.Store): SetMeta is durable
@@ -74,9 +86,9 @@ type Registry struct {
 	mu   sync.Mutex // serializes changes and the metadata write
 	subs map[Key]*Sub
 
-	idxMu sync.RWMutex                               // guards idx (the map; each Sublist is safe on its own)
-	idx   map[idxKey]*sublist.Sublist[dest.Identity] // queues by (group, bare) and filter
-	n     atomic.Int64                               // len(subs), read without mu by Feeds and Count
+	idxMu sync.RWMutex                       // guards idx (the map; each Sublist is safe on its own)
+	idx   map[idxKey]*sublist.Sublist[*feed] // queues by (group, bare) and filter
+	n     atomic.Int64                       // len(subs), read without mu by Feeds and Count
 }
 
 type idxKey struct {
@@ -89,7 +101,7 @@ func New(o Options) *Registry {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	return &Registry{o: o, subs: map[Key]*Sub{}, idx: map[idxKey]*sublist.Sublist[dest.Identity]{}}
+	return &Registry{o: o, subs: map[Key]*Sub{}, idx: map[idxKey]*sublist.Sublist[*feed]{}}
 }
 
 // QueueOf returns the identity of the queue of the subscription k:
@@ -139,6 +151,14 @@ func (r *Registry) Load() error {
 	defer r.mu.Unlock()
 	for i := range all {
 		s := all[i]
+		s.feed = &feed{queue: s.Queue}
+		if s.Selector != "" {
+			sel, err := selector.Compile(s.Selector)
+			if err != nil {
+				return fmt.Errorf("topicsub: stored selector of %s: %w", s.Queue, err)
+			}
+			s.feed.sel = sel
+		}
 		if _, ok := r.o.Dispatcher.Lookup(s.Queue); !ok {
 			_, _, _ = r.o.Dispatcher.Create(s.Queue, r.settings(s.Key, s.Filter))
 		}
@@ -163,14 +183,14 @@ func (r *Registry) indexLocked(s *Sub, add bool) {
 	sl := r.idx[k]
 	if add {
 		if sl == nil {
-			sl = sublist.New[dest.Identity]()
+			sl = sublist.New[*feed]()
 			r.idx[k] = sl
 		}
-		sl.Insert(s.Filter.Channel, s.Queue)
+		sl.Insert(s.Filter.Channel, s.feed)
 		return
 	}
 	if sl != nil {
-		sl.Remove(s.Filter.Channel, s.Queue)
+		sl.Remove(s.Filter.Channel, s.feed)
 		if sl.Count() == 0 {
 			delete(r.idx, k)
 		}
@@ -215,12 +235,24 @@ func less(a, b Key) bool {
 // dispatch.ErrDurableSubscriptionInUse (moving one that has consumers), a store error
 // (nothing made).
 func (r *Registry) Attach(k Key, filter dest.Destination) (queue dest.Identity, created bool, err error) {
+	return r.AttachSelected(k, filter, nil)
+}
+
+// AttachSelected is Attach with a JMS message selector (nil for none): only messages sel
+// selects enter the subscription's queue, so what it rejects is never stored for it
+// (Artemis's durable subscription filter). A subscription that exists with another
+// selector is made afresh, as for another filter (Artemis recreates its queue).
+func (r *Registry) AttachSelected(k Key, filter dest.Destination, sel *selector.Selector) (queue dest.Identity, created bool, err error) {
+	src := ""
+	if sel != nil {
+		src = sel.String()
+	}
 	// k's strings may point into a connection's read buffer: the registry keeps copies.
 	k = Key{Group: strings.Clone(k.Group), Owner: strings.Clone(k.Owner), Name: strings.Clone(k.Name)}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if s, ok := r.subs[k]; ok {
-		if _, live := r.o.Dispatcher.Lookup(s.Queue); live && s.Filter == filter {
+		if _, live := r.o.Dispatcher.Lookup(s.Queue); live && s.Filter == filter && s.Selector == src {
 			return s.Queue, false, nil
 		}
 		// Moved to another topic, or its queue was deleted by an operator: start afresh.
@@ -244,7 +276,8 @@ func (r *Registry) Attach(k Key, filter dest.Destination) (queue dest.Identity, 
 	} else {
 		created = true
 	}
-	s := &Sub{Key: k, Filter: filter, Queue: QueueOf(k), Created: r.o.Now().UTC()}
+	s := &Sub{Key: k, Filter: filter, Queue: QueueOf(k), Selector: src, Created: r.o.Now().UTC()}
+	s.feed = &feed{queue: s.Queue, sel: sel}
 	s.Filter.Channel = strings.Clone(filter.Channel)
 	if _, _, err := r.o.Dispatcher.Create(s.Queue, r.settings(k, filter)); err != nil {
 		return dest.Identity{}, false, err
@@ -290,11 +323,12 @@ func (r *Registry) Delete(k Key) error {
 	return nil
 }
 
-// Feeds calls fn with the queue of every durable subscription whose filter matches the
-// events destination id (same group, same bare-ness, dest.Match on the channel). It costs
-// one atomic load when there are none. A subscription whose queue an operator deleted is
+// Feeds calls fn with the queue and selector (nil for none) of every durable subscription
+// whose filter matches the events destination id (same group, same bare-ness, dest.Match on
+// the channel); the caller gives the message only to the queues whose selector selects it.
+// It costs one atomic load when there are none. A subscription whose queue an operator deleted is
 // forgotten instead (not recreated by the SEND). fn must not call back into the Registry.
-func (r *Registry) Feeds(id dest.Identity, fn func(queue dest.Identity)) {
+func (r *Registry) Feeds(id dest.Identity, fn func(queue dest.Identity, sel *selector.Selector)) {
 	if r.n.Load() == 0 {
 		return
 	}
@@ -305,12 +339,12 @@ func (r *Registry) Feeds(id dest.Identity, fn func(queue dest.Identity)) {
 		return
 	}
 	var gone []dest.Identity
-	sl.Match(id.Channel, func(q dest.Identity) {
-		if _, ok := r.o.Dispatcher.Lookup(q); !ok {
-			gone = append(gone, q) // an operator deleted its queue (titan queue delete)
+	sl.Match(id.Channel, func(f *feed) {
+		if _, ok := r.o.Dispatcher.Lookup(f.queue); !ok {
+			gone = append(gone, f.queue) // an operator deleted its queue (titan queue delete)
 			return
 		}
-		fn(q)
+		fn(f.queue, f.sel)
 	})
 	for _, q := range gone {
 		r.dropDeleted(q)
@@ -366,9 +400,9 @@ func (r *Registry) Find(q dest.Identity) (Sub, bool) {
 	return Sub{}, false
 }
 
-// AttachDurable is Attach for the router's port (router.DurableTopics).
-func (r *Registry) AttachDurable(group, owner, name string, filter dest.Destination) (dest.Identity, error) {
-	q, _, err := r.Attach(Key{Group: group, Owner: owner, Name: name}, filter)
+// AttachDurable is AttachSelected for the router's port (router.DurableTopics).
+func (r *Registry) AttachDurable(group, owner, name string, filter dest.Destination, sel *selector.Selector) (dest.Identity, error) {
+	q, _, err := r.AttachSelected(Key{Group: group, Owner: owner, Name: name}, filter, sel)
 	return q, err
 }
 

@@ -9,6 +9,7 @@ import (
 	"github.com/titan-broker/titan/internal/dest"
 	"github.com/titan-broker/titan/internal/dispatch"
 	"github.com/titan-broker/titan/internal/pointqueue"
+	"github.com/titan-broker/titan/internal/selector"
 	"github.com/titan-broker/titan/internal/store/memstore"
 	"github.com/titan-broker/titan/internal/topicsub"
 )
@@ -27,7 +28,7 @@ func newRegistry(t *testing.T, meta topicsub.Meta, max int) (*topicsub.Registry,
 
 func feeds(r *topicsub.Registry, group, channel string) []dest.Identity {
 	var out []dest.Identity
-	r.Feeds(dest.Identity{Group: group, Pattern: dest.PatternEvents, Channel: channel}, func(q dest.Identity) { out = append(out, q) })
+	r.Feeds(dest.Identity{Group: group, Pattern: dest.PatternEvents, Channel: channel}, func(q dest.Identity, _ *selector.Selector) { out = append(out, q) })
 	return out
 }
 
@@ -119,7 +120,7 @@ func BenchmarkFeedsNone(b *testing.B) {
 		b.Fatal(err)
 	}
 	id := dest.Identity{Group: "default", Pattern: dest.PatternEvents, Channel: "orders.eu"}
-	fn := func(dest.Identity) {}
+	fn := func(dest.Identity, *selector.Selector) {}
 	b.ReportAllocs()
 	for b.Loop() {
 		r.Feeds(id, fn)
@@ -142,3 +143,49 @@ func TestAttachCopiesKey(t *testing.T) {
 }
 
 func unsafeString(b []byte) string { return unsafe.String(&b[0], len(b)) }
+
+// TestSelector: a subscription's selector comes with its queue from Feeds, survives a
+// restart (Load compiles it again), and attaching with another selector makes it afresh.
+func TestSelector(t *testing.T) {
+	st := memstore.New()
+	r, _ := newRegistry(t, st, 0)
+	red, err := selector.Compile("color = 'red'")
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := topicsub.Key{Group: "default", Owner: "app", Name: "reds"}
+	topic := dest.Destination{Pattern: dest.PatternEvents, Channel: "orders"}
+	if _, created, err := r.AttachSelected(k, topic, red); err != nil || !created {
+		t.Fatalf("attach: %v created %v", err, created)
+	}
+	sels := func(r *topicsub.Registry) []string {
+		var out []string
+		r.Feeds(dest.Identity{Group: "default", Pattern: dest.PatternEvents, Channel: "orders"}, func(_ dest.Identity, sel *selector.Selector) {
+			if sel == nil {
+				out = append(out, "")
+			} else {
+				out = append(out, sel.String())
+			}
+		})
+		return out
+	}
+	if got := sels(r); len(got) != 1 || got[0] != "color = 'red'" {
+		t.Fatalf("feeds selectors %q", got)
+	}
+	if l := r.List(); len(l) != 1 || l[0].Selector != "color = 'red'" {
+		t.Fatalf("list %+v", l)
+	}
+	r2, _ := newRegistry(t, st, 0)
+	if got := sels(r2); len(got) != 1 || got[0] != "color = 'red'" {
+		t.Fatalf("after restart feeds selectors %q", got)
+	}
+	if _, created, err := r2.AttachSelected(k, topic, red); err != nil || created {
+		t.Fatalf("same selector: %v created %v", err, created)
+	}
+	if _, _, err := r2.AttachSelected(k, topic, nil); err != nil {
+		t.Fatal(err)
+	}
+	if got := sels(r2); len(got) != 1 || got[0] != "" {
+		t.Fatalf("after dropping the selector feeds selectors %q", got)
+	}
+}

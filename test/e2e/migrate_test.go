@@ -78,6 +78,12 @@ func TestMigrateRabbitMQ(t *testing.T) {
 			{"SUBSCRIBE", "/queue/mig-py", map[string]string{"x-max-priority": "10"}, "RECEIPT"},
 			{"SEND", "/queue/mig-py", map[string]string{"persistent": "false", "x-message-ttl": "60000"}, "RECEIPT"},
 			{"SEND", "/amq/queue/mig-py", map[string]string{"x-app": "kept"}, "RECEIPT"},
+			{"SUBSCRIBE", "/amq/queue/mig-py", map[string]string{}, "RECEIPT"}, // it exists now
+			// /amq/queue/ addresses an existing queue, as in RabbitMQ (NOT_FOUND - no queue).
+			{"SEND", "/amq/queue/mig-py-none", map[string]string{}, "no queue 'mig-py-none'"},
+			{"SUBSCRIBE", "/amq/queue/mig-py-none", map[string]string{}, "no queue 'mig-py-none'"},
+			{"SEND", "/queue/mig-py-none", map[string]string{}, "RECEIPT"}, // /queue/ creates it
+			{"SUBSCRIBE", "/amq/queue/mig-py-none", map[string]string{}, "RECEIPT"},
 		}
 		var out struct{ Answers []string }
 		c.run(t, b, "refused", map[string]any{"cases": cases}, &out)
@@ -88,6 +94,46 @@ func TestMigrateRabbitMQ(t *testing.T) {
 		}
 		checkEqual(t, len(cases), len(out.Answers), "answers")
 	})
+}
+
+// TestMigrateTopicWildcards: RabbitMQ's topic-exchange binding keys and Artemis's address
+// wildcards, as stomp.py applications spell them, against a real titan: '#' takes zero or
+// more words in any position ("a.#" receives "a"), '*' exactly one, while Titan's own '>'
+// keeps its meaning (one or more, last only).
+func TestMigrateTopicWildcards(t *testing.T) {
+	t.Parallel()
+	b := startBroker(t, yamlConfig(""))
+	bindings := []string{
+		"/exchange/amq.topic/a.#",
+		"/exchange/amq.topic/#.eu",
+		"/exchange/amq.topic/a.#.c",
+		"/exchange/amq.topic/#",
+		"/exchange/amq.topic/*.eu",
+		"/exchange/amq.topic/#.eu.#",
+		"topic://a.#", // Artemis
+		"/topic/a.>",  // Titan
+	}
+	keys := []string{"a", "a.b", "a.b.c", "eu", "x.eu", "x.y.eu.z"}
+	sends := make([]string, len(keys))
+	for i, k := range keys {
+		sends[i] = "/exchange/amq.topic/" + k
+	}
+	want := [][]string{
+		{"a", "a.b", "a.b.c"},
+		{"eu", "x.eu"},
+		{"a.b.c"},
+		keys,
+		{"x.eu"},
+		{"eu", "x.eu", "x.y.eu.z"},
+		{"a", "a.b", "a.b.c"},
+		{"a.b", "a.b.c"},
+	}
+	var out struct{ Received [][]string }
+	pyMigrate.run(t, b, "rabbit_topics", map[string]any{"bindings": bindings, "keys": sends}, &out)
+	checkEqual(t, len(want), len(out.Received), "subscriptions reported")
+	for i := range min(len(want), len(out.Received)) {
+		checkEqual(t, true, slices.Equal(want[i], out.Received[i]), "%s received %v, want %v", bindings[i], out.Received[i], want[i])
+	}
 }
 
 // dialActiveMQ connects go-stomp with a CONNECT client-id, as an ActiveMQ application does.

@@ -3,6 +3,7 @@
 package events
 
 import (
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -79,7 +80,7 @@ func (e *Pattern) Subscribe(sub *delivery.Subscription) error {
 	if err := sub.Conn.Add(sub); err != nil {
 		return err
 	}
-	subject := cluster.Subject(sub.Identity())
+	subject, _ := cluster.FilterSubject(sub.Identity())
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	in := e.interest[subject]
@@ -119,12 +120,21 @@ func (e *Pattern) fanOut(in *interest, msg *nats.Msg) {
 	var d dest.Destination
 	parsed, bad := false, false
 	for _, sub := range local {
-		if sub.Allow != nil {
+		// A '#' filter's subject is wider than the filter (cluster.FilterSubject): its
+		// channels are checked here.
+		hash := sub.Dest.Wildcard && hasHash(sub.Dest.Channel)
+		if sub.Allow != nil || hash {
 			if !parsed {
 				d, err = dest.Parse(m.Destination, dest.PatternEvents)
 				parsed, bad = true, err != nil
 			}
-			if bad || d.Bare != sub.Dest.Bare || !sub.Allow(d.Channel) {
+			if bad || d.Bare != sub.Dest.Bare {
+				continue
+			}
+			if hash && !dest.Match(sub.Dest.Channel, d.Channel) {
+				continue
+			}
+			if sub.Allow != nil && !sub.Allow(d.Channel) {
 				continue
 			}
 		}
@@ -171,4 +181,14 @@ func (e *Pattern) Subscriptions() int {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	return len(e.subs)
+}
+
+// hasHash reports whether filter has a '#' token.
+func hasHash(filter string) bool {
+	for tok := range strings.SplitSeq(filter, ".") {
+		if tok == "#" {
+			return true
+		}
+	}
+	return false
 }

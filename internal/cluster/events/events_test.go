@@ -99,3 +99,56 @@ func BenchmarkEventsPublish(b *testing.B) {
 		}
 	}
 }
+
+// TestEventsHashFilter: a '#' filter (RabbitMQ's and Artemis's zero-or-more wildcard) gets
+// across nodes exactly the channels dest.Match gives it, though NATS is subscribed on a
+// wider subject (cluster.FilterSubject): "a.#" receives "a" and "a.eu" but not "x.eu" or
+// "b"; "#.eu" receives "x.eu" and "a.eu".
+func TestEventsHashFilter(t *testing.T) {
+	nodes := clustertest.StartNodes(t)
+	sub, pub := New(nodes[0]), New(nodes[1])
+	reg := &delivery.Registry{}
+	subscribe := func(id, channel string) *countingWriter {
+		w := &countingWriter{}
+		s := &delivery.Subscription{ID: id, Conn: reg.NewConn(w), Group: "g", Dest: dest.Destination{Pattern: dest.PatternEvents, Channel: channel, Wildcard: true}, Ack: delivery.AckAuto}
+		if err := sub.Subscribe(s); err != nil {
+			t.Fatal(err)
+		}
+		return w
+	}
+	aHash, hashEU := subscribe("a", "a.#"), subscribe("e", "#.eu")
+	warm, end := subscribe("w", "warm.#"), subscribe("z", "end.#")
+	publish := func(channel string) {
+		t.Helper()
+		id := dest.Identity{Group: "g", Pattern: dest.PatternEvents, Channel: channel}
+		m := &message.Message{ID: "e-" + channel, Group: "g", Destination: id.Destination(), Body: []byte("x")}
+		if _, err := pub.Publish(id, m, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	deadline := time.Now().Add(15 * time.Second)
+	for warm.n.Load() == 0 { // the interest may take a moment to reach the publishing node
+		if time.Now().After(deadline) {
+			t.Fatal("no event reached the subscribing node")
+		}
+		publish("warm")
+		time.Sleep(20 * time.Millisecond)
+	}
+	// Every filter here shares one NATS subscription (t.g.ev.>), delivered in order: once
+	// "end.#" has the last message, every earlier one was fanned out to all of them.
+	for _, ch := range []string{"a", "x.eu", "b", "a.b.c", "a.eu", "end"} {
+		publish(ch)
+	}
+	for end.n.Load() == 0 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if end.n.Load() != 1 {
+		t.Fatal("the last event did not arrive")
+	}
+	if got := hashEU.n.Load(); got != 2 {
+		t.Fatalf("#.eu got %d events, want 2 (x.eu, a.eu)", got)
+	}
+	if got := aHash.n.Load(); got != 3 {
+		t.Fatalf("a.# got %d events, want 3 (a, a.b.c, a.eu)", got)
+	}
+}

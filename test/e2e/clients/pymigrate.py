@@ -104,6 +104,48 @@ def sc_rabbit_delete(args, out):
     p.disconnect()
 
 
+def sc_rabbit_topics(args, out):
+    """One connection subscribes to each of args["bindings"] (binding keys as a RabbitMQ
+    application spells them, wildcards included); another sends one message to each of
+    args["keys"] (routing keys, as destinations), its body the key. Reports, per binding,
+    the bodies received, in order (the subscriber's DISCONNECT receipt is the barrier)."""
+    c = Client(args)
+    sids = [c.subscribe(b) for b in args["bindings"]]
+    p = Client(args)
+    for k in args["keys"]:
+        p.send(k, k.rsplit("/", 1)[-1])
+    p.disconnect()
+    c.disconnect()
+    got = {sid: [] for sid in sids}
+    with c.col.cond:
+        for h, b in c.col.messages:
+            got[h["subscription"]].append(text(b))
+    out["received"] = [got[sid] for sid in sids]
+
+
+def sc_rabbit_rpc(args, out):
+    """RabbitMQ-style RPC over a queue: the requester subscribes to its /temp-queue/<name>
+    and SENDs to args["dest"] with reply-to:/temp-queue/<name>; a responder on another
+    connection answers to the reply-to it received. Reports the reply-to the responder saw
+    and the reply's destination and body as the requester got it."""
+    req, resp = Client(args), Client(args)
+    resp.subscribe(args["dest"])
+    req.subscribe("/temp-queue/" + args["name"])
+    req.send(args["dest"], "ping", headers={"reply-to": "/temp-queue/" + args["name"]})
+    resp.col.wait(lambda col: len(col.messages) >= 1, resp.timeout, "the request")
+    with resp.col.cond:
+        h, b = resp.col.messages[0]
+    out["seen_reply_to"] = h.get("reply-to")
+    resp.send(h["reply-to"], "re:" + text(b))
+    req.col.wait(lambda col: len(col.messages) >= 1, req.timeout, "the reply")
+    with req.col.cond:
+        h, b = req.col.messages[0]
+    out["reply_destination"] = h.get("destination")
+    out["reply_body"] = text(b)
+    req.disconnect()
+    resp.disconnect()
+
+
 def sc_refused(args, out):
     """Each of args["cases"] ({command, dest, headers}) on a fresh connection: reports the
     ERROR's message header (or "RECEIPT" when it was accepted)."""
