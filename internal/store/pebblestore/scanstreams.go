@@ -5,6 +5,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/cockroachdb/pebble/v2"
 
@@ -17,7 +19,9 @@ import (
 // declines, is skipped with one seek past its keys. Each stream's records are read up to its
 // durable high-water mark taken when the stream is reached; checkpoint keys are skipped. The
 // iterator reads a consistent view taken when ScanStreams starts. No lock is held while the
-// callbacks run. Empty streams are visited when their state key is stored.
+// callbacks run. Empty streams are visited when their state key is stored. When at most a
+// quarter of the streams are under prefix, they are sought one by one from the names in
+// memory instead of walking past every other stream.
 //
 // Errors: store.ErrClosed, or a read error (store.ErrCorrupt for corruption or a key that
 // does not parse).
@@ -34,9 +38,46 @@ func (s *Store) ScanStreams(prefix string, stream func(name string, count int64)
 	if err != nil {
 		return wrapErr("scan", err)
 	}
+	// When few streams are under prefix (the events-store logs among many queues), each is
+	// sought from the names in memory: one seek per wanted stream, not one per other stream.
+	var wanted [][]byte
+	seek := prefix != ""
+	s.smu.RLock()
+	total := len(s.streams)
+	for name := range s.streams {
+		if !seek {
+			break
+		}
+		if strings.HasPrefix(name, prefix) {
+			wanted = append(wanted, streamPrefix(prefixRecord, name))
+			seek = len(wanted) <= total/4
+		}
+	}
+	s.smu.RUnlock()
 	var cur []byte // the current stream's key prefix ('r' | nameLen | name)
 	var hi uint64  // its durable high-water mark
-	for valid := it.First(); valid; {
+	next := 0      // in wanted
+	first := func() bool { return it.First() }
+	if seek {
+		slices.SortFunc(wanted, bytes.Compare)
+		first = func() bool {
+			for next < len(wanted) && cur != nil && bytes.Compare(wanted[next], cur) <= 0 {
+				next++ // visited already: reached by the walk from a stream before it
+			}
+			if next == len(wanted) {
+				return false
+			}
+			next++
+			return it.SeekGE(wanted[next-1])
+		}
+	}
+	for valid := first(); valid; {
+		if seek && cur != nil && !bytes.HasPrefix(it.Key(), cur) {
+			valid = first() // the next wanted stream
+			if !valid {
+				break
+			}
+		}
 		k := it.Key()
 		if cur == nil || !bytes.HasPrefix(k, cur) {
 			if len(k) < 3 {

@@ -3,6 +3,7 @@ package pebblestore
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -17,6 +18,9 @@ func TestScanStreamsMatchesScan(t *testing.T) {
 		t.Fatal(err)
 	}
 	names := []string{"queue/a", "queue/bb", "queue/a\x00b", "events/x", "queue/empty", "queue/skip"}
+	for i := range 30 { // with these, "queue/" streams are sought one by one, "" walks all
+		names = append(names, fmt.Sprintf("other/%d", i))
+	}
 	for i, n := range names {
 		for j := range 2 + i*3 {
 			if _, err := s.Append(n, fmt.Appendf(nil, "%s-%d", n, j)); err != nil {
@@ -30,7 +34,7 @@ func TestScanStreamsMatchesScan(t *testing.T) {
 	if err := s.Delete("queue/empty", 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14); err != nil {
 		t.Fatal(err)
 	}
-	check := func(s *Store) {
+	check := func(s *Store, prefix string) {
 		t.Helper()
 		type rec struct {
 			seq  uint64
@@ -39,7 +43,10 @@ func TestScanStreamsMatchesScan(t *testing.T) {
 		got := map[string][]rec{}
 		counts := map[string]int64{}
 		var cur string
-		err := s.ScanStreams("queue/", func(name string, count int64) bool {
+		err := s.ScanStreams(prefix, func(name string, count int64) bool {
+			if !strings.HasPrefix(name, "queue/") {
+				return false
+			}
 			if _, dup := counts[name]; dup {
 				t.Errorf("stream %q visited twice", name)
 			}
@@ -74,7 +81,8 @@ func TestScanStreamsMatchesScan(t *testing.T) {
 			t.Errorf("empty stream count %d", c)
 		}
 	}
-	check(s)
+	check(s, "queue/")
+	check(s, "")
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -83,7 +91,13 @@ func TestScanStreamsMatchesScan(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = s.Close() }()
-	check(s)
+	check(s, "queue/")
+	check(s, "")
+	var logs []string
+	if err := s.ScanStreams("events/", func(name string, _ int64) bool { logs = append(logs, name); return false },
+		func(uint64, []byte) bool { t.Error("declined stream's record"); return true }); err != nil || !slices.Equal(logs, []string{"events/x"}) {
+		t.Fatalf("events/ streams %q, %v", logs, err)
+	}
 	n := 0 // a record callback returning false ends the scan
 	if err := s.ScanStreams("", func(string, int64) bool { return true }, func(uint64, []byte) bool { n++; return false }); err != nil || n != 1 {
 		t.Fatalf("stopped scan: %d records, %v", n, err)
