@@ -1,7 +1,9 @@
 package dispatch
 
 import (
+	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -568,19 +570,30 @@ func (d *Dispatcher) Groups() []string {
 // Queues returns every queue, sorted by group then destination.
 func (d *Dispatcher) Queues() []Queue {
 	d.mu.RLock()
-	out := make([]Queue, 0, len(d.queues))
+	keyed := make([]keyedQueue, 0, len(d.queues))
 	for _, e := range d.queues {
-		out = append(out, e.q)
+		keyed = append(keyed, keyedQueue{group: e.id.Group, dest: e.id.Destination(), q: e.q})
 	}
 	d.mu.RUnlock()
-	sort.Slice(out, func(i, j int) bool {
-		a, b := out[i].Identity(), out[j].Identity()
-		if a.Group != b.Group {
-			return a.Group < b.Group
+	// Each destination's name is built once, not at every comparison (a shutdown with
+	// 100,000 queues spent a second building them).
+	slices.SortFunc(keyed, func(a, b keyedQueue) int {
+		if c := strings.Compare(a.group, b.group); c != 0 {
+			return c
 		}
-		return a.Destination() < b.Destination()
+		return strings.Compare(a.dest, b.dest)
 	})
+	out := make([]Queue, len(keyed))
+	for i, k := range keyed {
+		out[i] = k.q
+	}
 	return out
+}
+
+// keyedQueue is a queue with its sort key, for Queues.
+type keyedQueue struct {
+	group, dest string
+	q           Queue
 }
 
 // QueueStats is a point-in-time view of one queue for the admin API and metrics.

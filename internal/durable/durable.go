@@ -321,7 +321,14 @@ func putSeqs(sp *[]uint64, seqs []uint64) {
 // RecoverQueues calls fn, stream by stream in sequence order, for every stored queue message.
 // Records that do not decode are reported, counted and skipped; nothing before or after them
 // is lost.
+//
+// A store.StreamScanner is read in one ordered pass over every queue stream (one iterator for
+// the store, not one per stream), so that a start with many small queues costs what they
+// hold.
 func (l *Log) RecoverQueues(fn func(id dest.Identity, m *message.Message)) (recovered int, err error) {
+	if sc, ok := l.st.(store.StreamScanner); ok {
+		return l.recoverScanned(sc, fn)
+	}
 	streams, err := l.st.Streams()
 	if err != nil {
 		return 0, err
@@ -366,6 +373,60 @@ func (l *Log) RecoverQueues(fn func(id dest.Identity, m *message.Message)) (reco
 	return recovered, nil
 }
 
+// recoverScanned is RecoverQueues over a store.StreamScanner.
+func (l *Log) recoverScanned(sc store.StreamScanner, fn func(id dest.Identity, m *message.Message)) (recovered int, err error) {
+	var empty []string
+	var id dest.Identity
+	var name string
+	err = sc.ScanStreams(queueStreamPrefix, func(s string, count int64) bool {
+		pid, ok := ParseStream(s)
+		if !ok || pid.Pattern != dest.PatternQueues {
+			return false
+		}
+		if count == 0 {
+			empty = append(empty, s)
+			return false
+		}
+		id, name = pid, s
+		return true
+	}, func(seq uint64, data []byte) bool {
+		m, derr := message.Decode(data)
+		if derr != nil {
+			l.Corrupt.Add(1)
+			l.log.Error("skipping unreadable stored message", "stream", name, "seq", seq, "err", derr)
+			return true
+		}
+		m.Sequence = seq
+		fn(id, m)
+		recovered++
+		return true
+	})
+	l.dropEmpty(empty)
+	if err != nil {
+		return recovered, fmt.Errorf("durable: recover queues: %w", err)
+	}
+	return recovered, nil
+}
+
+// dropEmpty drops the empty queue streams found at recovery, in one write, so that the next
+// start does not load them (start-up stays proportional to stored messages).
+func (l *Log) dropEmpty(empty []string) {
+	dropper, _ := l.st.(store.Dropper)
+	if dropper == nil || len(empty) == 0 {
+		return
+	}
+	if err := dropper.Drop(empty...); err != nil && !errors.Is(err, store.ErrNotEmpty) {
+		l.log.Warn("dropping empty queue streams", "streams", len(empty), "err", err)
+	}
+}
+
+// queueStreamPrefix and eventsStreamPrefix begin every queue's and every events-store log's
+// stream name (StreamName).
+const (
+	queueStreamPrefix  = "queue/"
+	eventsStreamPrefix = "events/"
+)
+
 // Sync makes every delete done so far durable (acknowledged messages stay acknowledged
 // after a crash): the router calls it before the RECEIPT of an ACK or NACK that asked for
 // one. A store without unsynced deletes (no store.Syncer) needs nothing. Errors: the
@@ -400,8 +461,19 @@ func (l *Log) ForgetDestination(id dest.Identity) {
 	}
 }
 
-// Logs returns the identities of the events-store logs in the store.
+// Logs returns the identities of the events-store logs in the store. A store.StreamScanner
+// lists them without reading a record or seeking a stream's first (Streams does).
 func (l *Log) Logs() ([]dest.Identity, error) {
+	if sc, ok := l.st.(store.StreamScanner); ok {
+		var out []dest.Identity
+		err := sc.ScanStreams(eventsStreamPrefix, func(s string, _ int64) bool {
+			if id, ok := ParseStream(s); ok && id.Pattern == dest.PatternEventsStore {
+				out = append(out, id)
+			}
+			return false
+		}, func(uint64, []byte) bool { return true })
+		return out, err
+	}
 	streams, err := l.st.Streams()
 	if err != nil {
 		return nil, err

@@ -124,10 +124,20 @@ func New(o Options) *Queue {
 	q := &Queue{
 		maxDeliveries:   min(max(o.MaxDeliveries, 0), math.MaxInt32), // a DeliveryCount's top
 		redeliveryDelay: max(o.RedeliveryDelay, 0),
-		delivering:      make(map[uint64]delivery),
+		// delivering is made at the first delivery (deliver): a broker restored with many
+		// queues nobody consumes from does not hold an empty map for each.
 	}
 	q.SetRingSize(o.RingSize)
 	return q
+}
+
+// deliver records m, just popped, as in delivery in consumption order.
+func (q *Queue) deliver(m *Message) {
+	if q.delivering == nil {
+		q.delivering = make(map[uint64]delivery)
+	}
+	q.popCount++
+	q.delivering[m.Seq] = delivery{m: m, order: q.popCount}
 }
 
 // Enqueue adds m: at the tail when m.DeliverAt is zero or not after now, otherwise to the
@@ -208,8 +218,7 @@ func (q *Queue) Pop(now time.Time) (*Message, []Removed) {
 		if m.DeliveryCount < math.MaxInt32 { // saturates: a message NACKed forever stays at the top
 			m.DeliveryCount++
 		}
-		q.popCount++
-		q.delivering[m.Seq] = delivery{m: m, order: q.popCount}
+		q.deliver(m)
 		return m, q.result()
 	}
 	return nil, q.result()
@@ -266,8 +275,7 @@ func (q *Queue) PopFuncFrom(c *Cursor, now time.Time, pick func(*Message) bool) 
 			if m.DeliveryCount < math.MaxInt32 {
 				m.DeliveryCount++
 			}
-			q.popCount++
-			q.delivering[m.Seq] = delivery{m: m, order: q.popCount}
+			q.deliver(m)
 			return m, q.result()
 		}
 	}

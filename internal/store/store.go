@@ -171,3 +171,19 @@ type MultiAppender interface {
 	// none of it is). Errors as Append.
 	AppendMulti(entries []StreamRecords) (firstSeqs []uint64, wait func() error, err error)
 }
+
+// StreamScanner is implemented by stores that can read many streams' records in one ordered
+// pass (one iterator for the whole store instead of one per stream), which keeps a start
+// with many small streams proportional to the records stored (durable.Log.RecoverQueues).
+type StreamScanner interface {
+	// ScanStreams visits every stream whose name begins with prefix, streams in an order
+	// fixed by the store and each stream's records in sequence order, like Scan from 1:
+	// stream is called once per such stream with its name and record count (Streams'
+	// Count) before its records; when it returns false the stream's records are skipped.
+	// record is called for each record up to the stream's durable high-water mark; data is
+	// valid only during the call. record returning false ends the whole scan. Streams that
+	// hold nothing may or may not be visited (a store that finds streams by their records
+	// does not see empty ones). Errors: ErrClosed, or a read error (ErrCorrupt for
+	// corruption).
+	ScanStreams(prefix string, stream func(name string, count int64) bool, record func(seq uint64, data []byte) bool) error
+}

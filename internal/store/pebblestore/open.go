@@ -429,41 +429,45 @@ func (s *Store) loadStreams() (map[string]*stream, error) {
 
 // loadRecordsAbove sets st's state from its persisted state and what lies above the
 // state's high-water mark: group commits write record keys without a state, and now and
-// then a checkpoint key (doc.go). Walking back from the stream's end, it counts the records
+// then a checkpoint key (doc.go). One backward walk from the stream's end counts the records
 // above the newest checkpoint, or above the state when no checkpoint is newer; the highest
-// of them is the high-water mark when above the base's. The walk is bounded below by the
-// state's high-water mark, so it never meets a deleted record's tombstone (a removal always
-// writes a state covering what it removed). When the state counts records, one bounded
-// backward seek checks that a record at or below its high-water mark exists. it is one
-// iterator reused for every stream.
+// of them is the high-water mark when above the base's. When the state counts records, the
+// same walk goes on below the state's high-water mark until it meets a record (after a
+// checkpoint, one bounded backward seek does), checking that one exists. A state that
+// counts none bounds the walk below by its high-water mark, so it never meets a deleted
+// record's tombstone (a removal always writes a state covering what it removed). it is one
+// iterator reused for every stream; one walk, not two seeks, per stream keeps Open cheap
+// with many streams.
 func loadRecordsAbove(it *pebble.Iterator, st *stream, state streamState) error {
 	if state.last == ^uint64(0) {
 		return fmt.Errorf("%w: pebblestore: stream %q: high-water mark %d", store.ErrCorrupt, st.name, state.last)
 	}
+	p := st.recPrefix
+	lower := recordKey(p, state.last+1)
 	if state.count > 0 {
-		// Only streams that hold records are sought: a backward seek through an emptied
-		// stream walks its tombstones, which made Open proportional to every name ever
-		// used, not to what is stored.
-		it.SetBounds(recordKey(st.recPrefix, 0), recordKey(st.recPrefix, state.last+1))
-		found := false
-		for valid := it.Last(); valid && !found; valid = it.Prev() {
-			found = isRecordKey(st.recPrefix, it.Key())
-		}
-		if err := it.Error(); err != nil {
-			return wrapErr("open", err)
-		}
-		if !found {
-			return fmt.Errorf("%w: pebblestore: stream %q: no record at or below high-water mark %d, but count %d",
-				store.ErrCorrupt, st.name, state.last, state.count)
-		}
+		// Only streams that hold records are walked below the state: a backward walk through
+		// an emptied stream meets its tombstones, which made Open proportional to every name
+		// ever used, not to what is stored.
+		lower = recordKey(p, 0)
 	}
+	it.SetBounds(lower, streamEnd(p))
 	base := state
 	var top, n, nb uint64
-	it.SetBounds(recordKey(st.recPrefix, state.last+1), streamEnd(st.recPrefix))
+	found := false
 	for valid := it.Last(); valid; valid = it.Prev() {
 		k := it.Key()
-		if isRecordKey(st.recPrefix, k) {
-			top = max(top, seqOf(k))
+		if len(k) < len(p)+8 {
+			return fmt.Errorf("%w: pebblestore: stream %q: bad key %q", store.ErrCorrupt, st.name, k)
+		}
+		seq := binary.BigEndian.Uint64(k[len(p):])
+		if seq <= state.last { // below the state: only the existence check walks here
+			if found = isRecordKey(p, k); found {
+				break
+			}
+			continue
+		}
+		if isRecordKey(p, k) {
+			top = max(top, seq)
 			n++
 			lv := it.LazyValue()
 			nb += uint64(lv.Len())
@@ -474,14 +478,23 @@ func loadRecordsAbove(it *pebble.Iterator, st *stream, state streamState) error 
 			return wrapErr("open", err)
 		}
 		ck, ok := decodeState(v)
-		if len(k) != len(st.recPrefix)+9 || !ok || ck.last != binary.BigEndian.Uint64(k[len(st.recPrefix):]) {
+		if len(k) != len(p)+9 || !ok || ck.last != seq {
 			return fmt.Errorf("%w: pebblestore: stream %q: bad checkpoint %q = %x", store.ErrCorrupt, st.name, k, v)
 		}
 		base = ck
+		if state.count > 0 { // what lies between the state and the checkpoint is counted in it
+			for valid := it.SeekLT(recordKey(p, state.last+1)); valid && !found; valid = it.Prev() {
+				found = isRecordKey(p, it.Key())
+			}
+		}
 		break
 	}
 	if err := it.Error(); err != nil {
 		return wrapErr("open", err)
+	}
+	if state.count > 0 && !found {
+		return fmt.Errorf("%w: pebblestore: stream %q: no record at or below high-water mark %d, but count %d",
+			store.ErrCorrupt, st.name, state.last, state.count)
 	}
 	st.last, st.count, st.bytes = max(base.last, top), base.count+n, base.bytes+nb
 	st.unchecked, st.uncheckedBytes = n, nb
