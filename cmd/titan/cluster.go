@@ -58,6 +58,9 @@ func writeCluster(w io.Writer, st styler, s admin.ClusterStatus) error {
 		state, meta := "up", ""
 		if !n.Up {
 			state = "down"
+			if n.Cause != "" {
+				state += " (" + n.Cause + ")"
+			}
 		}
 		if n.MetaLeader {
 			meta = "leader"

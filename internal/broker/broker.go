@@ -250,8 +250,19 @@ func New(cfg config.Config, opts Options) (*Broker, error) {
 }
 
 // StoreHealth returns the store's condition (store.Store.Health): OK, degraded or down,
-// with the cause and counters. It never blocks on I/O.
-func (b *Broker) StoreHealth() store.Health { return b.store.Health() }
+// with the cause and counters. In cluster mode a node that cannot write its JetStream store
+// (cluster.Node.DiskHealth: a full or read-only disk, JetStream disabled) is down with that
+// cause too (issue 27). It never blocks on I/O.
+func (b *Broker) StoreHealth() store.Health {
+	h := b.store.Health()
+	if n := b.clusterNode(); n != nil && h.State != store.StateDown {
+		if d := n.DiskHealth(); !d.OK {
+			h.State, h.Cause, h.Since = store.StateDown, d.Cause, d.Since
+			h.Changes += d.Changes
+		}
+	}
+	return h
+}
 
 // StoreGroupCommits returns the store's group commit counters (store.GroupCommitStats); ok
 // is false when the store does not commit in groups (the memory store) and in cluster mode,

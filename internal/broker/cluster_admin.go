@@ -22,7 +22,7 @@ func (c clusterAdmin) ClusterStatus(ctx context.Context) (*admin.ClusterStatus, 
 	}
 	out := &admin.ClusterStatus{Mode: st.Mode, Cluster: st.Cluster, Node: st.Node, MetaLeader: st.MetaLeader, Errors: st.Errors}
 	for _, n := range st.Nodes {
-		out.Nodes = append(out.Nodes, admin.ClusterNode{Name: n.Name, Up: n.Up, MetaLeader: n.MetaLeader, Leads: n.Leads})
+		out.Nodes = append(out.Nodes, admin.ClusterNode{Name: n.Name, Up: n.Up, Cause: n.Cause, MetaLeader: n.MetaLeader, Leads: n.Leads})
 	}
 	for _, s := range st.Streams {
 		out.Streams = append(out.Streams, admin.ClusterStream{Name: s.Name, Group: s.Group, Kind: s.Kind, Leader: s.Leader,

@@ -39,6 +39,10 @@ import (
 	"github.com/titan-broker/titan/internal/config"
 )
 
+// maxStore is the embedded JetStream's file store limit: far above any disk, so the disk
+// itself is the limit.
+const maxStore = 1 << 50
+
 // ReadyTimeout bounds the wait at start for JetStream to be usable (a meta leader elected,
 // which needs a quorum of the configured nodes to be up).
 const ReadyTimeout = 60 * time.Second
@@ -51,6 +55,7 @@ type Node struct {
 	nc   *nats.Conn
 	js   jetstream.JetStream
 	acks *Acks
+	disk *diskWatch // nil with an external NATS
 	log  *slog.Logger
 }
 
@@ -89,6 +94,9 @@ func Start(ctx context.Context, cfg config.Cluster, maxPayload int, log *slog.Lo
 	if err := n.waitReady(ctx); err != nil {
 		n.Close()
 		return nil, err
+	}
+	if n.srv != nil {
+		n.startDiskWatch()
 	}
 	return n, nil
 }
@@ -141,6 +149,11 @@ func (n *Node) embed(maxPayload int) error {
 		NoSigs:             true,
 		Cluster:            server.ClusterOpts{Name: c.Name, Host: host, Port: port},
 		JetStreamMaxMemory: 256 << 20,
+		// The file system, not a limit derived from its free space at start, bounds the
+		// store: a full disk then fails a write, JetStream disables itself and DiskHealth
+		// reports it (issue 27), instead of publishes refused as "insufficient resources"
+		// on a node that looks healthy.
+		JetStreamMaxStore: maxStore,
 	}
 	if c.Sync == "always" {
 		o.SyncAlways = true
@@ -222,6 +235,9 @@ func (n *Node) Name() string {
 // Close drains the NATS connection (pending acks and publishes go out) and shuts the
 // embedded server down. Idempotent.
 func (n *Node) Close() {
+	if n.disk != nil {
+		n.disk.close()
+	}
 	if n.nc != nil && !n.nc.IsClosed() {
 		done := make(chan struct{})
 		n.nc.SetClosedHandler(func(*nats.Conn) { close(done) })
