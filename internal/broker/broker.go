@@ -628,6 +628,9 @@ func (b *Broker) Shutdown(ctx context.Context) error {
 	select {
 	case <-done:
 	case <-ctx.Done():
+		if n := b.clusterNode(); n != nil {
+			n.Abort() // publishes still retrying (no quorum) fail now instead of after 30 s
+		}
 		for _, s := range sessions {
 			s.Close(session.CloseShutdown)
 		}

@@ -57,6 +57,9 @@ type Node struct {
 	acks *Acks
 	disk *diskWatch // nil with an external NATS
 	log  *slog.Logger
+
+	life  context.Context // ends at Abort or Close: bounds in-flight JetStream work
+	abort context.CancelFunc
 }
 
 // Start embeds a clustered nats-server with JetStream (cfg.Name set) or connects to the
@@ -69,6 +72,7 @@ func Start(ctx context.Context, cfg config.Cluster, maxPayload int, log *slog.Lo
 		log = slog.New(slog.DiscardHandler)
 	}
 	n := &Node{cfg: cfg, log: log}
+	n.life, n.abort = context.WithCancel(context.Background())
 	var err error
 	if cfg.NatsURL != "" {
 		n.nc, err = nats.Connect(cfg.NatsURL, n.externalOptions()...)
@@ -85,7 +89,7 @@ func Start(ctx context.Context, cfg config.Cluster, maxPayload int, log *slog.Lo
 			return nil, fmt.Errorf("cluster: in-process connection: %w", err)
 		}
 	}
-	n.acks = newAcks(n.nc)
+	n.acks = newAcks(n.nc, n.life)
 	n.js, err = jetstream.New(n.nc)
 	if err != nil {
 		n.Close()
@@ -232,9 +236,21 @@ func (n *Node) Name() string {
 	return n.nc.ConnectedServerName()
 }
 
+// Context ends when the node gives up its in-flight JetStream work (Abort, Close). Every
+// publish, ack confirmation and retry loop of the cluster adapters derives its deadline
+// from it, so a node that cannot reach a quorum still shuts down within its grace period
+// (issue 27) instead of retrying each publish for PublishTimeout.
+func (n *Node) Context() context.Context { return n.life }
+
+// Abort ends Context: in-flight publishes and their retries fail now (their SENDs get an
+// ERROR, never a RECEIPT). The broker calls it when its shutdown grace period ends.
+// Idempotent, safe for concurrent use.
+func (n *Node) Abort() { n.abort() }
+
 // Close drains the NATS connection (pending acks and publishes go out) and shuts the
 // embedded server down. Idempotent.
 func (n *Node) Close() {
+	defer n.abort()
 	if n.disk != nil {
 		n.disk.close()
 	}
