@@ -620,6 +620,7 @@ func (b *Broker) Shutdown(ctx context.Context) error {
 	if b.admin != nil {
 		b.admin.shutdown(ctx)
 	}
+	b.stepDown(ctx)
 	for _, s := range sessions {
 		s.Shutdown() // ERROR "server shutting down", closed as a shutdown (not a protocol error)
 	}
@@ -651,6 +652,26 @@ func (b *Broker) Shutdown(ctx context.Context) error {
 	b.closeStore()
 	b.log.Info("stopped")
 	return nil
+}
+
+// stepDown moves the JetStream leaderships this cluster node holds to other nodes before
+// its clients are drained (a rolling restart, issue 27), within cluster.StepDownTimeout of
+// the shutdown's ctx. Single-node mode: nothing.
+func (b *Broker) stepDown(ctx context.Context) {
+	n := b.clusterNode()
+	if n == nil {
+		return
+	}
+	sctx, cancel := context.WithTimeout(ctx, cluster.StepDownTimeout)
+	defer cancel()
+	start := time.Now()
+	rep, err := n.StepDown(sctx)
+	log := b.log.With("streams", rep.Streams, "consumers", len(rep.Consumers), "meta", rep.Meta, "took", time.Since(start).Round(time.Millisecond))
+	if err != nil {
+		log.Warn("cluster: stepping down before shutdown", "err", err)
+		return
+	}
+	log.Info("cluster: stepped down from the leaderships this node held")
 }
 
 // closeStore closes the store; only once nothing that writes to it runs.

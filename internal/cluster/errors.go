@@ -14,3 +14,7 @@ var ErrAckUnconfirmed = errors.New("cluster: acknowledgement not confirmed by Je
 // disabled JetStream on this node (it does so when a write to its store fails: "out of
 // resources, will be DISABLED").
 var ErrJetStreamDisabled = errors.New("JetStream disabled on this node (its store could not be written)")
+
+// ErrJetStreamAPI wraps an error answer of a JetStream API request (a step-down, a peer
+// removal), with its description and error code.
+var ErrJetStreamAPI = errors.New("cluster: JetStream API")
