@@ -16,12 +16,11 @@ import (
 const StepDownTimeout = 5 * time.Second
 
 // JetStream API subjects (nats-server's jsStreamLeaderStepDownT, jsConsumerLeaderStepDownT,
-// JSApiLeaderStepDown, JSApiRemoveServer).
+// JSApiLeaderStepDown).
 const (
 	apiStreamStepDown   = "$JS.API.STREAM.LEADER.STEPDOWN.%s"
 	apiConsumerStepDown = "$JS.API.CONSUMER.LEADER.STEPDOWN.%s.%s"
 	apiMetaStepDown     = "$JS.API.META.LEADER.STEPDOWN"
-	apiServerRemove     = "$JS.API.SERVER.REMOVE"
 )
 
 // StepDownReport is what StepDown moved away from this node.
