@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"time"
 
 	"github.com/titan-broker/titan/internal/admin"
 	"github.com/titan-broker/titan/internal/cluster"
@@ -41,6 +42,14 @@ func adminReplicas(rs []status.ReplicaStatus) []admin.ClusterReplica {
 		out = append(out, admin.ClusterReplica{Name: r.Name, Current: r.Current, Offline: r.Offline, Lag: r.Lag, ActiveMs: r.Active.Milliseconds()})
 	}
 	return out
+}
+
+// RemoveNode implements admin.ClusterMembership (cluster.Node.RemovePeer), bounded by 4 s
+// (below the CLI's default 5 s request timeout, so it gets the answer).
+func (c clusterAdmin) RemoveNode(ctx context.Context, name string) error {
+	ctx, cancel := context.WithTimeout(ctx, 4*time.Second)
+	defer cancel()
+	return c.n.RemovePeer(ctx, name)
 }
 
 // clusterNode is the cluster node in cluster mode, else nil.

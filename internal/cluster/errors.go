@@ -18,3 +18,7 @@ var ErrJetStreamDisabled = errors.New("JetStream disabled on this node (its stor
 // ErrJetStreamAPI wraps an error answer of a JetStream API request (a step-down, a peer
 // removal), with its description and error code.
 var ErrJetStreamAPI = errors.New("cluster: JetStream API")
+
+// ErrNotEmbedded is returned by what only an embedded node can do (RemovePeer) on a node
+// that is a client of an external NATS.
+var ErrNotEmbedded = errors.New("cluster: not an embedded node (external NATS: use its own tools)")

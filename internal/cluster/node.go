@@ -24,6 +24,7 @@ package cluster
 
 import (
 	"context"
+	"crypto/rand"
 	"fmt"
 	"log/slog"
 	"net"
@@ -37,6 +38,13 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/titan-broker/titan/internal/config"
+)
+
+// The embedded server's users: appUser (no password, the global account) is every
+// connection's but the system account's sysUser.
+const (
+	appUser = "titan"
+	sysUser = "titan-system"
 )
 
 // maxStore is the embedded JetStream's file store limit: far above any disk, so the disk
@@ -57,6 +65,8 @@ type Node struct {
 	acks *Acks
 	disk *diskWatch // nil with an external NATS
 	log  *slog.Logger
+
+	sysPass string // the embedded server's system-account user's password
 
 	life  context.Context // ends at Abort or Close: bounds in-flight JetStream work
 	abort context.CancelFunc
@@ -159,6 +169,16 @@ func (n *Node) embed(maxPayload int) error {
 		// on a node that looks healthy.
 		JetStreamMaxStore: maxStore,
 	}
+	// The system account, for the JetStream API requests only it may make (peer removal):
+	// one user with a password made now; every other connection (the broker's in-process
+	// one, NATS tools on the client port) is the no-auth user of the global account, as
+	// before.
+	sys := server.NewAccount(server.DEFAULT_SYSTEM_ACCOUNT)
+	n.sysPass = rand.Text()
+	o.Accounts = []*server.Account{sys}
+	o.SystemAccount = server.DEFAULT_SYSTEM_ACCOUNT
+	o.Users = []*server.User{{Username: sysUser, Password: n.sysPass, Account: sys}, {Username: appUser}}
+	o.NoAuthUser = appUser
 	if c.Sync == "always" {
 		o.SyncAlways = true
 	} else if d, err := time.ParseDuration(c.Sync); err == nil {

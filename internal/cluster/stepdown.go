@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -16,11 +17,12 @@ import (
 const StepDownTimeout = 5 * time.Second
 
 // JetStream API subjects (nats-server's jsStreamLeaderStepDownT, jsConsumerLeaderStepDownT,
-// JSApiLeaderStepDown).
+// JSApiLeaderStepDown, JSApiRemoveServer).
 const (
 	apiStreamStepDown   = "$JS.API.STREAM.LEADER.STEPDOWN.%s"
 	apiConsumerStepDown = "$JS.API.CONSUMER.LEADER.STEPDOWN.%s.%s"
 	apiMetaStepDown     = "$JS.API.META.LEADER.STEPDOWN"
+	apiServerRemove     = "$JS.API.SERVER.REMOVE"
 )
 
 // StepDownReport is what StepDown moved away from this node.
@@ -80,7 +82,7 @@ func (n *Node) StepDown(ctx context.Context) (StepDownReport, error) {
 		errs = append(errs, fmt.Errorf("listing streams: %w", err))
 	}
 	if n.srv.JetStreamIsLeader() {
-		if err := n.apiRequest(ctx, apiMetaStepDown); err != nil {
+		if err := n.sysRequest(ctx, apiMetaStepDown, nil); err != nil {
 			errs = append(errs, fmt.Errorf("meta group: %w", err))
 		} else {
 			rep.Meta = true
@@ -114,13 +116,15 @@ type apiResponse struct {
 	} `json:"error"`
 }
 
-// apiRequest sends a JetStream API request with an empty body and returns its error.
+// apiRequest sends a JetStream API request with an empty body as the global account (the
+// streams' and consumers' API) and returns its error.
 func (n *Node) apiRequest(ctx context.Context, subject string) error {
-	return n.apiRequestBody(ctx, subject, nil)
+	return apiAnswer(n.nc.RequestWithContext(ctx, subject, nil))
 }
 
-func (n *Node) apiRequestBody(ctx context.Context, subject string, body []byte) error {
-	m, err := n.nc.RequestWithContext(ctx, subject, body)
+// apiAnswer is the error of a JetStream API answer: the request's, an unreadable answer,
+// or ErrJetStreamAPI with JetStream's description and code.
+func apiAnswer(m *nats.Msg, err error) error {
 	if err != nil {
 		return err
 	}
@@ -132,4 +136,32 @@ func (n *Node) apiRequestBody(ctx context.Context, subject string, body []byte) 
 		return fmt.Errorf("%w: %s (%d)", ErrJetStreamAPI, r.Error.Description, r.Error.ErrCode)
 	}
 	return nil
+}
+
+// RemovePeer removes the node named peer from the JetStream meta group (a node whose disk
+// died, or shrinking the cluster: issue 27) with $JS.API.SERVER.REMOVE, which only the
+// system account may send; the meta leader answers. Its stream and consumer replicas are
+// placed on the remaining nodes by JetStream. Only an embedded node can (ErrNotEmbedded
+// with an external NATS, whose operators run `nats server raft peer-remove`). Errors:
+// ErrJetStreamAPI with JetStream's description (an unknown peer, a removal in progress).
+func (n *Node) RemovePeer(ctx context.Context, peer string) error {
+	if n.srv == nil {
+		return ErrNotEmbedded
+	}
+	body, _ := json.Marshal(map[string]string{"peer": peer})
+	if err := n.sysRequest(ctx, apiServerRemove, body); err != nil {
+		return fmt.Errorf("removing %s: %w", peer, err)
+	}
+	return nil
+}
+
+// sysRequest sends a JetStream API request as the embedded server's system account (the
+// meta group's API: step-down, peer removal) and returns its error.
+func (n *Node) sysRequest(ctx context.Context, subject string, body []byte) error {
+	nc, err := nats.Connect("", nats.InProcessServer(n.srv), nats.UserInfo(sysUser, n.sysPass), nats.Name("titan-system"))
+	if err != nil {
+		return fmt.Errorf("cluster: system account connection: %w", err)
+	}
+	defer nc.Close()
+	return apiAnswer(nc.RequestWithContext(ctx, subject, body))
 }
