@@ -3,6 +3,8 @@ package sublist
 import (
 	"strings"
 	"sync"
+
+	"github.com/titan-broker/titan/internal/dest"
 )
 
 // Cache bounds. When a miss would store entry number cacheMaxEntries, the miss first sweeps
@@ -245,49 +247,10 @@ func hasWildcard(filter string) bool {
 	return false
 }
 
-// filterMatches reports whether filter matches the concrete channel by the trie's rule (that
-// of dest.Match): "*" is one token, ">" the rest (one token or more) and only as the last
-// token (elsewhere the filter matches nothing), "#" zero or more tokens anywhere; other
-// tokens, empty ones included, are literal. It is the greedy glob algorithm (only the last
-// '#' is backtracked), O(len(filter) × len(channel)) at worst.
-func filterMatches(filter, channel string) bool {
-	f, c := 0, 0 // token offsets; past the end (len+1) means no token left
-	starF, starC := -1, -1
-	for c <= len(channel) {
-		if f <= len(filter) {
-			fe := tokenEnd(filter, f)
-			switch ft := filter[f:fe]; ft {
-			case "#":
-				starF, starC = fe+1, c
-				f = fe + 1
-				continue
-			case ">":
-				return fe == len(filter)
-			case "*":
-				f, c = fe+1, tokenEnd(channel, c)+1
-				continue
-			default:
-				if ce := tokenEnd(channel, c); channel[c:ce] == ft {
-					f, c = fe+1, ce+1
-					continue
-				}
-			}
-		}
-		if starF < 0 {
-			return false
-		}
-		starC = tokenEnd(channel, starC) + 1
-		f, c = starF, starC
-	}
-	for f <= len(filter) {
-		fe := tokenEnd(filter, f)
-		if filter[f:fe] != "#" {
-			return false
-		}
-		f = fe + 1
-	}
-	return true
-}
+// filterMatches reports whether filter matches the concrete channel by the trie's rule,
+// which is dest.Match's: "*" is one token, ">" the rest (one token or more) and only as the
+// last token, "#" zero or more tokens anywhere; other tokens are literal.
+func filterMatches(filter, channel string) bool { return dest.Match(filter, channel) }
 
 // tokenEnd returns the offset of the '.' ending the token that starts at i in s, or len(s).
 func tokenEnd(s string, i int) int {
