@@ -12,11 +12,9 @@ package durable
 
 import (
 	"encoding/binary"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
-	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -202,82 +200,6 @@ func (l *Log) Forget(id dest.Identity, m *message.Message) {
 		}
 	}
 }
-
-// deleteFailed handles a failed delete of seqs from stream. A store that is down refused it
-// (and logged its state change once): the delete is kept, up to MaxDeferredDeletes, and
-// retried once the store is OK again, so acknowledged messages do not come back after a
-// later restart; it is logged at Debug. Any other failure is logged at Warn (the messages
-// are delivered again after a restart).
-func (l *Log) deleteFailed(stream string, seqs []uint64, err error) {
-	if !errors.Is(err, store.ErrUnavailable) {
-		l.log.Warn("delete failed", "stream", stream, "err", err)
-		return
-	}
-	l.log.Debug("delete deferred: store unavailable", "stream", stream, "seqs", len(seqs), "err", err)
-	l.deferMu.Lock()
-	defer l.deferMu.Unlock()
-	keep := min(len(seqs), MaxDeferredDeletes-l.deferredN)
-	if keep > 0 {
-		if l.deferred == nil {
-			l.deferred = make(map[string][]uint64)
-		}
-		l.deferred[stream] = append(l.deferred[stream], seqs[:keep]...)
-		l.deferredN += keep
-		l.hasDeferred.Store(true)
-		l.DeferredDeletes.Add(uint64(keep))
-	}
-	l.DroppedDeletes.Add(uint64(len(seqs) - keep))
-}
-
-// retryDeferred applies the deletes a down store refused, once it is OK again. It costs one
-// atomic load when none are pending; it runs on the next delete.
-func (l *Log) retryDeferred() {
-	if !l.hasDeferred.Load() || l.st.Health().State != store.StateOK {
-		return
-	}
-	l.deferMu.Lock()
-	pending := l.deferred
-	l.deferred, l.deferredN = nil, 0
-	l.hasDeferred.Store(false)
-	l.deferMu.Unlock()
-	for stream, seqs := range pending {
-		if err := l.st.Delete(stream, seqs...); err != nil {
-			l.deleteFailed(stream, seqs, err)
-			continue
-		}
-		l.Deleted.Add(uint64(len(seqs)))
-	}
-}
-
-// WatchStore applies the deletes a down store refused (acknowledged, dropped or expired
-// messages, kept up to MaxDeferredDeletes) as soon as the store is OK again, and syncs them,
-// rather than with the next delete: an ACK taken while the store was down stays taken after a
-// later restart, clean or not, even when no other message is acknowledged meanwhile. It waits
-// on the store's Health().Changed and returns when stop is closed, or at once for a store
-// whose state never changes. Run it on one goroutine.
-func (l *Log) WatchStore(stop <-chan struct{}) {
-	for {
-		h := l.st.Health()
-		if h.State == store.StateOK && l.hasDeferred.Load() {
-			l.retryDeferred()
-			if err := l.Sync(); err != nil {
-				l.log.Debug("sync of deferred deletes", "err", err)
-			}
-		}
-		if h.Changed == nil {
-			return
-		}
-		select {
-		case <-stop:
-			return
-		case <-h.Changed:
-		}
-	}
-}
-
-// FlushDeferred applies the deletes a down store refused, if it is OK now (a clean shutdown
-// calls it before closing the store, which syncs them).
-func (l *Log) FlushDeferred() { l.retryDeferred() }
 
 // Retire deletes the stored copies of messages a queue is done with (acknowledged, or removed
 // by the ring, expiry or dead-lettering). It implements pointqueue.Retirer.
@@ -616,132 +538,6 @@ func (l *Log) EnforceRetention(settings func(dest.Identity) address.Settings, no
 }
 
 // settingsKey is the meta key holding the settings of operator-created queues.
-const settingsKey = "queue-settings"
-
-// SaveQueueSettings records (s non-nil) or forgets (s nil) the settings of an
-// operator-created queue, durably, so a restart recreates the queue with them (a ring keeps its
-// ring size). It implements dispatch.SettingsStore.
-func (l *Log) SaveQueueSettings(id dest.Identity, s *address.Settings) {
-	l.settingsMu.Lock()
-	defer l.settingsMu.Unlock()
-	all, err := l.queueSettingsLocked()
-	if err != nil {
-		l.log.Error("reading queue settings", "err", err)
-		return
-	}
-	if s == nil {
-		delete(all, l.stream(id))
-		l.savePausedLocked(id, false) // a deleted queue comes back running
-	} else {
-		all[l.stream(id)] = *s
-	}
-	data, _ := json.Marshal(all)
-	if err := l.st.SetMeta(settingsKey, data); err != nil {
-		l.log.Error("saving queue settings", "err", err)
-	}
-}
-
-func (l *Log) queueSettingsLocked() (map[string]address.Settings, error) {
-	all := map[string]address.Settings{}
-	v, ok, err := l.st.Meta(settingsKey)
-	if err != nil || !ok {
-		return all, err
-	}
-	if err := json.Unmarshal(v, &all); err != nil {
-		return map[string]address.Settings{}, fmt.Errorf("durable: queue settings: %w", err)
-	}
-	return all, nil
-}
-
-// pausedKey is the meta key holding the stream names of paused queues (a JSON array).
-const pausedKey = "queue-paused"
-
-// SaveQueuePaused records, durably, that the queue id is paused (or no longer is), so a
-// restart brings it back paused: operator-made state survives restarts like the queue's
-// settings. It implements dispatch.PauseStore. Failures are logged, not returned (the queue's
-// state in memory has already changed).
-func (l *Log) SaveQueuePaused(id dest.Identity, paused bool) {
-	l.settingsMu.Lock()
-	defer l.settingsMu.Unlock()
-	l.savePausedLocked(id, paused)
-}
-
-func (l *Log) savePausedLocked(id dest.Identity, paused bool) {
-	set, err := l.pausedLocked()
-	if err != nil {
-		l.log.Error("reading paused queues", "err", err)
-		return
-	}
-	name := l.stream(id)
-	if set[name] == paused {
-		return
-	}
-	if paused {
-		set[name] = true
-	} else {
-		delete(set, name)
-	}
-	names := make([]string, 0, len(set))
-	for n := range set {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	data, _ := json.Marshal(names)
-	if err := l.st.SetMeta(pausedKey, data); err != nil {
-		l.log.Error("saving paused queues", "err", err)
-	}
-}
-
-func (l *Log) pausedLocked() (map[string]bool, error) {
-	set := map[string]bool{}
-	v, ok, err := l.st.Meta(pausedKey)
-	if err != nil || !ok {
-		return set, err
-	}
-	var names []string
-	if err := json.Unmarshal(v, &names); err != nil {
-		return set, fmt.Errorf("durable: paused queues: %w", err)
-	}
-	for _, n := range names {
-		set[n] = true
-	}
-	return set, nil
-}
-
-// PausedQueues returns the identities of the queues saved as paused (SaveQueuePaused), in
-// stream-name order.
-func (l *Log) PausedQueues() ([]dest.Identity, error) {
-	l.settingsMu.Lock()
-	defer l.settingsMu.Unlock()
-	set, err := l.pausedLocked()
-	names := make([]string, 0, len(set))
-	for n := range set {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	out := make([]dest.Identity, 0, len(names))
-	for _, n := range names {
-		if id, ok := ParseStream(n); ok {
-			out = append(out, id)
-		}
-	}
-	return out, err
-}
-
-// QueueSettings returns the saved settings of operator-created queues by identity.
-func (l *Log) QueueSettings() (map[dest.Identity]address.Settings, error) {
-	l.settingsMu.Lock()
-	defer l.settingsMu.Unlock()
-	all, err := l.queueSettingsLocked()
-	out := make(map[dest.Identity]address.Settings, len(all))
-	for name, s := range all {
-		if id, ok := ParseStream(name); ok {
-			out[id] = s
-		}
-	}
-	return out, err
-}
-
 // PersistAsync is Persist split in two (see store.AsyncAppender): it orders m into id's
 // stream and sets m.Sequence; wait, called exactly once, returns once m is fsync'd. On a
 // store without asynchronous appends it is Persist, with a wait that returns nil.
