@@ -1,7 +1,6 @@
 package cluster
 
 import (
-	"context"
 	"strconv"
 	"strings"
 	"sync"
@@ -32,8 +31,7 @@ const pruneEvery = 4096
 // above). The zero value is not usable: Node.Acks. Safe for concurrent use.
 type Acks struct {
 	nc     *nats.Conn
-	prefix string          // reply subject prefix: <inbox>.<token>
-	life   context.Context // the node's Context: Sync gives up when it ends
+	prefix string // reply subject prefix: <inbox>.<token>
 
 	mu      sync.Mutex
 	cond    *sync.Cond            // on mu: an answer arrived
@@ -48,14 +46,9 @@ type pendingAck struct {
 	sent  time.Time
 }
 
-func newAcks(nc *nats.Conn, life context.Context) *Acks {
-	a := &Acks{nc: nc, prefix: nc.NewRespInbox(), pending: make(map[uint64]pendingAck), life: life}
+func newAcks(nc *nats.Conn) *Acks {
+	a := &Acks{nc: nc, prefix: nc.NewRespInbox(), pending: make(map[uint64]pendingAck)}
 	a.cond = sync.NewCond(&a.mu)
-	context.AfterFunc(life, func() {
-		a.mu.Lock()
-		a.cond.Broadcast() // Sync gives up
-		a.mu.Unlock()
-	})
 	return a
 }
 
@@ -112,7 +105,7 @@ func (a *Acks) answered(msg *nats.Msg) {
 
 // Sync returns once every ack this node sent before the call is applied by its consumer's
 // leader, resending those unanswered for ackResend. Errors: ErrAckUnconfirmed after
-// PublishTimeout, or at once when the node's Context ended.
+// PublishTimeout.
 func (a *Acks) Sync() error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -137,7 +130,7 @@ func (a *Acks) Sync() error {
 		if !waiting {
 			return nil
 		}
-		if now.After(deadline) || a.life.Err() != nil {
+		if now.After(deadline) {
 			return ErrAckUnconfirmed
 		}
 		wake.Reset(ackResend)
