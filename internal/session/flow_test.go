@@ -25,7 +25,12 @@ func TestWriteEventPassesTheLimitAndCongests(t *testing.T) {
 	read(t, c, p)
 	big := bytes.Repeat([]byte("x"), 4096)
 	head, tail := eventFrame(big)
-	if ok, _ := s.WriteEvent(head, tail, false); ok && s.QueuedBytes() > o.MaxOutboundBytes && s.Congested() == nil {
+	// Forced: a non-forced write over the limit is refused when the CONNECTED frame is still
+	// queued, and then the client would have nothing to read (a race the test must not have).
+	if ok, _ := s.WriteEvent(head, tail, true); !ok {
+		t.Fatal("forced write refused on an open connection")
+	}
+	if s.QueuedBytes() > o.MaxOutboundBytes && s.Congested() == nil {
 		t.Fatal("over the limit but not congested")
 	}
 	read(t, c, p) // the client reads: congestion ends
