@@ -206,7 +206,7 @@ func TestLargeFrameBudget(t *testing.T) {
 		return f
 	}
 	var refused *rawFrame
-	eventually(t, 10*time.Second, 50*time.Millisecond, func() bool {
+	eventually(t, 10*time.Second, func() bool {
 		c := dialRaw(t, b)
 		c.connect()
 		defer c.conn.Close()
@@ -229,7 +229,7 @@ func TestLargeFrameBudget(t *testing.T) {
 	for _, h := range holders {
 		_ = h.conn.Close()
 	}
-	eventually(t, 10*time.Second, 50*time.Millisecond, func() bool {
+	eventually(t, 10*time.Second, func() bool {
 		c := dialRaw(t, b)
 		c.connect()
 		defer c.conn.Close()
@@ -269,7 +269,7 @@ func TestClientAckSlowConsumerReleasesProducersAtTimeout(t *testing.T) {
 	}
 	// The producers never waited for it (issue 30); the stuck subscriber is closed as a slow
 	// consumer once the messages held at its prefetch have waited slow-consumer-timeout.
-	eventually(t, 10*time.Second, 50*time.Millisecond, func() bool {
+	eventually(t, 10*time.Second, func() bool {
 		return metricSum(scrapeMetrics(t, b), "titan_slow_consumers_closed_total") >= 1
 	}, "titan_slow_consumers_closed_total >= 1")
 }

@@ -250,7 +250,7 @@ func startPinger(t *testing.T, b *broker, dest string) *pinger {
 func (p *pinger) requireProgress(t *testing.T) {
 	t.Helper()
 	start := p.rt.Load()
-	eventually(t, 2*time.Duration(scenarioWait)*time.Second, 5*time.Millisecond, func() bool {
+	eventually(t, 2*time.Duration(scenarioWait)*time.Second, func() bool {
 		p.mu.Lock()
 		errs := p.errs
 		p.mu.Unlock()

@@ -98,7 +98,7 @@ func TestClusterQueueActionsFromAnyNode(t *testing.T) {
 
 	t.Run("pause on node 2 holds deliveries on node 1 until resumed", func(t *testing.T) {
 		requireCLIOK(t, nodes[2].broker(), "queue", "pause", jobs)
-		eventually(t, 10*time.Second, 100*time.Millisecond, func() bool {
+		eventually(t, 10*time.Second, func() bool {
 			q, ok := clusterListed(t, nodes[0], jobs)
 			return ok && q.Paused
 		}, "the queue list on node 0 shows %s paused", jobs)
@@ -106,7 +106,7 @@ func TestClusterQueueActionsFromAnyNode(t *testing.T) {
 		consumer.waitReady(t)
 		// The consumer's node pulls (its pull request waits on the paused consumer) and
 		// nothing is delivered.
-		eventually(t, 10*time.Second, 100*time.Millisecond, func() bool {
+		eventually(t, 10*time.Second, func() bool {
 			q, ok := clusterListed(t, nodes[0], jobs)
 			return ok && q.Consumers > 0
 		}, "node 1's pull request on %s", jobs)
@@ -125,7 +125,7 @@ func TestClusterQueueActionsFromAnyNode(t *testing.T) {
 		if !slices.Equal(collectedBodies(got), []string{"a", "b", "c"}) || len(got.Errors) != 0 {
 			t.Fatalf("after resume node 1 received %q (errors %v), want a b c", collectedBodies(got), got.Errors)
 		}
-		eventually(t, 10*time.Second, 100*time.Millisecond, func() bool {
+		eventually(t, 10*time.Second, func() bool {
 			q, ok := clusterListed(t, nodes[2], jobs)
 			return ok && q.Size == 0 && !q.Paused
 		}, "%s empty and running after the consumer acknowledged everything", jobs)
@@ -161,7 +161,7 @@ func TestClusterQueueActionsFromAnyNode(t *testing.T) {
 		runClusterWith(t, pyClusterAdmin, nodes, "dead_letter", map[string]any{"dest": dead, "bodies": []string{"p1", "p2", "p3"}, "headers": map[string]string{"x-app": "kept"}}, &nacked)
 		requireEqual(t, "", nacked.Error, "dead_letter scenario")
 		var dl []string
-		eventually(t, 10*time.Second, 100*time.Millisecond, func() bool {
+		eventually(t, 10*time.Second, func() bool {
 			dl = clusterBrowse(t, nodes[1], dlq)
 			return len(dl) == 3
 		}, "3 dead letters browsed on node 1 (last %q)", &dl)
@@ -170,7 +170,7 @@ func TestClusterQueueActionsFromAnyNode(t *testing.T) {
 		}
 		// The NACKing subscriber is gone; wait until its node's last pull request expired, so
 		// the re-driven messages go to the next subscriber rather than to that request.
-		eventually(t, 10*time.Second, 100*time.Millisecond, func() bool {
+		eventually(t, 10*time.Second, func() bool {
 			q, ok := clusterListed(t, nodes[0], dead)
 			return ok && q.Consumers == 0 && q.Delivering == 0
 		}, "no pull request nor delivery left on %s", dead)
@@ -237,7 +237,7 @@ func TestClusterQueueActionsFromAnyNode(t *testing.T) {
 		requireCLIOK(t, nodes[2].broker(), "queue", "pause", live)
 		consumer := startScenario(t, pythonClient, "collect", map[string]any{"port": nodes[1].stompPort, "dest": live, "count": 1})
 		consumer.waitReady(t)
-		eventually(t, 10*time.Second, 100*time.Millisecond, func() bool {
+		eventually(t, 10*time.Second, func() bool {
 			q, ok := clusterListed(t, nodes[0], live)
 			return ok && q.Consumers > 0
 		}, "node 1's pull request on %s", live)

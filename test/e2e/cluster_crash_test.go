@@ -186,7 +186,7 @@ func TestClusterLeaderKillsLoseNoReceiptedMessage(t *testing.T) {
 	progress := func(n int, what string) {
 		t.Helper()
 		r0, d0 := log.counts()
-		eventually(t, 45*time.Second, 20*time.Millisecond, func() bool {
+		eventually(t, 45*time.Second, func() bool {
 			r, d := log.counts()
 			return r >= r0+n && d >= d0+n
 		}, "%d more RECEIPTs and deliveries %s", n, what)
@@ -206,7 +206,7 @@ func TestClusterLeaderKillsLoseNoReceiptedMessage(t *testing.T) {
 		// The busiest stream (most messages ever stored) and its leader, from the cluster
 		// view of a node that answers.
 		var view clusterView
-		eventually(t, 30*time.Second, 100*time.Millisecond, func() bool {
+		eventually(t, 30*time.Second, func() bool {
 			for _, n := range nodes {
 				if v, ok := getCluster(n); ok && len(v.Streams) > 0 {
 					busiest := slices.MaxFunc(v.Streams, func(a, b clusterStreamView) int { return int(a.LastSeq) - int(b.LastSeq) })
@@ -236,7 +236,7 @@ func TestClusterLeaderKillsLoseNoReceiptedMessage(t *testing.T) {
 		progress(200, fmt.Sprintf("after kill %d (%s)", k+1, victim.name))
 		// Before the next kill the restarted node must have caught up: every replica of the
 		// busiest stream current again (as an operator would check with `titan cluster`).
-		eventually(t, 30*time.Second, 100*time.Millisecond, func() bool {
+		eventually(t, 30*time.Second, func() bool {
 			v, ok := getCluster(nodes[(slices.Index(nodes, victim)+1)%3])
 			if !ok {
 				return false

@@ -101,7 +101,7 @@ func TestClusterOperatorView(t *testing.T) {
 		var leaders []string
 		for _, n := range nodes {
 			var v clusterView
-			eventually(t, 20*time.Second, 100*time.Millisecond, func() bool {
+			eventually(t, 20*time.Second, func() bool {
 				var ok bool
 				v, ok = getCluster(n)
 				if !ok || len(v.Nodes) != 3 || v.MetaLeader == "" {
@@ -221,7 +221,7 @@ func TestClusterOperatorView(t *testing.T) {
 	t.Run("metrics carry the node and the cluster gauges", func(t *testing.T) {
 		for _, n := range nodes {
 			var scrape string
-			eventually(t, 20*time.Second, 200*time.Millisecond, func() bool {
+			eventually(t, 20*time.Second, func() bool {
 				scrape = scrapeMetrics(t, n.broker())
 				return strings.Contains(scrape, fmt.Sprintf(`titan_cluster_nodes_up{node=%q} 3`, n.name))
 			}, "node %s: titan_cluster_nodes_up 3", n.name)
@@ -270,7 +270,7 @@ func TestClusterOperatorView(t *testing.T) {
 		text := func(id string) string {
 			return cdpEval[string](t, ctx, `document.getElementById(`+strconv.Quote(id)+`).textContent`)
 		}
-		eventually(t, 15*time.Second, 100*time.Millisecond, func() bool {
+		eventually(t, 15*time.Second, func() bool {
 			return strings.Contains(text("nodes-title"), "Nodes (3 of 3 up, cluster titan-e2e, embedded)")
 		}, "the console's nodes title (last %q)", text("nodes-title"))
 		rows := cdpEval[[]string](t, ctx, `Array.from(document.querySelectorAll("#nodes tbody tr")).map(function (r) { return r.textContent; })`)
@@ -283,13 +283,13 @@ func TestClusterOperatorView(t *testing.T) {
 		if !ok || q.Leader == "" {
 			t.Fatalf("cluster view %+v", v)
 		}
-		eventually(t, 15*time.Second, 100*time.Millisecond, func() bool {
+		eventually(t, 15*time.Second, func() bool {
 			rows := cdpEval[[]string](t, ctx, `Array.from(document.querySelectorAll("#nodes tbody tr, #streams tbody tr")).map(function (r) { return r.textContent; })`)
 			all := strings.Join(rows, "|")
 			return strings.Contains(all, q.Leader) && strings.Contains(all, "TITAN_default_Q") && strings.Contains(all, "current")
 		}, "the console shows TITAN_default_Q led by %s with current replicas", q.Leader)
 		// The destinations table lists the queue as JetStream holds it.
-		eventually(t, 15*time.Second, 100*time.Millisecond, func() bool {
+		eventually(t, 15*time.Second, func() bool {
 			return strings.Contains(text("dests"), "/queue/ops")
 		}, "the console's destinations list /queue/ops")
 	})
@@ -299,7 +299,7 @@ func TestClusterOperatorView(t *testing.T) {
 		nodes[0].kill9(t)
 		nodes[1].kill9(t)
 		var v clusterView
-		eventually(t, 30*time.Second, 200*time.Millisecond, func() bool {
+		eventually(t, 30*time.Second, func() bool {
 			var ok bool
 			v, ok = getCluster(nodes[2])
 			up := 0
@@ -327,7 +327,7 @@ func checkExternalClusterView(t *testing.T, nodes []*clusterNode) {
 	t.Helper()
 	for _, n := range nodes {
 		var v clusterView
-		eventually(t, 20*time.Second, 100*time.Millisecond, func() bool {
+		eventually(t, 20*time.Second, func() bool {
 			var ok bool
 			v, ok = getCluster(n)
 			s, found := v.stream("TITAN_default_Q")

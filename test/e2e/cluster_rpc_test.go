@@ -194,7 +194,7 @@ func waitResponders(t *testing.T, n *clusterNode, dests ...string) {
 	requireNoError(t, c.write("SUBSCRIBE\nid:probe\ndestination:/temp-queue/probe\n\n\x00"))
 	seq := 0
 	for _, d := range dests {
-		eventually(t, 30*time.Second, 50*time.Millisecond, func() bool {
+		eventually(t, 30*time.Second, func() bool {
 			seq++
 			corr := fmt.Sprintf("probe-%d", seq)
 			requireNoError(t, c.write("SEND\ndestination:"+d+"\nreply-to:/temp-queue/probe\ncorrelation-id:"+corr+"\ntimeout:10000\n\n\x00"))

@@ -32,7 +32,7 @@ var pyClusterSemantics = stompClient{
 func streamConfigs(t *testing.T, nodes []*clusterNode, prefix string) map[string]jetstream.StreamConfig {
 	t.Helper()
 	out := map[string]jetstream.StreamConfig{}
-	eventually(t, 30*time.Second, 100*time.Millisecond, func() bool {
+	eventually(t, 30*time.Second, func() bool {
 		for _, n := range nodes {
 			nc, err := nats.Connect(fmt.Sprintf("nats://127.0.0.1:%d", n.natsPort), nats.Timeout(time.Second))
 			if err != nil {

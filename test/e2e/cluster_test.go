@@ -170,7 +170,7 @@ func startNodes(t *testing.T, addressSettings string, clusterYAML func(i int, n 
 func streamLeader(t *testing.T, nodes []*clusterNode, stream string) int {
 	t.Helper()
 	var name string
-	eventually(t, 30*time.Second, 100*time.Millisecond, func() bool {
+	eventually(t, 30*time.Second, func() bool {
 		for _, n := range nodes {
 			nc, err := nats.Connect(fmt.Sprintf("nats://127.0.0.1:%d", n.natsPort), nats.Timeout(time.Second))
 			if err != nil {
@@ -465,7 +465,7 @@ func TestClusterKillNineLosesNoReceiptedMessage(t *testing.T) {
 	<-started
 	<-started
 	// Let the producers get going, then kill -9 the stream's leader and bring it back.
-	eventually(t, 60*time.Second, 20*time.Millisecond, func() bool {
+	eventually(t, 60*time.Second, func() bool {
 		mu.Lock()
 		defer mu.Unlock()
 		return len(results[0].acked)+len(results[1].acked) > 0

@@ -69,7 +69,7 @@ func authQueue(t *testing.T, b *broker, destination string) (queueStat, bool) {
 func eventuallyAuthQueue(t *testing.T, b *broker, destination, what string, cond func(queueStat, bool) bool) {
 	t.Helper()
 	var last queueStat
-	eventually(t, 10*time.Second, 20*time.Millisecond, func() bool {
+	eventually(t, 10*time.Second, func() bool {
 		q, ok := authQueue(t, b, destination)
 		last = q
 		return cond(q, ok)
@@ -106,12 +106,12 @@ func TestConsoleInHeadlessChromium(t *testing.T) {
 	}
 	waitText := func(id, want string) {
 		t.Helper()
-		eventually(t, 15*time.Second, 50*time.Millisecond, func() bool { return strings.Contains(text(id), want) }, "#%s shows %q", id, want)
+		eventually(t, 15*time.Second, func() bool { return strings.Contains(text(id), want) }, "#%s shows %q", id, want)
 	}
 	click := func(action, destination string) {
 		t.Helper()
 		sel := fmt.Sprintf(`button[data-action=%q][data-dest=%q]`, action, destination)
-		eventually(t, 15*time.Second, 50*time.Millisecond, func() bool {
+		eventually(t, 15*time.Second, func() bool {
 			return cdpEval[bool](t, ctx, `(function(){var b=document.querySelector(`+strconv.Quote(sel)+`); if(!b) return false; b.click(); return true})()`)
 		}, "clicking %s", sel)
 	}
@@ -164,7 +164,7 @@ func TestConsoleInHeadlessChromium(t *testing.T) {
 
 	// The graph draws the traffic: rates above zero, and the series' colours (published,
 	// delivered and acknowledged overlap on a queue with a consumer) above the baseline.
-	eventually(t, 20*time.Second, 100*time.Millisecond, func() bool {
+	eventually(t, 20*time.Second, func() bool {
 		st := cdpEval[struct {
 			Samples int
 			Rates   struct{ Published, Delivered, Acknowledged float64 }
@@ -224,7 +224,7 @@ func TestConsoleInHeadlessChromium(t *testing.T) {
 	waitText("conns", id)
 	click("close-connection", id)
 	click("close-connection", id)
-	eventually(t, 10*time.Second, 20*time.Millisecond, func() bool {
+	eventually(t, 10*time.Second, func() bool {
 		select {
 		case <-nacker.Done():
 			return true
@@ -265,12 +265,12 @@ func TestConsoleInHeadlessChromium(t *testing.T) {
 	bench.Env = append(os.Environ(), "NO_COLOR=1")
 	requireNoError(t, bench.Start())
 	defer func() { _ = bench.Process.Kill(); _ = bench.Wait() }()
-	eventually(t, 30*time.Second, 100*time.Millisecond, func() bool {
+	eventually(t, 30*time.Second, func() bool {
 		return cdpEval[float64](t, ctx, `window.titanConsole.rates.published`) > 100
 	}, "bench traffic on the graph")
 	waitText("conns-title", "Connections (5)")
 	from := cdpEval[int](t, ctx, `window.titanConsole.samples`)
-	eventually(t, 30*time.Second, 200*time.Millisecond, func() bool {
+	eventually(t, 30*time.Second, func() bool {
 		return cdpEval[int](t, ctx, `window.titanConsole.samples`) >= from+8
 	}, "8 s of bench samples for the screenshot")
 	// At 1280 px (the window) the page scrolls no sideways and every table's last column,

@@ -107,7 +107,7 @@ func fillUntilError(t *testing.T, p *titanProc, dest string, size int) ([]int, *
 func recoveredSend(t *testing.T, p *titanProc, dest string, id int) time.Duration {
 	t.Helper()
 	start := time.Now()
-	eventually(t, 30*time.Second, 100*time.Millisecond, func() bool {
+	eventually(t, 30*time.Second, func() bool {
 		c := dialRaw(t, p.broker())
 		c.connect()
 		f := persistentSend(t, c, dest, id, 64)
@@ -155,7 +155,7 @@ func receiveAll(t *testing.T, p *titanProc, dest string, want []int) {
 // one (the store logs a state change once, not per refused write), and logs it.
 func requireOneLogLine(t *testing.T, p *titanProc, s string) {
 	t.Helper()
-	eventually(t, 10*time.Second, 20*time.Millisecond, func() bool {
+	eventually(t, 10*time.Second, func() bool {
 		return strings.Contains(p.stderr.String(), s)
 	}, "titan logs %q", s)
 	var lines []string

@@ -189,11 +189,11 @@ func TestDurableSubscriptionIdleExpiry(t *testing.T) {
 	s.call(map[string]any{"op": "subscribe", "conn": "a", "dest": log, "headers": durableSub("gone")}, &gone)
 	s.call(map[string]any{"op": "subscribe", "conn": "a", "dest": log, "headers": durableSub("kept")}, &kept)
 	s.call(map[string]any{"op": "unsubscribe", "conn": "a", "id": gone.ID}, nil)
-	eventually(t, 10*time.Second, 50*time.Millisecond, func() bool {
+	eventually(t, 10*time.Second, func() bool {
 		return strings.Join(durableNames(t, b), ",") == "/events-store/idle:kept:live"
 	}, "the offline durable subscription expires; the live one stays")
 	// Still kept well past the timeout while live.
-	eventually(t, 5*time.Second, 100*time.Millisecond, func() bool {
+	eventually(t, 5*time.Second, func() bool {
 		return sampleValue(scrapeMetrics(t, b), "titan_durable_subscriptions") == 1
 	}, "titan_durable_subscriptions = 1")
 	if !strings.Contains(b.stderr.String(), "durable subscription expired") {

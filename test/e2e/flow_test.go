@@ -128,7 +128,7 @@ func TestFlowControlSlowConsumerClosedOthersKeepReceiving(t *testing.T) {
 	checkEqual(t, 0, len(out.Errors), "ERROR frames to the healthy clients: %v", out.Errors)
 
 	// Then the stuck subscriber is closed as a slow consumer by its timer.
-	eventually(t, 30*time.Second, 50*time.Millisecond, func() bool {
+	eventually(t, 30*time.Second, func() bool {
 		return scrapeSeries(t, b)["titan_slow_consumers_closed_total"] == 1
 	}, "a slow-consumer close on /metrics")
 	// The stuck client, reading now, finds MESSAGEs, then the ERROR, then the close.

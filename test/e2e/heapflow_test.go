@@ -42,7 +42,7 @@ func TestHeapWatermarksPauseAndResumeProducers(t *testing.T) {
 	}()
 
 	// The heap crosses the high mark: titan says so and the producer is paused.
-	eventually(t, 30*time.Second, 20*time.Millisecond, func() bool {
+	eventually(t, 30*time.Second, func() bool {
 		m := scrapeSeries(t, b)
 		return m["titan_heap_over_watermark"] == 1 && m["titan_producers_paused"] >= 1
 	}, "titan_heap_over_watermark 1 and a producer paused")
@@ -86,7 +86,7 @@ func TestHeapWatermarksPauseAndResumeProducers(t *testing.T) {
 
 	// Once the garbage is collected the heap is back under its marks (a paused broker forces
 	// a collection at least every second while over).
-	eventually(t, 10*time.Second, 50*time.Millisecond, func() bool {
+	eventually(t, 10*time.Second, func() bool {
 		return scrapeSeries(t, b)["titan_heap_over_watermark"] == 0
 	}, "titan_heap_over_watermark back to 0")
 	m = scrapeSeries(t, b)

@@ -130,7 +130,7 @@ func TestDestinationLimits(t *testing.T) {
 				t.Logf("RSS %.1f MiB before, %.1f MiB at the last poll", rss0/(1<<20), rss1/(1<<20))
 			}
 		})
-		eventually(t, 15*time.Second, 250*time.Millisecond, func() bool {
+		eventually(t, 15*time.Second, func() bool {
 			rss1 = metricSum(scrapeMetrics(t, b), "process_resident_memory_bytes")
 			return rss1-rss0 <= 32<<20
 		}, "RSS to settle within 32 MiB of its value before the refused creations")
@@ -155,7 +155,7 @@ func TestIdleDestinationsReclaimed(t *testing.T) {
 	f, err = c.readFrame(10 * time.Second)
 	requireNoError(t, err)
 	requireEqual(t, "RECEIPT", f.command)
-	eventually(t, 15*time.Second, 50*time.Millisecond, func() bool {
+	eventually(t, 15*time.Second, func() bool {
 		_, ok := monitorQueue(t, b, "/queue/gone", "")
 		return !ok
 	}, "the idle, empty queue /queue/gone is reclaimed")
@@ -211,7 +211,7 @@ func useNames(t *testing.T, p *titanProc, n int) {
 	// A scrape walks every queue: with 20,000 of them, a race-built broker on a loaded
 	// machine can take longer than httpClient's 10 s, so this wait uses a patient client.
 	patient := &http.Client{Timeout: 60 * time.Second}
-	eventually(t, 90*time.Second, 100*time.Millisecond, func() bool {
+	eventually(t, 90*time.Second, func() bool {
 		resp, err := patient.Get(monitorURL(b) + "/metrics")
 		requireNoError(t, err, "GET /metrics")
 		defer resp.Body.Close()

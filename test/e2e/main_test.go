@@ -244,9 +244,9 @@ func terminate(p *os.Process, exited <-chan struct{}, grace time.Duration) (kill
 }
 
 // eventually polls fn until it returns true, failing the test after total
-// (testwait.Eventually, which sets its own polling interval; the third argument is ignored).
-// msgAndArgs are formatted only on failure, so they may point at values fn updates.
-func eventually(t *testing.T, total, _ time.Duration, fn func() bool, msgAndArgs ...any) {
+// (testwait.Eventually, which sets its own polling interval). msgAndArgs are formatted only
+// on failure, so they may point at values fn updates.
+func eventually(t *testing.T, total time.Duration, fn func() bool, msgAndArgs ...any) {
 	t.Helper()
 	testwait.Eventually(lazyPrefix{t, msgAndArgs}, total, "condition", fn)
 }

@@ -74,7 +74,7 @@ func TestMetricsPromtoolAndGrafanaDashboard(t *testing.T) {
 	_, _ = client.Dial(context.Background(), b.stompAddr, client.WithLogin("nobody", "wrong"))
 
 	var scrape string
-	eventually(t, 10*time.Second, 20*time.Millisecond, func() bool {
+	eventually(t, 10*time.Second, func() bool {
 		scrape = scrapeMetrics(t, b)
 		return sampleValue(scrape, "titan_store_commit_seconds_count") >= 20 &&
 			sampleValue(scrape, "titan_publish_to_deliver_seconds_count") >= 10 &&

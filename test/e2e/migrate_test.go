@@ -228,7 +228,7 @@ func TestDurableTopicKill9(t *testing.T) {
 			mu.Unlock()
 		}
 	}()
-	eventually(t, 30*time.Second, 5*time.Millisecond, func() bool {
+	eventually(t, 30*time.Second, func() bool {
 		mu.Lock()
 		defer mu.Unlock()
 		return len(receipted) >= 300

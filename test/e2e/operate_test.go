@@ -198,7 +198,7 @@ func TestMonitorConnectionsSubscriptionsAndLogs(t *testing.T) {
 	requireNoError(t, err)
 	_, err = reader.Subscribe("", "/queue/work", func(*client.Message) {}, client.WithAck(client.AckClient))
 	requireNoError(t, err)
-	eventually(t, 10*time.Second, 10*time.Millisecond, func() bool { mu.Lock(); defer mu.Unlock(); return len(got) == 5 }, "5 events-store messages delivered")
+	eventually(t, 10*time.Second, func() bool { mu.Lock(); defer mu.Unlock(); return len(got) == 5 }, "5 events-store messages delivered")
 
 	// Connections: both clients, with subscriptions and pending counts.
 	var cl struct {
@@ -266,7 +266,7 @@ func TestMonitorConnectionsSubscriptionsAndLogs(t *testing.T) {
 	// Close the reader's connection from the CLI: it is gone and the client sees it.
 	r = requireCLIOK(t, b, "connection", "close", rc.ID)
 	checkEqual(t, fmt.Sprintf("closed connection %s\n", rc.ID), r.stdout, "connection close output")
-	eventually(t, 10*time.Second, 10*time.Millisecond, func() bool {
+	eventually(t, 10*time.Second, func() bool {
 		select {
 		case <-reader.Done():
 			return true
@@ -274,7 +274,7 @@ func TestMonitorConnectionsSubscriptionsAndLogs(t *testing.T) {
 			return false
 		}
 	}, "the closed client notices")
-	eventually(t, 10*time.Second, 10*time.Millisecond, func() bool {
+	eventually(t, 10*time.Second, func() bool {
 		var now struct{ Connections []opConnection }
 		requireMonitor(t, b, http.MethodGet, "/titan/monitor/connections", nil, &now)
 		return len(now.Connections) == 1

@@ -83,7 +83,7 @@ func TestJSONLoggingEveryLineIsJSON(t *testing.T) {
 		Msg   string   `json:"msg"`
 		Stomp []string `json:"stomp"`
 	}
-	eventually(t, brokerStartTimeout, 20*time.Millisecond, func() bool {
+	eventually(t, brokerStartTimeout, func() bool {
 		line, _, _ := strings.Cut(stdout.String(), "\n")
 		return json.Unmarshal([]byte(line), &ready) == nil && ready.Msg == "ready" && len(ready.Stomp) == 1
 	}, "a JSON ready line on stdout")

@@ -111,7 +111,7 @@ func requireQueue(t *testing.T, b *broker, destination, group string) queueStat 
 func eventuallyQueue(t *testing.T, b *broker, destination string, what string, cond func(queueStat) bool) queueStat {
 	t.Helper()
 	var last queueStat
-	eventually(t, 10*time.Second, 0, func() bool {
+	eventually(t, 10*time.Second, func() bool {
 		q, ok := monitorQueue(t, b, destination, "")
 		last = q
 		return ok && cond(q)

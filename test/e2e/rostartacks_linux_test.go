@@ -70,7 +70,7 @@ func TestAcksWhileReadOnlyKeptAfterRemount(t *testing.T) {
 	t.Logf("%d messages acknowledged while the store is down (%s)", sent, h.Store.Cause)
 
 	mustRun(t, "mount", "-o", "remount,bind,rw", data)
-	eventually(t, 30*time.Second, 50*time.Millisecond, func() bool {
+	eventually(t, 30*time.Second, func() bool {
 		resp, err := httpClient.Get(monitorURL(p.broker()) + "/titan/monitor/health")
 		if err != nil {
 			return false

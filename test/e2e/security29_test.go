@@ -313,7 +313,7 @@ func TestSecurity29ConnectionQuota(t *testing.T) {
 	stompOK(t, first, "DISCONNECT\nreceipt:d1\n\n\x00", "DISCONNECT")
 	_, err = first.expectClosed(10 * time.Second)
 	requireNoError(t, err)
-	eventually(t, 10*time.Second, 20*time.Millisecond, func() bool {
+	eventually(t, 10*time.Second, func() bool {
 		c, err := net.DialTimeout("tcp", b.stompAddr, 5*time.Second)
 		if err != nil {
 			return false

@@ -419,7 +419,7 @@ func TestSecurityReloadOnSIGHUPAppliesToOpenConnections(t *testing.T) {
 	rules[2].Consume = []string{"admins"} // watchers lose consume on prices.#
 	writeUsersFile(t, filepath.Dir(users), rules)
 	requireNoError(t, b.cmd.Process.Signal(syscall.SIGHUP))
-	eventually(t, 10*time.Second, 20*time.Millisecond, func() bool {
+	eventually(t, 10*time.Second, func() bool {
 		return strings.Contains(b.stderr.String(), "users file reloaded")
 	}, "reload logged")
 
