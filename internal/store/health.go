@@ -71,6 +71,7 @@ type UnavailableError struct {
 	Cause error
 }
 
+// Error is "store unavailable: <reason>" (ErrUnavailable and Reason of Cause).
 func (e *UnavailableError) Error() string {
 	return ErrUnavailable.Error() + ": " + Reason(e.Cause)
 }

@@ -68,10 +68,12 @@ type PartialCommitError struct {
 	Err error
 }
 
+// Error says how many messages were stored before the failure, and the failure.
 func (e *PartialCommitError) Error() string {
 	return fmt.Sprintf("cluster: transaction partly stored (%d messages in earlier streams): %v", e.Stored, e.Err)
 }
 
+// Unwrap returns Err, so errors.Is and errors.As see the failure of the part not stored.
 func (e *PartialCommitError) Unwrap() error { return e.Err }
 
 // Committer publishes a STOMP transaction's SENDs to queues and events-store logs at
