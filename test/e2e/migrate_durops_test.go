@@ -28,7 +28,7 @@ func TestMigrateDurableOperations(t *testing.T) {
 	rabbit, err := c.Subscribe(topic, stomp.AckAuto, stomp.SubscribeOpt.Id("rb"), stomp.SubscribeOpt.Header("durable", "true"))
 	requireNoError(t, err, "RabbitMQ durable SUBSCRIBE")
 	sendGoStomp(t, c, "/queue/mig-ops-barrier", "barrier") // both SUBSCRIBEs were handled
-	requireNoError(t, amq.Unsubscribe(), "detach the ActiveMQ one")
+	unsubscribeGoStomp(t, amq, "detach the ActiveMQ one")
 	sendGoStomp(t, c, topic, "one", stomp.SendOpt.Header("n", "1"))
 	sendGoStomp(t, c, topic, "two", stomp.SendOpt.Header("n", "2"))
 
@@ -72,7 +72,7 @@ func TestMigrateDurableOperations(t *testing.T) {
 	if code, body := opCall(t, b, http.MethodGet, "/titan/monitor/queues/messages", url.Values{"destination": {"/queue/$durable/ops-app/ops"}}, nil); code != http.StatusNotFound {
 		t.Errorf("browse the deleted subscription's queue: HTTP %d %s, want 404", code, body)
 	}
-	requireNoError(t, rabbit.Unsubscribe(), "detach the RabbitMQ one")
+	unsubscribeGoStomp(t, rabbit, "detach the RabbitMQ one")
 	requireNoError(t, c.Disconnect())
 	requireCLIOK(t, b, "durable", "delete", topic, "rb")
 	requireMonitor(t, b, http.MethodGet, admin.PathDurableSubscriptions, nil, &l)

@@ -28,7 +28,7 @@ func TestMigrateDurableSelector(t *testing.T) {
 	}
 	c := dialActiveMQ(t, b.stompAddr, "go-sel")
 	sub := subscribe(c)
-	requireNoError(t, sub.Unsubscribe(), "detach")
+	unsubscribeGoStomp(t, sub, "detach")
 	requireNoError(t, c.Disconnect())
 
 	p, err := stomp.Dial("tcp", b.stompAddr, stomp.ConnOpt.Host("/"), stomp.ConnOpt.RcvReceiptTimeout(goStompTimeout))
