@@ -99,6 +99,12 @@ var Rules = []Rule{
 		Forbidden: []string{"internal/admission"},
 	},
 	{
+		Name:      "deliverytest (the shared delivery.Writer fakes) imports only frame, so delivery's own tests can use it",
+		From:      []string{"internal/delivery/deliverytest"},
+		Forbidden: []string{"..."},
+		Allowed:   []string{"internal/frame"},
+	},
+	{
 		Name:      "config imports no runtime package",
 		From:      []string{"internal/config"},
 		Forbidden: []string{"..."},

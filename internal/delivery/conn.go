@@ -81,13 +81,14 @@ func Selectable(m *message.Message) selector.Message { return selectable{m} }
 
 // selectable is a message as a selector reads it (selector.Message): its headers, and the
 // broker-set message-id, timestamp and persistence behind JMSMessageID, JMSTimestamp and
-// JMSDeliveryMode. One pointer, so passing it as an interface allocates nothing.
+// JMSDeliveryMode, and its priority as message.Message.Priority reads it (JMSPriority). One pointer, so passing it as an interface allocates nothing.
 type selectable struct{ m *message.Message }
 
 func (v selectable) Header(key string) (string, bool) { return v.m.Header(key) }
 func (v selectable) MessageID() string                { return v.m.ID }
 func (v selectable) TimestampMs() int64               { return v.m.TimestampMs }
 func (v selectable) Persistent() bool                 { return v.m.Persistent }
+func (v selectable) Priority() int                    { return int(v.m.Priority()) }
 
 // Identity returns the identity the subscription consumes (for events, its filter).
 func (s *Subscription) Identity() dest.Identity { return dest.IdentityOf(s.Group, s.Dest) }

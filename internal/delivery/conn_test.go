@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"testing"
 
+	"github.com/titan-broker/titan/internal/delivery/deliverytest"
 	"github.com/titan-broker/titan/internal/frame"
 	"github.com/titan-broker/titan/internal/message"
 )
@@ -91,25 +92,13 @@ func TestAutoAckHeadShared(t *testing.T) {
 	}
 }
 
-type nullWriter struct{}
-
-func (nullWriter) Version() frame.Version { return frame.V12 }
-func (nullWriter) QueuedBytes() int64     { return 0 }
-func (nullWriter) WriteMessage(p *frame.Buf, _ []byte) bool {
-	frame.PutBuf(p)
-	return true
-}
-func (w nullWriter) WriteEvent(p *frame.Buf, s []byte, _ bool) (bool, <-chan struct{}) {
-	return w.WriteMessage(p, s), nil
-}
-
 // BenchmarkDeliverEvent measures one events delivery to an auto-ack and a client-ack
 // subscription (lock, head, write hand-off; the writer only recycles the head).
 func BenchmarkDeliverEvent(b *testing.B) {
 	m := testMessage()
 	for _, ack := range []AckMode{AckAuto, AckClientIndividual} {
 		b.Run(ack.String(), func(b *testing.B) {
-			c := NewConn(nullWriter{}, nil)
+			c := NewConn(deliverytest.Null{}, nil)
 			sub := &Subscription{ID: "sub-1", Conn: c, Ack: ack, Prefetch: 1 << 30}
 			if err := c.Add(sub); err != nil {
 				b.Fatal(err)

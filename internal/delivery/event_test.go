@@ -1,72 +1,14 @@
 package delivery
 
 import (
-	"bytes"
 	"strings"
-	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
 
-	"github.com/titan-broker/titan/internal/frame"
+	"github.com/titan-broker/titan/internal/delivery/deliverytest"
 	"github.com/titan-broker/titan/internal/message"
 )
-
-// bufWriter is a Writer with an outbound buffer that nothing drains unless the test says
-// so: queued grows with every write, a write without force is refused over limit, and
-// CloseSlowConsumer closes it (later writes refused) and records its detail.
-type bufWriter struct {
-	mu      sync.Mutex
-	limit   int64
-	queued  int64
-	frames  [][]byte
-	closing bool
-	slow    []string
-}
-
-func (w *bufWriter) Version() frame.Version { return frame.V12 }
-func (w *bufWriter) QueuedBytes() int64 {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.queued
-}
-func (w *bufWriter) WriteMessage(p *frame.Buf, shared []byte) bool {
-	ok, _ := w.WriteEvent(p, shared, false)
-	return ok
-}
-func (w *bufWriter) WriteEvent(p *frame.Buf, shared []byte, force bool) (bool, <-chan struct{}) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	n := int64(len(p.B) + len(shared))
-	if w.closing || (!force && w.limit > 0 && w.queued > 0 && w.queued+n > w.limit) {
-		return false, nil
-	}
-	w.queued += n
-	w.frames = append(w.frames, append(bytes.Clone(p.B), shared...))
-	frame.PutBuf(p)
-	return true, nil
-}
-func (w *bufWriter) CloseSlowConsumer(detail string) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.closing = true
-	w.slow = append(w.slow, detail)
-}
-func (w *bufWriter) bodies() []string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	out := make([]string, len(w.frames))
-	for i, f := range w.frames {
-		_, body, _ := bytes.Cut(f, []byte("\n\n"))
-		out[i] = string(bytes.TrimRight(body, "\x00\n"))
-	}
-	return out
-}
-func (w *bufWriter) slowCloses() int {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return len(w.slow)
-}
 
 func bodyMessage(body string) *message.Message {
 	return message.Pack(&message.Parts{IDPrefix: "t", Group: "default", Destination: []byte("/topic/a"), Body: []byte(body)})
@@ -98,7 +40,7 @@ func ackOldest(t *testing.T, sub *Subscription) {
 // more; its messages are held (EventHeld) and each ACK writes the next one, in order, so
 // the unacknowledged count never exceeds the prefetch and nothing is lost.
 func TestDeliverEventHeldAtPrefetch(t *testing.T) {
-	w := &bufWriter{}
+	w := &deliverytest.Buffered{}
 	c := NewConn(w, nil)
 	sub := subscribe(t, c, "s", AckClientIndividual, 2)
 	want := []string{"m0", "m1", "m2", "m3", "m4"}
@@ -108,7 +50,7 @@ func TestDeliverEventHeldAtPrefetch(t *testing.T) {
 			t.Fatalf("delivery %d: %v, want %v", i, res, wantRes)
 		}
 	}
-	if got := w.bodies(); len(got) != 2 || sub.HeldCount() != 3 || c.PendingCount() != 2 {
+	if got := w.Bodies(); len(got) != 2 || sub.HeldCount() != 3 || c.PendingCount() != 2 {
 		t.Fatalf("written %v, held %d, pending %d; want 2 written, 3 held, 2 pending", got, sub.HeldCount(), c.PendingCount())
 	}
 	for range 3 {
@@ -119,7 +61,7 @@ func TestDeliverEventHeldAtPrefetch(t *testing.T) {
 	}
 	ackOldest(t, sub)
 	ackOldest(t, sub)
-	if got := strings.Join(w.bodies(), " "); got != strings.Join(want, " ") {
+	if got := strings.Join(w.Bodies(), " "); got != strings.Join(want, " ") {
 		t.Fatalf("written %q, want %q in order", got, strings.Join(want, " "))
 	}
 	if sub.HeldCount() != 0 || c.heldBytes != 0 || c.PendingCount() != 0 {
@@ -130,7 +72,7 @@ func TestDeliverEventHeldAtPrefetch(t *testing.T) {
 // TestDeliverEventCumulativeAckDrains checks that a cumulative (client) ACK frees all the
 // credit it resolves at once and writes as many held messages.
 func TestDeliverEventCumulativeAckDrains(t *testing.T) {
-	w := &bufWriter{}
+	w := &deliverytest.Buffered{}
 	c := NewConn(w, nil)
 	sub := subscribe(t, c, "s", AckClient, 3)
 	for i := range 6 {
@@ -145,7 +87,7 @@ func TestDeliverEventCumulativeAckDrains(t *testing.T) {
 	if err := c.Ack(keys[2], "s", false); err != nil { // acknowledges a, b and c
 		t.Fatal(err)
 	}
-	if got := strings.Join(w.bodies(), ""); got != "abcdef" || sub.HeldCount() != 0 {
+	if got := strings.Join(w.Bodies(), ""); got != "abcdef" || sub.HeldCount() != 0 {
 		t.Fatalf("written %q, held %d; want abcdef and none", got, sub.HeldCount())
 	}
 }
@@ -158,7 +100,7 @@ func TestDeliverEventHeldSlowConsumer(t *testing.T) {
 	pol := EventPolicy{SlowAfter: 30 * time.Second}
 	t.Run("never acks", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
-			w := &bufWriter{}
+			w := &deliverytest.Buffered{}
 			c := NewConn(w, nil)
 			sub := subscribe(t, c, "s", AckClient, 1)
 			c.DeliverEvent(sub, bodyMessage("a"), pol)
@@ -167,13 +109,13 @@ func TestDeliverEventHeldSlowConsumer(t *testing.T) {
 			}
 			time.Sleep(pol.SlowAfter - time.Second)
 			synctest.Wait()
-			if w.slowCloses() != 0 {
+			if len(w.SlowCloses()) != 0 {
 				t.Fatal("closed before slow-consumer-timeout")
 			}
 			time.Sleep(time.Second)
 			synctest.Wait()
-			if w.slowCloses() != 1 || !strings.Contains(w.slow[0], "prefetch") {
-				t.Fatalf("slow closes %v, want one naming the prefetch", w.slow)
+			if len(w.SlowCloses()) != 1 || !strings.Contains(w.SlowCloses()[0], "prefetch") {
+				t.Fatalf("slow closes %v, want one naming the prefetch", w.SlowCloses())
 			}
 			if res := c.DeliverEvent(sub, bodyMessage("c"), pol); res != EventRefused {
 				t.Fatalf("after the slow-consumer close: %v, want EventRefused", res)
@@ -186,7 +128,7 @@ func TestDeliverEventHeldSlowConsumer(t *testing.T) {
 	})
 	t.Run("acks slowly", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
-			w := &bufWriter{}
+			w := &deliverytest.Buffered{}
 			c := NewConn(w, nil)
 			sub := subscribe(t, c, "s", AckClient, 1)
 			for i := range 5 {
@@ -198,8 +140,8 @@ func TestDeliverEventHeldSlowConsumer(t *testing.T) {
 			}
 			time.Sleep(5 * time.Minute) // nothing held: no timer runs
 			synctest.Wait()
-			if w.slowCloses() != 0 || strings.Join(w.bodies(), "") != "abcde" {
-				t.Fatalf("slow closes %v, written %v", w.slow, w.bodies())
+			if len(w.SlowCloses()) != 0 || strings.Join(w.Bodies(), "") != "abcde" {
+				t.Fatalf("slow closes %v, written %v", w.SlowCloses(), w.Bodies())
 			}
 		})
 	})
@@ -212,13 +154,13 @@ func TestDeliverEventHeldSlowConsumer(t *testing.T) {
 func TestDeliverEventOverflow(t *testing.T) {
 	big := bodyMessage(strings.Repeat("x", 4000))
 	pol := EventPolicy{MaxBytes: 10000}
-	w := &bufWriter{limit: 2000}
+	w := &deliverytest.Buffered{Limit: 2000}
 	c := NewConn(w, nil)
 	sub := subscribe(t, c, "s", AckAuto, 0)
 	if res := c.DeliverEvent(sub, bodyMessage(strings.Repeat("y", 20000)), pol); res != EventWritten {
 		t.Fatalf("one message larger than the bound into an empty connection: %v", res)
 	}
-	w.queued = 0 // the writer drained it
+	w.Drain() // the writer drained it
 	for i := range 2 {
 		if res := c.DeliverEvent(sub, big, pol); res != EventWritten {
 			t.Fatalf("message %d, over the writer's limit but under the bound: %v", i, res)
@@ -227,12 +169,12 @@ func TestDeliverEventOverflow(t *testing.T) {
 	if res := c.DeliverEvent(sub, big, pol); res != EventOverflow {
 		t.Fatalf("past the bound: %v, want EventOverflow", res)
 	}
-	if res := c.DeliverEvent(sub, big, pol); res != EventRefused || w.slowCloses() != 1 {
-		t.Fatalf("after the overflow: %v with %d slow closes, want EventRefused and 1", res, w.slowCloses())
+	if res := c.DeliverEvent(sub, big, pol); res != EventRefused || len(w.SlowCloses()) != 1 {
+		t.Fatalf("after the overflow: %v with %d slow closes, want EventRefused and 1", res, len(w.SlowCloses()))
 	}
 
 	// Held messages count toward the bound too.
-	w2 := &bufWriter{}
+	w2 := &deliverytest.Buffered{}
 	c2 := NewConn(w2, nil)
 	held := subscribe(t, c2, "h", AckClient, 1)
 	results := []EventResult{}
@@ -260,7 +202,7 @@ func equalResults(a, b []EventResult) bool {
 // or a subscription at its prefetch gets EventDropped (nothing held, nothing closed).
 func TestDeliverEventDropPolicy(t *testing.T) {
 	pol := EventPolicy{Drop: true}
-	w := &bufWriter{limit: 100}
+	w := &deliverytest.Buffered{Limit: 100}
 	c := NewConn(w, nil)
 	auto := subscribe(t, c, "a", AckAuto, 0)
 	ca := subscribe(t, c, "c", AckClient, 1)
@@ -270,12 +212,12 @@ func TestDeliverEventDropPolicy(t *testing.T) {
 	if res := c.DeliverEvent(auto, bodyMessage("more"), pol); res != EventDropped {
 		t.Fatalf("over the writer's limit: %v, want EventDropped", res)
 	}
-	w.queued = 0
+	w.Drain()
 	c.DeliverEvent(ca, bodyMessage("one"), pol)
 	if res := c.DeliverEvent(ca, bodyMessage("two"), pol); res != EventDropped || ca.HeldCount() != 0 {
 		t.Fatalf("at the prefetch: %v, held %d; want EventDropped and none held", res, ca.HeldCount())
 	}
-	if w.slowCloses() != 0 {
-		t.Fatalf("DROP closed the subscriber: %v", w.slow)
+	if len(w.SlowCloses()) != 0 {
+		t.Fatalf("DROP closed the subscriber: %v", w.SlowCloses())
 	}
 }

@@ -16,6 +16,8 @@ func TestSelectsReadsTheMessage(t *testing.T) {
 		Headers:     []frame.Header{{Key: "color", Value: "red"}, {Key: "priority", Value: "7"}},
 		TimestampMs: 1000, Persistent: true,
 	})
+	zero := message.Pack(&message.Parts{IDPrefix: "t", Group: "default", Destination: []byte("/queue/a"),
+		Headers: []frame.Header{{Key: "priority", Value: "09"}}})
 	for _, c := range []struct {
 		sel  string
 		want bool
@@ -38,6 +40,10 @@ func TestSelectsReadsTheMessage(t *testing.T) {
 		if n := testing.AllocsPerRun(100, func() { s.Selects(m) }); n != 0 {
 			t.Errorf("%q: %v allocations per Selects", c.sel, n)
 		}
+	}
+	// The queue orders priority:09 as 9 (message.ParsePriority); the selector reads it so.
+	if sel, _ := selector.Compile("JMSPriority = 9"); !(&Subscription{ID: "1", Selector: sel}).Selects(zero) {
+		t.Error("JMSPriority of priority:09 is not 9")
 	}
 	if !(&Subscription{}).Selects(m) {
 		t.Error("a subscription without a selector must select every message")

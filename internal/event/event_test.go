@@ -1,82 +1,19 @@
 package event
 
 import (
-	"bytes"
 	"fmt"
 	"strings"
-	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
 
 	"github.com/titan-broker/titan/internal/address"
 	"github.com/titan-broker/titan/internal/delivery"
+	"github.com/titan-broker/titan/internal/delivery/deliverytest"
 	"github.com/titan-broker/titan/internal/dest"
 	"github.com/titan-broker/titan/internal/dispatch"
-	"github.com/titan-broker/titan/internal/frame"
 	"github.com/titan-broker/titan/internal/message"
 )
-
-// fakeWriter is a delivery.Writer whose outbound buffer drains only when the test says so
-// (a stalled subscriber never does): queued grows with each write, a write without force is
-// refused over limit, CloseSlowConsumer closes it. It records every MESSAGE body.
-type fakeWriter struct {
-	mu      sync.Mutex
-	limit   int64
-	queued  int64
-	bodies  []string
-	closing bool
-	slow    int
-}
-
-func (w *fakeWriter) Version() frame.Version { return frame.V12 }
-func (w *fakeWriter) QueuedBytes() int64 {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.queued
-}
-func (w *fakeWriter) WriteMessage(p *frame.Buf, shared []byte) bool {
-	ok, _ := w.WriteEvent(p, shared, false)
-	return ok
-}
-func (w *fakeWriter) WriteEvent(p *frame.Buf, shared []byte, force bool) (bool, <-chan struct{}) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	n := int64(len(p.B) + len(shared))
-	if w.closing || (!force && w.limit > 0 && w.queued > 0 && w.queued+n > w.limit) {
-		return false, nil
-	}
-	w.queued += n
-	_, body, _ := bytes.Cut(shared, []byte("\n\n"))
-	w.bodies = append(w.bodies, string(bytes.TrimRight(body, "\x00\n")))
-	frame.PutBuf(p)
-	return true, nil
-}
-func (w *fakeWriter) CloseSlowConsumer(string) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.closing = true
-	w.slow++
-}
-
-// drain empties the writer's buffer (the client read everything).
-func (w *fakeWriter) drain() {
-	w.mu.Lock()
-	w.queued = 0
-	w.mu.Unlock()
-}
-
-func (w *fakeWriter) got() []string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return append([]string(nil), w.bodies...)
-}
-
-func (w *fakeWriter) slowCloses() int {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.slow
-}
 
 func mustDest(t *testing.T, raw string) dest.Destination {
 	t.Helper()
@@ -125,8 +62,8 @@ func TestSlowSubscriberIsolated(t *testing.T) {
 	defer d.Close()
 	p := New(d, Options{MaxBufferBytes: 64 << 10})
 	id := identity(t, "/topic/x")
-	stalled := &fakeWriter{limit: 16 << 10}
-	healthy := &fakeWriter{limit: 16 << 10}
+	stalled := &deliverytest.Buffered{Limit: 16 << 10}
+	healthy := &deliverytest.Buffered{Limit: 16 << 10}
 	subscribe(t, p, stalled, "/topic/x", delivery.AckAuto, 0)
 	subscribe(t, p, healthy, "/topic/x", delivery.AckAuto, 0)
 	body := strings.Repeat("b", 1024)
@@ -136,15 +73,15 @@ func TestSlowSubscriberIsolated(t *testing.T) {
 		b := fmt.Sprintf("%04d%s", i, body)
 		want = append(want, b)
 		publish(t, p, id, b)
-		healthy.drain() // the healthy client reads as fast as it is written to
+		healthy.Drain() // the healthy client reads as fast as it is written to
 	}
-	if got := healthy.got(); strings.Join(got, ",") != strings.Join(want, ",") {
+	if got := healthy.Bodies(); strings.Join(got, ",") != strings.Join(want, ",") {
 		t.Fatalf("healthy subscriber got %d of %d messages (or out of order)", len(got), n)
 	}
-	if stalled.slowCloses() != 1 {
-		t.Fatalf("stalled subscriber: %d slow-consumer closes, want 1", stalled.slowCloses())
+	if len(stalled.SlowCloses()) != 1 {
+		t.Fatalf("stalled subscriber: %d slow-consumer closes, want 1", len(stalled.SlowCloses()))
 	}
-	got := len(stalled.got())
+	got := len(stalled.Bodies())
 	if got == 0 || got >= n {
 		t.Fatalf("stalled subscriber got %d messages, want some (its buffer) and not all", got)
 	}
@@ -167,10 +104,10 @@ func TestStarvedClientAckSubscribersDoNotHoldProducer(t *testing.T) {
 		p := New(d, Options{SlowConsumerTimeout: 30 * time.Second})
 		id := identity(t, "/topic/x")
 		const k, prefetch, n = 4, 2, 10
-		ws := make([]*fakeWriter, k)
+		ws := make([]*deliverytest.Buffered, k)
 		subs := make([]*delivery.Subscription, k)
 		for i := range k {
-			ws[i] = &fakeWriter{}
+			ws[i] = &deliverytest.Buffered{}
 			subs[i] = subscribe(t, p, ws[i], "/topic/x", delivery.AckClientIndividual, prefetch)
 		}
 		start := time.Now()
@@ -181,8 +118,8 @@ func TestStarvedClientAckSubscribersDoNotHoldProducer(t *testing.T) {
 			t.Fatalf("the producer waited %v for starved subscribers", el)
 		}
 		for i, s := range subs {
-			if s.HeldCount() != n-prefetch || len(ws[i].got()) != prefetch {
-				t.Fatalf("subscriber %d: held %d, written %d; want %d and %d", i, s.HeldCount(), len(ws[i].got()), n-prefetch, prefetch)
+			if s.HeldCount() != n-prefetch || len(ws[i].Bodies()) != prefetch {
+				t.Fatalf("subscriber %d: held %d, written %d; want %d and %d", i, s.HeldCount(), len(ws[i].Bodies()), n-prefetch, prefetch)
 			}
 		}
 		for i, s := range subs {
@@ -195,12 +132,12 @@ func TestStarvedClientAckSubscribersDoNotHoldProducer(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			if got := strings.Join(ws[i].got(), " "); got != "0 1 2 3 4 5 6 7 8 9" {
+			if got := strings.Join(ws[i].Bodies(), " "); got != "0 1 2 3 4 5 6 7 8 9" {
 				t.Fatalf("subscriber %d got %q", i, got)
 			}
 		}
-		if d.EventsDropped.Load() != 0 || ws[0].slowCloses() != 0 {
-			t.Fatalf("dropped %d, slow closes %d", d.EventsDropped.Load(), ws[0].slowCloses())
+		if d.EventsDropped.Load() != 0 || len(ws[0].SlowCloses()) != 0 {
+			t.Fatalf("dropped %d, slow closes %d", d.EventsDropped.Load(), len(ws[0].SlowCloses()))
 		}
 	})
 }
@@ -215,9 +152,9 @@ func TestStarvedClientAckSubscribersClosedTogether(t *testing.T) {
 		const timeout = 30 * time.Second
 		p := New(d, Options{SlowConsumerTimeout: timeout})
 		id := identity(t, "/topic/x")
-		ws := make([]*fakeWriter, 3)
+		ws := make([]*deliverytest.Buffered, 3)
 		for i := range ws {
-			ws[i] = &fakeWriter{}
+			ws[i] = &deliverytest.Buffered{}
 			subscribe(t, p, ws[i], "/topic/x", delivery.AckClient, 1)
 		}
 		publish(t, p, id, "a")
@@ -225,8 +162,8 @@ func TestStarvedClientAckSubscribersClosedTogether(t *testing.T) {
 		time.Sleep(timeout)
 		synctest.Wait()
 		for i, w := range ws {
-			if w.slowCloses() != 1 {
-				t.Fatalf("subscriber %d: %d slow closes after one timeout, want 1", i, w.slowCloses())
+			if len(w.SlowCloses()) != 1 {
+				t.Fatalf("subscriber %d: %d slow closes after one timeout, want 1", i, len(w.SlowCloses()))
 			}
 		}
 	})
@@ -239,19 +176,19 @@ func TestDropPolicyCounts(t *testing.T) {
 	defer d.Close()
 	p := New(d, Options{DropPolicy: dropAll{}})
 	id := identity(t, "/topic/x")
-	stalled := &fakeWriter{limit: 100}
-	healthy := &fakeWriter{limit: 100}
+	stalled := &deliverytest.Buffered{Limit: 100}
+	healthy := &deliverytest.Buffered{Limit: 100}
 	subscribe(t, p, stalled, "/topic/x", delivery.AckAuto, 0)
 	subscribe(t, p, healthy, "/topic/x", delivery.AckAuto, 0)
 	for i := range 5 {
 		publish(t, p, id, strings.Repeat("p", 200)+fmt.Sprint(i))
-		healthy.drain()
+		healthy.Drain()
 	}
-	if len(healthy.got()) != 5 || len(stalled.got()) != 1 {
-		t.Fatalf("healthy %d, stalled %d; want 5 and 1", len(healthy.got()), len(stalled.got()))
+	if len(healthy.Bodies()) != 5 || len(stalled.Bodies()) != 1 {
+		t.Fatalf("healthy %d, stalled %d; want 5 and 1", len(healthy.Bodies()), len(stalled.Bodies()))
 	}
-	if p.opts.Flow.Dropped.Load() != 4 || d.EventsDropped.Load() != 4 || stalled.slowCloses() != 0 {
-		t.Fatalf("by policy %d, dropped %d, slow closes %d; want 4, 4, 0", p.opts.Flow.Dropped.Load(), d.EventsDropped.Load(), stalled.slowCloses())
+	if p.opts.Flow.Dropped.Load() != 4 || d.EventsDropped.Load() != 4 || len(stalled.SlowCloses()) != 0 {
+		t.Fatalf("by policy %d, dropped %d, slow closes %d; want 4, 4, 0", p.opts.Flow.Dropped.Load(), d.EventsDropped.Load(), len(stalled.SlowCloses()))
 	}
 }
 
@@ -262,7 +199,7 @@ func TestFanoutFilters(t *testing.T) {
 	d := dispatch.New(dispatch.Options{})
 	defer d.Close()
 	p := New(d, Options{})
-	star, gt, denied := &fakeWriter{}, &fakeWriter{}, &fakeWriter{}
+	star, gt, denied := &deliverytest.Buffered{}, &deliverytest.Buffered{}, &deliverytest.Buffered{}
 	subscribe(t, p, star, "/topic/orders/*", delivery.AckAuto, 0)
 	subscribe(t, p, gt, "/topic/orders/>", delivery.AckAuto, 0)
 	ds := subscribe(t, p, denied, "/topic/orders/>", delivery.AckAuto, 0)
@@ -270,13 +207,13 @@ func TestFanoutFilters(t *testing.T) {
 	publish(t, p, identity(t, "/topic/orders/eu"), "eu")
 	publish(t, p, identity(t, "/topic/orders/eu/x"), "eu-x")
 	publish(t, p, identity(t, "/topic/other"), "none")
-	if g := strings.Join(star.got(), " "); g != "eu" {
+	if g := strings.Join(star.Bodies(), " "); g != "eu" {
 		t.Fatalf("orders/* got %q", g)
 	}
-	if g := strings.Join(gt.got(), " "); g != "eu eu-x" {
+	if g := strings.Join(gt.Bodies(), " "); g != "eu eu-x" {
 		t.Fatalf("orders/> got %q", g)
 	}
-	if g := strings.Join(denied.got(), " "); g != "eu-x" {
+	if g := strings.Join(denied.Bodies(), " "); g != "eu-x" {
 		t.Fatalf("Allow-filtered subscription got %q", g)
 	}
 	if d.EventsDropped.Load() != 0 || d.EventsNoSub.Load() != 1 {
@@ -295,18 +232,18 @@ func TestFanoutModeQueueIsolated(t *testing.T) {
 		if _, _, err := d.Create(id, address.Settings{Capacity: 4}); err != nil {
 			t.Fatal(err)
 		}
-		stalled, healthy := &fakeWriter{limit: 2 << 10}, &fakeWriter{limit: 2 << 10}
+		stalled, healthy := &deliverytest.Buffered{Limit: 2 << 10}, &deliverytest.Buffered{Limit: 2 << 10}
 		subscribe(t, p, stalled, "/topic/x", delivery.AckAuto, 0)
 		subscribe(t, p, healthy, "/topic/x", delivery.AckAuto, 0)
 		const n = 50
 		for i := range n {
 			publish(t, p, id, fmt.Sprintf("%02d%s", i, strings.Repeat("q", 500)))
 			synctest.Wait()
-			healthy.drain()
+			healthy.Drain()
 		}
 		synctest.Wait()
-		if len(healthy.got()) != n || stalled.slowCloses() != 1 {
-			t.Fatalf("healthy got %d of %d, stalled slow closes %d", len(healthy.got()), n, stalled.slowCloses())
+		if len(healthy.Bodies()) != n || len(stalled.SlowCloses()) != 1 {
+			t.Fatalf("healthy got %d of %d, stalled slow closes %d", len(healthy.Bodies()), n, len(stalled.SlowCloses()))
 		}
 		d.Close()
 		time.Sleep(2 * time.Second) // the consumer's linger ends

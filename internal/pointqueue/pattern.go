@@ -92,10 +92,11 @@ func (p *Pattern) NewQueue(id dest.Identity, s address.Settings) dispatch.Queue 
 	q := &Queue{
 		id: id, clock: p.opts.Clock, now: clock.NowFunc(p.opts.Clock), p: p, settings: s,
 		q:     queue.New(queue.Options{RingSize: s.RingSize, MaxDeliveries: s.MaxDeliveries, RedeliveryDelay: s.RedeliveryDelay}),
-		space: make(chan struct{}), selGen: 1,
+		space: make(chan struct{}),
 	}
 	p.mu.Lock()
 	q.consumers = append(q.consumers, p.waiting[id]...)
+	q.consumersChangedLocked() // q is not shared yet: its lock is not needed
 	q.stopped = p.closed
 	p.mu.Unlock()
 	for _, sub := range q.consumers {

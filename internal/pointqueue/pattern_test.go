@@ -10,6 +10,7 @@ import (
 
 	"github.com/titan-broker/titan/internal/address"
 	"github.com/titan-broker/titan/internal/delivery"
+	"github.com/titan-broker/titan/internal/delivery/deliverytest"
 	"github.com/titan-broker/titan/internal/dest"
 	"github.com/titan-broker/titan/internal/dispatch"
 	"github.com/titan-broker/titan/internal/frame"
@@ -32,7 +33,7 @@ func (w *fakeWriter) WriteMessage(p *frame.Buf, shared []byte) bool {
 	if w.full {
 		return false
 	}
-	body := string(bodyOf(shared))
+	body := deliverytest.Body(shared)
 	if bytes.Contains(p.B, []byte("\nredelivered:true")) || bytes.Contains(p.B, []byte("\ndelivery-count:")) {
 		body += "*"
 	}
@@ -52,11 +53,6 @@ func (w *fakeWriter) setFull(full bool) {
 	w.mu.Lock()
 	w.full = full
 	w.mu.Unlock()
-}
-
-func bodyOf(shared []byte) []byte {
-	_, body, _ := bytes.Cut(shared, []byte("\n\n"))
-	return bytes.TrimRight(body, "\x00\n")
 }
 
 var jobs = dest.Identity{Group: "default", Pattern: dest.PatternQueues, Channel: "jobs"}

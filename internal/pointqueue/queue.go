@@ -1,6 +1,7 @@
 package pointqueue
 
 import (
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -56,6 +57,9 @@ type Queue struct {
 	// mark could match again; a queue would need that many SUBSCRIBEs while one message
 	// waits.)
 	selGen uint32
+	// selective is whether some consumer has a selector (dispatchSelectiveLocked), kept
+	// with the set by consumersChangedLocked rather than looked for on every dispatch.
+	selective bool
 
 	blocked atomic.Int32 // producers waiting in admit for room
 
@@ -190,10 +194,8 @@ func (p *Queue) signalSpace() {
 // a message none selects stays in place for later consumers (dispatchSelectiveLocked).
 // p.mu held.
 func (p *Queue) dispatchLocked(now time.Time, acked []*message.Message, removed []queue.Removed) ([]*message.Message, []queue.Removed) {
-	for _, c := range p.consumers {
-		if c.Selector != nil {
-			return p.dispatchSelectiveLocked(now, acked, removed)
-		}
+	if p.selective {
+		return p.dispatchSelectiveLocked(now, acked, removed)
 	}
 	for len(p.consumers) > 0 {
 		var sub *delivery.Subscription
@@ -319,13 +321,15 @@ func (p *Queue) pickLocked(qm *queue.Message) bool {
 	return false
 }
 
-// consumersChangedLocked starts a new consumer-set generation: marks of the old one no
-// longer hold. p.mu held.
+// consumersChangedLocked starts a new consumer-set generation, after every change to
+// p.consumers: marks of the old one no longer hold, and selective is found again. p.mu
+// held.
 func (p *Queue) consumersChangedLocked() {
 	p.selGen++
 	if p.selGen == 0 {
 		p.selGen = 1
 	}
+	p.selective = slices.ContainsFunc(p.consumers, func(c *delivery.Subscription) bool { return c.Selector != nil })
 }
 
 // armTimerLocked schedules a wake-up for the next scheduled message. p.mu held.

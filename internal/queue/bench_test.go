@@ -85,7 +85,7 @@ func BenchmarkEnqueue(b *testing.B) {
 		for b.Loop() {
 			i++
 			if i&(unboundedReset-1) == 0 {
-				d := &q.ready.lv[0] // every benchmark message has priority 0
+				d := q.ready.lv(0) // every benchmark message has priority 0
 				clear(d.buf)
 				d.head, d.n = 0, 0
 				q.ready.n = 0

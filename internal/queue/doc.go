@@ -60,7 +60,8 @@
 // # Complexity and memory
 //
 // Ready messages sit on deques (power-of-two ring buffers with insertion at both ends, one
-// per priority, found through a bit mask),
+// per priority, found through a bit mask; a queue that has only ever held one priority at a
+// time keeps a single inline deque, so a Queue costs 208 bytes, not 560),
 // scheduled ones on a min-heap that keeps its (DeliverAt, Seq) key inline, and messages in
 // delivery in a map by Seq that also records their consumption order. Enqueue, Pop and Ack are
 // O(1) amortized (O(log n) when a scheduled message is involved) and allocation-free in steady

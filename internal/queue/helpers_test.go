@@ -71,8 +71,21 @@ func checkInvariants(t testing.TB, q *Queue) {
 		bytes += int64(m.Size)
 	}
 	total := 0
-	for p := range q.ready.lv {
-		d := &q.ready.lv[p]
+	r := &q.ready
+	if r.more != nil && (r.one.n != 0 || r.one.buf != nil) {
+		t.Fatalf("inline deque holds %d messages beside the per-priority ones", r.one.n)
+	}
+	if r.more == nil && r.mask&^(1<<r.p) != 0 {
+		t.Fatalf("one deque of priority %d, mask %b", r.p, r.mask)
+	}
+	for p := range Priorities {
+		d := &deque{}
+		switch {
+		case r.more != nil:
+			d = &r.more[p]
+		case p == int(r.p):
+			d = &r.one
+		}
 		if len(d.buf)&(len(d.buf)-1) != 0 || d.n < 0 || d.n > len(d.buf) {
 			t.Fatalf("deque %d shape: len(buf)=%d n=%d", p, len(d.buf), d.n)
 		}

@@ -194,3 +194,26 @@ func TestPopFuncFromResumes(t *testing.T) {
 	}
 	checkInvariants(t, q)
 }
+
+// TestOnePriorityOneDeque: a queue whose messages share a priority, any one, keeps them on
+// its inline deque; a second priority moves them, in order, to one deque per priority.
+func TestOnePriorityOneDeque(t *testing.T) {
+	q := New(Options{})
+	q.Enqueue(pmsg(1, 7), t0)
+	q.Enqueue(pmsg(2, 7), t0)
+	m, _ := q.Pop(t0)
+	q.Ack(m.Seq)
+	q.Pop(t0) // empty now: the next message may bring another priority
+	q.Enqueue(pmsg(3, 2), t0)
+	q.Enqueue(pmsg(4, 2), t0)
+	if q.ready.more != nil {
+		t.Fatal("one priority at a time allocated a deque per priority")
+	}
+	checkInvariants(t, q)
+	q.Cancel([]uint64{2}, t0) // priority 7 again, beside priority 2
+	if q.ready.more == nil {
+		t.Fatal("two priorities on the inline deque")
+	}
+	checkInvariants(t, q)
+	requireEqual(t, popAll(t, q, t0), []uint64{2, 3, 4}, "after the move")
+}

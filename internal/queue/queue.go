@@ -261,8 +261,8 @@ func (q *Queue) PopFuncFrom(c *Cursor, now time.Time, pick func(*Message) bool) 
 		if q.ready.mask&(1<<p) == 0 {
 			continue
 		}
-		for c.i < q.ready.lv[p].n {
-			m := q.ready.lv[p].at(c.i)
+		for d := q.ready.lv(p); c.i < d.n; {
+			m := d.at(c.i)
 			if !m.ExpiresAt.IsZero() && !now.Before(m.ExpiresAt) {
 				q.drop(q.ready.removeAt(p, c.i), ReasonExpired)
 				continue

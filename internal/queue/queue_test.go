@@ -267,7 +267,7 @@ func TestBytesAndPurge(t *testing.T) {
 	requireEqual(t, len(rm), 5000, "purged")
 	requireEqual(t, rm[0].Msg.Seq, uint64(10), "head first")
 	requireEqual(t, rm[4999].Msg.Seq, uint64(5009), "tail last")
-	requireEqual(t, len(q.ready.lv[0].buf), 0, "backing array released")
+	requireEqual(t, len(q.ready.lv(0).buf), 0, "backing array released")
 	requireCounts(t, q, 0, 0, 0, "purged")
 }
 

@@ -12,12 +12,19 @@ const DefaultPriority = 4
 // readyList is the ready list: one FIFO deque per priority. Its head, where Pop takes and the
 // ring rule removes, is the head of the highest non-empty priority (Artemis keeps the same
 // order in its PriorityLinkedList); pushBack and pushFront add at the tail or head of the
-// message's own priority. A queue whose messages all have one priority uses one deque, and
-// every operation is O(1) as on a plain deque: the non-empty priorities are a bit mask.
+// message's own priority. The non-empty priorities are a bit mask, so every operation is
+// O(1) as on a plain deque.
+//
+// A queue whose messages all have one priority, nearly every queue, keeps them on one inline
+// deque (one, of priority p); the ten deques (more, 400 bytes) are allocated when a message
+// of a second priority arrives, and kept from then on. A broker restored with 100,000 queues
+// thus holds one deque per queue, not ten.
 type readyList struct {
-	lv   [Priorities]deque
-	mask uint16 // bit p set when lv[p] holds a message
-	n    int    // messages over all priorities
+	one  deque              // the messages, all of priority p, while more is nil
+	more *[Priorities]deque // one deque per priority, once two priorities met; one is then empty
+	n    int                // messages over all priorities
+	mask uint16             // bit p set when priority p holds a message
+	p    uint8              // one's priority while more is nil
 }
 
 // level returns the priority m is kept at: Message.Priority, capped at 9.
@@ -29,13 +36,47 @@ func (r *readyList) len() int { return r.n }
 // top returns the highest non-empty priority; r must not be empty.
 func (r *readyList) top() int { return bits.Len16(r.mask) - 1 }
 
+// lv returns the deque of priority p, which must hold a message (its mask bit set).
+func (r *readyList) lv(p int) *deque {
+	if r.more != nil {
+		return &r.more[p]
+	}
+	return &r.one
+}
+
+// lvFor returns the deque to add a message of priority p to, moving to one deque per
+// priority when p is the second priority the list holds.
+func (r *readyList) lvFor(p int) *deque {
+	switch {
+	case r.more != nil:
+		return &r.more[p]
+	case p == int(r.p):
+		return &r.one
+	case r.n == 0:
+		r.p = uint8(p)
+		return &r.one
+	}
+	return r.spread(p)
+}
+
+// spread moves the inline deque to one deque per priority, for a message of priority p,
+// a second priority, and returns p's deque.
+func (r *readyList) spread(p int) *deque {
+	r.more = new([Priorities]deque)
+	r.more[r.p], r.one = r.one, deque{}
+	return &r.more[p]
+}
+
 // at returns the i-th message in delivery order, 0 <= i < len.
 func (r *readyList) at(i int) *Message {
-	for p := r.top(); p >= 0; p-- {
-		if i < r.lv[p].n {
-			return r.lv[p].at(i)
+	for mask := r.mask; mask != 0; {
+		p := bits.Len16(mask) - 1
+		mask &^= 1 << p
+		d := r.lv(p)
+		if i < d.n {
+			return d.at(i)
 		}
-		i -= r.lv[p].n
+		i -= d.n
 	}
 	panic("queue: ready index out of range")
 }
@@ -43,7 +84,7 @@ func (r *readyList) at(i int) *Message {
 // pushBack adds m at the tail of its priority.
 func (r *readyList) pushBack(m *Message) {
 	p := level(m)
-	r.lv[p].pushBack(m)
+	r.lvFor(p).pushBack(m)
 	r.mask |= 1 << p
 	r.n++
 }
@@ -51,7 +92,7 @@ func (r *readyList) pushBack(m *Message) {
 // pushFront adds m at the head of its priority.
 func (r *readyList) pushFront(m *Message) {
 	p := level(m)
-	r.lv[p].pushFront(m)
+	r.lvFor(p).pushFront(m)
 	r.mask |= 1 << p
 	r.n++
 }
@@ -59,8 +100,9 @@ func (r *readyList) pushFront(m *Message) {
 // popFront removes and returns the head; r must not be empty.
 func (r *readyList) popFront() *Message {
 	p := r.top()
-	m := r.lv[p].popFront()
-	if r.lv[p].n == 0 {
+	d := r.lv(p)
+	m := d.popFront()
+	if d.n == 0 {
 		r.mask &^= 1 << p
 	}
 	r.n--
@@ -71,7 +113,7 @@ func (r *readyList) popFront() *Message {
 // empty. When m has the head's priority it is one step on that deque, without resizing.
 func (r *readyList) rotate(m *Message) *Message {
 	if p := r.top(); p == level(m) {
-		return r.lv[p].rotate(m)
+		return r.lv(p).rotate(m)
 	}
 	old := r.popFront()
 	r.pushBack(m)
@@ -80,8 +122,9 @@ func (r *readyList) rotate(m *Message) *Message {
 
 // removeAt removes and returns the message at index i of priority p.
 func (r *readyList) removeAt(p, i int) *Message {
-	m := r.lv[p].removeAt(i)
-	if r.lv[p].n == 0 {
+	d := r.lv(p)
+	m := d.removeAt(i)
+	if d.n == 0 {
 		r.mask &^= 1 << p
 	}
 	r.n--
@@ -90,9 +133,10 @@ func (r *readyList) removeAt(p, i int) *Message {
 
 // reset empties the ready list (see deque.reset).
 func (r *readyList) reset() {
-	for p := range r.lv {
-		if r.lv[p].n > 0 || r.lv[p].buf != nil {
-			r.lv[p].reset()
+	r.one.reset()
+	if r.more != nil {
+		for p := range r.more {
+			r.more[p].reset()
 		}
 	}
 	r.mask, r.n = 0, 0

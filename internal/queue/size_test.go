@@ -14,6 +14,15 @@ func TestMessageFitsItsClass(t *testing.T) {
 	}
 }
 
+// TestQueueFitsItsClass holds a Queue, which every queue a broker restores costs, to the
+// allocator's 208-byte size class: the ready list keeps one inline deque, not one per
+// priority (ten would add 360 bytes to each of 100,000 restored queues).
+func TestQueueFitsItsClass(t *testing.T) {
+	if n := unsafe.Sizeof(Queue{}); n > 208 {
+		t.Fatalf("queue.Queue is %d bytes, want at most 208", n)
+	}
+}
+
 // TestClampSize checks that sizes beyond int32 are clamped, not wrapped.
 func TestClampSize(t *testing.T) {
 	for _, c := range []struct {

@@ -7,23 +7,10 @@ import (
 	"time"
 
 	"github.com/titan-broker/titan/internal/delivery"
+	"github.com/titan-broker/titan/internal/delivery/deliverytest"
 	"github.com/titan-broker/titan/internal/dest"
-	"github.com/titan-broker/titan/internal/frame"
 	"github.com/titan-broker/titan/internal/message"
 )
-
-// nullWriter is a delivery.Writer that takes every MESSAGE and recycles its head.
-type nullWriter struct{}
-
-func (nullWriter) Version() frame.Version { return frame.V12 }
-func (nullWriter) QueuedBytes() int64     { return 0 }
-func (nullWriter) WriteMessage(p *frame.Buf, _ []byte) bool {
-	frame.PutBuf(p)
-	return true
-}
-func (w nullWriter) WriteEvent(p *frame.Buf, s []byte, _ bool) (bool, <-chan struct{}) {
-	return w.WriteMessage(p, s), nil
-}
 
 // BenchmarkRoundTrip measures request/response round trips at the pattern (Request
 // delivers to an auto-ack responder, Respond completes it) from 16 requesters at once,
@@ -37,7 +24,7 @@ func BenchmarkRoundTrip(b *testing.B) {
 			for i := range ids {
 				ids[i] = dest.Identity{Group: "default", Pattern: dest.PatternCommands, Channel: "c" + strconv.Itoa(i)}
 				for r := range 2 {
-					c := delivery.NewConn(nullWriter{}, nil)
+					c := delivery.NewConn(deliverytest.Null{}, nil)
 					sub := &delivery.Subscription{ID: "r" + strconv.Itoa(r), Conn: c, Group: "default",
 						Dest: dest.Destination{Pattern: dest.PatternCommands, Channel: ids[i].Channel}}
 					if err := p.Subscribe(sub); err != nil {

@@ -19,8 +19,8 @@
 //
 // An identifier names a message header (a STOMP header: its value is a string), except the
 // JMS header names Artemis maps for STOMP messages: JMSMessageID (message-id), JMSTimestamp
-// (the broker's acceptance time, Unix milliseconds), JMSPriority (the priority header, 4
-// when absent), JMSCorrelationID (correlation-id), JMSType (type), JMSDeliveryMode
+// (the broker's acceptance time, Unix milliseconds), JMSPriority (Message.Priority: the
+// priority header as the queues order by it, 4 when absent), JMSCorrelationID (correlation-id), JMSType (type), JMSDeliveryMode
 // ('PERSISTENT', or 'NON_PERSISTENT' for persistent:false) and JMSExpiration (the expires
 // header, 0 when absent). An absent header is NULL.
 //

@@ -18,6 +18,9 @@ type Message interface {
 	TimestampMs() int64
 	// Persistent reports whether the message is persistent (JMSDeliveryMode).
 	Persistent() bool
+	// Priority returns the message's priority, 0 to 9 (JMSPriority), read as the queues
+	// that order by it read it: 4, the JMS default, for a message that names none.
+	Priority() int
 }
 
 // Selector is a compiled JMS message selector. It is immutable and safe for concurrent use.
@@ -74,10 +77,6 @@ func boolean(b bool) value {
 	}
 	return vFalse
 }
-
-// DefaultPriority is the JMS priority of a message without a valid priority header (JMS
-// 2.0 §3.4.10).
-const DefaultPriority = 4
 
 func (s *Selector) eval(i int32, m Message) value {
 	n := &s.nodes[i]
@@ -183,10 +182,7 @@ func fieldValue(m Message, f field) value {
 	case fTimestamp:
 		return value{k: kInt, i: m.TimestampMs()}
 	case fPriority:
-		if v, ok := m.Header("priority"); ok && len(v) == 1 && v[0] >= '0' && v[0] <= '9' {
-			return value{k: kInt, i: int64(v[0] - '0')}
-		}
-		return value{k: kInt, i: DefaultPriority}
+		return value{k: kInt, i: int64(m.Priority())}
 	case fDeliveryMode:
 		if m.Persistent() {
 			return value{k: kString, s: "PERSISTENT"}

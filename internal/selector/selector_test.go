@@ -11,6 +11,7 @@ type msg struct {
 	id         string
 	ts         int64
 	persistent bool
+	priority   int
 }
 
 func (m *msg) Header(key string) (string, bool) {
@@ -24,6 +25,7 @@ func (m *msg) Header(key string) (string, bool) {
 func (m *msg) MessageID() string  { return m.id }
 func (m *msg) TimestampMs() int64 { return m.ts }
 func (m *msg) Persistent() bool   { return m.persistent }
+func (m *msg) Priority() int      { return m.priority }
 
 // sample is the message the conformance table evaluates against.
 var sample = &msg{
@@ -34,7 +36,7 @@ var sample = &msg{
 		{"uni", "héllo"}, {"priority", "7"}, {"type", "order"},
 		{"correlation-id", "c-1"}, {"expires", "1700000000000"}, {"spaced", " 5"},
 	},
-	id: "m-42", ts: 1600000000000, persistent: true,
+	id: "m-42", ts: 1600000000000, persistent: true, priority: 7,
 }
 
 // conformance is the table: selector → does it match sample. "matches" false covers both
