@@ -8,7 +8,6 @@ import (
 	"github.com/titan-broker/titan/internal/dispatch"
 	"github.com/titan-broker/titan/internal/frame"
 	"github.com/titan-broker/titan/internal/message"
-	"github.com/titan-broker/titan/internal/selector"
 )
 
 // Durable topic subscriptions (issue 26; see DurableTopics): the SUBSCRIBE stage that turns
@@ -103,24 +102,13 @@ func deleteDurable(c *Context, topics DurableTopics, live bool) (handled bool) {
 // already published to other subscriptions stay (at-least-once, as after any ERROR).
 type durableFeedStage struct {
 	topics DurableTopics
-	active func() bool // whether any durable subscription exists (a cheap first test)
 	queues Publisher
 	store  Persister
 }
 
 func (s durableFeedStage) Apply(c *Context) {
-	if !s.active() {
-		return
-	}
-	var queues []dest.Identity
 	m := c.Message
-	s.topics.Feeds(c.Identity, func(q dest.Identity, sel *selector.Selector) {
-		// A subscription's selector decides what enters its queue (Artemis): a message it
-		// rejects is neither stored nor queued for it.
-		if sel == nil || sel.Matches(delivery.Selectable(m)) {
-			queues = append(queues, q)
-		}
-	})
+	queues := s.topics.Feeds(c.Identity, delivery.Selectable(m), nil)
 	if len(queues) == 0 {
 		return
 	}

@@ -20,7 +20,9 @@ func (f *fakeTopics) DeleteDurable(group, owner, name string) error {
 	f.deleted = append(f.deleted, owner+"/"+name)
 	return nil
 }
-func (f *fakeTopics) Feeds(dest.Identity, func(dest.Identity, *selector.Selector)) {}
+func (f *fakeTopics) Feeds(_ dest.Identity, _ selector.Message, dst []dest.Identity) []dest.Identity {
+	return dst
+}
 
 // allowStage stands for the authorization stage of a broker with security configured: it
 // filters every events subscription's deliveries per channel.
