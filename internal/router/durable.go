@@ -148,16 +148,7 @@ func (s durableFeedStage) Apply(c *Context) {
 	for i, q := range queues {
 		if _, err := s.queues.Publish(q, copies[i], c.Conn.Client.Done()); err != nil {
 			forget(i)
-			switch {
-			case errors.Is(err, dispatch.ErrQueueFull):
-				c.failWith("queue full", "a durable subscription of this topic is full; retry later", err)
-			case errors.Is(err, dispatch.ErrQueuePaused):
-				c.failWith("queue paused", "an operator paused a durable subscription of this topic; retry after it is resumed", err)
-			case errors.Is(err, dispatch.ErrCanceled):
-				c.failWith("server shutting down", "the message was not accepted", err)
-			default:
-				c.failWith("publish failed", "the message could not be given to a durable subscription; it was not accepted", err)
-			}
+			failPublish(c, err, "a durable subscription of this topic")
 			return
 		}
 	}

@@ -188,15 +188,7 @@ func admitDestination(c *Context, port Destinations, opts *Options, id dest.Iden
 	}
 	created, err := port.Ensure(id)
 	if err != nil {
-		if errors.Is(err, dispatch.ErrDestinationLimit) {
-			c.failWith("destination limit reached", "the broker holds its maximum number of destinations (max-destinations); send to an existing one", err)
-			return false
-		}
-		if errors.Is(err, dispatch.ErrGroupLimit) {
-			c.failWith("group limit reached", "the broker holds destinations in its maximum number of groups (max-groups); use an existing group", err)
-			return false
-		}
-		c.failWith("publish failed", "", err)
+		failPublish(c, err, "the destination")
 		return false
 	}
 	if created && counter != nil {
@@ -298,19 +290,26 @@ func (s publishStage) Apply(c *Context) {
 	if s.store != nil {
 		defer forgetDurably(c, s.store, true) // after failWith: its ERROR follows the removal
 	}
+	failPublish(c, err, "the destination")
+}
+
+// failPublish records the ERROR for err, a pattern's refusal to create a destination or to
+// take a message for it; where names what refused it in the ERROR's detail ("the
+// destination", "a durable subscription of this topic").
+func failPublish(c *Context, err error, where string) {
 	switch {
 	case errors.Is(err, dispatch.ErrDestinationLimit):
 		c.failWith("destination limit reached", "the broker holds its maximum number of destinations (max-destinations); send to an existing one", err)
 	case errors.Is(err, dispatch.ErrGroupLimit):
 		c.failWith("group limit reached", "the broker holds destinations in its maximum number of groups (max-groups); use an existing group", err)
 	case errors.Is(err, dispatch.ErrQueueFull):
-		c.failWith("queue full", "the destination is full; retry later", err)
+		c.failWith("queue full", where+" is full; retry later", err)
 	case errors.Is(err, dispatch.ErrCanceled):
 		c.failWith("server shutting down", "the message was not accepted", err)
 	case errors.Is(err, dispatch.ErrQueuePaused):
-		c.failWith("queue paused", "an operator paused the destination; retry after it is resumed", err)
+		c.failWith("queue paused", "an operator paused "+where+"; retry after it is resumed", err)
 	default:
-		c.failWith("publish failed", "the message could not be published; it was not accepted", err)
+		c.failWith("publish failed", "the message could not be given to "+where+"; it was not accepted", err)
 	}
 }
 
