@@ -58,7 +58,7 @@ func (s messageStage) Apply(c *Context) {
 	parts := message.Parts{
 		IDPrefix:    s.idPrefix,
 		Group:       c.Identity.Group,
-		Destination: egressDestination(destBuf[:0], c.Identity),
+		Destination: c.Identity.AppendOwnerDestination(destBuf[:0]), // a temp-queue's owner sees the name it used
 		Headers:     hdrs,
 		Body:        f.Body,
 		TimestampMs: now,
@@ -556,15 +556,6 @@ func headerValue(hs []frame.Header, k string) string {
 		}
 	}
 	return ""
-}
-
-// egressDestination appends the destination a MESSAGE of id carries: the canonical form,
-// except for a temp-queue, whose owner sees the name it used (dest.Identity.OwnerDestination).
-func egressDestination(dst []byte, id dest.Identity) []byte {
-	if id.Pattern == dest.PatternTempQueue {
-		return append(dst, id.OwnerDestination()...)
-	}
-	return id.AppendDestination(dst)
 }
 
 // existingQueueStage refuses a SEND or SUBSCRIBE that names a queue with a spelling that
