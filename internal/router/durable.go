@@ -6,7 +6,6 @@ import (
 	"github.com/titan-broker/titan/internal/delivery"
 	"github.com/titan-broker/titan/internal/dest"
 	"github.com/titan-broker/titan/internal/dispatch"
-	"github.com/titan-broker/titan/internal/frame"
 	"github.com/titan-broker/titan/internal/message"
 )
 
@@ -82,9 +81,10 @@ func deleteDurable(c *Context, topics DurableTopics, live bool) (handled bool) {
 		c.fail("durable subscriptions unavailable", req.header+" asks to delete a durable topic subscription, which this server does not keep (cluster mode)")
 		return true
 	}
-	group := c.Frame.Value(frame.HdrGroup)
-	if group == "" || !dest.ValidGroup(group) {
-		group = dest.DefaultGroup
+	group, ok := FrameGroup(c.Frame)
+	if !ok { // not the default group's subscription of that name: refused, as on SUBSCRIBE
+		failGroup(c)
+		return true
 	}
 	err := topics.DeleteDurable(group, req.owner, req.name)
 	if err == nil || (live && errors.Is(err, dispatch.ErrNoDurableSubscription)) {

@@ -21,18 +21,32 @@ import (
 type groupStage struct{ scoped bool }
 
 func (s groupStage) Apply(c *Context) {
-	g, _ := c.Frame.Get(frame.HdrGroup)
-	if s.scoped {
-		g = ""
-	}
-	if g == "" {
-		g = dest.DefaultGroup
-	} else if !dest.ValidGroup(g) {
-		c.fail("invalid group", "group names match ^[a-zA-Z0-9_-]{1,64}$")
-		return
+	g := dest.DefaultGroup
+	if !s.scoped {
+		var ok bool
+		if g, ok = FrameGroup(c.Frame); !ok {
+			failGroup(c)
+			return
+		}
 	}
 	c.Identity = dest.IdentityOf(g, c.Dest)
 }
+
+// FrameGroup returns the group f names (DESIGN §3): its group header, dest.DefaultGroup when
+// the header is absent or empty; ok is false for a name outside ^[a-zA-Z0-9_-]{1,64}$, which
+// the router refuses with the ERROR "invalid group" (on SEND, SUBSCRIBE and an UNSUBSCRIBE
+// that deletes a durable subscription). For stages that read the group of a frame before the
+// router does (authorization).
+func FrameGroup(f *frame.Frame) (group string, ok bool) {
+	g := f.Value(frame.HdrGroup)
+	if g == "" {
+		return dest.DefaultGroup, true
+	}
+	return g, dest.ValidGroup(g)
+}
+
+// failGroup records the ERROR for an invalid group header.
+func failGroup(c *Context) { c.fail("invalid group", "group names match ^[a-zA-Z0-9_-]{1,64}$") }
 
 // maxDelayMs bounds the delay header: one year, in milliseconds.
 const maxDelayMs = 365 * 24 * 3600 * 1000
