@@ -162,11 +162,9 @@ func (a *Admin) resolve(ref QueueRef, forPublish bool) (dest.Identity, error) {
 		return dest.Identity{}, newError(CodeUnsupportedPattern,
 			d.Pattern.String()+" destinations have no dispatcher queue (use /queue/... or /topic/...)", ErrUnsupportedPattern)
 	}
-	g := ref.Group
-	if g == "" {
-		g = dest.DefaultGroup
-	} else if !dest.ValidGroup(g) {
-		return dest.Identity{}, newError(CodeInvalidGroup, "invalid group: names match ^[a-zA-Z0-9_-]{1,64}$", ErrInvalidGroup)
+	g, err := refGroup(ref.Group)
+	if err != nil {
+		return dest.Identity{}, err
 	}
 	return dest.IdentityOf(g, d), nil
 }

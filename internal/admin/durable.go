@@ -4,7 +4,6 @@ import (
 	"errors"
 	"net/http"
 	"sort"
-	"strings"
 	"time"
 
 	"github.com/titan-broker/titan/internal/dest"
@@ -120,16 +119,34 @@ type DeleteDurableResult struct {
 // log (as logIdentity; a bare destination is a log) or a topic (/topic/..., wildcards
 // allowed, for durable topic subscriptions).
 func durableIdentity(ref QueueRef) (dest.Identity, error) {
+	id, _, err := durableTarget(ref)
+	return id, err
+}
+
+// durableTarget is durableIdentity with, for a topic, the filter as dest.ParseFilter read it
+// (the zero Destination for a log).
+func durableTarget(ref QueueRef) (dest.Identity, dest.Destination, error) {
 	if d, err := dest.ParseFilter(ref.Destination, dest.PatternEventsStore); err == nil && d.Pattern == dest.PatternEvents {
-		g := ref.Group
-		if g == "" {
-			g = dest.DefaultGroup
-		} else if !dest.ValidGroup(g) {
-			return dest.Identity{}, newError(CodeInvalidGroup, "invalid group: names match ^[a-zA-Z0-9_-]{1,64}$", ErrInvalidGroup)
+		g, err := refGroup(ref.Group)
+		if err != nil {
+			return dest.Identity{}, dest.Destination{}, err
 		}
-		return dest.IdentityOf(g, d), nil
+		return dest.IdentityOf(g, d), d, nil
 	}
-	return logIdentity(ref)
+	id, err := logIdentity(ref)
+	return id, dest.Destination{}, err
+}
+
+// refGroup returns the group a request names: g, or dest.DefaultGroup when it is empty.
+// Errors: CodeInvalidGroup for a name outside ^[a-zA-Z0-9_-]{1,64}$.
+func refGroup(g string) (string, error) {
+	if g == "" {
+		return dest.DefaultGroup, nil
+	}
+	if !dest.ValidGroup(g) {
+		return "", newError(CodeInvalidGroup, "invalid group: names match ^[a-zA-Z0-9_-]{1,64}$", ErrInvalidGroup)
+	}
+	return g, nil
 }
 
 // logIdentity resolves ref to an events-store log (the destination is read with the
@@ -142,11 +159,9 @@ func logIdentity(ref QueueRef) (dest.Identity, error) {
 	if err != nil || d.Pattern != dest.PatternEventsStore {
 		return dest.Identity{}, newError(CodeUnsupportedPattern, "durable subscriptions belong to events-store destinations (/events-store/...) and topics (/topic/...)", ErrUnsupportedPattern)
 	}
-	g := ref.Group
-	if g == "" {
-		g = dest.DefaultGroup
-	} else if !dest.ValidGroup(g) {
-		return dest.Identity{}, newError(CodeInvalidGroup, "invalid group: names match ^[a-zA-Z0-9_-]{1,64}$", ErrInvalidGroup)
+	g, err := refGroup(ref.Group)
+	if err != nil {
+		return dest.Identity{}, err
 	}
 	return dest.IdentityOf(g, d), nil
 }
@@ -173,8 +188,8 @@ func (a *Admin) DurableSubscriptions(ref QueueRef) (*DurableSubscriptionList, er
 			want = canonicalLog(id)
 		}
 	}
-	if ref.Group != "" && !dest.ValidGroup(ref.Group) {
-		return nil, newError(CodeInvalidGroup, "invalid group: names match ^[a-zA-Z0-9_-]{1,64}$", ErrInvalidGroup)
+	if _, err := refGroup(ref.Group); err != nil {
+		return nil, err
 	}
 	var all []DurableSubscription
 	if do, ok := a.src.(DurableOperator); ok {
@@ -273,7 +288,7 @@ func (a *Admin) serveDeleteDurable(w http.ResponseWriter, r *http.Request) {
 // peer's UNSUBSCRIBE would. Errors (*Error): invalid input, CodeDurableNotFound,
 // CodeDurableInUse (a connection consumes it: close it first), the store's.
 func (a *Admin) DeleteTopicDurableSubscription(ref QueueRef, clientID, name string) (*DeleteDurableResult, error) {
-	id, err := durableIdentity(ref)
+	id, filter, err := durableTarget(ref)
 	if err != nil {
 		return nil, err
 	}
@@ -291,7 +306,6 @@ func (a *Admin) DeleteTopicDurableSubscription(ref QueueRef, clientID, name stri
 	if !ok {
 		return nil, newError(CodeDurableNotFound, "no "+what+" on "+describe(id), dispatch.ErrNoDurableSubscription)
 	}
-	filter := dest.Destination{Pattern: dest.PatternEvents, Channel: id.Channel, Bare: id.Bare, Wildcard: hasWildcard(id.Channel)}
 	switch err := to.DeleteTopicDurableSubscription(id.Group, clientID, name, filter); {
 	case err == nil:
 	case errors.Is(err, dispatch.ErrNoDurableSubscription):
@@ -303,14 +317,4 @@ func (a *Admin) DeleteTopicDurableSubscription(ref QueueRef, clientID, name stri
 	}
 	a.log.Info("durable topic subscription deleted", "group", id.Group, "destination", id.Destination(), "client_id", clientID, "name", name)
 	return &DeleteDurableResult{Node: a.node(), Group: id.Group, Destination: id.Destination(), Name: name, ClientID: clientID, Deleted: true}, nil
-}
-
-// hasWildcard reports whether a filter channel has a wildcard token.
-func hasWildcard(channel string) bool {
-	for tok := range strings.SplitSeq(channel, ".") {
-		if tok == "*" || tok == ">" || tok == "#" {
-			return true
-		}
-	}
-	return false
 }

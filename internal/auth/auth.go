@@ -360,16 +360,20 @@ func (s *snapshot) decide(user, group string, pattern dest.Pattern, channel stri
 	}
 	for i := range s.rules {
 		r := &s.rules[i]
-		if !r.matches(group, pattern, channel) {
-			continue
+		if r.matches(group, pattern, channel) {
+			return r.grantsTo(u)
 		}
-		var p Permission
-		for _, role := range u.Roles {
-			p |= r.grants[role]
-		}
-		return p
 	}
 	return 0
+}
+
+// grantsTo returns what r grants to u's roles together.
+func (r *rule) grantsTo(u *User) Permission {
+	var p Permission
+	for _, role := range u.Roles {
+		p |= r.grants[role]
+	}
+	return p
 }
 
 // Has reports whether user holds perm on at least one rule (for operations that name no
@@ -431,14 +435,9 @@ func (a *Authority) Operator(user string) Permission {
 	}
 	for i := range s.rules {
 		r := &s.rules[i]
-		if r.group != "" || r.pattern != 0 || len(r.channel) != 1 || r.channel[0] != "#" {
-			continue
+		if r.group == "" && r.pattern == 0 && len(r.channel) == 1 && r.channel[0] == "#" {
+			return r.grantsTo(u)
 		}
-		var p Permission
-		for _, role := range u.Roles {
-			p |= r.grants[role]
-		}
-		return p
 	}
 	return 0
 }

@@ -78,7 +78,7 @@ func (g Grant) String() string {
 	m := "#"
 	if g.Pattern != "" {
 		p, _ := dest.ParsePattern(g.Pattern)
-		m = p.Prefix() + strings.ReplaceAll(g.Channel, ".", "/")
+		m = "/" + p.Prefix() + "/" + strings.ReplaceAll(g.Channel, ".", "/")
 		if p.Prefix() == "" {
 			m = "/" + g.Pattern + "/" + g.Channel
 		}

@@ -92,3 +92,17 @@ quotas:
 		t.Error("a negative quota accepted")
 	}
 }
+
+// TestGrantStringRoundTrip: String renders a grant as ParseGrant reads it.
+func TestGrantStringRoundTrip(t *testing.T) {
+	for _, s := range []string{"/queue/orders.#:send,consume", "market@/topic/prices/*:consume", "#:all", "/events-store/audit:browse"} {
+		g, err := ParseGrant(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		back, err := ParseGrant(g.String())
+		if err != nil || back != g {
+			t.Errorf("%q: String %q reads back as %+v (%v), want %+v", s, g.String(), back, err, g)
+		}
+	}
+}

@@ -202,9 +202,9 @@ func (s *Stage) unsubscribe(c *router.Context, user string) {
 	if !asked {
 		return
 	}
-	group := c.Frame.Value(frame.HdrGroup)
-	if group == "" || !dest.ValidGroup(group) {
-		group = dest.DefaultGroup
+	group, ok := router.FrameGroup(c.Frame)
+	if !ok {
+		return // deletes nothing: the router refuses the group
 	}
 	o := Owned{Kind: KindTopicDurable, Identity: dest.Identity{Group: group, Pattern: dest.PatternEvents}, Owner: owner, Name: name, User: user}
 	err := s.owners.Check(o)

@@ -115,6 +115,23 @@ func TestAllocsSendTopic(t *testing.T) {
 	checkSendAllocs(t, "/topic/alloc", "a topic with one subscriber", 1)
 }
 
+// A topic SEND while durable subscriptions exist on other topics (issue 26) stays within the
+// topic budget: looking up the durable subscriptions a channel feeds allocates nothing when
+// it feeds none.
+func TestAllocsSendTopicDurableElsewhere(t *testing.T) {
+	g := newSendRig(t, "/topic/alloc")
+	dc := g.r.Open(newNullClient("titan-durable"))
+	g.r.Handle(dc, sendFrame(frame.CmdSubscribe, "", "id", "d1", "destination", "/topic/other", "durable", "true", "ack", "client"))
+	testing.AllocsPerRun(3000, func() { g.r.Handle(g.pc, g.send) })
+	allocs := testing.AllocsPerRun(2000, func() { g.r.Handle(g.pc, g.send) })
+	g.r.Close(dc)
+	g.close()
+	if allocs > 1 {
+		t.Fatalf("SEND to a topic with one subscriber and a durable subscription elsewhere: %.1f allocations, budget 1", allocs)
+	}
+	t.Logf("SEND to a topic with one subscriber and a durable subscription elsewhere: %.1f allocations (budget 1)", allocs)
+}
+
 // pooledOnQueuePath counts the sync.Pools a queue SEND takes objects from (deferred SEND,
 // commit-latency wait, record buffer, auto-acked list, retired sequences): under -race a
 // pool drops a random share of what is put back, so each may allocate again.

@@ -431,6 +431,12 @@ func TestAllocs(t *testing.T) {
 	d, _ := Parse("/queue/orders/eu", PatternEvents)
 	a := testing.AllocsPerRun(100, func() { buf = d.Append(buf[:0]) })
 	requireEqual(t, a, 0, "allocs Append")
+	// A temp-queue's MESSAGEs carry the name its owner used, appended without a string.
+	tq := Identity{Group: DefaultGroup, Pattern: PatternTempQueue, Channel: "titan-1.replies.eu"}
+	requireEqual(t, string(tq.AppendOwnerDestination(nil)), tq.OwnerDestination(), "AppendOwnerDestination")
+	requireEqual(t, tq.OwnerDestination(), "/temp-queue/replies/eu", "OwnerDestination")
+	o := testing.AllocsPerRun(100, func() { buf = tq.AppendOwnerDestination(buf[:0]) })
+	requireEqual(t, o, 0, "allocs AppendOwnerDestination")
 	_ = sink
 }
 

@@ -61,11 +61,18 @@ func (id Identity) String() string { return id.Group + ":" + id.Destination() }
 // owner subscribed to and sent as reply-to; issue 26: a reply arrives on the destination the
 // client used); for any other identity, Destination(). A temp-queue's messages only ever
 // reach its owner, so MESSAGE frames of temp-queues carry this form.
-func (id Identity) OwnerDestination() string {
+func (id Identity) OwnerDestination() string { return id.owned().Destination() }
+
+// AppendOwnerDestination appends id.OwnerDestination() to dst without building the string
+// (the message stage's egress destination, per SEND).
+func (id Identity) AppendOwnerDestination(dst []byte) []byte { return id.owned().AppendDestination(dst) }
+
+// owned is id as its owner names it (see OwnerDestination).
+func (id Identity) owned() Identity {
 	if id.Pattern == PatternTempQueue {
 		if _, name, ok := strings.Cut(id.Channel, "."); ok {
 			id.Channel = name
 		}
 	}
-	return id.Destination()
+	return id
 }

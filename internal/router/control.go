@@ -147,6 +147,20 @@ var controlIndex = func() map[string]*ControlHeader {
 	return m
 }()
 
+// controlShapes is the cheap first test of controlStage: bit n of controlShapes[b] is set
+// when a row's name starts with byte b and is n bytes long (every name is shorter than 64).
+// An application header fails it with one array load and no string compare, so a frame
+// without control headers costs a few loads per header, not a map lookup each.
+var controlShapes = func() (t [256]uint64) {
+	for _, h := range controlHeaders {
+		if len(h.Name) == 0 || len(h.Name) >= 64 {
+			panic("router: control header name length out of range: " + h.Name)
+		}
+		t[h.Name[0]] |= 1 << len(h.Name)
+	}
+	return t
+}()
+
 // ControlHeaders returns the control-header table (a copy), for documentation and tests.
 func ControlHeaders() []ControlHeader { return append([]ControlHeader(nil), controlHeaders...) }
 
@@ -162,19 +176,20 @@ func (controlStage) Apply(c *Context) {
 		use = onSubscribe
 	}
 	for i, h := range f.Headers {
-		if !maybeControl(h.Key) || repeated(f.Headers[:i], h.Key) {
-			continue
+		k := h.Key
+		var row *ControlHeader
+		if k != "" && len(k) < 64 && controlShapes[k[0]]&(1<<len(k)) != 0 {
+			row = controlIndex[k]
 		}
-		row := controlIndex[h.Key]
 		if row == nil {
-			if use == onSubscribe && strings.HasPrefix(h.Key, activeMQHeaderPrefix) {
-				c.fail("unsupported header "+plainName(h.Key), "Titan does not implement this ActiveMQ subscription header; see the migration guide in the README")
+			if use == onSubscribe && strings.HasPrefix(k, activeMQHeaderPrefix) && !repeated(f.Headers[:i], k) {
+				c.fail("unsupported header "+plainName(k), "Titan does not implement this ActiveMQ subscription header; see the migration guide in the README")
 				return
 			}
 			continue
 		}
-		if row.use&use == 0 {
-			continue // not a control header on this frame: an application header
+		if row.use&use == 0 || repeated(f.Headers[:i], k) {
+			continue // not a control header on this frame (an application header), or a repeat
 		}
 		if detail, refuse := row.check(c, h.Value); detail != "" {
 			if refuse {
@@ -185,19 +200,6 @@ func (controlStage) Apply(c *Context) {
 			return
 		}
 	}
-}
-
-// maybeControl is a cheap first test (no map lookup for most application headers): every
-// control header starts with one of these bytes.
-func maybeControl(k string) bool {
-	if k == "" {
-		return false
-	}
-	switch k[0] {
-	case 'a', 'd', 'e', 'p', 'n', 'x':
-		return true
-	}
-	return false
 }
 
 // repeated reports whether k occurs in hs (first occurrence wins, STOMP 1.2).

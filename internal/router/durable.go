@@ -6,9 +6,7 @@ import (
 	"github.com/titan-broker/titan/internal/delivery"
 	"github.com/titan-broker/titan/internal/dest"
 	"github.com/titan-broker/titan/internal/dispatch"
-	"github.com/titan-broker/titan/internal/frame"
 	"github.com/titan-broker/titan/internal/message"
-	"github.com/titan-broker/titan/internal/selector"
 )
 
 // Durable topic subscriptions (issue 26; see DurableTopics): the SUBSCRIBE stage that turns
@@ -83,9 +81,10 @@ func deleteDurable(c *Context, topics DurableTopics, live bool) (handled bool) {
 		c.fail("durable subscriptions unavailable", req.header+" asks to delete a durable topic subscription, which this server does not keep (cluster mode)")
 		return true
 	}
-	group := c.Frame.Value(frame.HdrGroup)
-	if group == "" || !dest.ValidGroup(group) {
-		group = dest.DefaultGroup
+	group, ok := FrameGroup(c.Frame)
+	if !ok { // not the default group's subscription of that name: refused, as on SUBSCRIBE
+		failGroup(c)
+		return true
 	}
 	err := topics.DeleteDurable(group, req.owner, req.name)
 	if err == nil || (live && errors.Is(err, dispatch.ErrNoDurableSubscription)) {
@@ -103,24 +102,13 @@ func deleteDurable(c *Context, topics DurableTopics, live bool) (handled bool) {
 // already published to other subscriptions stay (at-least-once, as after any ERROR).
 type durableFeedStage struct {
 	topics DurableTopics
-	active func() bool // whether any durable subscription exists (a cheap first test)
 	queues Publisher
 	store  Persister
 }
 
 func (s durableFeedStage) Apply(c *Context) {
-	if !s.active() {
-		return
-	}
-	var queues []dest.Identity
 	m := c.Message
-	s.topics.Feeds(c.Identity, func(q dest.Identity, sel *selector.Selector) {
-		// A subscription's selector decides what enters its queue (Artemis): a message it
-		// rejects is neither stored nor queued for it.
-		if sel == nil || sel.Matches(delivery.Selectable(m)) {
-			queues = append(queues, q)
-		}
-	})
+	queues := s.topics.Feeds(c.Identity, delivery.Selectable(m), nil)
 	if len(queues) == 0 {
 		return
 	}
@@ -160,16 +148,7 @@ func (s durableFeedStage) Apply(c *Context) {
 	for i, q := range queues {
 		if _, err := s.queues.Publish(q, copies[i], c.Conn.Client.Done()); err != nil {
 			forget(i)
-			switch {
-			case errors.Is(err, dispatch.ErrQueueFull):
-				c.failWith("queue full", "a durable subscription of this topic is full; retry later", err)
-			case errors.Is(err, dispatch.ErrQueuePaused):
-				c.failWith("queue paused", "an operator paused a durable subscription of this topic; retry after it is resumed", err)
-			case errors.Is(err, dispatch.ErrCanceled):
-				c.failWith("server shutting down", "the message was not accepted", err)
-			default:
-				c.failWith("publish failed", "the message could not be given to a durable subscription; it was not accepted", err)
-			}
+			failPublish(c, err, "a durable subscription of this topic")
 			return
 		}
 	}

@@ -20,7 +20,9 @@ func (f *fakeTopics) DeleteDurable(group, owner, name string) error {
 	f.deleted = append(f.deleted, owner+"/"+name)
 	return nil
 }
-func (f *fakeTopics) Feeds(dest.Identity, func(dest.Identity, *selector.Selector)) {}
+func (f *fakeTopics) Feeds(_ dest.Identity, _ selector.Message, dst []dest.Identity) []dest.Identity {
+	return dst
+}
 
 // allowStage stands for the authorization stage of a broker with security configured: it
 // filters every events subscription's deliveries per channel.
@@ -76,4 +78,23 @@ func (s *recordingSubscriber) Subscribe(sub *delivery.Subscription) error {
 type patternOf struct {
 	Publisher
 	Subscriber
+}
+
+// TestDeleteDurableInvalidGroup: an UNSUBSCRIBE that deletes a durable subscription in a
+// group whose name is invalid is refused ("invalid group", as a SUBSCRIBE with it would be)
+// instead of deleting the default group's subscription of that name.
+func TestDeleteDurableInvalidGroup(t *testing.T) {
+	topics := &fakeTopics{}
+	e := &fakeEngine{}
+	r := New(Ports{Deliveries: e, Events: e, Queues: e, DurableTopics: topics}, Options{})
+	cl := &fakeClient{v: frame.V12}
+	c := r.Open(cl)
+	r.Handle(c, fr(frame.CmdUnsubscribe, "", "id", "s1", "durable", "true", "group", "no spaces"))
+	if len(cl.errs) != 1 || cl.errs[0].Reason != "invalid group" || len(topics.deleted) != 0 {
+		t.Fatalf("errs %+v, deleted %v", cl.errs, topics.deleted)
+	}
+	r.Handle(c, fr(frame.CmdUnsubscribe, "", "id", "s1", "durable", "true", "group", "eu"))
+	if len(topics.deleted) != 1 {
+		t.Fatalf("valid group: deleted %v", topics.deleted)
+	}
 }

@@ -136,9 +136,10 @@ type DurableTopics interface {
 	// DeleteDurable removes the subscription and its queue. Errors:
 	// dispatch.ErrNoDurableSubscription, dispatch.ErrDurableSubscriptionInUse.
 	DeleteDurable(group, owner, name string) error
-	// Feeds calls fn with the queue and selector (nil for none) of every subscription whose
-	// filter matches the events destination id.
-	Feeds(id dest.Identity, fn func(queue dest.Identity, sel *selector.Selector))
+	// Feeds appends to dst, and returns, the queue of every subscription whose filter
+	// matches the events destination id and whose selector (if any) selects m. Called on
+	// every topic SEND: it must allocate nothing when it feeds no subscription.
+	Feeds(id dest.Identity, m selector.Message, dst []dest.Identity) []dest.Identity
 }
 
 // Ports are the adapters a Router routes to. A nil pattern port makes the resolver refuse

@@ -64,8 +64,8 @@ func (r *Router) build() {
 	}
 	if p.Events != nil {
 		eff := append(append(slices.Clone(replies), dedupOnly()...), responseStage{requests: p.Requests})
-		if a, ok := p.DurableTopics.(interface{ Count() int }); ok && p.Queues != nil {
-			eff = append(eff, durableFeedStage{topics: p.DurableTopics, active: func() bool { return a.Count() > 0 }, queues: p.Queues, store: o.Store})
+		if p.DurableTopics != nil && p.Queues != nil {
+			eff = append(eff, durableFeedStage{topics: p.DurableTopics, queues: p.Queues, store: o.Store})
 		}
 		send(RouteSendEvents, dest.PatternEvents, head(group), append(eff, publishStage{port: p.Events, store: o.Store})...)
 		subscribe(dest.PatternEvents, append(head(group), sub, durableTopicStage{topics: p.DurableTopics, queues: p.Queues}, attachStage{port: p.Events})...)

@@ -21,18 +21,32 @@ import (
 type groupStage struct{ scoped bool }
 
 func (s groupStage) Apply(c *Context) {
-	g, _ := c.Frame.Get(frame.HdrGroup)
-	if s.scoped {
-		g = ""
-	}
-	if g == "" {
-		g = dest.DefaultGroup
-	} else if !dest.ValidGroup(g) {
-		c.fail("invalid group", "group names match ^[a-zA-Z0-9_-]{1,64}$")
-		return
+	g := dest.DefaultGroup
+	if !s.scoped {
+		var ok bool
+		if g, ok = FrameGroup(c.Frame); !ok {
+			failGroup(c)
+			return
+		}
 	}
 	c.Identity = dest.IdentityOf(g, c.Dest)
 }
+
+// FrameGroup returns the group f names (DESIGN §3): its group header, dest.DefaultGroup when
+// the header is absent or empty; ok is false for a name outside ^[a-zA-Z0-9_-]{1,64}$, which
+// the router refuses with the ERROR "invalid group" (on SEND, SUBSCRIBE and an UNSUBSCRIBE
+// that deletes a durable subscription). For stages that read the group of a frame before the
+// router does (authorization).
+func FrameGroup(f *frame.Frame) (group string, ok bool) {
+	g := f.Value(frame.HdrGroup)
+	if g == "" {
+		return dest.DefaultGroup, true
+	}
+	return g, dest.ValidGroup(g)
+}
+
+// failGroup records the ERROR for an invalid group header.
+func failGroup(c *Context) { c.fail("invalid group", "group names match ^[a-zA-Z0-9_-]{1,64}$") }
 
 // maxDelayMs bounds the delay header: one year, in milliseconds.
 const maxDelayMs = 365 * 24 * 3600 * 1000
@@ -58,7 +72,7 @@ func (s messageStage) Apply(c *Context) {
 	parts := message.Parts{
 		IDPrefix:    s.idPrefix,
 		Group:       c.Identity.Group,
-		Destination: egressDestination(destBuf[:0], c.Identity),
+		Destination: c.Identity.AppendOwnerDestination(destBuf[:0]), // a temp-queue's owner sees the name it used
 		Headers:     hdrs,
 		Body:        f.Body,
 		TimestampMs: now,
@@ -188,15 +202,7 @@ func admitDestination(c *Context, port Destinations, opts *Options, id dest.Iden
 	}
 	created, err := port.Ensure(id)
 	if err != nil {
-		if errors.Is(err, dispatch.ErrDestinationLimit) {
-			c.failWith("destination limit reached", "the broker holds its maximum number of destinations (max-destinations); send to an existing one", err)
-			return false
-		}
-		if errors.Is(err, dispatch.ErrGroupLimit) {
-			c.failWith("group limit reached", "the broker holds destinations in its maximum number of groups (max-groups); use an existing group", err)
-			return false
-		}
-		c.failWith("publish failed", "", err)
+		failPublish(c, err, "the destination")
 		return false
 	}
 	if created && counter != nil {
@@ -298,19 +304,26 @@ func (s publishStage) Apply(c *Context) {
 	if s.store != nil {
 		defer forgetDurably(c, s.store, true) // after failWith: its ERROR follows the removal
 	}
+	failPublish(c, err, "the destination")
+}
+
+// failPublish records the ERROR for err, a pattern's refusal to create a destination or to
+// take a message for it; where names what refused it in the ERROR's detail ("the
+// destination", "a durable subscription of this topic").
+func failPublish(c *Context, err error, where string) {
 	switch {
 	case errors.Is(err, dispatch.ErrDestinationLimit):
 		c.failWith("destination limit reached", "the broker holds its maximum number of destinations (max-destinations); send to an existing one", err)
 	case errors.Is(err, dispatch.ErrGroupLimit):
 		c.failWith("group limit reached", "the broker holds destinations in its maximum number of groups (max-groups); use an existing group", err)
 	case errors.Is(err, dispatch.ErrQueueFull):
-		c.failWith("queue full", "the destination is full; retry later", err)
+		c.failWith("queue full", where+" is full; retry later", err)
 	case errors.Is(err, dispatch.ErrCanceled):
 		c.failWith("server shutting down", "the message was not accepted", err)
 	case errors.Is(err, dispatch.ErrQueuePaused):
-		c.failWith("queue paused", "an operator paused the destination; retry after it is resumed", err)
+		c.failWith("queue paused", "an operator paused "+where+"; retry after it is resumed", err)
 	default:
-		c.failWith("publish failed", "the message could not be published; it was not accepted", err)
+		c.failWith("publish failed", "the message could not be given to "+where+"; it was not accepted", err)
 	}
 }
 
@@ -557,15 +570,6 @@ func headerValue(hs []frame.Header, k string) string {
 		}
 	}
 	return ""
-}
-
-// egressDestination appends the destination a MESSAGE of id carries: the canonical form,
-// except for a temp-queue, whose owner sees the name it used (dest.Identity.OwnerDestination).
-func egressDestination(dst []byte, id dest.Identity) []byte {
-	if id.Pattern == dest.PatternTempQueue {
-		return append(dst, id.OwnerDestination()...)
-	}
-	return id.AppendDestination(dst)
 }
 
 // existingQueueStage refuses a SEND or SUBSCRIBE that names a queue with a spelling that

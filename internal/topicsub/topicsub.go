@@ -323,20 +323,21 @@ func (r *Registry) Delete(k Key) error {
 	return nil
 }
 
-// Feeds calls fn with the queue and selector (nil for none) of every durable subscription
-// whose filter matches the events destination id (same group, same bare-ness, dest.Match on
-// the channel); the caller gives the message only to the queues whose selector selects it.
-// It costs one atomic load when there are none. A subscription whose queue an operator deleted is
-// forgotten instead (not recreated by the SEND). fn must not call back into the Registry.
-func (r *Registry) Feeds(id dest.Identity, fn func(queue dest.Identity, sel *selector.Selector)) {
+// Feeds appends to dst, and returns, the queue of every durable subscription whose filter
+// matches the events destination id (same group, same bare-ness, dest.Match on the channel)
+// and whose selector selects m (Artemis: a durable subscription's selector decides what
+// enters its queue); m is only read. It costs one atomic load when there are none, and
+// allocates only to grow dst (nothing when no subscription is fed). A subscription whose
+// queue an operator deleted is forgotten instead (not recreated by the SEND).
+func (r *Registry) Feeds(id dest.Identity, m selector.Message, dst []dest.Identity) []dest.Identity {
 	if r.n.Load() == 0 {
-		return
+		return dst
 	}
 	r.idxMu.RLock()
 	sl := r.idx[idxKey{id.Group, id.Bare}]
 	r.idxMu.RUnlock()
 	if sl == nil {
-		return
+		return dst
 	}
 	var gone []dest.Identity
 	sl.Match(id.Channel, func(f *feed) {
@@ -344,11 +345,14 @@ func (r *Registry) Feeds(id dest.Identity, fn func(queue dest.Identity, sel *sel
 			gone = append(gone, f.queue) // an operator deleted its queue (titan queue delete)
 			return
 		}
-		fn(f.queue, f.sel)
+		if f.sel.Matches(m) { // a nil selector selects every message
+			dst = append(dst, f.queue)
+		}
 	})
 	for _, q := range gone {
 		r.dropDeleted(q)
 	}
+	return dst
 }
 
 // dropDeleted forgets the subscription whose queue q an operator deleted: deleting a

@@ -1,6 +1,7 @@
 package topicsub_test
 
 import (
+	"fmt"
 	"unsafe"
 
 	"errors"
@@ -27,10 +28,16 @@ func newRegistry(t *testing.T, meta topicsub.Meta, max int) (*topicsub.Registry,
 }
 
 func feeds(r *topicsub.Registry, group, channel string) []dest.Identity {
-	var out []dest.Identity
-	r.Feeds(dest.Identity{Group: group, Pattern: dest.PatternEvents, Channel: channel}, func(q dest.Identity, _ *selector.Selector) { out = append(out, q) })
-	return out
+	return r.Feeds(dest.Identity{Group: group, Pattern: dest.PatternEvents, Channel: channel}, headers{}, nil)
 }
+
+// headers is a message as a selector reads it: its headers only.
+type headers map[string]string
+
+func (h headers) Header(k string) (string, bool) { v, ok := h[k]; return v, ok }
+func (headers) MessageID() string                { return "m" }
+func (headers) TimestampMs() int64               { return 0 }
+func (headers) Persistent() bool                 { return true }
 
 // TestRegistry: attach makes a stored subscription and its queue; feeds follow filters
 // (wildcards, groups); the limit refuses a new one only; delete forgets it; a restart (Load
@@ -120,10 +127,12 @@ func BenchmarkFeedsNone(b *testing.B) {
 		b.Fatal(err)
 	}
 	id := dest.Identity{Group: "default", Pattern: dest.PatternEvents, Channel: "orders.eu"}
-	fn := func(dest.Identity, *selector.Selector) {}
+	var m selector.Message = headers{}
 	b.ReportAllocs()
 	for b.Loop() {
-		r.Feeds(id, fn)
+		if r.Feeds(id, m, nil) != nil {
+			b.Fatal("fed")
+		}
 	}
 }
 
@@ -144,8 +153,9 @@ func TestAttachCopiesKey(t *testing.T) {
 
 func unsafeString(b []byte) string { return unsafe.String(&b[0], len(b)) }
 
-// TestSelector: a subscription's selector comes with its queue from Feeds, survives a
-// restart (Load compiles it again), and attaching with another selector makes it afresh.
+// TestSelector: a subscription's selector decides which messages Feeds gives its queue to,
+// survives a restart (Load compiles it again), and attaching with another selector makes it
+// afresh.
 func TestSelector(t *testing.T) {
 	st := memstore.New()
 	r, _ := newRegistry(t, st, 0)
@@ -158,16 +168,19 @@ func TestSelector(t *testing.T) {
 	if _, created, err := r.AttachSelected(k, topic, red); err != nil || !created {
 		t.Fatalf("attach: %v created %v", err, created)
 	}
+	// sels reports which of a red and a blue message the subscription's queue is fed:
+	// "color = 'red'" when only the red one, "" when both.
 	sels := func(r *topicsub.Registry) []string {
-		var out []string
-		r.Feeds(dest.Identity{Group: "default", Pattern: dest.PatternEvents, Channel: "orders"}, func(_ dest.Identity, sel *selector.Selector) {
-			if sel == nil {
-				out = append(out, "")
-			} else {
-				out = append(out, sel.String())
-			}
-		})
-		return out
+		id := dest.Identity{Group: "default", Pattern: dest.PatternEvents, Channel: "orders"}
+		reds := r.Feeds(id, headers{"color": "red"}, nil)
+		blues := r.Feeds(id, headers{"color": "blue"}, nil)
+		switch {
+		case len(reds) == 1 && len(blues) == 0:
+			return []string{"color = 'red'"}
+		case len(reds) == 1 && len(blues) == 1 && reds[0] == blues[0]:
+			return []string{""}
+		}
+		return []string{fmt.Sprintf("red fed %v, blue fed %v", reds, blues)}
 	}
 	if got := sels(r); len(got) != 1 || got[0] != "color = 'red'" {
 		t.Fatalf("feeds selectors %q", got)
