@@ -13,6 +13,7 @@ import (
 	"github.com/titan-broker/titan/internal/dest"
 	"github.com/titan-broker/titan/internal/dispatch"
 	"github.com/titan-broker/titan/internal/frame"
+	"github.com/titan-broker/titan/internal/lockorder"
 	"github.com/titan-broker/titan/internal/message"
 )
 
@@ -90,7 +91,7 @@ type rpcState struct {
 
 // channel is one request channel's responders and round-robin cursor.
 type channel struct {
-	mu   sync.Mutex
+	mu   lockorder.Mutex[lockorder.RPCChannelRank]
 	subs []*delivery.Subscription // guarded by mu; replaced, never modified in place
 	rr   int                      // guarded by mu: the next responder to try
 	dead bool                     // guarded by mu: its last responder left; it is no longer in channels
