@@ -62,13 +62,8 @@ func (s *Session) slowConsumer() {
 	s.outBytes.Add(-n)
 	s.log().Warn("slow consumer closed", "queued_bytes", queued+n, "discarded_bytes", n,
 		"timeout", s.opts.SlowConsumerTimeout.String())
-	body := []byte("the connection's pending output stayed over " + strconv.FormatInt(s.opts.MaxOutboundBytes, 10) +
-		" bytes (max-outbound-bytes) without the client reading for " + s.opts.SlowConsumerTimeout.String() +
-		" (flow-control slow-consumer-timeout)\n")
-	s.writeFrame(&frame.Frame{Command: frame.CmdError, Headers: []frame.Header{
-		{Key: frame.HdrMessage, Value: ReasonSlowConsumer},
-		{Key: frame.HdrContentType, Value: "text/plain"},
-		{Key: frame.HdrContentLength, Value: strconv.Itoa(len(body))},
-	}, Body: body})
+	s.writeError(ReasonSlowConsumer, "", "the connection's pending output stayed over "+strconv.FormatInt(s.opts.MaxOutboundBytes, 10)+
+		" bytes (max-outbound-bytes) without the client reading for "+s.opts.SlowConsumerTimeout.String()+
+		" (flow-control slow-consumer-timeout)")
 	s.CloseAfterFlush(CloseSlowConsumer)
 }
