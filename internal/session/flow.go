@@ -13,11 +13,12 @@ import (
 const ReasonSlowConsumer = "slow consumer"
 
 // WriteEvent queues one events MESSAGE (see WriteMessage). With force it is queued even over
-// MaxOutboundBytes — events are not refused for a full connection; the producer pauses
-// instead — and refused only when the connection is closing. Without force it is refused
-// over the limit like WriteMessage (slow-consumer-policy DROP). congested is not nil when
-// the connection is over its high watermark after the write: the producer waits for it to
-// close (the queue fell to ResumeOutboundBytes, or the connection closed).
+// MaxOutboundBytes — events are not refused for a full connection; the slow-consumer timer
+// and delivery's own bound (delivery.EventPolicy.MaxBytes) deal with a subscriber that
+// does not read — and refused only when the connection is closing. Without force it is
+// refused over the limit like WriteMessage (slow-consumer-policy DROP). congested is not nil
+// when the connection is over its high watermark after the write (closed once the queue
+// falls to ResumeOutboundBytes or the connection closes); no producer waits for it.
 func (s *Session) WriteEvent(prefix *frame.Buf, shared []byte, force bool) (ok bool, congested <-chan struct{}) {
 	return s.enqueueFlow(!force, prefix, prefix.B, shared)
 }
