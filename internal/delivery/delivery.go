@@ -43,10 +43,11 @@ type Writer interface {
 	// subscription's constant head) queued many times at once: writers only read it.
 	WriteMessage(prefix *frame.Buf, shared []byte) bool
 	// WriteEvent queues an events MESSAGE like WriteMessage, except that with force it is
-	// refused only when the connection is closing, never for its outbound limit (flow
-	// control pauses the producer instead; DESIGN §9). congested, when not nil, is closed
-	// once the connection's output is back at its low watermark or the connection closed:
-	// the producer waits for it (flow.Stats.Wait).
+	// refused only when the connection is closing, never for its outbound limit (the events
+	// pattern bounds a subscriber's buffer itself, EventPolicy.MaxBytes; issue 30).
+	// congested, when not nil, is closed once the connection's output is back at its low
+	// watermark or the connection closed; no producer waits for it since issue 30
+	// (DeliverEvent ignores it).
 	WriteEvent(prefix *frame.Buf, shared []byte, force bool) (ok bool, congested <-chan struct{})
 	// QueuedBytes is the number of bytes queued and not yet written to the socket.
 	QueuedBytes() int64

@@ -103,13 +103,17 @@ func (c *Conn) DeliverEvent(sub *Subscription, m *message.Message, pol EventPoli
 		}
 		return c.holdUnlock(sub, m, pol)
 	}
+	v := c.w.Version()
 	if !pol.Drop {
-		n := eventBytes(m, c.w.Version())
-		if q := c.w.QueuedBytes() + c.heldBytes; q > 0 && q+n > pol.maxBytes() {
-			return c.overflowUnlock(q+n, pol)
+		// A message that finds nothing queued or held always goes through: its size is
+		// only needed when something is.
+		if q := c.w.QueuedBytes() + c.heldBytes; q > 0 {
+			if n := eventBytes(m, v); q+n > pol.maxBytes() {
+				return c.overflowUnlock(q+n, pol)
+			}
 		}
 	}
-	ok := c.writeEventLocked(sub, m, !pol.Drop)
+	ok := c.writeEventLocked(sub, m, v, !pol.Drop)
 	c.mu.Unlock()
 	switch {
 	case ok:
@@ -126,12 +130,12 @@ func eventBytes(m *message.Message, v frame.Version) int64 {
 	return int64(len(shared)) + eventHeadBytes
 }
 
-// writeEventLocked writes m to sub (force: never refused for the connection's limit, only
-// when it is closing) and records it unacknowledged in client ack modes. c.mu held.
-func (c *Conn) writeEventLocked(sub *Subscription, m *message.Message, force bool) bool {
+// writeEventLocked writes m to sub at c's version v (force: never refused for the
+// connection's limit, only when it is closing) and records it unacknowledged in client ack
+// modes. c.mu held.
+func (c *Conn) writeEventLocked(sub *Subscription, m *message.Message, v frame.Version, force bool) bool {
 	var prefix *frame.Buf
 	var dl *delivery
-	v := c.w.Version()
 	if sub.Ack == AckAuto {
 		prefix = sub.headLocked(v)
 	} else {
@@ -225,12 +229,12 @@ func (c *Conn) drainHeldLocked(sub *Subscription) {
 	if len(sub.held) == 0 {
 		return
 	}
-	i := 0
+	i, v := 0, c.w.Version()
 	for ; i < len(sub.held) && !sub.closed && len(sub.pending)+sub.acking < sub.Prefetch; i++ {
 		h := sub.held[i]
 		sub.held[i] = heldEvent{}
 		c.heldBytes -= h.n
-		if !c.writeEventLocked(sub, h.m, true) {
+		if !c.writeEventLocked(sub, h.m, v, true) {
 			sub.Dropped.Add(1) // the connection is closing
 		}
 	}

@@ -20,7 +20,9 @@ package eventlog
 
 import (
 	"log/slog"
+	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/titan-broker/titan/internal/delivery"
@@ -98,11 +100,23 @@ type Pattern struct {
 
 // logState is one log's live readers and shared tail.
 type logState struct {
-	mu      sync.Mutex
-	readers []*reader // guarded by mu; replaced on change, never modified in place
-	refs    int       // subscriptions holding the tail, including ones still subscribing; guarded by mu
-	dead    bool      // guarded by mu: refs fell to 0 and it left Pattern.live
+	mu sync.Mutex
+	// readers is replaced under mu, never modified in place, so that a publication reads it
+	// without a lock (nil: none yet).
+	readers atomic.Pointer[[]*reader]
+	refs    int  // subscriptions holding the tail, including ones still subscribing; guarded by mu
+	dead    bool // guarded by mu: refs fell to 0 and it left Pattern.live
 	tail    tail
+}
+
+// setReadersLocked replaces lg's reader list with the result of fn on a copy of it. lg.mu held.
+func (lg *logState) setReadersLocked(fn func([]*reader) []*reader) {
+	var cur []*reader
+	if rs := lg.readers.Load(); rs != nil {
+		cur = *rs
+	}
+	next := fn(slices.Clip(cur))
+	lg.readers.Store(&next)
 }
 
 // New returns the events-store pattern; d supplies the counters.
@@ -128,11 +142,10 @@ func (p *Pattern) Publish(id dest.Identity, m *message.Message, _ <-chan struct{
 	}
 	lg := v.(*logState)
 	lg.tail.put(m)
-	lg.mu.Lock()
-	readers := lg.readers
-	lg.mu.Unlock()
-	for _, ls := range readers {
-		ls.poller.Kick() // the live tail
+	if rs := lg.readers.Load(); rs != nil {
+		for _, ls := range *rs {
+			ls.poller.Kick() // the live tail
+		}
 	}
 	return false, nil
 }
@@ -150,13 +163,12 @@ func (p *Pattern) Subscribe(sub *delivery.Subscription) error {
 	}
 	id := sub.Identity()
 	lg := p.holdLog(id) // held until Detach: a reader's tail stays the log's tail while it reads
-	ls, err := p.newReader(sub, id, &lg.tail)
+	ls, err := p.newReader(sub, id, lg)
 	if err != nil {
 		p.releaseLog(id, lg)
 		sub.Conn.Remove(sub)
 		return err
 	}
-	ls.log = lg
 	p.mu.Lock()
 	if p.closed {
 		p.mu.Unlock()
@@ -169,7 +181,7 @@ func (p *Pattern) Subscribe(sub *delivery.Subscription) error {
 	p.wg.Add(1)
 	p.mu.Unlock()
 	lg.mu.Lock()
-	lg.readers = append(lg.readers[:len(lg.readers):len(lg.readers)], ls)
+	lg.setReadersLocked(func(rs []*reader) []*reader { return append(rs, ls) })
 	lg.mu.Unlock()
 	sub.SetFeed(ls.poller)
 	run := func() {
@@ -204,12 +216,12 @@ func (p *Pattern) Detach(sub *delivery.Subscription, _ []delivery.Unacked) {
 	if ls != nil {
 		lg := ls.log
 		lg.mu.Lock()
-		for i, x := range lg.readers {
-			if x == ls {
-				lg.readers = append(lg.readers[:i:i], lg.readers[i+1:]...)
-				break
+		lg.setReadersLocked(func(rs []*reader) []*reader {
+			if i := slices.Index(rs, ls); i >= 0 {
+				return append(rs[:i:i], rs[i+1:]...)
 			}
-		}
+			return rs
+		})
 		lg.mu.Unlock()
 		p.releaseLog(ls.id, lg)
 		ls.stop()

@@ -32,8 +32,7 @@ type reader struct {
 	p      *Pattern
 	poller *outbox.Poller
 	key    string           // durable position key; "" when not durable
-	tail   *tail            // the log's shared live tail
-	log    *logState        // the log's live state (its readers and tail); set by Subscribe
+	log    *logState        // the log's live state (its readers and shared live tail)
 	next   *message.Message // the tail message being delivered (poller goroutine only)
 
 	// saveMu serialises the position saves (savePosition, stop): each computes a position
@@ -58,9 +57,10 @@ type reader struct {
 	savedAcked []uint64
 }
 
-func (p *Pattern) newReader(sub *delivery.Subscription, id dest.Identity, t *tail) (*reader, error) {
+func (p *Pattern) newReader(sub *delivery.Subscription, id dest.Identity, lg *logState) (*reader, error) {
 	st := p.opts.Store
-	ls := &reader{sub: sub, id: id, p: p, tail: t, pending: map[uint64]struct{}{}}
+	t := &lg.tail
+	ls := &reader{sub: sub, id: id, p: p, log: lg, pending: map[uint64]struct{}{}}
 	first, last, err := st.Bounds(id)
 	if err != nil {
 		return nil, err

@@ -13,6 +13,7 @@ import (
 	"github.com/titan-broker/titan/internal/dest"
 	"github.com/titan-broker/titan/internal/dispatch"
 	"github.com/titan-broker/titan/internal/frame"
+	"github.com/titan-broker/titan/internal/lockorder"
 	"github.com/titan-broker/titan/internal/message"
 )
 
@@ -63,7 +64,7 @@ func (c *rpcCounters) observe(d time.Duration) {
 }
 
 type pendingRequest struct {
-	key       string
+	key       requestKey
 	request   dest.Identity // the command or query channel
 	replyTo   dest.Identity
 	corr      string
@@ -90,34 +91,70 @@ type rpcState struct {
 
 // channel is one request channel's responders and round-robin cursor.
 type channel struct {
-	mu   sync.Mutex
+	mu   lockorder.Mutex[lockorder.RPCChannelRank]
 	subs []*delivery.Subscription // guarded by mu; replaced, never modified in place
 	rr   int                      // guarded by mu: the next responder to try
 	dead bool                     // guarded by mu: its last responder left; it is no longer in channels
+	// cnt caches counters.get of the channel's identity, so that a request looks up its
+	// channel once (one sync.Map lookup, not two); set on the channel's first request.
+	cnt atomic.Pointer[rpcCounters]
+}
+
+// requestKey identifies a pending request: its reply-to destination and correlation-id. A
+// struct, not a joined string, so that building it per request and per response allocates
+// nothing.
+type requestKey struct {
+	replyTo dest.Identity
+	corr    string
 }
 
 // pendingShard is one shard of the pending requests, by key.
 type pendingShard struct {
 	mu      sync.Mutex
-	pending map[string]*pendingRequest // by reply-to identity + correlation-id; guarded by mu
-	expired map[string]time.Time       // recently timed-out keys, for counting late responses; guarded by mu
-	closed  bool                       // Close ran: no timer is armed; guarded by mu
-	_       [64]byte                   // keeps shards' locks off each other's cache lines
+	pending map[requestKey]*pendingRequest // guarded by mu
+	expired map[requestKey]time.Time       // recently timed-out keys, for counting late responses; guarded by mu
+	closed  bool                           // Close ran: no timer is armed; guarded by mu
+	_       [64]byte                       // keeps shards' locks off each other's cache lines
 }
 
 func newRPCState() *rpcState {
 	r := &rpcState{}
 	for i := range r.pending {
-		r.pending[i].pending = map[string]*pendingRequest{}
-		r.pending[i].expired = map[string]time.Time{}
+		r.pending[i].pending = map[requestKey]*pendingRequest{}
+		r.pending[i].expired = map[requestKey]time.Time{}
 	}
 	return r
 }
 
 var shardSeed = maphash.MakeSeed()
 
-func (r *rpcState) shard(key string) *pendingShard {
-	return &r.pending[maphash.String(shardSeed, key)&(pendingShards-1)]
+// shard returns key's shard, chosen by its reply-to channel and correlation-id (the parts
+// that tell two requesters' keys apart).
+func (r *rpcState) shard(key requestKey) *pendingShard {
+	h := maphash.String(shardSeed, key.corr) ^ maphash.String(shardSeed, key.replyTo.Channel)
+	return &r.pending[h&(pendingShards-1)]
+}
+
+// lookup returns the request channel id, or nil when it has no responder.
+func (r *rpcState) lookup(id dest.Identity) *channel {
+	if v, ok := r.channels.Load(id); ok {
+		return v.(*channel)
+	}
+	return nil
+}
+
+// countersOf returns the counters of request channel id, whose responders are ch (nil for
+// none), from ch's cache when it has one.
+func (r *rpcState) countersOf(ch *channel, id dest.Identity) *rpcCounters {
+	if ch == nil {
+		return r.counters.get(id)
+	}
+	if c := ch.cnt.Load(); c != nil {
+		return c
+	}
+	c := r.counters.get(id)
+	ch.cnt.Store(c)
+	return c
 }
 
 // counterSet holds the per-channel counters: read without a lock, created under mu.
@@ -153,10 +190,6 @@ func (cs *counterSet) get(id dest.Identity) *rpcCounters {
 	return c
 }
 
-func pendingKey(replyTo dest.Identity, corr string) string {
-	return replyTo.Group + "\x00" + replyTo.Pattern.String() + "\x00" + replyTo.Channel + "\x00" + corr
-}
-
 // maxExpired bounds the remembered timed-out requests, over all shards (oldest of a shard
 // forgotten first).
 const maxExpired = 10000
@@ -173,16 +206,20 @@ const maxExpired = 10000
 // dispatch.ErrCanceled after Close.
 func (p *Pattern) Request(id dest.Identity, m *message.Message, replyTo dest.Identity, corr string, timeout time.Duration, requester *delivery.Conn) error {
 	r := p.rpc
-	key := pendingKey(replyTo, corr)
+	key := requestKey{replyTo, corr}
 	sh := r.shard(key)
 	if err := p.reserve(requester); err != nil {
 		return err
 	}
-	cnt := r.counters.get(id)
 	remote := p.opts.Responders
+	var ch *channel
+	if remote == nil {
+		ch = r.lookup(id)
+	}
+	cnt := r.countersOf(ch, id)
 	var chosen *delivery.Subscription
 	if remote == nil {
-		if chosen = r.choose(id); chosen == nil {
+		if chosen = ch.choose(); chosen == nil {
 			p.release(requester)
 			sh.mu.Lock() // a refusal comes before the "no responder" answer
 			_, dup := sh.pending[key]
@@ -225,7 +262,7 @@ func (p *Pattern) Request(id dest.Identity, m *message.Message, replyTo dest.Ide
 			if taken = chosen.Conn.Deliver(chosen, m, nil, 0, 1); taken {
 				break
 			}
-			if chosen = r.choose(id); chosen == nil {
+			if chosen = r.lookup(id).choose(); chosen == nil {
 				break
 			}
 		}
@@ -243,13 +280,12 @@ func (p *Pattern) Request(id dest.Identity, m *message.Message, replyTo dest.Ide
 // "no responder".
 const maxDeliverAttempts = 8
 
-// choose returns the next responder of id with credit, round-robin, or nil.
-func (r *rpcState) choose(id dest.Identity) *delivery.Subscription {
-	v, ok := r.channels.Load(id)
-	if !ok {
+// choose returns the next responder of ch with credit, round-robin, or nil (also for a nil
+// ch: no responder).
+func (ch *channel) choose() *delivery.Subscription {
+	if ch == nil {
 		return nil
 	}
-	ch := v.(*channel)
 	ch.mu.Lock()
 	defer ch.mu.Unlock()
 	n := len(ch.subs)
@@ -320,10 +356,12 @@ func (p *Pattern) expire(pr *pendingRequest) {
 	}
 	delete(sh.pending, pr.key)
 	if len(sh.expired) >= maxExpired/pendingShards {
-		oldest, ot := "", time.Time{}
+		var oldest requestKey
+		var ot time.Time
+		found := false
 		for k, t := range sh.expired {
-			if oldest == "" || t.Before(ot) {
-				oldest, ot = k, t
+			if !found || t.Before(ot) {
+				oldest, ot, found = k, t, true
 			}
 		}
 		delete(sh.expired, oldest)
@@ -361,7 +399,7 @@ func (p *Pattern) answer(replyTo dest.Identity, corr, reason string) {
 // It returns pending=true when it completed a request (the caller publishes the response as
 // usual), late=true when the request had already timed out (the caller drops it).
 func (p *Pattern) Respond(replyTo dest.Identity, corr string) (pending, late bool) {
-	key := pendingKey(replyTo, corr)
+	key := requestKey{replyTo, corr}
 	sh := p.rpc.shard(key)
 	sh.mu.Lock()
 	pr, ok := sh.pending[key]

@@ -3,6 +3,7 @@ package rpc
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 	"sync"
@@ -309,5 +310,25 @@ func TestTempOwners(t *testing.T) {
 	p.Release("s1")
 	if _, err := p.Temp().Publish(tq, req("x"), nil); !errors.Is(err, dispatch.ErrNoQueue) {
 		t.Fatalf("released owner: %v, want dispatch.ErrNoQueue", err)
+	}
+}
+
+// TestResponseTimeHistogram checks the response-time histogram's buckets: cumulative, each
+// response counted in every bucket whose bound is at or above its time (a time on a bound
+// is in that bucket), one over the last bound in Count only.
+func TestResponseTimeHistogram(t *testing.T) {
+	var c rpcCounters
+	for _, d := range []time.Duration{time.Millisecond, 3 * time.Millisecond, 11 * time.Second} {
+		c.observe(d)
+	}
+	p := &Pattern{rpc: newRPCState()}
+	p.rpc.counters.m.Store(cmd, &c)
+	st := p.Stats()
+	want := []uint64{1, 1, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2}
+	if len(st) != 1 || fmt.Sprint(st[0].Buckets) != fmt.Sprint(want) || st[0].Count != 3 {
+		t.Fatalf("stats %+v, want buckets %v and count 3", st, want)
+	}
+	if s := st[0].Sum; s < 11.003 || s > 11.0041 {
+		t.Fatalf("sum %v, want 11.004", s)
 	}
 }

@@ -13,11 +13,12 @@ import (
 const ReasonSlowConsumer = "slow consumer"
 
 // WriteEvent queues one events MESSAGE (see WriteMessage). With force it is queued even over
-// MaxOutboundBytes — events are not refused for a full connection; the producer pauses
-// instead — and refused only when the connection is closing. Without force it is refused
-// over the limit like WriteMessage (slow-consumer-policy DROP). congested is not nil when
-// the connection is over its high watermark after the write: the producer waits for it to
-// close (the queue fell to ResumeOutboundBytes, or the connection closed).
+// MaxOutboundBytes — events are not refused for a full connection; the slow-consumer timer
+// and delivery's own bound (delivery.EventPolicy.MaxBytes) deal with a subscriber that
+// does not read — and refused only when the connection is closing. Without force it is
+// refused over the limit like WriteMessage (slow-consumer-policy DROP). congested is not nil
+// when the connection is over its high watermark after the write (closed once the queue
+// falls to ResumeOutboundBytes or the connection closes); no producer waits for it.
 func (s *Session) WriteEvent(prefix *frame.Buf, shared []byte, force bool) (ok bool, congested <-chan struct{}) {
 	return s.enqueueFlow(!force, prefix, prefix.B, shared)
 }
@@ -62,13 +63,8 @@ func (s *Session) slowConsumer() {
 	s.outBytes.Add(-n)
 	s.log().Warn("slow consumer closed", "queued_bytes", queued+n, "discarded_bytes", n,
 		"timeout", s.opts.SlowConsumerTimeout.String())
-	body := []byte("the connection's pending output stayed over " + strconv.FormatInt(s.opts.MaxOutboundBytes, 10) +
-		" bytes (max-outbound-bytes) without the client reading for " + s.opts.SlowConsumerTimeout.String() +
-		" (flow-control slow-consumer-timeout)\n")
-	s.writeFrame(&frame.Frame{Command: frame.CmdError, Headers: []frame.Header{
-		{Key: frame.HdrMessage, Value: ReasonSlowConsumer},
-		{Key: frame.HdrContentType, Value: "text/plain"},
-		{Key: frame.HdrContentLength, Value: strconv.Itoa(len(body))},
-	}, Body: body})
+	s.writeError(ReasonSlowConsumer, "", "the connection's pending output stayed over "+strconv.FormatInt(s.opts.MaxOutboundBytes, 10)+
+		" bytes (max-outbound-bytes) without the client reading for "+s.opts.SlowConsumerTimeout.String()+
+		" (flow-control slow-consumer-timeout)")
 	s.CloseAfterFlush(CloseSlowConsumer)
 }

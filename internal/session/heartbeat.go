@@ -2,9 +2,10 @@ package session
 
 import (
 	"container/heap"
-	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/titan-broker/titan/internal/lockorder"
 )
 
 // heartBeats runs the server-side heart-beat sends (STOMP 1.2, "Heart-beating") of every
@@ -34,7 +35,7 @@ var hbEpoch = time.Now()
 // timer set to the earliest. Lock order: a Session's mu before mu (LOCKS.md); run takes no
 // Session.mu while holding mu.
 type hbScheduler struct {
-	mu    sync.Mutex
+	mu    lockorder.Mutex[lockorder.HeartBeatRank]
 	h     hbHeap
 	timer *time.Timer   // made on first use; fires run
 	at    time.Duration // when timer fires (since hbEpoch); 0: stopped

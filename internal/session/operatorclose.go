@@ -1,11 +1,5 @@
 package session
 
-import (
-	"strconv"
-
-	"github.com/titan-broker/titan/internal/frame"
-)
-
 // ReasonOperatorClose is the message header of the ERROR frame sent to a connection an
 // operator closes (`titan connection close`, DELETE /titan/monitor/connections).
 const ReasonOperatorClose = "connection closed by an operator"
@@ -22,11 +16,6 @@ func (s *Session) CloseByOperator() {
 	if s.isClosing() {
 		return
 	}
-	body := []byte(operatorCloseDetail + "\n")
-	s.writeFrame(&frame.Frame{Command: frame.CmdError, Headers: []frame.Header{
-		{Key: frame.HdrMessage, Value: ReasonOperatorClose},
-		{Key: frame.HdrContentType, Value: "text/plain"},
-		{Key: frame.HdrContentLength, Value: strconv.Itoa(len(body))},
-	}, Body: body})
+	s.writeError(ReasonOperatorClose, "", operatorCloseDetail)
 	s.CloseAfterFlush(CloseAdmin)
 }

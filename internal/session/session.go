@@ -546,21 +546,29 @@ const clientCommands = "a client sends CONNECT, STOMP, SEND, SUBSCRIBE, UNSUBSCR
 // when pe.Fatal, closes the connection once the frame is written (STOMP 1.2, "ERROR": the
 // server MUST close the connection after sending ERROR).
 func (s *Session) Fail(pe *frame.ProtocolError) {
-	hdrs := []frame.Header{{Key: frame.HdrMessage, Value: pe.Reason}}
-	if pe.ReceiptID != "" {
-		hdrs = append(hdrs, frame.Header{Key: frame.HdrReceiptID, Value: pe.ReceiptID})
-	}
-	var body []byte
-	if pe.Detail != "" {
-		body = []byte(frame.SanitizeDetail(pe.Detail) + "\n")
-		hdrs = append(hdrs, frame.Header{Key: frame.HdrContentType, Value: "text/plain"})
-	}
-	hdrs = append(hdrs, frame.Header{Key: frame.HdrContentLength, Value: strconv.Itoa(len(body))})
 	s.log().Info("protocol error", "reason", pe.Reason, "detail", pe.Detail, "err", pe.Err)
-	s.writeFrame(&frame.Frame{Command: frame.CmdError, Headers: hdrs, Body: body})
+	s.writeError(pe.Reason, pe.ReceiptID, pe.Detail)
 	if pe.Fatal {
 		s.CloseAfterFlush(CloseProtocol)
 	}
+}
+
+// writeError queues an ERROR frame: message header reason, receipt-id when receiptID is
+// set, and detail (passed through frame.SanitizeDetail) as its text/plain body when not
+// empty. Every ERROR that explains a close is written by it (Fail, the slow-consumer and
+// operator closes).
+func (s *Session) writeError(reason, receiptID, detail string) {
+	hdrs := []frame.Header{{Key: frame.HdrMessage, Value: reason}}
+	if receiptID != "" {
+		hdrs = append(hdrs, frame.Header{Key: frame.HdrReceiptID, Value: receiptID})
+	}
+	var body []byte
+	if detail != "" {
+		body = []byte(frame.SanitizeDetail(detail) + "\n")
+		hdrs = append(hdrs, frame.Header{Key: frame.HdrContentType, Value: "text/plain"})
+	}
+	hdrs = append(hdrs, frame.Header{Key: frame.HdrContentLength, Value: strconv.Itoa(len(body))})
+	s.writeFrame(&frame.Frame{Command: frame.CmdError, Headers: hdrs, Body: body})
 }
 
 // CloseAfterFlush stops accepting writes and closes the connection once everything queued so

@@ -1,16 +1,11 @@
 package session
 
-import (
-	"strconv"
-
-	"github.com/titan-broker/titan/internal/frame"
-)
-
-// CloseSlowConsumer implements delivery.SlowCloser: a client-ack subscription of this
-// connection left producers waiting for an acknowledgement longer than
-// SlowConsumerTimeout. ERROR "slow consumer" (detail as its body) is queued after what the
-// connection already has, and the connection closes once it is written; producers waiting
-// on it continue at once (its subscriptions end). Idempotent; safe for concurrent use.
+// CloseSlowConsumer implements delivery.SlowCloser: events delivery found this connection
+// a slow consumer (messages held for a client-ack subscription at its prefetch without an
+// ACK for SlowConsumerTimeout, or its pending events output over its hard bound; detail
+// says which). ERROR "slow consumer" (detail as its body) is queued after what the
+// connection already has, and the connection closes once it is written. Idempotent; safe
+// for concurrent use.
 func (s *Session) CloseSlowConsumer(detail string) {
 	s.mu.Lock()
 	closing := s.closing
@@ -21,12 +16,7 @@ func (s *Session) CloseSlowConsumer(detail string) {
 	if closing {
 		return
 	}
-	s.log().Warn("slow consumer closed", "cause", "unacknowledged messages at the prefetch", "timeout", s.opts.SlowConsumerTimeout.String())
-	body := []byte(detail + "\n")
-	s.writeFrame(&frame.Frame{Command: frame.CmdError, Headers: []frame.Header{
-		{Key: frame.HdrMessage, Value: ReasonSlowConsumer},
-		{Key: frame.HdrContentType, Value: "text/plain"},
-		{Key: frame.HdrContentLength, Value: strconv.Itoa(len(body))},
-	}, Body: body})
+	s.log().Warn("slow consumer closed", "cause", detail)
+	s.writeError(ReasonSlowConsumer, "", detail)
 	s.CloseAfterFlush(CloseSlowConsumer)
 }
