@@ -89,9 +89,19 @@ func New(o Options) *Cache {
 	return &Cache{opts: o, ids: make(map[string]*entry)}
 }
 
-// Key returns the cache key of a duplicate id sent to id.
+// Key returns the cache key of a duplicate id sent to id: id.String(), NUL, dupID.
 func Key(id dest.Identity, dupID string) string {
-	return id.String() + "\x00" + dupID
+	return string(AppendKey(make([]byte, 0, len(id.Group)+len(id.Channel)+len(dupID)+16), id, dupID))
+}
+
+// AppendKey appends Key(id, dupID) to dst without building the strings (the durable store
+// writes it into a message's batch).
+func AppendKey(dst []byte, id dest.Identity, dupID string) []byte {
+	dst = append(dst, id.Group...)
+	dst = append(dst, ':')
+	dst = id.AppendDestination(dst)
+	dst = append(dst, 0)
+	return append(dst, dupID...)
 }
 
 // Load rebuilds the cache from the journal (at start-up, before traffic): every stored id

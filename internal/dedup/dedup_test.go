@@ -157,3 +157,21 @@ func BenchmarkClaim(b *testing.B) {
 		}
 	}
 }
+
+// TestKeyForm: the cache key, stored in every duplicate-id record, is the identity's
+// "group:/destination" form, NUL, the id; AppendKey writes the same bytes as Key.
+func TestKeyForm(t *testing.T) {
+	for _, id := range []dest.Identity{
+		{Group: "default", Pattern: dest.PatternQueues, Channel: "orders.eu"},
+		{Group: "g", Pattern: dest.PatternEventsStore, Channel: "log"},
+		{Group: "default", Pattern: dest.PatternQueues, Channel: "a.b", Bare: true},
+	} {
+		want := id.String() + "\x00" + "id-1"
+		if got := Key(id, "id-1"); got != want {
+			t.Errorf("Key(%v) = %q, want %q", id, got, want)
+		}
+		if got := string(AppendKey([]byte("x"), id, "id-1")); got != "x"+want {
+			t.Errorf("AppendKey(%v) = %q, want %q", id, got, "x"+want)
+		}
+	}
+}
