@@ -46,9 +46,9 @@ type Log struct {
 	DroppedDeletes  atomic.Uint64
 
 	// DuplicateHeader, when set before use (to dedup.Header, by a broker whose duplicate
-	// detection is on), makes every persist of a message carrying that header with a
-	// non-empty value write the id's record (duplicateIDStream) in the same atomic store
-	// batch as the message — the COMMIT's batch for a transaction — so a stored message's
+	// detection is on), makes every persist of a message whose SEND claimed its duplicate id
+	// (message.DuplicateClaimed; the id is that header's value) write the id's record
+	// (duplicateIDStream) in the same atomic store batch as the message — the COMMIT's batch for a transaction — so a stored message's
 	// id is stored exactly when the message is, whatever the crash (dedup.Cache.Load
 	// rebuilds the index from these records). Such a message is never stored lazily. The
 	// store must be a store.MultiAppender for this; on any other (the memory store, which
@@ -670,11 +670,13 @@ func (l *Log) PersistAll(ids []dest.Identity, ms []*message.Message) error {
 // log stream (ParseStream refuses it), so recovery and retention skip it.
 const duplicateIDStream = "dedup/ids"
 
-// duplicateID returns m's duplicate id when its record is to be stored with it: m carries
-// DuplicateHeader with a non-empty value and the store appends atomically (l.ma). It is one
-// header lookup for a message without one.
+// duplicateID returns m's duplicate id when its record is to be stored with it: m's SEND
+// claimed it (DuplicateClaimed; not a copy such as a durable subscription's or a dead
+// letter, whose SEND claimed an id on another destination, if any), it is DuplicateHeader's
+// non-empty value, and the store appends atomically (l.ma). A message without one costs a
+// field test, not a header lookup (the router's duplicate stage looked already).
 func (l *Log) duplicateID(m *message.Message) (string, bool) {
-	if l.DuplicateHeader == "" || l.ma == nil {
+	if !m.DuplicateClaimed || l.DuplicateHeader == "" || l.ma == nil {
 		return "", false
 	}
 	v, ok := m.Header(l.DuplicateHeader)

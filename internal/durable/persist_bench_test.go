@@ -24,9 +24,10 @@ func BenchmarkPersistAsync(b *testing.B) {
 	for _, c := range []struct {
 		name    string
 		headers []frame.Header
+		claimed bool // the router's duplicate stage claimed the id
 	}{
-		{"dup-id=none", []frame.Header{{Key: "priority", Value: "4"}}},
-		{"dup-id=set", []frame.Header{{Key: "priority", Value: "4"}, {Key: dedup.Header, Value: "order-42"}}},
+		{"dup-id=none", []frame.Header{{Key: "priority", Value: "4"}}, false},
+		{"dup-id=set", []frame.Header{{Key: "priority", Value: "4"}, {Key: dedup.Header, Value: "order-42"}}, true},
 	} {
 		b.Run(c.name, func(b *testing.B) {
 			st, err := pebblestore.Open("data", pebblestore.Options{FS: vfs.NewMem(), MinFreeBytes: -1})
@@ -37,7 +38,7 @@ func BenchmarkPersistAsync(b *testing.B) {
 			l := New(st, nil)
 			l.DuplicateHeader = dedup.Header
 			m := &message.Message{ID: "m", Destination: "/queue/orders", TimestampMs: time.Now().UnixMilli(),
-				Headers: c.headers, Body: make([]byte, 100), Persistent: true}
+				Headers: c.headers, Body: make([]byte, 100), Persistent: true, DuplicateClaimed: c.claimed}
 			waits := make([]func() error, 0, 64)
 			flush := func() {
 				for _, w := range waits {

@@ -141,6 +141,7 @@ func (s duplicateStage) Apply(c *Context) {
 		c.Halt = true // answered (RECEIPT) without being stored or delivered again
 	default:
 		c.settle = settle
+		c.Message.DuplicateClaimed = true // before m is shared: the store writes the id with it
 	}
 }
 
