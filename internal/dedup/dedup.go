@@ -151,11 +151,11 @@ func (inFlightError) Refusal() string { return "duplicate id in flight" }
 // repeat of an id whose first SEND is still unanswered returns ErrInFlight. Otherwise the id
 // is claimed, and settle (called exactly once, when the SEND is answered) either forgets it
 // (accepted false: the SEND was refused, so a retry is no duplicate) or keeps it for the
-// window (accepted true). durable says the message is stored: its id is then stored with it,
-// in the same atomic batch, by the store (not by the Cache), so that after any crash the id
-// is known exactly when the message was stored — a retry is never stored twice, and never
-// answered for a message that was lost.
-func (c *Cache) Claim(id dest.Identity, dupID string, durable bool) (dup bool, settle func(accepted bool), err error) {
+// window (accepted true). A stored message's id is stored with it, in the same atomic batch,
+// by the store (not by the Cache: the caller marks the message, message.DuplicateClaimed), so
+// that after any crash the id is known exactly when the message was stored — a retry is
+// never stored twice, and never answered for a message that was lost.
+func (c *Cache) Claim(id dest.Identity, dupID string) (dup bool, settle func(accepted bool), err error) {
 	key := Key(id, dupID)
 	now := c.opts.Now()
 	c.mu.Lock()

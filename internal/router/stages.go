@@ -120,8 +120,6 @@ func (s messageStage) Apply(c *Context) {
 type duplicateStage struct {
 	port   Duplicates
 	header string
-	store  Persister
-	always bool // the route stores every message (events-store)
 }
 
 func (s duplicateStage) Apply(c *Context) {
@@ -129,8 +127,7 @@ func (s duplicateStage) Apply(c *Context) {
 	if !ok || dupID == "" {
 		return
 	}
-	durable := s.store != nil && (s.always || c.Message.Persistent)
-	dup, settle, err := s.port.Claim(c.Identity, dupID, durable)
+	dup, settle, err := s.port.Claim(c.Identity, dupID)
 	switch {
 	case err != nil:
 		c.failWith(storeRefusal(err), "the message was not accepted: "+err.Error(), err)
