@@ -98,8 +98,8 @@ the file on SIGHUP.`,
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return editUsers(f, func(file *auth.File) (string, error) {
-				if _, ok := file.Users[args[0]]; !ok {
-					return "", fmt.Errorf("no user %s in %s", args[0], f.users)
+				if err := f.requireUser(file, args[0]); err != nil {
+					return "", err
 				}
 				pw, err := readPassword(cmd, "New password for "+args[0]+": ")
 				if err != nil {
@@ -115,8 +115,8 @@ the file on SIGHUP.`,
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return editUsers(f, func(file *auth.File) (string, error) {
-				if _, ok := file.Users[args[0]]; !ok {
-					return "", fmt.Errorf("no user %s in %s", args[0], f.users)
+				if err := f.requireUser(file, args[0]); err != nil {
+					return "", err
 				}
 				return "deleted user " + args[0], file.DeleteUser(args[0])
 			})
@@ -185,44 +185,37 @@ the file on SIGHUP.`,
 			return nil
 		},
 	}
-	grant := &cobra.Command{
-		Use:   "grant NAME 'DEST-PATTERN:perm,perm'...",
-		Short: "Grant a user permissions (through the user's own role user:NAME)",
-		Args:  cobra.MinimumNArgs(2),
-		RunE: func(cmd *cobra.Command, args []string) error {
+	// grant and revoke edit the user's own role (auth.UserRole), as `titan role` edits any.
+	editOwnRole := func(revoke bool) func(cmd *cobra.Command, args []string) error {
+		return func(cmd *cobra.Command, args []string) error {
 			return editUsers(f, func(file *auth.File) (string, error) {
 				grants, err := parseGrants(args[1:])
 				if err != nil {
 					return "", err
 				}
-				if _, ok := file.Users[args[0]]; !ok {
-					return "", fmt.Errorf("no user %s in %s", args[0], f.users)
+				if err := f.requireUser(file, args[0]); err != nil {
+					return "", err
 				}
-				return "granted " + args[0] + " " + strings.Join(args[1:], " "), grantUser(file, args[0], grants)
+				if revoke {
+					err = editRole(file, auth.UserRole(args[0]), grants, true)
+				} else {
+					err = grantUser(file, args[0], grants)
+				}
+				return grantVerb(revoke) + " " + args[0] + " " + strings.Join(args[1:], " "), err
 			})
-		},
+		}
+	}
+	grant := &cobra.Command{
+		Use:   "grant NAME 'DEST-PATTERN:perm,perm'...",
+		Short: "Grant a user permissions (through the user's own role user:NAME)",
+		Args:  cobra.MinimumNArgs(2),
+		RunE:  editOwnRole(false),
 	}
 	revoke := &cobra.Command{
 		Use:   "revoke NAME 'DEST-PATTERN:perm,perm'...",
 		Short: "Revoke permissions granted with user grant (the user's own role user:NAME)",
 		Args:  cobra.MinimumNArgs(2),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			return editUsers(f, func(file *auth.File) (string, error) {
-				grants, err := parseGrants(args[1:])
-				if err != nil {
-					return "", err
-				}
-				if _, ok := file.Users[args[0]]; !ok {
-					return "", fmt.Errorf("no user %s in %s", args[0], f.users)
-				}
-				for _, g := range grants {
-					if !file.RevokeRole(auth.UserRole(args[0]), g) {
-						return "", fmt.Errorf("no permissions rule matches %s exactly (see the file's permissions: section)", g)
-					}
-				}
-				return "revoked " + args[0] + " " + strings.Join(args[1:], " "), nil
-			})
-		},
+		RunE:  editOwnRole(true),
 	}
 	cmd.AddCommand(add, passwd, del, list, reload, grant, revoke)
 	// The edit commands report on stdout through editUsers' message.
@@ -258,10 +251,36 @@ func grantUser(file *auth.File, name string, grants []auth.Grant) error {
 	if !slices.Contains(u.Roles, role) {
 		u.Roles = append(u.Roles, role)
 	}
+	return editRole(file, role, grants, false)
+}
+
+// editRole grants each of grants to role, or revokes it (a revoke must match a permissions
+// rule exactly).
+func editRole(file *auth.File, role string, grants []auth.Grant, revoke bool) error {
 	for _, g := range grants {
-		if err := file.GrantRole(role, g); err != nil {
-			return err
+		if !revoke {
+			if err := file.GrantRole(role, g); err != nil {
+				return err
+			}
+		} else if !file.RevokeRole(role, g) {
+			return fmt.Errorf("no permissions rule matches %s exactly (see the file's permissions: section)", g)
 		}
+	}
+	return nil
+}
+
+// grantVerb is "granted" or "revoked", for the edit's report.
+func grantVerb(revoke bool) string {
+	if revoke {
+		return "revoked"
+	}
+	return "granted"
+}
+
+// requireUser returns an error naming the users file when it has no user name.
+func (f *userFlags) requireUser(file *auth.File, name string) error {
+	if _, ok := file.Users[name]; !ok {
+		return fmt.Errorf("no user %s in %s", name, f.users)
 	}
 	return nil
 }
@@ -285,20 +304,7 @@ func newRoleCmd() *cobra.Command {
 				if err != nil {
 					return "", err
 				}
-				for _, g := range grants {
-					if revoke {
-						if !file.RevokeRole(args[0], g) {
-							return "", fmt.Errorf("no permissions rule matches %s exactly (see the file's permissions: section)", g)
-						}
-					} else if err := file.GrantRole(args[0], g); err != nil {
-						return "", err
-					}
-				}
-				verb := "granted"
-				if revoke {
-					verb = "revoked"
-				}
-				return verb + " role " + args[0] + " " + strings.Join(args[1:], " "), nil
+				return grantVerb(revoke) + " role " + args[0] + " " + strings.Join(args[1:], " "), editRole(file, args[0], grants, revoke)
 			})
 			if err == nil {
 				fmt.Fprintln(cmd.OutOrStdout(), f.done+"; a running broker applies it on SIGHUP")

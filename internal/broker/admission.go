@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"errors"
 	"net"
 	"strconv"
 	"time"
@@ -10,6 +11,7 @@ import (
 	"github.com/titan-broker/titan/internal/admin"
 	"github.com/titan-broker/titan/internal/admission"
 	"github.com/titan-broker/titan/internal/config"
+	"github.com/titan-broker/titan/internal/frame"
 	"github.com/titan-broker/titan/internal/session"
 )
 
@@ -38,13 +40,17 @@ func (b *Broker) admit(c net.Conn) (release func(), ok bool) {
 		return release, true
 	}
 	detail := "the broker holds its maximum of connections (limits.max-connections)\n"
-	if err == admission.ErrAddressLimit {
+	if errors.Is(err, admission.ErrAddressLimit) {
 		detail = "this address holds its maximum of connections (limits.max-connections-per-address)\n"
 	}
-	raw := "ERROR\nmessage:" + ReasonConnectionLimit + "\ncontent-type:text/plain\ncontent-length:" +
-		strconv.Itoa(len(detail)) + "\n\n" + detail + "\x00"
+	// No session (and no version) yet: STOMP 1.0's form, which every client reads.
+	raw, _ := frame.AppendFrame(nil, &frame.Frame{Command: frame.CmdError, Headers: []frame.Header{
+		{Key: frame.HdrMessage, Value: ReasonConnectionLimit},
+		{Key: frame.HdrContentType, Value: "text/plain"},
+		{Key: frame.HdrContentLength, Value: strconv.Itoa(len(detail))},
+	}, Body: []byte(detail)}, frame.V10)
 	_ = c.SetWriteDeadline(time.Now().Add(time.Second))
-	_, _ = c.Write([]byte(raw))
+	_, _ = c.Write(raw)
 	_ = c.Close()
 	b.log.Debug("connection refused", "remote", c.RemoteAddr().String(), "err", err)
 	if r := int(session.CloseConnectionLimit); r < len(b.Closed) {

@@ -112,8 +112,9 @@ type Broker struct {
 	// Connections counts accepted connections; Closed counts closes per reason.
 	Connections atomic.Uint64
 	Closed      [16]atomic.Uint64
-	// QuotaRefused counts frames refused by a per-user quota, by quota (quota.go).
-	QuotaRefused [numQuotas]atomic.Uint64
+	// connQuotaRefused counts CONNECTs refused by the per-user connections quota (quota.go;
+	// the authorization stage counts the other quotas' refusals).
+	connQuotaRefused atomic.Uint64
 }
 
 type server struct {

@@ -25,7 +25,7 @@ func (b *Broker) admitUser(s *session.Session) *frame.ProtocolError {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if limit > 0 && b.userConns[user] >= limit {
-		b.QuotaRefused[quotaConnections].Add(1)
+		b.connQuotaRefused.Add(1)
 		return &frame.ProtocolError{Reason: ReasonQuotaExceeded, Fatal: true,
 			Detail: "user " + user + " holds its maximum of " + strconv.Itoa(limit) + " connections (quota " + auth.QuotaConnections + " in the users file)"}
 	}
@@ -46,7 +46,7 @@ func (b *Broker) releaseUserLocked(s *session.Session) {
 	}
 }
 
-// Quota indexes of Broker.QuotaRefused.
+// Quota indexes of quotaNames and quotaRefused.
 const (
 	quotaConnections = iota
 	quotaDurableSubscriptions
@@ -59,16 +59,17 @@ var quotaNames = [numQuotas]string{auth.QuotaConnections, auth.QuotaDurableSubsc
 // quotaRefused returns how many frames quota q refused: the connections quota is counted by
 // the broker, the others by the authorization stage.
 func (b *Broker) quotaRefused(q int) uint64 {
-	n := b.QuotaRefused[q].Load()
-	if st := b.sec.stage; st != nil {
-		switch q {
-		case quotaDurableSubscriptions:
-			n += st.DurableQuotaRefused.Load()
-		case quotaDestinations:
-			n += st.DestinationQuotaRefused.Load()
-		}
+	st := b.sec.stage
+	switch {
+	case q == quotaConnections:
+		return b.connQuotaRefused.Load()
+	case st == nil: // open mode: no stage, no quotas
+		return 0
+	case q == quotaDurableSubscriptions:
+		return st.DurableQuotaRefused.Load()
+	default:
+		return st.DestinationQuotaRefused.Load()
 	}
-	return n
 }
 
 // ownerExists is the Owners ledger's port: whether what a user made still exists.

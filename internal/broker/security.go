@@ -162,7 +162,7 @@ func (c *authCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	ch <- prometheus.MustNewConstMetric(c.refused, prometheus.CounterValue, float64(refused))
 	ch <- prometheus.MustNewConstMetric(c.reloads, prometheus.CounterValue, float64(c.a.Reloads.Load()))
-	for q := range c.b.QuotaRefused {
+	for q := range numQuotas {
 		ch <- prometheus.MustNewConstMetric(c.quota, prometheus.CounterValue, float64(c.b.quotaRefused(q)), quotaNames[q])
 	}
 }
@@ -178,27 +178,25 @@ func (u adminUsers) Login(user, password, remote string) error {
 	return err
 }
 
-func (u adminUsers) May(user string, manage bool) bool {
+// monitorPermission is the permission a monitor request needs: manage for one that changes
+// something, browse for one that reads.
+func monitorPermission(manage bool) auth.Permission {
 	if manage {
-		return u.a.Has(user, auth.Manage)
+		return auth.Manage
 	}
-	return u.a.Has(user, auth.Browse)
+	return auth.Browse
+}
+
+func (u adminUsers) May(user string, manage bool) bool {
+	return u.a.Has(user, monitorPermission(manage))
 }
 
 func (u adminUsers) MayOn(user string, manage bool, id dest.Identity) bool {
-	need := auth.Browse
-	if manage {
-		need = auth.Manage
-	}
-	return u.a.Allowed(user, id.Group, id.Pattern, id.Channel)&need != 0
+	return u.a.Allowed(user, id.Group, id.Pattern, id.Channel)&monitorPermission(manage) != 0
 }
 
 func (u adminUsers) Operator(user string, manage bool) bool {
-	need := auth.Browse
-	if manage {
-		need = auth.Manage
-	}
-	return u.a.Operator(user)&need != 0
+	return u.a.Operator(user)&monitorPermission(manage) != 0
 }
 
 func (u adminUsers) Reload() (int, error) {

@@ -89,9 +89,19 @@ func New(o Options) *Cache {
 	return &Cache{opts: o, ids: make(map[string]*entry)}
 }
 
-// Key returns the cache key of a duplicate id sent to id.
+// Key returns the cache key of a duplicate id sent to id: id.String(), NUL, dupID.
 func Key(id dest.Identity, dupID string) string {
-	return id.String() + "\x00" + dupID
+	return string(AppendKey(make([]byte, 0, len(id.Group)+len(id.Channel)+len(dupID)+16), id, dupID))
+}
+
+// AppendKey appends Key(id, dupID) to dst without building the strings (the durable store
+// writes it into a message's batch).
+func AppendKey(dst []byte, id dest.Identity, dupID string) []byte {
+	dst = append(dst, id.Group...)
+	dst = append(dst, ':')
+	dst = id.AppendDestination(dst)
+	dst = append(dst, 0)
+	return append(dst, dupID...)
 }
 
 // Load rebuilds the cache from the journal (at start-up, before traffic): every stored id
@@ -141,11 +151,11 @@ func (inFlightError) Refusal() string { return "duplicate id in flight" }
 // repeat of an id whose first SEND is still unanswered returns ErrInFlight. Otherwise the id
 // is claimed, and settle (called exactly once, when the SEND is answered) either forgets it
 // (accepted false: the SEND was refused, so a retry is no duplicate) or keeps it for the
-// window (accepted true). durable says the message is stored: its id is then stored with it,
-// in the same atomic batch, by the store (not by the Cache), so that after any crash the id
-// is known exactly when the message was stored — a retry is never stored twice, and never
-// answered for a message that was lost.
-func (c *Cache) Claim(id dest.Identity, dupID string, durable bool) (dup bool, settle func(accepted bool), err error) {
+// window (accepted true). A stored message's id is stored with it, in the same atomic batch,
+// by the store (not by the Cache: the caller marks the message, message.DuplicateClaimed), so
+// that after any crash the id is known exactly when the message was stored — a retry is
+// never stored twice, and never answered for a message that was lost.
+func (c *Cache) Claim(id dest.Identity, dupID string) (dup bool, settle func(accepted bool), err error) {
 	key := Key(id, dupID)
 	now := c.opts.Now()
 	c.mu.Lock()

@@ -41,9 +41,9 @@ func (j *memJournal) TrimDuplicateIDs(before time.Time) error {
 var q = dest.Identity{Group: "default", Pattern: dest.PatternQueues, Channel: "a"}
 
 // accept claims dupID on id and settles it as accepted, as a SEND that got its RECEIPT.
-func accept(t *testing.T, c *Cache, id dest.Identity, dupID string, durable bool) (dup bool) {
+func accept(t *testing.T, c *Cache, id dest.Identity, dupID string) (dup bool) {
 	t.Helper()
-	dup, settle, err := c.Claim(id, dupID, durable)
+	dup, settle, err := c.Claim(id, dupID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,40 +56,40 @@ func accept(t *testing.T, c *Cache, id dest.Identity, dupID string, durable bool
 func TestClaimWindowCapAndUndo(t *testing.T) {
 	now := time.Unix(1000, 0)
 	c := New(Options{Window: time.Minute, Cap: 3, Now: func() time.Time { return now }})
-	dup, settle, err := c.Claim(q, "x", true)
+	dup, settle, err := c.Claim(q, "x")
 	if dup || err != nil {
 		t.Fatal("first claim is a duplicate")
 	}
 	// A repeat while the first SEND is unanswered is refused, never answered as a duplicate.
-	if _, _, err := c.Claim(q, "x", true); !errors.Is(err, ErrInFlight) {
+	if _, _, err := c.Claim(q, "x"); !errors.Is(err, ErrInFlight) {
 		t.Fatalf("repeat in flight: err %v, want ErrInFlight", err)
 	}
 	settle(true)
-	if dup := accept(t, c, q, "x", true); !dup {
+	if dup := accept(t, c, q, "x"); !dup {
 		t.Fatal("repeat is not a duplicate")
 	}
 	other := q
 	other.Channel = "b"
-	if dup := accept(t, c, other, "x", true); dup {
+	if dup := accept(t, c, other, "x"); dup {
 		t.Fatal("same id on another destination is a duplicate")
 	}
 	// A refused SEND's id is forgotten: its retry is stored.
-	_, settle, _ = c.Claim(q, "y", true)
+	_, settle, _ = c.Claim(q, "y")
 	settle(false)
-	if dup := accept(t, c, q, "y", true); dup {
+	if dup := accept(t, c, q, "y"); dup {
 		t.Fatal("a refused SEND's id is still a duplicate")
 	}
 	// Cap 3: x, b/x, y remembered; one more forgets the oldest (x).
-	accept(t, c, q, "z", true)
+	accept(t, c, q, "z")
 	if c.Len() != 3 {
 		t.Fatalf("Len %d, want 3 (cap)", c.Len())
 	}
-	if dup := accept(t, c, q, "x", true); dup {
+	if dup := accept(t, c, q, "x"); dup {
 		t.Fatal("x should have been forgotten by the cap")
 	}
 	// Window: everything older than a minute is forgotten.
 	now = now.Add(2 * time.Minute)
-	if dup := accept(t, c, q, "z", true); dup {
+	if dup := accept(t, c, q, "z"); dup {
 		t.Fatal("z should have expired")
 	}
 	if c.DuplicatesSeen() != 1 {
@@ -110,13 +110,13 @@ func TestLoadRebuildsFromStoredIDs(t *testing.T) {
 	if err := r.Load(); err != nil {
 		t.Fatal(err)
 	}
-	if dup := accept(t, r, q, "new", true); !dup {
+	if dup := accept(t, r, q, "new"); !dup {
 		t.Fatal("a stored id inside the window was not restored")
 	}
-	if dup := accept(t, r, q, "old", true); dup {
+	if dup := accept(t, r, q, "old"); dup {
 		t.Fatal("an id outside the window was restored")
 	}
-	if dup := accept(t, r, q, "never-stored", true); dup {
+	if dup := accept(t, r, q, "never-stored"); dup {
 		t.Fatal("an id that was not stored is a duplicate")
 	}
 	if len(j.keys) != 1 || !j.trimmed.Equal(now.Add(-time.Minute)) {
@@ -133,7 +133,7 @@ func TestCapTrimsJournal(t *testing.T) {
 	for i := range 2 * trimEvery {
 		now = now.Add(time.Millisecond)
 		id := strconv.Itoa(i)
-		accept(t, c, q, id, true)
+		accept(t, c, q, id)
 		j.store(Key(q, id), now)
 	}
 	if len(j.keys) > trimEvery+10 {
@@ -152,8 +152,26 @@ func BenchmarkClaim(b *testing.B) {
 	}
 	b.ReportAllocs()
 	for i := 0; b.Loop(); i++ {
-		if _, settle, _ := c.Claim(q, ids[i%len(ids)], false); settle != nil {
+		if _, settle, _ := c.Claim(q, ids[i%len(ids)]); settle != nil {
 			settle(true)
+		}
+	}
+}
+
+// TestKeyForm: the cache key, stored in every duplicate-id record, is the identity's
+// "group:/destination" form, NUL, the id; AppendKey writes the same bytes as Key.
+func TestKeyForm(t *testing.T) {
+	for _, id := range []dest.Identity{
+		{Group: "default", Pattern: dest.PatternQueues, Channel: "orders.eu"},
+		{Group: "g", Pattern: dest.PatternEventsStore, Channel: "log"},
+		{Group: "default", Pattern: dest.PatternQueues, Channel: "a.b", Bare: true},
+	} {
+		want := id.String() + "\x00" + "id-1"
+		if got := Key(id, "id-1"); got != want {
+			t.Errorf("Key(%v) = %q, want %q", id, got, want)
+		}
+		if got := string(AppendKey([]byte("x"), id, "id-1")); got != "x"+want {
+			t.Errorf("AppendKey(%v) = %q, want %q", id, got, "x"+want)
 		}
 	}
 }

@@ -36,13 +36,14 @@ func (s *multiStore) AppendMulti(entries []store.StreamRecords) ([]uint64, func(
 
 func dupMessage(dupID string) *message.Message {
 	return &message.Message{ID: dupID, Destination: "/queue/q", TimestampMs: time.Now().UnixMilli(),
-		Headers: []frame.Header{{Key: dedup.Header, Value: dupID}}, Persistent: true}
+		Headers: []frame.Header{{Key: dedup.Header, Value: dupID}}, Persistent: true, DuplicateClaimed: true}
 }
 
-// TestDuplicateIDInMessageBatch: every way a message is persisted (Persist, PersistAsync,
-// PersistLazy, a transaction's PersistAll) writes its duplicate id in the same store batch
-// as the message, a message without one writes none, the stored ids load back, and Forget
-// removes a refused message's id with it.
+// TestDuplicateIDInMessageBatch: every way a message whose SEND claimed its id is persisted
+// (Persist, PersistAsync, PersistLazy, a transaction's PersistAll) writes its duplicate id in
+// the same store batch as the message, a message without one (or with the header but no
+// claim) writes none, the stored ids load back, and Forget removes a refused message's id
+// with it.
 func TestDuplicateIDInMessageBatch(t *testing.T) {
 	st := &multiStore{Store: memstore.New()}
 	l := New(st, nil)
@@ -70,6 +71,12 @@ func TestDuplicateIDInMessageBatch(t *testing.T) {
 		t.Fatal(err)
 	}
 	if err := l.Persist(id, &message.Message{ID: "no-id", Destination: "/queue/q"}); err != nil { // no batch of ids
+		t.Fatal(err)
+	}
+	// A copy carrying the header whose SEND claimed no id here (a durable subscription's
+	// copy, a dead letter): no batch of ids, no stored id.
+	claimed := dupMessage("f")
+	if err := l.Persist(id, message.Rebuilt(claimed, claimed.Headers)); err != nil {
 		t.Fatal(err)
 	}
 	want := [][]string{{q, duplicateIDStream}, {q, duplicateIDStream}, {q, duplicateIDStream}, {q, q, duplicateIDStream}, {q, duplicateIDStream}}

@@ -46,9 +46,9 @@ type Log struct {
 	DroppedDeletes  atomic.Uint64
 
 	// DuplicateHeader, when set before use (to dedup.Header, by a broker whose duplicate
-	// detection is on), makes every persist of a message carrying that header with a
-	// non-empty value write the id's record (duplicateIDStream) in the same atomic store
-	// batch as the message — the COMMIT's batch for a transaction — so a stored message's
+	// detection is on), makes every persist of a message whose SEND claimed its duplicate id
+	// (message.DuplicateClaimed; the id is that header's value) write the id's record
+	// (duplicateIDStream) in the same atomic store batch as the message — the COMMIT's batch for a transaction — so a stored message's
 	// id is stored exactly when the message is, whatever the crash (dedup.Cache.Load
 	// rebuilds the index from these records). Such a message is never stored lazily. The
 	// store must be a store.MultiAppender for this; on any other (the memory store, which
@@ -58,6 +58,8 @@ type Log struct {
 	// CommitLatency, when set before use, observes the seconds each durable acceptance
 	// (Persist, PersistAsync's wait) took, append to fsync'd group commit.
 	CommitLatency interface{ Observe(float64) }
+
+	ma store.MultiAppender // st as a MultiAppender (nil: it is not one), asserted once by New
 
 	settingsMu sync.Mutex // serialises read-modify-write of the queue-settings meta key
 	namesMu    sync.RWMutex
@@ -117,7 +119,9 @@ func New(st store.Store, log *slog.Logger) *Log {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Log{st: st, log: log}
+	l := &Log{st: st, log: log}
+	l.ma, _ = st.(store.MultiAppender)
+	return l
 }
 
 // Store returns the underlying store.
@@ -165,8 +169,8 @@ func (l *Log) Persist(id dest.Identity, m *message.Message) error {
 	if l.CommitLatency != nil {
 		defer observeSince(l.CommitLatency, time.Now())
 	}
-	if rec := l.duplicateRecord(id, m); rec != nil {
-		wait, err := l.persistWithID(id, m, rec)
+	if dupID, ok := l.duplicateID(m); ok {
+		wait, err := l.persistWithID(id, m, dupID)
 		if err == nil {
 			err = wait()
 		}
@@ -537,7 +541,6 @@ func (l *Log) EnforceRetention(settings func(dest.Identity) address.Settings, no
 	return trimmed, nil
 }
 
-// settingsKey is the meta key holding the settings of operator-created queues.
 // PersistAsync is Persist split in two (see store.AsyncAppender): it orders m into id's
 // stream and sets m.Sequence; wait, called exactly once, returns once m is fsync'd. On a
 // store without asynchronous appends it is Persist, with a wait that returns nil.
@@ -565,34 +568,28 @@ func (l *Log) persistAsync(id dest.Identity, m *message.Message, lazy bool) (wai
 	if l.CommitLatency != nil {
 		start = sinceEpoch()
 	}
-	if rec := l.duplicateRecord(id, m); rec != nil {
-		w, err := l.persistWithID(id, m, rec)
-		if err != nil || start == 0 {
-			return w, err
+	var w func() error
+	if dupID, ok := l.duplicateID(m); ok {
+		if w, err = l.persistWithID(id, m, dupID); err != nil {
+			return nil, err
 		}
-		tw := timedWaits.Get().(*timedWait)
-		tw.l, tw.start, tw.w = l, start, w
-		tw.cc, _ = l.st.(store.CommitClock)
-		return tw.fn, nil
-	}
-	eb := encodeBufs.Get().(*encodeBuf)
-	eb.b = message.Encode(eb.b[:0], m)
-	eb.one[0] = eb.b // the variadic argument, in the pooled buffer rather than on the heap
-	var (
-		seq uint64
-		w   func() error
-	)
-	if la, ok := l.st.(store.LazyAppender); ok && lazy {
-		seq, w, err = la.AppendAsyncLazy(l.stream(id), eb.one[:]...) // the store copies the record
 	} else {
-		seq, w, err = aa.AppendAsync(l.stream(id), eb.one[:]...)
+		eb := encodeBufs.Get().(*encodeBuf)
+		eb.b = message.Encode(eb.b[:0], m)
+		eb.one[0] = eb.b // the variadic argument, in the pooled buffer rather than on the heap
+		var seq uint64
+		if la, ok := l.st.(store.LazyAppender); ok && lazy {
+			seq, w, err = la.AppendAsyncLazy(l.stream(id), eb.one[:]...) // the store copies the record
+		} else {
+			seq, w, err = aa.AppendAsync(l.stream(id), eb.one[:]...)
+		}
+		putEncodeBuf(eb)
+		if err != nil {
+			return nil, fmt.Errorf("durable: persist %s: %w", id, err)
+		}
+		m.Sequence = seq
+		l.Appended.Add(1)
 	}
-	putEncodeBuf(eb)
-	if err != nil {
-		return nil, fmt.Errorf("durable: persist %s: %w", id, err)
-	}
-	m.Sequence = seq
-	l.Appended.Add(1)
 	if start != 0 {
 		tw := timedWaits.Get().(*timedWait)
 		tw.l, tw.start, tw.w = l, start, w
@@ -627,8 +624,7 @@ func (l *Log) PersistAll(ids []dest.Identity, ms []*message.Message) error {
 	if len(ms) == 0 {
 		return nil
 	}
-	ma, ok := l.st.(store.MultiAppender)
-	if !ok {
+	if l.ma == nil {
 		for i, m := range ms {
 			if err := l.Persist(ids[i], m); err != nil {
 				for j := range i {
@@ -644,14 +640,14 @@ func (l *Log) PersistAll(ids []dest.Identity, ms []*message.Message) error {
 	var dupOf []int // dupRecs[k] is ms[dupOf[k]]'s
 	for i, m := range ms {
 		entries[i] = store.StreamRecords{Stream: l.stream(ids[i]), Records: [][]byte{message.Encode(nil, m)}}
-		if rec := l.duplicateRecord(ids[i], m); rec != nil {
-			dupRecs, dupOf = append(dupRecs, rec), append(dupOf, i)
+		if dupID, ok := l.duplicateID(m); ok {
+			dupRecs, dupOf = append(dupRecs, appendDuplicateRecord(nil, ids[i], m, dupID)), append(dupOf, i)
 		}
 	}
 	if len(dupRecs) > 0 { // the ids commit in the COMMIT's batch, all or none with it
 		entries = append(entries, store.StreamRecords{Stream: duplicateIDStream, Records: dupRecs})
 	}
-	firsts, wait, err := ma.AppendMulti(entries)
+	firsts, wait, err := l.ma.AppendMulti(entries)
 	if err == nil {
 		err = wait()
 	}
@@ -674,49 +670,70 @@ func (l *Log) PersistAll(ids []dest.Identity, ms []*message.Message) error {
 // log stream (ParseStream refuses it), so recovery and retention skip it.
 const duplicateIDStream = "dedup/ids"
 
-// duplicateRecord returns the duplicate-id record to store with m on id, or nil when m
-// carries no id (or DuplicateHeader is off, or the store cannot append atomically).
-func (l *Log) duplicateRecord(id dest.Identity, m *message.Message) []byte {
-	if l.DuplicateHeader == "" {
-		return nil
+// duplicateID returns m's duplicate id when its record is to be stored with it: m's SEND
+// claimed it (DuplicateClaimed; not a copy such as a durable subscription's or a dead
+// letter, whose SEND claimed an id on another destination, if any), it is DuplicateHeader's
+// non-empty value, and the store appends atomically (l.ma). A message without one costs a
+// field test, not a header lookup (the router's duplicate stage looked already).
+func (l *Log) duplicateID(m *message.Message) (string, bool) {
+	if !m.DuplicateClaimed || l.DuplicateHeader == "" || l.ma == nil {
+		return "", false
 	}
 	v, ok := m.Header(l.DuplicateHeader)
-	if !ok || v == "" {
-		return nil
-	}
-	if _, ok := l.st.(store.MultiAppender); !ok {
-		return nil
-	}
-	key := dedup.Key(id, v)
+	return v, ok && v != ""
+}
+
+// appendDuplicateRecord appends to dst the duplicate-id record of m on id (dupID its
+// DuplicateHeader): m's acceptance time (TimestampMs, or now when unset) as 8 bytes
+// big-endian Unix milliseconds, then dedup.AppendKey.
+func appendDuplicateRecord(dst []byte, id dest.Identity, m *message.Message, dupID string) []byte {
 	at := m.TimestampMs
 	if at == 0 {
 		at = time.Now().UnixMilli()
 	}
-	rec := binary.BigEndian.AppendUint64(make([]byte, 0, 8+len(key)), uint64(at))
-	return append(rec, key...)
+	dst = binary.BigEndian.AppendUint64(dst, uint64(at))
+	return dedup.AppendKey(dst, id, dupID)
 }
 
-// persistWithID commits m to id's stream and its duplicate-id record rec to
-// duplicateIDStream in one atomic batch (store.MultiAppender), sets m.Sequence and
-// m.DuplicateSeq, and returns the wait for the batch's fsync.
-func (l *Log) persistWithID(id dest.Identity, m *message.Message, rec []byte) (wait func() error, err error) {
-	ma := l.st.(store.MultiAppender) // duplicateRecord checked
-	entries := [2]store.StreamRecords{
-		{Stream: l.stream(id), Records: [][]byte{message.Encode(nil, m)}},
-		{Stream: duplicateIDStream, Records: [][]byte{rec}},
-	}
-	firsts, w, err := ma.AppendMulti(entries[:])
+// persistWithID commits m to id's stream and its duplicate-id record to duplicateIDStream
+// in one atomic batch (l.ma), sets m.Sequence and m.DuplicateSeq, and returns the store's
+// wait for the batch's fsync (its error unwrapped, as PersistAsync's). Both records are
+// built in a pooled buffer: the store copies them.
+func (l *Log) persistWithID(id dest.Identity, m *message.Message, dupID string) (wait func() error, err error) {
+	mb := multiBufs.Get().(*multiBuf)
+	mb.b = message.Encode(mb.b[:0], m)
+	n := len(mb.b)
+	mb.b = appendDuplicateRecord(mb.b, id, m, dupID)
+	mb.recs[0][0], mb.recs[1][0] = mb.b[:n:n], mb.b[n:]
+	mb.entries[0] = store.StreamRecords{Stream: l.stream(id), Records: mb.recs[0][:]}
+	mb.entries[1] = store.StreamRecords{Stream: duplicateIDStream, Records: mb.recs[1][:]}
+	firsts, w, err := l.ma.AppendMulti(mb.entries[:])
+	mb.put()
 	if err != nil {
 		return nil, fmt.Errorf("durable: persist %s: %w", id, err)
 	}
 	m.Sequence, m.DuplicateSeq = firsts[0], firsts[1]
 	l.Appended.Add(1)
-	return func() error {
-		if err := w(); err != nil {
-			return fmt.Errorf("durable: persist %s: %w", id, err)
-		}
-		return nil
-	}, nil
+	return w, nil
+}
+
+// multiBuf is persistWithID's pooled argument: the message's record and its duplicate-id
+// record in one buffer, and the two one-record stream entries that carry them.
+type multiBuf struct {
+	b       []byte
+	recs    [2][1][]byte
+	entries [2]store.StreamRecords
+}
+
+var multiBufs = sync.Pool{New: func() any { return &multiBuf{b: make([]byte, 0, 512)} }}
+
+// put clears mb's references and returns it to multiBufs (unless its buffer grew large).
+func (mb *multiBuf) put() {
+	mb.recs = [2][1][]byte{}
+	mb.entries = [2]store.StreamRecords{}
+	if cap(mb.b) <= 64<<10 {
+		multiBufs.Put(mb)
+	}
 }
 
 // LoadDuplicateIDs calls fn for every stored duplicate id, oldest first. It implements

@@ -11,6 +11,8 @@ import (
 
 // Operator queue settings and paused flags, kept in the store's metadata.
 
+// settingsKey is the meta key holding the settings of operator-created queues (a JSON object
+// by stream name).
 const settingsKey = "queue-settings"
 
 // SaveQueueSettings records (s non-nil) or forgets (s nil) the settings of an

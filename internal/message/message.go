@@ -58,6 +58,11 @@ type Message struct {
 
 	// Persistent is false only when the publisher sent persistent:false.
 	Persistent bool
+	// DuplicateClaimed is set by the router's duplicate stage when this message's SEND
+	// claimed its duplicate id (_AMQ_DUPL_ID) on its destination: the durable store then
+	// writes the id's record in the message's own batch (durable.Log.DuplicateHeader). A
+	// copy made from it (a durable topic subscription's, a dead letter) does not carry it.
+	DuplicateClaimed bool
 }
 
 // legacyEnc holds a message's shared tails for STOMP 1.0 and 1.1 (index version-1).

@@ -116,11 +116,12 @@ type Destinations interface {
 // Duplicates is duplicate detection (implemented by dedup.Cache): Claim reports whether a
 // SEND's duplicate id repeats one whose SEND was accepted on the same destination within
 // the window; when it does not, the id is claimed and settle (called exactly once, when the
-// SEND is answered) keeps it (accepted, journaled when durable) or forgets it (refused). A
+// SEND is answered) keeps it (accepted) or forgets it (refused); a stored message's id is
+// stored with it (message.DuplicateClaimed, durable.Log). A
 // repeat whose first SEND is unanswered is an error (its Refusal names it): the repeat is
 // refused, because the first SEND may still fail. Safe for concurrent use.
 type Duplicates interface {
-	Claim(id dest.Identity, dupID string, durable bool) (dup bool, settle func(accepted bool), err error)
+	Claim(id dest.Identity, dupID string) (dup bool, settle func(accepted bool), err error)
 }
 
 // DurableTopics is the port to durable topic subscriptions (implemented by

@@ -73,10 +73,10 @@ func (r *Router) build() {
 	// limit creates the SEND's destination before the store stage (nothing is stored for
 	// a destination that could not be created), under the broker's and connection's bounds.
 	// Duplicate detection comes first: a repeated SEND creates and stores nothing.
-	limit := func(temp bool, always bool) []Stage {
+	limit := func(temp bool) []Stage {
 		var st []Stage
 		if o.Duplicates != nil {
-			st = append(st, duplicateStage{port: o.Duplicates, header: o.DuplicateHeader, store: o.Store, always: always})
+			st = append(st, duplicateStage{port: o.Duplicates, header: o.DuplicateHeader})
 		}
 		if p.Destinations != nil {
 			st = append(st, destinationStage{port: p.Destinations, opts: o, temp: temp})
@@ -88,13 +88,13 @@ func (r *Router) build() {
 		if p.ExistingQueues != nil {
 			qhead = append(qhead, existingQueueStage{port: p.ExistingQueues})
 		}
-		send(RouteSendQueue, dest.PatternQueues, qhead, append(append(slices.Clone(replies), limit(false, false)...),
+		send(RouteSendQueue, dest.PatternQueues, qhead, append(append(slices.Clone(replies), limit(false)...),
 			responseStage{requests: p.Requests}, newStoreStage(o.Store, false), publishStage{port: p.Queues, store: o.Store})...)
 		subscribe(dest.PatternQueues, append(slices.Clip(qhead), sub, attachStage{port: p.Queues})...)
 	}
 	if p.EventsStore != nil {
 		// A log is always stored, persistent header or not.
-		send(RouteSendEventsStore, dest.PatternEventsStore, head(group), append(append(slices.Clone(replies), limit(false, true)...),
+		send(RouteSendEventsStore, dest.PatternEventsStore, head(group), append(append(slices.Clone(replies), limit(false)...),
 			responseStage{requests: p.Requests}, newStoreStage(o.Store, true), publishStage{port: p.EventsStore, store: o.Store})...)
 		subscribe(dest.PatternEventsStore, append(head(group), sub, logPositionStage{clock: o.Clock}, attachStage{port: p.EventsStore})...)
 	}
@@ -106,7 +106,7 @@ func (r *Router) build() {
 		if p.TempQueues != nil {
 			temp := tempQueueStage{requests: p.Requests}
 			ownGroup := groupStage{scoped: true} // a temp-queue is scoped by its owner, not a group
-			send(RouteSendTempQueue, dest.PatternTempQueue, head(temp, ownGroup), append(limit(true, false),
+			send(RouteSendTempQueue, dest.PatternTempQueue, head(temp, ownGroup), append(limit(true),
 				responseStage{requests: p.Requests, temp: true}, publishStage{port: p.TempQueues, store: o.Store})...)
 			subscribe(dest.PatternTempQueue, append(head(tempQueueStage{requests: p.Requests, subscribe: true}, ownGroup), sub, attachStage{port: p.TempQueues})...)
 		}

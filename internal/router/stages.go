@@ -134,8 +134,6 @@ func (s messageStage) Apply(c *Context) {
 type duplicateStage struct {
 	port   Duplicates
 	header string
-	store  Persister
-	always bool // the route stores every message (events-store)
 }
 
 func (s duplicateStage) Apply(c *Context) {
@@ -143,8 +141,7 @@ func (s duplicateStage) Apply(c *Context) {
 	if !ok || dupID == "" {
 		return
 	}
-	durable := s.store != nil && (s.always || c.Message.Persistent)
-	dup, settle, err := s.port.Claim(c.Identity, dupID, durable)
+	dup, settle, err := s.port.Claim(c.Identity, dupID)
 	switch {
 	case err != nil:
 		c.failWith(storeRefusal(err), "the message was not accepted: "+err.Error(), err)
@@ -155,6 +152,7 @@ func (s duplicateStage) Apply(c *Context) {
 		c.Halt = true // answered (RECEIPT) without being stored or delivered again
 	default:
 		c.settle = settle
+		c.Message.DuplicateClaimed = true // before m is shared: the store writes the id with it
 	}
 }
 

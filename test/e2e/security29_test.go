@@ -309,6 +309,7 @@ func TestSecurity29ConnectionQuota(t *testing.T) {
 	if !strings.Contains(string(fr.body), "quota connections") {
 		t.Fatalf("the ERROR does not name the quota: %q", fr.body)
 	}
+	requireEqual(t, 1.0, metricValue(scrapeMetricsAs(t, b, "127.0.0.1"), `titan_quota_refused_total{quota="connections"}`), "connections-quota refusals")
 	dialRaw(t, b).connect("login:admin", "passcode:admin-pw") // other users are unaffected
 	stompOK(t, first, "DISCONNECT\nreceipt:d1\n\n\x00", "DISCONNECT")
 	_, err = first.expectClosed(10 * time.Second)

@@ -506,7 +506,6 @@ func (s *Store) land(f flight) (blocked int32, synced time.Duration) {
 			raised += st.raiseDurable(state.last)
 		}
 		s.noteLanded(raised)
-		s.noteSpace()
 	}
 	g.err = err
 	states := g.states
@@ -520,6 +519,12 @@ func (s *Store) land(f flight) (blocked int32, synced time.Duration) {
 	}
 	s.lastCommit.Store(int64(now.Sub(store.Epoch)) + 1) // store.Since(), from the same clock read
 	close(g.done)
+	if err == nil {
+		// A group commit costs an fsync, so one statfs with it is cheap, and a disk that
+		// fills is met within one commit rather than one interval (space.go); after the
+		// waiters are released, so that it is neither in their latency nor in synced.
+		s.checkSpace()
+	}
 	s.recycle(&group{recs: g.recs, arena: g.arena, states: states, pend: g.pend, free: g.free})
 	return blocked, synced
 }

@@ -48,11 +48,18 @@ func (h *health) set(state store.State, cause error, now time.Time) bool {
 	if h.state == store.StateDown && state == store.StateOK {
 		h.recoveries++
 	}
-	h.state, h.cause, h.since = state, cause, now
+	h.state, h.cause = state, cause
+	h.changedAt(now)
+	return true
+}
+
+// changedAt records a change of the reported health at now: counted, timed, and announced
+// by closing changed (then replaced).
+func (h *health) changedAt(now time.Time) {
+	h.since = now
 	h.changes++
 	close(h.changed)
 	h.changed = make(chan struct{})
-	return true
 }
 
 // refusal is the error a refused call returns: the corruption itself when the store is

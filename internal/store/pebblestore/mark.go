@@ -42,10 +42,10 @@ var droppedKey = []byte{prefixVersion, 'd'}
 // markLen is markFile's size in bytes.
 const markLen = 12
 
-// encodeMark returns markFile's content for mark.
-func encodeMark(mark uint64) []byte {
-	b := binary.BigEndian.AppendUint64(make([]byte, 0, markLen), mark)
-	return binary.BigEndian.AppendUint32(b, crc32.Checksum(b, castagnoli))
+// appendMark appends markFile's content for mark (markLen bytes) to dst.
+func appendMark(dst []byte, mark uint64) []byte {
+	dst = binary.BigEndian.AppendUint64(dst, mark)
+	return binary.BigEndian.AppendUint32(dst, crc32.Checksum(dst[len(dst)-8:], castagnoli))
 }
 
 // readMarkFile returns the mark recorded in dir's markFile: 0 when there is none, and an
@@ -113,7 +113,7 @@ func (s *Store) noteLanded(raised uint64) {
 			return
 		}
 	}
-	_, _ = s.markF.WriteAt(encodeMark(mark), 0)
+	_, _ = s.markF.WriteAt(appendMark(s.markBuf[:0], mark), 0)
 }
 
 // closeMarkFile syncs and closes markFile (Close).

@@ -89,6 +89,7 @@ type Store struct {
 	committed atomic.Uint64 // the committed mark: durable high-water marks summed, dropped streams' included
 	dropped   uint64        // guarded by smu: the high-water marks of dropped streams, summed (droppedKey)
 	markF     vfs.File      // the committed-mark file; written by the committer only (nil: not open)
+	markBuf   [markLen]byte // the committer's encoding of the mark (no allocation per group commit)
 	recovery  Recovery      // what Open found; set before Open returns, read-only after
 
 	// Free-space watermarks (space.go).
@@ -702,8 +703,28 @@ func (s *Store) Meta(key string) ([]byte, bool, error) {
 
 // syncLoop syncs the WAL every interval while Deletes or Trims are pending, so that an
 // idle broker does not redeliver acknowledged messages after a crash.
-func (s *Store) syncLoop(interval time.Duration) {
-	defer close(s.syncerDone)
+func (s *Store) syncLoop(interval time.Duration) { s.every(interval, s.syncerDone, s.syncDirty) }
+
+// syncDirty syncs the WAL if Deletes or Trims are pending (syncLoop).
+func (s *Store) syncDirty() {
+	if !s.dirty.Load() || s.enter(true) != nil {
+		return
+	}
+	defer s.exit()
+	s.dirty.Store(false)
+	err := s.db.LogData(nil, pebble.Sync)
+	if err == nil {
+		err = s.wal.faultErr()
+	}
+	if err != nil {
+		s.fail(wrapErr("sync", err))
+	}
+}
+
+// every calls fn every interval until Close stops the store, then closes done: the body of
+// the store's periodic goroutines.
+func (s *Store) every(interval time.Duration, done chan struct{}, fn func()) {
+	defer close(done)
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
@@ -711,19 +732,8 @@ func (s *Store) syncLoop(interval time.Duration) {
 		case <-s.stop:
 			return
 		case <-t.C:
+			fn()
 		}
-		if !s.dirty.Load() || s.enter(true) != nil {
-			continue
-		}
-		s.dirty.Store(false)
-		err := s.db.LogData(nil, pebble.Sync)
-		if err == nil {
-			err = s.wal.faultErr()
-		}
-		if err != nil {
-			s.fail(wrapErr("sync", err))
-		}
-		s.exit()
 	}
 }
 

@@ -63,10 +63,7 @@ func (s *Store) checkSpace() {
 func (s *Store) setLowSpace(low bool, free, lowMark, highMark int64) {
 	s.mu.Lock()
 	s.health.lowSpace = low
-	s.health.changes++
-	s.health.since = time.Now()
-	close(s.health.changed)
-	s.health.changed = make(chan struct{})
+	s.health.changedAt(time.Now())
 	s.mu.Unlock()
 	if low {
 		s.log.Error("store refuses new messages: free disk space below the low-water mark",
@@ -78,26 +75,9 @@ func (s *Store) setLowSpace(low bool, free, lowMark, highMark int64) {
 	}
 }
 
-// noteSpace samples the free space after a group commit landed (the committer): a group
-// commit costs an fsync, so one statfs with it is cheap, and a disk that fills is met within
-// one commit rather than one interval.
-func (s *Store) noteSpace() { s.checkSpace() }
-
 // spaceLoop samples the free space every interval until Close (a store that takes no
 // Appends, refused ones included, still sees space come back).
-func (s *Store) spaceLoop(interval time.Duration) {
-	defer close(s.spaceDone)
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	for {
-		select {
-		case <-s.stop:
-			return
-		case <-t.C:
-			s.checkSpace()
-		}
-	}
-}
+func (s *Store) spaceLoop(interval time.Duration) { s.every(interval, s.spaceDone, s.checkSpace) }
 
 // lowSpaceRefusal is the error of an Append refused for low space.
 func lowSpaceRefusal() error { return &store.UnavailableError{Cause: store.ErrLowDiskSpace} }
