@@ -53,6 +53,20 @@ func mountTmpfsE2E(t *testing.T, size int64) string {
 	return dir
 }
 
+// bindReadOnly bind-mounts dir over itself read-only — files open in it keep writing,
+// nothing new can be created — and unmounts it at cleanup, before the tmpfs under it
+// (cleanups run last-in first-out). writable remounts it read-write.
+func bindReadOnly(t *testing.T, dir string) (writable func()) {
+	t.Helper()
+	mustRun(t, "mount", "--bind", dir, dir)
+	mustRun(t, "mount", "-o", "remount,bind,ro", dir)
+	t.Cleanup(func() { _ = exec.Command("umount", dir).Run() })
+	return func() {
+		t.Helper()
+		mustRun(t, "mount", "-o", "remount,bind,rw", dir)
+	}
+}
+
 func mustRun(t *testing.T, name string, args ...string) {
 	t.Helper()
 	if out, err := exec.Command(name, args...).CombinedOutput(); err != nil {
@@ -267,8 +281,7 @@ func TestReadOnlyDataDirRefusesThenRecoversWithoutRestart(t *testing.T) {
 
 	// A read-only bind mount over the live data directory: open files keep writing,
 	// nothing new can be created — the next WAL rotation used to kill the process.
-	mustRun(t, "mount", "--bind", data, data)
-	mustRun(t, "mount", "-o", "remount,bind,ro", data)
+	bindReadOnly(t, data)
 	acked, refusal := fillUntilError(t, p, dest, 256<<10)
 	acked = append(acked, before...)
 	msg, _ := refusal.get("message")

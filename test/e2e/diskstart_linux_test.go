@@ -5,7 +5,6 @@ package e2e
 import (
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
@@ -95,15 +94,13 @@ func TestStartOnReadOnlyDataDirThenRecovers(t *testing.T) {
 	}
 	node.stop()
 
-	mustRun(t, "mount", "--bind", data, data)
-	mustRun(t, "mount", "-o", "remount,bind,ro", data)
-	t.Cleanup(func() { _ = exec.Command("umount", data).Run() }) // before the tmpfs (last-in first-out)
+	writable := bindReadOnly(t, data)
 	p = node.start()
 	requireStartedDown(t, p, dest, "read-only file system")
 	// What was stored before is delivered while the store is down.
 	receiveAll(t, p, dest, before)
 
-	mustRun(t, "mount", "-o", "remount,bind,rw", data)
+	writable()
 	// (Another queue: the subscriber above still holds this one.)
 	took := recoveredSend(t, p, dest+"-after", 100)
 	t.Logf("persistent SENDs receipted %v after the directory became writable", took.Round(time.Millisecond))

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
@@ -35,9 +34,7 @@ func TestAcksWhileReadOnlyKeptAfterRemount(t *testing.T) {
 	}
 	node.stop()
 
-	mustRun(t, "mount", "--bind", data, data)
-	mustRun(t, "mount", "-o", "remount,bind,ro", data)
-	t.Cleanup(func() { _ = exec.Command("umount", data).Run() })
+	writable := bindReadOnly(t, data)
 	p = node.start()
 	requireStartedDown(t, p, dest, "read-only file system")
 
@@ -69,7 +66,7 @@ func TestAcksWhileReadOnlyKeptAfterRemount(t *testing.T) {
 	h := requireHealth(t, p.broker(), 503, "DOWN")
 	t.Logf("%d messages acknowledged while the store is down (%s)", sent, h.Store.Cause)
 
-	mustRun(t, "mount", "-o", "remount,bind,rw", data)
+	writable()
 	eventually(t, 30*time.Second, func() bool {
 		resp, err := httpClient.Get(monitorURL(p.broker()) + "/titan/monitor/health")
 		if err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -80,3 +81,22 @@ func BodiesOn(t testing.TB, js jetstream.JetStream, stream, subject string) []st
 
 // Equal reports whether a and b hold the same strings in the same order.
 func Equal(a, b []string) bool { return fmt.Sprint(a) == fmt.Sprint(b) }
+
+// CountingWriter stands in for a client socket (a delivery.Writer): it takes every
+// MESSAGE and counts them in N. Safe for concurrent use.
+type CountingWriter struct{ N atomic.Int64 }
+
+// Version implements delivery.Writer: STOMP 1.2.
+func (w *CountingWriter) Version() frame.Version { return frame.V12 }
+
+// WriteMessage implements delivery.Writer: counted, always taken.
+func (w *CountingWriter) WriteMessage(*frame.Buf, []byte) bool { w.N.Add(1); return true }
+
+// WriteEvent implements delivery.Writer: counted, always taken.
+func (w *CountingWriter) WriteEvent(*frame.Buf, []byte, bool) (bool, <-chan struct{}) {
+	w.N.Add(1)
+	return true, nil
+}
+
+// QueuedBytes implements delivery.Writer: nothing is ever queued.
+func (w *CountingWriter) QueuedBytes() int64 { return 0 }

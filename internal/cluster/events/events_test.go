@@ -1,27 +1,14 @@
 package events
 
 import (
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/titan-broker/titan/internal/cluster/clustertest"
 	"github.com/titan-broker/titan/internal/delivery"
 	"github.com/titan-broker/titan/internal/dest"
-	"github.com/titan-broker/titan/internal/frame"
 	"github.com/titan-broker/titan/internal/message"
 )
-
-// countingWriter stands in for a client socket: it takes every MESSAGE and counts them.
-type countingWriter struct{ n atomic.Int64 }
-
-func (w *countingWriter) Version() frame.Version               { return frame.V12 }
-func (w *countingWriter) WriteMessage(*frame.Buf, []byte) bool { w.n.Add(1); return true }
-func (w *countingWriter) WriteEvent(*frame.Buf, []byte, bool) (bool, <-chan struct{}) {
-	w.n.Add(1)
-	return true, nil
-}
-func (w *countingWriter) QueuedBytes() int64 { return 0 }
 
 // NATS interest is per node, not per client (issue 28): local subscriptions with the same
 // (group, filter) share one NATS subscription, each gets every event published on another
@@ -30,8 +17,8 @@ func TestEventsInterestPerNode(t *testing.T) {
 	nodes := clustertest.StartNodes(t)
 	sub, pub := New(nodes[0]), New(nodes[1])
 	reg := &delivery.Registry{}
-	subscribe := func(id, group, channel string) (*delivery.Subscription, *countingWriter) {
-		w := &countingWriter{}
+	subscribe := func(id, group, channel string) (*delivery.Subscription, *clustertest.CountingWriter) {
+		w := &clustertest.CountingWriter{}
 		s := &delivery.Subscription{ID: id, Conn: reg.NewConn(w), Group: group, Dest: dest.Destination{Pattern: dest.PatternEvents, Channel: channel}, Ack: delivery.AckAuto}
 		if err := sub.Subscribe(s); err != nil {
 			t.Fatal(err)
@@ -40,7 +27,7 @@ func TestEventsInterestPerNode(t *testing.T) {
 	}
 	const clients = 50
 	subs := make([]*delivery.Subscription, clients)
-	ws := make([]*countingWriter, clients)
+	ws := make([]*clustertest.CountingWriter, clients)
 	for i := range clients {
 		subs[i], ws[i] = subscribe("s", "g", "prices.*")
 	}
@@ -52,7 +39,7 @@ func TestEventsInterestPerNode(t *testing.T) {
 	id := dest.Identity{Group: "g", Pattern: dest.PatternEvents, Channel: "prices.eu"}
 	m := &message.Message{ID: "e-1", Group: "g", Destination: "/topic/prices/eu", Body: []byte("x")}
 	deadline := time.Now().Add(15 * time.Second)
-	for wOther.n.Load() == 0 { // the interest may take a moment to reach the publishing node
+	for wOther.N.Load() == 0 { // the interest may take a moment to reach the publishing node
 		if time.Now().After(deadline) {
 			t.Fatal("no event reached the subscribing node")
 		}
@@ -61,17 +48,17 @@ func TestEventsInterestPerNode(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	sent := wOther.n.Load()
+	sent := wOther.N.Load()
 	for i, w := range ws {
-		for w.n.Load() < sent && time.Now().Before(deadline) {
+		for w.N.Load() < sent && time.Now().Before(deadline) {
 			time.Sleep(5 * time.Millisecond)
 		}
-		if w.n.Load() < sent {
-			t.Fatalf("subscription %d of the shared filter got %d events, the prices.eu one %d", i, w.n.Load(), sent)
+		if w.N.Load() < sent {
+			t.Fatalf("subscription %d of the shared filter got %d events, the prices.eu one %d", i, w.N.Load(), sent)
 		}
 	}
-	if wGroup.n.Load() != 0 {
-		t.Fatalf("a subscription of group h got %d events of group g", wGroup.n.Load())
+	if wGroup.N.Load() != 0 {
+		t.Fatalf("a subscription of group h got %d events of group g", wGroup.N.Load())
 	}
 	for _, s := range subs {
 		sub.Detach(s, nil)
@@ -108,8 +95,8 @@ func TestEventsHashFilter(t *testing.T) {
 	nodes := clustertest.StartNodes(t)
 	sub, pub := New(nodes[0]), New(nodes[1])
 	reg := &delivery.Registry{}
-	subscribe := func(id, channel string) *countingWriter {
-		w := &countingWriter{}
+	subscribe := func(id, channel string) *clustertest.CountingWriter {
+		w := &clustertest.CountingWriter{}
 		s := &delivery.Subscription{ID: id, Conn: reg.NewConn(w), Group: "g", Dest: dest.Destination{Pattern: dest.PatternEvents, Channel: channel, Wildcard: true}, Ack: delivery.AckAuto}
 		if err := sub.Subscribe(s); err != nil {
 			t.Fatal(err)
@@ -127,7 +114,7 @@ func TestEventsHashFilter(t *testing.T) {
 		}
 	}
 	deadline := time.Now().Add(15 * time.Second)
-	for warm.n.Load() == 0 { // the interest may take a moment to reach the publishing node
+	for warm.N.Load() == 0 { // the interest may take a moment to reach the publishing node
 		if time.Now().After(deadline) {
 			t.Fatal("no event reached the subscribing node")
 		}
@@ -139,16 +126,16 @@ func TestEventsHashFilter(t *testing.T) {
 	for _, ch := range []string{"a", "x.eu", "b", "a.b.c", "a.eu", "end"} {
 		publish(ch)
 	}
-	for end.n.Load() == 0 && time.Now().Before(deadline) {
+	for end.N.Load() == 0 && time.Now().Before(deadline) {
 		time.Sleep(5 * time.Millisecond)
 	}
-	if end.n.Load() != 1 {
+	if end.N.Load() != 1 {
 		t.Fatal("the last event did not arrive")
 	}
-	if got := hashEU.n.Load(); got != 2 {
+	if got := hashEU.N.Load(); got != 2 {
 		t.Fatalf("#.eu got %d events, want 2 (x.eu, a.eu)", got)
 	}
-	if got := aHash.n.Load(); got != 3 {
+	if got := aHash.N.Load(); got != 3 {
 		t.Fatalf("a.# got %d events, want 3 (a, a.b.c, a.eu)", got)
 	}
 }

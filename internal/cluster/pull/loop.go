@@ -6,7 +6,9 @@
 //
 // # Concurrency
 //
-// Run is the loop's only goroutine; Kick, Held and Stop are safe from any goroutine.
+// Run is the loop's only goroutine and the only one touching what the loop holds, so the
+// per-message path takes no lock; Kick and Stop are safe from any goroutine, and Held
+// waits for Run to return.
 package pull
 
 import (
@@ -62,8 +64,12 @@ type Loop struct {
 	done chan struct{}
 	once sync.Once
 
-	mu   sync.Mutex
-	held []jetstream.Msg // pulled, not yet taken by the handler; guarded by mu
+	// held[head:] is what was pulled and not yet taken by the handler, oldest first; the
+	// backing array is reused once drained. Loop's goroutine only (Held after Run returned).
+	held []jetstream.Msg
+	head int
+	// alive is keepAliveAll's reused scratch list (loop's goroutine only).
+	alive []jetstream.Msg
 }
 
 // New returns a loop pulling cons for h. acked: cons is explicitly acknowledged, so what
@@ -96,20 +102,13 @@ func (l *Loop) Stop() {
 // Done is closed when Run returned.
 func (l *Loop) Done() <-chan struct{} { return l.done }
 
-// Held removes and returns what the loop pulled and nobody took, in pull order (call it
-// after Run returned, to NAK them).
+// Held removes and returns what the loop pulled and nobody took, in pull order, to NAK
+// them. It waits for Run to return (call it after Stop, or once Done is closed).
 func (l *Loop) Held() []jetstream.Msg {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	h := l.held
-	l.held = nil
+	<-l.done
+	h := l.held[l.head:]
+	l.held, l.head = nil, 0
 	return h
-}
-
-func (l *Loop) heldCount() int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return len(l.held)
 }
 
 // Run is the loop: deliver what is held, then pull as much as the handler has credit for;
@@ -130,7 +129,7 @@ func (l *Loop) Run() {
 		}
 		l.deliverHeld()
 		credit := l.h.Credit()
-		if credit == 0 || l.heldCount() > 0 {
+		if credit == 0 || l.head < len(l.held) {
 			select {
 			case <-l.stop:
 				return
@@ -154,10 +153,18 @@ func (l *Loop) Run() {
 			continue
 		}
 		for m := range batch.Messages() {
-			l.mu.Lock()
 			l.held = append(l.held, m)
-			l.mu.Unlock()
-			l.deliverHeld()
+			if l.head == len(l.held)-1 {
+				l.deliverHeld() // m is first: hand it on
+				continue
+			}
+			// Behind a message the handler could not take, the head is tried again
+			// only once something changed (a Kick), not once per arrival.
+			select {
+			case <-l.kick:
+				l.deliverHeld()
+			default:
+			}
 		}
 		if err := batch.Error(); err != nil && l.OnError != nil {
 			l.OnError(err)
@@ -170,26 +177,17 @@ func (l *Loop) Run() {
 	}
 }
 
-// deliverHeld hands held messages to the handler in order while it takes them. Only the
-// loop's goroutine removes from held, so the head stays the head between the lock and
-// Deliver.
+// deliverHeld hands held messages to the handler in order while it takes them; once all
+// are taken the backing array is reused for the next pull.
 func (l *Loop) deliverHeld() {
-	for {
-		l.mu.Lock()
-		if len(l.held) == 0 {
-			l.mu.Unlock()
+	for l.head < len(l.held) {
+		if !l.h.Deliver(l.held[l.head]) {
 			return
 		}
-		jm := l.held[0]
-		l.mu.Unlock()
-		if !l.h.Deliver(jm) {
-			return
-		}
-		l.mu.Lock()
-		l.held[0] = nil
-		l.held = l.held[1:]
-		l.mu.Unlock()
+		l.held[l.head] = nil
+		l.head++
 	}
+	l.held, l.head = l.held[:0], 0
 }
 
 // keepAliveAll sends +WPI for every held and in-flight message so that AckWait never
@@ -200,11 +198,9 @@ func (l *Loop) keepAliveAll() {
 	if !l.acked {
 		return
 	}
-	l.mu.Lock()
-	msgs := append([]jetstream.Msg(nil), l.held...)
-	l.mu.Unlock()
-	msgs = l.h.InFlight(msgs)
-	for _, m := range msgs {
+	l.alive = l.h.InFlight(append(l.alive[:0], l.held[l.head:]...))
+	for _, m := range l.alive {
 		_ = m.InProgress()
 	}
+	clear(l.alive) // hold no settled message past this call
 }

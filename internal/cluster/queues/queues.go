@@ -238,7 +238,7 @@ func (q *Pattern) newConsumer(ctx context.Context, id dest.Identity) (*consumer,
 		return nil, fmt.Errorf("cluster: creating consumer for %s: %w", id, err)
 	}
 	c := &consumer{q: q, id: id, done: make(chan struct{}),
-		inflight: make(map[uint64]*inflight), out: make(map[*delivery.Subscription]int)}
+		inflight: make(map[uint64]inflight), out: make(map[*delivery.Subscription]int)}
 	c.loop = pull.New(cons, c, true, cluster.AckWait/3)
 	c.loop.OnError = c.reconsume // admin.go: the consumer may have been deleted
 	return c, nil
@@ -278,7 +278,8 @@ func (q *Pattern) Close() {
 	}
 }
 
-// inflight is one delivery awaiting ACK/NACK.
+// inflight is one delivery awaiting ACK/NACK (or, as consumer.head, one waiting for a
+// subscription with room).
 type inflight struct {
 	msg   jetstream.Msg
 	m     *message.Message
@@ -299,9 +300,13 @@ type consumer struct {
 	next     int                            // round-robin position; guarded by mu
 	stopping bool                           // guarded by mu
 	out      map[*delivery.Subscription]int // unsettled deliveries per subscription; guarded by mu
-	inflight map[uint64]*inflight           // guarded by mu
+	inflight map[uint64]inflight            // by value: no allocation per delivery; guarded by mu
 	tag      uint64                         // guarded by mu
 	checked  time.Time                      // last reconsume check (admin.go); loop goroutine only
+	// head is the message the loop offered last and no subscription took, decoded, with
+	// its delivery-count: the loop offers it again after a Kick, and it is decoded and
+	// counted (for a redelivery, a TITAN_UNDELIVERED read) once. Loop goroutine only.
+	head inflight
 }
 
 // Kick implements delivery.Feed.
@@ -407,24 +412,13 @@ func (c *consumer) InFlight(dst []jetstream.Msg) []jetstream.Msg {
 // Deliver implements pull.Handler: jm goes to the next subscription with credit, or is
 // settled without a delivery (undecodable, expired, past max-deliveries).
 func (c *consumer) Deliver(jm jetstream.Msg) bool {
-	meta, err := jm.Metadata()
-	if err != nil {
-		_ = jm.Term()
+	if c.head.msg != jm && !c.prepare(jm) {
 		return true
 	}
-	m, err := message.Decode(jm.Data())
-	if err != nil {
-		c.q.log.Warn("undecodable queue message terminated", "queue", c.id.String(), "stream_seq", meta.Sequence.Stream)
-		_ = jm.Term()
-		return true
-	}
+	m, count := c.head.m, c.head.count
 	if m.ExpiresMs > 0 && m.ExpiresMs <= time.Now().UnixMilli() {
+		c.head = inflight{}
 		_ = jm.Term() // expired: removed, never delivered
-		return true
-	}
-	count := c.q.deliveryCount(meta) // undelivered.go
-	if mx := c.q.settingsOf(c.id).MaxDeliveries; mx > 0 && count > mx {
-		c.q.deadLetter(c.id, jm, m, count-1)
 		return true
 	}
 	for {
@@ -432,17 +426,18 @@ func (c *consumer) Deliver(jm jetstream.Msg) bool {
 		sub := c.pickLocked()
 		if sub == nil {
 			c.mu.Unlock()
-			return false
+			return false // c.head kept for the next offer
 		}
 		c.tag++
 		tag := c.tag
 		auto := sub.Ack == delivery.AckAuto
 		if !auto {
-			c.inflight[tag] = &inflight{msg: jm, m: m, count: count, sub: sub}
+			c.inflight[tag] = inflight{msg: jm, m: m, count: count, sub: sub}
 			c.out[sub]++
 		}
 		c.mu.Unlock()
 		if sub.Conn.Deliver(sub, m, c, tag, count) {
+			c.head = inflight{}
 			if auto {
 				_ = jm.Ack()
 			}
@@ -458,23 +453,50 @@ func (c *consumer) Deliver(jm jetstream.Msg) bool {
 	}
 }
 
-// take removes the delivery tag and returns it (nil when unknown).
-func (c *consumer) take(tag uint64) *inflight {
+// prepare decodes jm into c.head with its delivery-count, or settles it without a
+// delivery (false): undecodable, or past max-deliveries (only a redelivery can be, so a
+// first delivery resolves no address settings).
+func (c *consumer) prepare(jm jetstream.Msg) bool {
+	c.head = inflight{}
+	meta, err := jm.Metadata()
+	if err != nil {
+		_ = jm.Term()
+		return false
+	}
+	m, err := message.Decode(jm.Data())
+	if err != nil {
+		c.q.log.Warn("undecodable queue message terminated", "queue", c.id.String(), "stream_seq", meta.Sequence.Stream)
+		_ = jm.Term()
+		return false
+	}
+	count := c.q.deliveryCount(meta) // undelivered.go
+	if count > 1 {
+		if mx := c.q.settingsOf(c.id).MaxDeliveries; mx > 0 && count > mx {
+			c.q.deadLetter(c.id, jm, m, count-1)
+			return false
+		}
+	}
+	c.head = inflight{msg: jm, m: m, count: count}
+	return true
+}
+
+// take removes the delivery tag and returns it (false when unknown).
+func (c *consumer) take(tag uint64) (inflight, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	f := c.inflight[tag]
-	if f != nil {
+	f, ok := c.inflight[tag]
+	if ok {
 		delete(c.inflight, tag)
 		if n, ok := c.out[f.sub]; ok {
 			c.out[f.sub] = n - 1
 		}
 	}
-	return f
+	return f, ok
 }
 
 // release NAKs a delivery handed back at detach (redelivered, not a rejection).
 func (c *consumer) release(tag uint64) {
-	if f := c.take(tag); f != nil {
+	if f, ok := c.take(tag); ok {
 		_ = f.msg.Nak()
 	}
 }
@@ -494,8 +516,8 @@ func (c *consumer) SettleOne(seq uint64, nack bool) {
 }
 
 func (c *consumer) settle(tag uint64, nack bool) {
-	f := c.take(tag)
-	if f == nil {
+	f, ok := c.take(tag)
+	if !ok {
 		return
 	}
 	if !nack {

@@ -3,7 +3,6 @@ package requests
 import (
 	"fmt"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -15,17 +14,6 @@ import (
 	"github.com/titan-broker/titan/internal/message"
 	"github.com/titan-broker/titan/internal/rpc"
 )
-
-// countingWriter stands in for a client socket: it takes every MESSAGE and counts them.
-type countingWriter struct{ n atomic.Int64 }
-
-func (w *countingWriter) Version() frame.Version               { return frame.V12 }
-func (w *countingWriter) WriteMessage(*frame.Buf, []byte) bool { w.n.Add(1); return true }
-func (w *countingWriter) WriteEvent(*frame.Buf, []byte, bool) (bool, <-chan struct{}) {
-	w.n.Add(1)
-	return true, nil
-}
-func (w *countingWriter) QueuedBytes() int64 { return 0 }
 
 // recorder stands in for the router's publish ports: it records what the pattern publishes
 // (its executed:false answers, temp-queue messages).
@@ -94,9 +82,9 @@ func newRPCNode(t *testing.T, n *cluster.Node) *rpcNode {
 }
 
 // responder subscribes a responder of group/channel (commands) on n and returns its writer.
-func (rn *rpcNode) responder(t *testing.T, group, channel string) *countingWriter {
+func (rn *rpcNode) responder(t *testing.T, group, channel string) *clustertest.CountingWriter {
 	t.Helper()
-	w := &countingWriter{}
+	w := &clustertest.CountingWriter{}
 	c := rn.reg.NewConn(w)
 	sub := &delivery.Subscription{ID: "r", Conn: c, Group: group, Dest: dest.Destination{Pattern: dest.PatternCommands, Channel: channel}, Ack: delivery.AckAuto}
 	if err := rn.req.Subscribe(sub); err != nil {
@@ -139,16 +127,16 @@ func TestRequestsAcrossNodes(t *testing.T) {
 				t.Fatalf("%s was delivered but neither responder node matched its response", corr)
 			}
 		}
-		return wb.n.Load() > 0 && wc.n.Load() > 0
+		return wb.N.Load() > 0 && wc.N.Load() > 0
 	})
 	const n = 40
-	b0, c0 := wb.n.Load(), wc.n.Load()
+	b0, c0 := wb.N.Load(), wc.N.Load()
 	for i := range n {
 		send(command("default", "jobs"), fmt.Sprintf("lb-%d", i), time.Minute)
 	}
-	waitFor(t, "all requests delivered", func() bool { return wb.n.Load()+wc.n.Load()-b0-c0 == n })
-	if wb.n.Load() == b0 || wc.n.Load() == c0 {
-		t.Errorf("requests per responder node: b %d, c %d: want both to get work", wb.n.Load()-b0, wc.n.Load()-c0)
+	waitFor(t, "all requests delivered", func() bool { return wb.N.Load()+wc.N.Load()-b0-c0 == n })
+	if wb.N.Load() == b0 || wc.N.Load() == c0 {
+		t.Errorf("requests per responder node: b %d, c %d: want both to get work", wb.N.Load()-b0, wc.N.Load()-c0)
 	}
 	// Each response is matched (once) on node a through the node that delivered it.
 	for i := range n {
@@ -181,7 +169,7 @@ func TestRequestsAcrossNodes(t *testing.T) {
 
 	// A responder without credit (client acks, prefetch 1, one unacknowledged) takes no
 	// further request: answered "no responder", as single-node.
-	wOne := &countingWriter{}
+	wOne := &clustertest.CountingWriter{}
 	one := &delivery.Subscription{ID: "one", Conn: b.reg.NewConn(wOne), Group: "default", Dest: dest.Destination{Pattern: dest.PatternCommands, Channel: "one"}, Ack: delivery.AckClientIndividual, Prefetch: 1}
 	if err := b.req.Subscribe(one); err != nil {
 		t.Fatal(err)
@@ -199,15 +187,15 @@ func TestRequestsAcrossNodes(t *testing.T) {
 	} else if e, _ := m.Header(rpc.HdrError); e != "no responder" {
 		t.Errorf("a request to a responder without credit: error:%q, want no responder", e)
 	}
-	if wOne.n.Load() != 1 {
-		t.Errorf("the credit-bound responder got %d requests, want 1", wOne.n.Load())
+	if wOne.N.Load() != 1 {
+		t.Errorf("the credit-bound responder got %d requests, want 1", wOne.N.Load())
 	}
 
 	// A responder on the requester's own node: matched there, nothing routed.
 	wa := a.responder(t, "default", "here")
 	send(command("default", "here"), "here-1", time.Minute)
-	if wa.n.Load() != 1 {
-		t.Errorf("the responder on the requester's node got %d requests, want 1", wa.n.Load())
+	if wa.N.Load() != 1 {
+		t.Errorf("the responder on the requester's node got %d requests, want 1", wa.N.Load())
 	}
 	if p, _ := a.req.Respond(replyTo, "here-1"); !p {
 		t.Errorf("a response on the requester's node did not complete its request")
@@ -250,7 +238,7 @@ func TestTempQueueAcrossNodes(t *testing.T) {
 	nodes := clustertest.StartNodes(t)
 	a, b := newRPCNode(t, nodes[0]), newRPCNode(t, nodes[1])
 	const session = "titan-0123456789abcdef"
-	a.req.Own(session, a.reg.NewConn(&countingWriter{}))
+	a.req.Own(session, a.reg.NewConn(&clustertest.CountingWriter{}))
 	id := dest.Identity{Group: dest.DefaultGroup, Pattern: dest.PatternTempQueue, Channel: session + ".replies.x"}
 	if n := a.req.TempInterests.Load(); n != 0 {
 		t.Fatalf("%d temp-queue NATS subscriptions for a connection that used none, want 0", n)
@@ -355,7 +343,7 @@ func BenchmarkRequestAcrossNodes(b *testing.B) {
 		return rn
 	}
 	ra, rb := mk(nodes[0]), mk(nodes[1])
-	w := &countingWriter{}
+	w := &clustertest.CountingWriter{}
 	sub := &delivery.Subscription{ID: "r", Conn: rb.reg.NewConn(w), Group: "default", Dest: dest.Destination{Pattern: dest.PatternCommands, Channel: "jobs"}, Ack: delivery.AckAuto}
 	if err := rb.req.Subscribe(sub); err != nil {
 		b.Fatal(err)
@@ -363,7 +351,7 @@ func BenchmarkRequestAcrossNodes(b *testing.B) {
 	id := command("default", "jobs")
 	replyTo := dest.Identity{Group: "default", Pattern: dest.PatternQueues, Channel: "replies"}
 	deadline := time.Now().Add(15 * time.Second)
-	for w.n.Load() == 0 {
+	for w.N.Load() == 0 {
 		if time.Now().After(deadline) {
 			b.Fatal("responder not visible")
 		}

@@ -10,6 +10,7 @@
 
 import { Client, Versions } from '@stomp/stompjs';
 import { TCPWrapper } from '@stomp/tcp-wrapper';
+import { Waiting } from './waiting.mjs';
 
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 const toHex = (u8) => Buffer.from(u8).toString('hex');
@@ -18,11 +19,11 @@ let counter = 0;
 const rid = (prefix) => `${prefix}-${++counter}`;
 
 // Conn is one STOMP connection: a stompjs Client plus everything it received.
-class Conn {
+class Conn extends Waiting {
   constructor(args, opts = {}) {
+    super((args.timeout || 10) * 1000);
     this.args = args;
     this.version = opts.version || args.version || '1.2';
-    this.timeoutMs = (args.timeout || 10) * 1000;
     this.messages = []; // IMessage, in arrival order
     this.receipts = []; // receipt-id values, in arrival order
     this.errors = []; // ERROR frames as {headers, body}
@@ -30,7 +31,6 @@ class Conn {
     this.heartbeatLost = 0;
     this.closed = false;
     this.connected = null;
-    this.waiters = new Set();
     this.subCount = 0;
     const hb = opts.heartbeat || 0;
     this.client = new Client({
@@ -54,29 +54,6 @@ class Conn {
       onHeartbeatReceived: () => { this.heartbeats++; this.notify(); },
       onHeartbeatLost: () => { this.heartbeatLost++; this.notify(); },
       onWebSocketClose: () => { this.closed = true; this.notify(); },
-    });
-  }
-
-  notify() {
-    for (const w of this.waiters) {
-      if (w.pred()) {
-        this.waiters.delete(w);
-        clearTimeout(w.timer);
-        w.resolve();
-      }
-    }
-  }
-
-  // waitFor resolves once pred() holds, or rejects after the timeout naming what it awaited.
-  waitFor(pred, what) {
-    if (pred()) return Promise.resolve();
-    return new Promise((resolve, reject) => {
-      const w = { pred, resolve };
-      w.timer = setTimeout(() => {
-        this.waiters.delete(w);
-        reject(new Error(`timed out after ${this.timeoutMs} ms waiting for ${what}`));
-      }, this.timeoutMs);
-      this.waiters.add(w);
     });
   }
 

@@ -8,19 +8,19 @@
 
 import { Client, Versions } from '@stomp/stompjs';
 import { TCPWrapper } from '@stomp/tcp-wrapper';
+import { Waiting } from './waiting.mjs';
 
 let counter = 0;
 const rid = (prefix) => `${prefix}-${++counter}`;
 
 // Conn is one stompjs connection and what it received; waitFor bounds every wait.
-class Conn {
+class Conn extends Waiting {
   constructor(args, connectHeaders = {}) {
-    this.timeoutMs = (args.timeout || 10) * 1000;
+    super((args.timeout || 10) * 1000);
     this.messages = [];
     this.receipts = [];
     this.errors = [];
     this.connected = false;
-    this.waiters = new Set();
     this.client = new Client({
       webSocketFactory: () => new TCPWrapper(args.host, args.port),
       stompVersions: new Versions(['1.2']),
@@ -33,28 +33,6 @@ class Conn {
       onStompError: (f) => { this.errors.push(f.headers.message); this.notify(); },
       onUnhandledReceipt: (f) => { this.receipts.push(f.headers['receipt-id']); this.notify(); },
       onDisconnect: (f) => { this.receipts.push(f.headers['receipt-id']); this.notify(); },
-    });
-  }
-
-  notify() {
-    for (const w of this.waiters) {
-      if (w.pred()) {
-        this.waiters.delete(w);
-        clearTimeout(w.timer);
-        w.resolve();
-      }
-    }
-  }
-
-  waitFor(pred, what) {
-    if (pred()) return Promise.resolve();
-    return new Promise((resolve, reject) => {
-      const w = { pred, resolve };
-      w.timer = setTimeout(() => {
-        this.waiters.delete(w);
-        reject(new Error(`timed out after ${this.timeoutMs} ms waiting for ${what}`));
-      }, this.timeoutMs);
-      this.waiters.add(w);
     });
   }
 
