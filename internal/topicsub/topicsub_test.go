@@ -38,6 +38,7 @@ func (h headers) Header(k string) (string, bool) { v, ok := h[k]; return v, ok }
 func (headers) MessageID() string                { return "m" }
 func (headers) TimestampMs() int64               { return 0 }
 func (headers) Persistent() bool                 { return true }
+func (headers) Priority() int                    { return 4 }
 
 // TestRegistry: attach makes a stored subscription and its queue; feeds follow filters
 // (wildcards, groups); the limit refuses a new one only; delete forgets it; a restart (Load
