@@ -7,7 +7,6 @@ import (
 	"hash/crc32"
 	"io"
 	"os"
-	"time"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
@@ -235,20 +234,12 @@ type Report struct {
 // errors: those of Open (store.ErrCorrupt with advice, store.ErrIncompatible), never
 // store.ErrDataLoss, which the report shows instead. opts.FS and opts.Logger are used.
 func Inspect(dir string, opts Options) (Report, error) {
-	if opts.FS == nil {
-		opts.FS = vfs.Default
-	}
-	if opts.Logger == nil {
-		opts.Logger = discardLogger()
-	}
-	if opts.CacheBytes <= 0 {
-		opts.CacheBytes = DefaultCacheBytes
-	}
-	if opts.MemTableBytes <= 0 {
-		opts.MemTableBytes = DefaultMemTableBytes
+	var rep Report
+	opts, err := opts.withDefaults()
+	if err != nil {
+		return rep, err
 	}
 	opts.AcceptDataLoss = true // report the loss; nothing is written (read-only)
-	var rep Report
 	fs := opts.FS
 	if _, err := fs.Stat(dir); err != nil {
 		return rep, fmt.Errorf("pebblestore: %s: %w", dir, err)
@@ -258,9 +249,7 @@ func Inspect(dir string, opts Options) (Report, error) {
 		return rep, fmt.Errorf("%w: %s (stop the titan process using it first): %v", store.ErrLocked, dir, err)
 	}
 	defer func() { _ = lock.Close() }()
-	s := &Store{dir: dir, fs: fs, log: opts.Logger, opts: opts, streams: make(map[string]*stream), stop: make(chan struct{})}
-	s.idle.L = &s.mu
-	s.health = newHealth(time.Now())
+	s := newStore(dir, opts)
 	if err := s.openDB(true); err != nil {
 		return rep, err
 	}

@@ -32,43 +32,12 @@ import (
 // is stored from a read-only view, and recovers on its own once writes succeed again,
 // exactly as after a fault while running.
 func Open(dir string, opts Options) (*Store, error) {
-	if opts.CacheBytes < 0 || opts.MemTableBytes < 0 {
-		return nil, fmt.Errorf("pebblestore: negative CacheBytes (%d) or MemTableBytes (%d)", opts.CacheBytes, opts.MemTableBytes)
-	}
-	if opts.FS == nil {
-		opts.FS = vfs.Default
-	}
-	if opts.Logger == nil {
-		opts.Logger = discardLogger()
-	}
-	if opts.CacheBytes == 0 {
-		opts.CacheBytes = DefaultCacheBytes
-	}
-	if opts.MemTableBytes == 0 {
-		opts.MemTableBytes = DefaultMemTableBytes
-	}
-	if opts.DeleteSyncInterval == 0 {
-		opts.DeleteSyncInterval = DefaultDeleteSyncInterval
-	}
-	if opts.RetryInterval <= 0 {
-		opts.RetryInterval = DefaultRetryInterval
-	}
-	if opts.MaxRetryInterval <= 0 {
-		opts.MaxRetryInterval = DefaultMaxRetryInterval
-	}
-	opts.MaxRetryInterval = max(opts.MaxRetryInterval, opts.RetryInterval)
-	if opts.SpaceCheckInterval <= 0 {
-		opts.SpaceCheckInterval = DefaultSpaceCheckInterval
+	opts, err := opts.withDefaults()
+	if err != nil {
+		return nil, err
 	}
 	fs := opts.FS
-
-	s := &Store{
-		dir: dir, fs: fs, log: opts.Logger, opts: opts,
-		streams: make(map[string]*stream),
-		stop:    make(chan struct{}),
-	}
-	s.idle.L = &s.mu
-	s.health = newHealth(time.Now())
+	s := newStore(dir, opts)
 	s.opening = true // no recoverer may touch s.db before Open is done
 	if err := fs.MkdirAll(dir, 0o755); err != nil {
 		if !store.IsDiskFault(err) {
@@ -125,6 +94,53 @@ func Open(dir string, opts Options) (*Store, error) {
 	s.opening = false
 	s.mu.Unlock()
 	return s, nil
+}
+
+// withDefaults returns o with every zero field set to its default (see Options), or an
+// error for a negative CacheBytes or MemTableBytes.
+func (o Options) withDefaults() (Options, error) {
+	if o.CacheBytes < 0 || o.MemTableBytes < 0 {
+		return o, fmt.Errorf("pebblestore: negative CacheBytes (%d) or MemTableBytes (%d)", o.CacheBytes, o.MemTableBytes)
+	}
+	if o.FS == nil {
+		o.FS = vfs.Default
+	}
+	if o.Logger == nil {
+		o.Logger = discardLogger()
+	}
+	if o.CacheBytes == 0 {
+		o.CacheBytes = DefaultCacheBytes
+	}
+	if o.MemTableBytes == 0 {
+		o.MemTableBytes = DefaultMemTableBytes
+	}
+	if o.DeleteSyncInterval == 0 {
+		o.DeleteSyncInterval = DefaultDeleteSyncInterval
+	}
+	if o.RetryInterval <= 0 {
+		o.RetryInterval = DefaultRetryInterval
+	}
+	if o.MaxRetryInterval <= 0 {
+		o.MaxRetryInterval = DefaultMaxRetryInterval
+	}
+	o.MaxRetryInterval = max(o.MaxRetryInterval, o.RetryInterval)
+	if o.SpaceCheckInterval <= 0 {
+		o.SpaceCheckInterval = DefaultSpaceCheckInterval
+	}
+	return o, nil
+}
+
+// newStore returns a Store for dir with opts (defaults applied), nothing opened: what Open
+// and Inspect build on.
+func newStore(dir string, opts Options) *Store {
+	s := &Store{
+		dir: dir, fs: opts.FS, log: opts.Logger, opts: opts,
+		streams: make(map[string]*stream),
+		stop:    make(chan struct{}),
+	}
+	s.idle.L = &s.mu
+	s.health = newHealth(time.Now())
+	return s
 }
 
 // startLoops starts the committer and the delete syncer.
