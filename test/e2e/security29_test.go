@@ -1,15 +1,9 @@
 package e2e
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"fmt"
 	"io"
-	"math/big"
 	"net"
 	"net/http"
 	"os"
@@ -223,20 +217,9 @@ func TestSecurity29RevocationBites(t *testing.T) {
 // issueWithSANs is testPKI.issue for a client certificate with e-mail and DNS SANs.
 func (p *testPKI) issueWithSANs(t *testing.T, cn string, emails, dns []string) (certPEM, keyPEM []byte) {
 	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	requireNoError(t, err)
-	serial++
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(serial), Subject: pkix.Name{CommonName: cn},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
-		EmailAddresses: emails, DNSNames: dns,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, p.ca, &key.PublicKey, p.caKey)
-	requireNoError(t, err)
-	kder, err := x509.MarshalECPrivateKey(key)
-	requireNoError(t, err)
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder})
+	return issueCert(t, cn, p.ca, p.caKey, func(tmpl *x509.Certificate) {
+		tmpl.EmailAddresses, tmpl.DNSNames = emails, dns
+	})
 }
 
 // M: certificate login maps only the identities the users file lists, by type. A CA-signed

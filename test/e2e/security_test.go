@@ -252,6 +252,18 @@ var serial int64 = 10
 // an IP SAN when server, else a client certificate).
 func (p *testPKI) issue(t *testing.T, cn string, parent *x509.Certificate, parentKey *ecdsa.PrivateKey, server bool) (certPEM, keyPEM []byte) {
 	t.Helper()
+	return issueCert(t, cn, parent, parentKey, func(tmpl *x509.Certificate) {
+		if server {
+			tmpl.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}
+			tmpl.IPAddresses = []net.IP{net.ParseIP("127.0.0.1")}
+		}
+	})
+}
+
+// issueCert returns a PEM certificate and key for cn signed by parent (self-signed when
+// parent is nil): a client certificate, which edit may change before it is signed.
+func issueCert(t *testing.T, cn string, parent *x509.Certificate, parentKey *ecdsa.PrivateKey, edit func(*x509.Certificate)) (certPEM, keyPEM []byte) {
+	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	requireNoError(t, err)
 	serial++
@@ -260,10 +272,7 @@ func (p *testPKI) issue(t *testing.T, cn string, parent *x509.Certificate, paren
 		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
 		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
 	}
-	if server {
-		tmpl.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}
-		tmpl.IPAddresses = []net.IP{net.ParseIP("127.0.0.1")}
-	}
+	edit(tmpl)
 	if parent == nil { // self-signed
 		parent, parentKey = tmpl, key
 	}
