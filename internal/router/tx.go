@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	"github.com/titan-broker/titan/internal/dest"
-	"github.com/titan-broker/titan/internal/dispatch"
 	"github.com/titan-broker/titan/internal/frame"
 	"github.com/titan-broker/titan/internal/message"
 )
@@ -184,7 +183,7 @@ func (s commitStage) Apply(c *Context) {
 	}
 	if len(msgs) > 0 {
 		if err := r.opts.Store.PersistAll(ids, msgs); err != nil {
-			c.failWith(storeRefusal(err), "the broker could not store the transaction's messages; none was accepted", fmt.Errorf("%w: %w", dispatch.ErrNotStored, err))
+			c.failWith(storeRefusal(err), "the broker could not store the transaction's messages; none was accepted", fmt.Errorf("%w: %w", ErrNotStored, err))
 			settleFrom(0)
 			return
 		}
