@@ -100,10 +100,8 @@ func (n *nativeClient) Done() <-chan struct{}        { return nil }
 // only (the broker's own messages: request/response answers). Errors: those of the port;
 // ErrNoQueue for a pattern without a publish port.
 func (r *Router) Deliver(id dest.Identity, m *message.Message, cancel <-chan struct{}) (dropped bool, err error) {
-	for _, s := range r.effects[sendRoutes[id.Pattern]][id.Pattern] {
-		if p, ok := s.(publishStage); ok {
-			return p.port.Publish(id, m, cancel)
-		}
+	if p := r.table[sendRoutes[id.Pattern]][id.Pattern].publisher; p != nil {
+		return p.Publish(id, m, cancel)
 	}
 	return false, ErrNoQueue
 }

@@ -533,10 +533,16 @@ func (finalStage) Apply(c *Context) {
 		hdrs := append([]frame.Header{{Key: frame.HdrReceiptID, Value: c.Receipt}}, c.ReceiptHeaders...)
 		cl.WriteFrame(&frame.Frame{Command: frame.CmdReceipt, Headers: hdrs})
 	}
-	if c.Route == RouteDisconnect {
+	if c.disconnect {
 		cl.Disconnect()
 	}
 }
+
+// disconnectStage is the DISCONNECT route's effect: Final closes the connection after its
+// answer (the RECEIPT, when asked: STOMP 1.2 "graceful disconnect").
+type disconnectStage struct{}
+
+func (disconnectStage) Apply(c *Context) { c.disconnect = true }
 
 // setHeader sets header k to v, replacing the first header of that name or appending one.
 func setHeader(hs []frame.Header, k, v string) []frame.Header {
