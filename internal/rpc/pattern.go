@@ -28,7 +28,11 @@
 //
 // Pending requests are bounded per connection (Options.MaxPendingByClient) and for the
 // pattern (Options.MaxPending) besides their timeout; a request over a bound is refused
-// with a *PendingLimitError naming its configuration key.
+// with a *PendingLimitError naming its configuration key. Every responder's credit is
+// bounded by its prefetch: a client-ack responder's by its unacknowledged requests
+// (delivery), an ack:auto responder's by the requests it was given that await their
+// response or timeout (member); one without credit is skipped, and with none left the
+// request is answered "no responder".
 package rpc
 
 import (
@@ -136,7 +140,7 @@ func (p *Pattern) Subscribe(sub *delivery.Subscription) error {
 			ch.mu.Unlock()
 			continue
 		}
-		ch.subs = append(ch.subs[:len(ch.subs):len(ch.subs)], sub)
+		ch.subs = append(ch.subs[:len(ch.subs):len(ch.subs)], newMember(sub))
 		ch.mu.Unlock()
 		return nil
 	}
@@ -153,7 +157,7 @@ func (p *Pattern) Detach(sub *delivery.Subscription, _ []delivery.Unacked) {
 	ch := v.(*channel)
 	ch.mu.Lock()
 	for i, s := range ch.subs {
-		if s == sub {
+		if s.sub == sub {
 			ch.subs = append(ch.subs[:i:i], ch.subs[i+1:]...)
 			ch.rr = 0
 			break
@@ -208,6 +212,7 @@ func (p *Pattern) Close() {
 		for k, pr := range sh.pending {
 			pr.timer.Stop()
 			delete(sh.pending, k)
+			pr.finish()
 			p.release(pr.requester)
 		}
 		sh.mu.Unlock()
