@@ -42,8 +42,8 @@ import (
 	"github.com/titan-broker/titan/internal/clock"
 	"github.com/titan-broker/titan/internal/delivery"
 	"github.com/titan-broker/titan/internal/dest"
-	"github.com/titan-broker/titan/internal/dispatch"
 	"github.com/titan-broker/titan/internal/message"
+	"github.com/titan-broker/titan/internal/router/refusal"
 )
 
 // Publisher publishes a message to an identity (the router's Deliver, for the broker's own
@@ -187,7 +187,7 @@ func (p *Pattern) TempOwnerAlive(session string) bool {
 }
 
 // Temp returns the publisher of temp-queue messages: a SEND to the temp-queue of a closed
-// connection is refused with dispatch.ErrNoQueue (the queue is gone for good and must not be
+// connection is refused with refusal.ErrNoQueue (the queue is gone for good and must not be
 // recreated); others go to the queues pattern.
 func (p *Pattern) Temp() Publisher { return tempPublisher{p} }
 
@@ -195,13 +195,13 @@ type tempPublisher struct{ p *Pattern }
 
 func (t tempPublisher) Publish(id dest.Identity, m *message.Message, cancel <-chan struct{}) (bool, error) {
 	if !t.p.TempOwnerAlive(tempOwner(id.Channel)) {
-		return false, dispatch.ErrNoQueue
+		return false, refusal.ErrNoQueue
 	}
 	return t.p.opts.TempQueues.Publish(id, m, cancel)
 }
 
 // Close stops every pending request's timer and waits for a timeout already running; later
-// Requests fail with dispatch.ErrCanceled. After Close returns no timeout fires.
+// Requests fail with refusal.ErrCanceled. After Close returns no timeout fires.
 // Idempotent.
 func (p *Pattern) Close() {
 	p.timers.Close()

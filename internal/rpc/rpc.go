@@ -11,10 +11,10 @@ import (
 	"github.com/titan-broker/titan/internal/clock"
 	"github.com/titan-broker/titan/internal/delivery"
 	"github.com/titan-broker/titan/internal/dest"
-	"github.com/titan-broker/titan/internal/dispatch"
 	"github.com/titan-broker/titan/internal/frame"
 	"github.com/titan-broker/titan/internal/lockorder"
 	"github.com/titan-broker/titan/internal/message"
+	"github.com/titan-broker/titan/internal/router/refusal"
 )
 
 // RPC header names.
@@ -251,7 +251,7 @@ const maxExpired = 10000
 // pattern's own, round-robin among those with credit (one whose writer refuses is skipped
 // for the next, up to maxDeliverAttempts). Errors: ErrDuplicateRequest; a
 // *PendingLimitError (ErrTooManyPending) over a bound on pending requests;
-// dispatch.ErrCanceled after Close.
+// refusal.ErrCanceled after Close.
 func (p *Pattern) Request(id dest.Identity, m *message.Message, replyTo dest.Identity, corr string, timeout time.Duration, requester *delivery.Conn) error {
 	r := p.rpc
 	key := requestKey{replyTo, corr}
@@ -275,7 +275,7 @@ func (p *Pattern) Request(id dest.Identity, m *message.Message, replyTo dest.Ide
 			sh.mu.Unlock()
 			switch {
 			case closed:
-				return dispatch.ErrCanceled
+				return refusal.ErrCanceled
 			case dup:
 				return ErrDuplicateRequest
 			}
@@ -295,7 +295,7 @@ func (p *Pattern) Request(id dest.Identity, m *message.Message, replyTo dest.Ide
 			chosen.release() // the place choose took: the request never reached it
 		}
 		if closed {
-			return dispatch.ErrCanceled
+			return refusal.ErrCanceled
 		}
 		return ErrDuplicateRequest
 	}
@@ -443,7 +443,7 @@ func (p *Pattern) expire(pr *pendingRequest) {
 
 // answer publishes the broker's executed:false response to replyTo. An answer to a
 // temp-queue whose connection is gone is refused by the temp-queue publisher
-// (dispatch.ErrNoQueue: it would recreate an orphan queue) and counted as dropped.
+// (refusal.ErrNoQueue: it would recreate an orphan queue) and counted as dropped.
 func (p *Pattern) answer(replyTo dest.Identity, corr, reason string) {
 	m := &message.Message{
 		ID: p.opts.MessageID(), Group: replyTo.Group, Destination: replyTo.OwnerDestination(),
@@ -456,7 +456,7 @@ func (p *Pattern) answer(replyTo dest.Identity, corr, reason string) {
 	}
 	_, err := p.opts.Replies.Publish(replyTo, m, nil)
 	switch {
-	case errors.Is(err, dispatch.ErrNoQueue):
+	case errors.Is(err, refusal.ErrNoQueue):
 		p.CountDroppedResponse(replyTo, false)
 	case err != nil:
 		p.log.Warn("request answer not delivered", "reply_to", replyTo.String(), "err", err)

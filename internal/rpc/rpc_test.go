@@ -14,9 +14,9 @@ import (
 	"github.com/titan-broker/titan/internal/clock"
 	"github.com/titan-broker/titan/internal/delivery"
 	"github.com/titan-broker/titan/internal/dest"
-	"github.com/titan-broker/titan/internal/dispatch"
 	"github.com/titan-broker/titan/internal/frame"
 	"github.com/titan-broker/titan/internal/message"
+	"github.com/titan-broker/titan/internal/router/refusal"
 )
 
 // recWriter is a responder's delivery.Writer: it records the bodies of the MESSAGEs
@@ -272,7 +272,7 @@ func TestPendingBounds(t *testing.T) {
 		if c1.PendingRequests.Load() != 0 || p.Pending() != 0 {
 			t.Fatalf("after Close: c1 %d, pattern %d", c1.PendingRequests.Load(), p.Pending())
 		}
-		if err := send(c1, "after"); !errors.Is(err, dispatch.ErrCanceled) {
+		if err := send(c1, "after"); !errors.Is(err, refusal.ErrCanceled) {
 			t.Fatalf("after Close: %v", err)
 		}
 	})
@@ -298,7 +298,7 @@ func TestResponderLeavesChannel(t *testing.T) {
 }
 
 // TestTempOwners checks the temp-queue owner registry: a SEND to the temp-queue of a
-// connection that released it is refused with dispatch.ErrNoQueue.
+// connection that released it is refused with refusal.ErrNoQueue.
 func TestTempOwners(t *testing.T) {
 	p, _ := newPattern(Options{})
 	defer p.Close()
@@ -308,8 +308,8 @@ func TestTempOwners(t *testing.T) {
 		t.Fatalf("live owner: %v", err)
 	}
 	p.Release("s1")
-	if _, err := p.Temp().Publish(tq, req("x"), nil); !errors.Is(err, dispatch.ErrNoQueue) {
-		t.Fatalf("released owner: %v, want dispatch.ErrNoQueue", err)
+	if _, err := p.Temp().Publish(tq, req("x"), nil); !errors.Is(err, refusal.ErrNoQueue) {
+		t.Fatalf("released owner: %v, want refusal.ErrNoQueue", err)
 	}
 }
 
