@@ -71,26 +71,23 @@ func (r *Router) run(c *Context, rt *route, from, to segment) (deferred bool) {
 			deferred = false
 		}
 	}()
-	for s := from; s < to && c.Err == nil && !c.Halt; s++ {
-		switch s {
-		case segPre:
-			apply(c, rt.pre)
-		case segTx:
-			if rt.tx != nil {
-				rt.tx.Apply(c)
-			}
-		case segAdmit:
-			apply(c, rt.admit)
-		case segStore:
-			if rt.store != nil {
-				rt.store.Apply(c)
-				if c.durable != nil {
-					return true
-				}
-			}
-		case segEffect:
-			apply(c, rt.effect)
+	if from <= segPre && segPre < to {
+		apply(c, rt.pre)
+	}
+	if from <= segTx && segTx < to && rt.tx != nil && c.Err == nil && !c.Halt {
+		rt.tx.Apply(c)
+	}
+	if from <= segAdmit && segAdmit < to {
+		apply(c, rt.admit)
+	}
+	if from <= segStore && segStore < to && rt.store != nil && c.Err == nil && !c.Halt {
+		rt.store.Apply(c)
+		if c.durable != nil {
+			return true
 		}
+	}
+	if from <= segEffect && segEffect < to {
+		apply(c, rt.effect)
 	}
 	return false
 }
