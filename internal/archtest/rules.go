@@ -52,7 +52,7 @@ var Rules = []Rule{
 		Name: "the router imports no adapter (pattern implementations, store implementations, admin, broker)",
 		From: []string{"internal/router"},
 		Forbidden: append([]string{
-			"internal/store/...", "internal/durable", "internal/admin", "internal/broker",
+			"internal/store/...", "internal/durable", "internal/admin", "internal/broker", "internal/dispatch",
 			"internal/session", "internal/transport", "internal/metrics", "embed", "internal/cluster/...",
 		}, Patterns...),
 	},
@@ -81,6 +81,11 @@ var Rules = []Rule{
 	{
 		Name:      "lockorder (the ranked locks of LOCKS.md) imports nothing of ours",
 		From:      []string{"internal/lockorder"},
+		Forbidden: []string{"..."},
+	},
+	{
+		Name:      "refusal (the router's refusal errors, which the adapters behind its ports return) imports nothing of ours",
+		From:      []string{"internal/router/refusal"},
 		Forbidden: []string{"..."},
 	},
 	{

@@ -4,7 +4,6 @@ import (
 	"errors"
 
 	"github.com/titan-broker/titan/internal/dest"
-	"github.com/titan-broker/titan/internal/dispatch"
 	"github.com/titan-broker/titan/internal/message"
 )
 
@@ -52,9 +51,9 @@ func (s *batchedSends) commit(c *Context, b BatchPublisher) bool {
 	}
 	var partial interface{ Partial() bool }
 	if errors.As(err, &partial) && partial.Partial() {
-		c.failWith("transaction partly stored", "the broker stored the transaction's messages of some destinations only: "+err.Error(), errors.Join(dispatch.ErrNotStored, err))
+		c.failWith("transaction partly stored", "the broker stored the transaction's messages of some destinations only: "+err.Error(), errors.Join(ErrNotStored, err))
 		return false
 	}
-	c.failWith(storeRefusal(err), "the broker could not store the transaction's messages; none was accepted: "+err.Error(), errors.Join(dispatch.ErrNotStored, err))
+	c.failWith(storeRefusal(err), "the broker could not store the transaction's messages; none was accepted: "+err.Error(), errors.Join(ErrNotStored, err))
 	return false
 }

@@ -41,6 +41,9 @@ type Context struct {
 	Halt bool
 	// Replay is set while COMMIT replays a transaction's frames.
 	Replay bool
+	// disconnect, set by the DISCONNECT route, makes Final close the connection after its
+	// answer.
+	disconnect bool
 	// settle, set by the duplicate stage, ends the claim of the SEND's duplicate id once the
 	// SEND is answered: kept when accepted, forgotten when refused (see settleDuplicate).
 	settle func(accepted bool)

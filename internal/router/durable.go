@@ -5,7 +5,6 @@ import (
 
 	"github.com/titan-broker/titan/internal/delivery"
 	"github.com/titan-broker/titan/internal/dest"
-	"github.com/titan-broker/titan/internal/dispatch"
 	"github.com/titan-broker/titan/internal/message"
 )
 
@@ -55,11 +54,11 @@ func (s durableTopicStage) Apply(c *Context) {
 // failDurable records the ERROR for a durable subscription the port refused.
 func failDurable(c *Context, err error) {
 	switch {
-	case errors.Is(err, dispatch.ErrDurableSubscriptionLimit):
+	case errors.Is(err, ErrDurableSubscriptionLimit):
 		c.failWith("durable subscription limit reached", "the broker holds its maximum number of durable subscriptions (max-durable-subscriptions); reuse a name or delete unused ones", err)
-	case errors.Is(err, dispatch.ErrDurableSubscriptionInUse):
+	case errors.Is(err, ErrDurableSubscriptionInUse):
 		c.failWith("durable subscription in use", "another connection consumes this durable subscription; it cannot be moved to another topic or deleted meanwhile", err)
-	case errors.Is(err, dispatch.ErrNoDurableSubscription):
+	case errors.Is(err, ErrNoDurableSubscription):
 		c.failWith("unknown durable subscription", "no durable subscription has this name", err)
 	default:
 		c.failWith(storeRefusal(err), "the durable subscription could not be stored", err)
@@ -87,7 +86,7 @@ func deleteDurable(c *Context, topics DurableTopics, live bool) (handled bool) {
 		return true
 	}
 	err := topics.DeleteDurable(group, req.owner, req.name)
-	if err == nil || (live && errors.Is(err, dispatch.ErrNoDurableSubscription)) {
+	if err == nil || (live && errors.Is(err, ErrNoDurableSubscription)) {
 		return true
 	}
 	failDurable(c, err)
@@ -141,7 +140,7 @@ func (s durableFeedStage) Apply(c *Context) {
 		}
 		if err != nil {
 			forget(0)
-			c.failWith(storeRefusal(err), "the broker could not store the message for a durable subscription; it was not accepted", errors.Join(dispatch.ErrNotStored, err))
+			c.failWith(storeRefusal(err), "the broker could not store the message for a durable subscription; it was not accepted", errors.Join(ErrNotStored, err))
 			return
 		}
 	}

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/titan-broker/titan/internal/dispatch"
 	"github.com/titan-broker/titan/internal/frame"
 )
 
@@ -40,7 +39,7 @@ func finalCases() []finalCase {
 			return fr(cmd, body, withReceipt(receipt, hdrs...)...)
 		}})
 	}
-	full := func(e *fakeEngine) { e.failNext = dispatch.ErrQueueFull }
+	full := func(e *fakeEngine) { e.failNext = ErrQueueFull }
 	begin := []*frame.Frame{fr(frame.CmdBegin, "", "transaction", "t")}
 	sends := []struct {
 		rt   Route

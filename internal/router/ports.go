@@ -13,7 +13,9 @@ import (
 
 // The router's ports. Each is declared here, by its consumer, in the router's terms
 // (identities, messages, subscriptions); the pattern packages, the store and the session
-// are adapters behind them, wired by the broker. No port names an adapter type.
+// are adapters behind them, wired by the broker. No port names an adapter type. The
+// refusals a port method returns are the router's too (errors.go, declared in its leaf
+// package refusal so that the adapters can return them): each method names its own.
 
 // Client is the port to one client connection (implemented by session.Session). Every method
 // is safe for concurrent use and never blocks on the socket.
@@ -32,9 +34,15 @@ type Client interface {
 }
 
 // Publisher is one pattern's way in for a message: the last stage of its SEND route calls
-// it. A wait for room (address-full policy BLOCK) ends with dispatch.ErrCanceled when cancel
-// closes (the producer's connection closed). dropped reports a DROP-policy discard.
+// it.
 type Publisher interface {
+	// Publish hands m to id's destination. dropped reports a DROP-policy discard (accepted,
+	// not enqueued). A wait for room (address-full policy BLOCK) ends when cancel closes
+	// (the producer's connection closed). Errors (errors.Is), each an ERROR of its own
+	// (failPublish): ErrQueueFull, ErrQueuePaused, ErrCanceled, ErrDestinationLimit,
+	// ErrGroupLimit, ErrNotStored (a durable pattern without a store), ErrNoQueue (the
+	// destination is gone for good: a closed owner's temp-queue); any other error is
+	// "publish failed".
 	Publish(id dest.Identity, m *message.Message, cancel <-chan struct{}) (dropped bool, err error)
 }
 
@@ -43,6 +51,9 @@ type Publisher interface {
 // itself the subscription's Owner, which UNSUBSCRIBE and connection close reach through
 // Deliveries without the router choosing a pattern.
 type Subscriber interface {
+	// Subscribe registers sub. Errors: delivery.ErrDuplicateSubscription (its id is
+	// active on the connection), ErrDurableSubscriptionLimit (a new events-store
+	// durable-name past max-durable-subscriptions); any other error is "subscribe failed".
 	Subscribe(sub *delivery.Subscription) error
 }
 
@@ -74,9 +85,10 @@ type Requests interface {
 	// Request sends m (a command or query to id) to one responder and arms its timeout;
 	// replyTo is where the response, or the broker's executed:false answer, goes;
 	// requester is the sending connection's delivery state (nil when there is none), whose
-	// pending requests are bounded. Errors: a correlation-id already pending on replyTo, a
-	// bound on pending requests (an error with a Refusal() (message, detail string) method
-	// giving the ERROR to send), or the pattern closed.
+	// pending requests are bounded. Errors: ErrCanceled (the pattern closed: shutting
+	// down), a bound on pending requests (an error with a Refusal() (message, detail
+	// string) method giving the ERROR to send); any other error is a correlation-id already
+	// pending on replyTo.
 	Request(id dest.Identity, m *message.Message, replyTo dest.Identity, corr string, timeout time.Duration, requester *delivery.Conn) error
 	// Respond matches a SEND to replyTo with correlation-id corr: pending when it completed
 	// a request, late when that request had timed out.
@@ -109,7 +121,8 @@ type Destinations interface {
 	// Exists reports whether id's destination exists.
 	Exists(id dest.Identity) bool
 	// Ensure makes id's destination exist; created reports a creation. Errors:
-	// dispatch.ErrDestinationLimit (the broker-wide bound; nothing created).
+	// ErrDestinationLimit (the broker-wide bound), ErrGroupLimit (max-groups); nothing is
+	// created on either.
 	Ensure(id dest.Identity) (created bool, err error)
 }
 
@@ -131,11 +144,12 @@ type Duplicates interface {
 type DurableTopics interface {
 	// AttachDurable returns the queue of the subscription, creating it (stored before it
 	// returns) or moving it to filter and sel (the SUBSCRIBE's selector, nil for none: only
-	// messages it selects enter the queue). Errors: dispatch.ErrDurableSubscriptionLimit,
-	// dispatch.ErrDurableSubscriptionInUse (moving one that has consumers), a store error.
+	// messages it selects enter the queue). Errors: ErrDurableSubscriptionLimit,
+	// ErrDurableSubscriptionInUse (moving one that has consumers), a store error (its
+	// Refusal names it).
 	AttachDurable(group, owner, name string, filter dest.Destination, sel *selector.Selector) (queue dest.Identity, err error)
 	// DeleteDurable removes the subscription and its queue. Errors:
-	// dispatch.ErrNoDurableSubscription, dispatch.ErrDurableSubscriptionInUse.
+	// ErrNoDurableSubscription, ErrDurableSubscriptionInUse, a store error.
 	DeleteDurable(group, owner, name string) error
 	// Feeds appends to dst, and returns, the queue of every subscription whose filter
 	// matches the events destination id and whose selector (if any) selects m. Called on

@@ -2,7 +2,6 @@ package router
 
 import (
 	"github.com/titan-broker/titan/internal/dest"
-	"github.com/titan-broker/titan/internal/dispatch"
 	"github.com/titan-broker/titan/internal/frame"
 	"github.com/titan-broker/titan/internal/message"
 )
@@ -45,7 +44,7 @@ type Published struct {
 // passes (custom stages included), on a connection of its own: a durable message is
 // committed before Publish returns, a BLOCK policy makes it wait up to the block timeout.
 // Errors: the *frame.ProtocolError the route ended in (its Err, when set, is the sentinel:
-// dispatch.ErrQueueFull, ErrQueuePaused, ErrNotStored, ...), exactly what a STOMP client
+// ErrQueueFull, ErrQueuePaused, ErrNotStored, ...), exactly what a STOMP client
 // would have received as ERROR.
 func (r *Router) Publish(p Publication) (*Published, error) {
 	f := &frame.Frame{Command: frame.CmdSend, Body: p.Body}
@@ -99,12 +98,10 @@ func (n *nativeClient) Done() <-chan struct{}        { return nil }
 
 // Deliver publishes m, already built, to id through the publish port of id's SEND route
 // only (the broker's own messages: request/response answers). Errors: those of the port;
-// dispatch.ErrNoQueue for a pattern without a publish port.
+// ErrNoQueue for a pattern without a publish port.
 func (r *Router) Deliver(id dest.Identity, m *message.Message, cancel <-chan struct{}) (dropped bool, err error) {
-	for _, s := range r.effects[sendRoutes[id.Pattern]][id.Pattern] {
-		if p, ok := s.(publishStage); ok {
-			return p.port.Publish(id, m, cancel)
-		}
+	if p := r.table[sendRoutes[id.Pattern]][id.Pattern].publisher; p != nil {
+		return p.Publish(id, m, cancel)
 	}
-	return false, dispatch.ErrNoQueue
+	return false, ErrNoQueue
 }

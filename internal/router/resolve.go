@@ -10,8 +10,8 @@ import (
 )
 
 // This file is the only place the router looks at a destination's pattern: the resolver
-// maps (command, pattern) to a route, and build lays out each route's fixed chain of
-// stages, every one of which calls only its own pattern's port.
+// maps (command, pattern) to a route, and build lays out each route's named segments of
+// stages (route.go), every one of which calls only its own pattern's port.
 
 // sendRoutes maps a SEND's destination pattern to its route.
 var sendRoutes = [dest.MaxPattern + 1]Route{
@@ -23,24 +23,38 @@ var sendRoutes = [dest.MaxPattern + 1]Route{
 	dest.PatternTempQueue:   RouteSendTempQueue,
 }
 
-// build lays out the route table from the ports (see chains). A pattern without a port
-// gets no chain, so the resolver refuses it.
+// build lays out the route table from the ports (see chains and route). A pattern without
+// a port gets no route, so the resolver refuses it.
 func (r *Router) build() {
 	o, p := &r.opts, r.ports
 	group := groupStage{}
 	build := messageStage{clock: o.Clock, stamp: o.Stamp, idPrefix: o.MessageIDPrefix}
-	tx := txBufferStage{max: o.MaxFramesInTransaction, maxBytes: o.MaxTransactionBytes}
+	tx := func(ack *ackStage) txBufferStage {
+		return txBufferStage{max: o.MaxFramesInTransaction, maxBytes: o.MaxTransactionBytes, ack: ack}
+	}
 	custom := o.SendStages
 	sub := subscriptionStage{opts: o}
 
-	// send lays out one SEND route: prefix, the transaction stage, then the effects that act
-	// once a message is built and admitted (which COMMIT replays).
-	send := func(rt Route, pt dest.Pattern, prefix []Stage, effects ...Stage) {
-		eff := append(append([]Stage(nil), custom...), effects...)
-		r.effects[rt][pt] = eff
-		r.table[rt][pt] = append(append(append([]Stage(nil), prefix...), build, tx), eff...)
+	// send lays out one SEND route: pre (head, then the message stage), the transaction
+	// stage, admit (the custom stages first), store and its effect: a publication to
+	// publisher, or effect when publisher is nil.
+	send := func(rt Route, pt dest.Pattern, head, admit []Stage, store *storeStage, publisher Publisher, effect Stage) {
+		if publisher != nil {
+			effect = publishStage{port: publisher, store: o.Store}
+		}
+		r.table[rt][pt] = route{
+			pre:       append(slices.Clone(head), build),
+			tx:        tx(nil),
+			admit:     append(slices.Clone(custom), admit...),
+			store:     store,
+			effect:    []Stage{effect},
+			publisher: publisher,
+		}
 	}
-	subscribe := func(pt dest.Pattern, stages ...Stage) { r.table[RouteSubscribe][pt] = stages }
+	// subscribe lays out the SUBSCRIBE route of a pattern: pre, then attach to its port.
+	subscribe := func(pt dest.Pattern, pre []Stage, port Subscriber) {
+		r.table[RouteSubscribe][pt] = route{pre: slices.Clone(pre), effect: []Stage{attachStage{port: port}}}
+	}
 	// head starts a SEND or SUBSCRIBE route: its prefix stages (the group stage last), then
 	// the authorization stage, so that the identity is known and nothing has been built,
 	// buffered in a transaction, stored or subscribed yet when it decides (DESIGN §8).
@@ -63,12 +77,12 @@ func (r *Router) build() {
 		replies = []Stage{replyToStage{router: r}}
 	}
 	if p.Events != nil {
-		eff := append(append(slices.Clone(replies), dedupOnly()...), responseStage{requests: p.Requests})
+		admit := append(append(slices.Clone(replies), dedupOnly()...), responseStage{requests: p.Requests})
 		if p.DurableTopics != nil && p.Queues != nil {
-			eff = append(eff, durableFeedStage{topics: p.DurableTopics, queues: p.Queues, store: o.Store})
+			admit = append(admit, durableFeedStage{topics: p.DurableTopics, queues: p.Queues, store: o.Store})
 		}
-		send(RouteSendEvents, dest.PatternEvents, head(group), append(eff, publishStage{port: p.Events, store: o.Store})...)
-		subscribe(dest.PatternEvents, append(head(group), sub, durableTopicStage{topics: p.DurableTopics, queues: p.Queues}, attachStage{port: p.Events})...)
+		send(RouteSendEvents, dest.PatternEvents, head(group), admit, nil, p.Events, nil)
+		subscribe(dest.PatternEvents, append(head(group), sub, durableTopicStage{topics: p.DurableTopics, queues: p.Queues}), p.Events)
 	}
 	// limit creates the SEND's destination before the store stage (nothing is stored for
 	// a destination that could not be created), under the broker's and connection's bounds.
@@ -88,38 +102,47 @@ func (r *Router) build() {
 		if p.ExistingQueues != nil {
 			qhead = append(qhead, existingQueueStage{port: p.ExistingQueues})
 		}
+		store := newStoreStage(o.Store, false)
 		send(RouteSendQueue, dest.PatternQueues, qhead, append(append(slices.Clone(replies), limit(false)...),
-			responseStage{requests: p.Requests}, newStoreStage(o.Store, false), publishStage{port: p.Queues, store: o.Store})...)
-		subscribe(dest.PatternQueues, append(slices.Clip(qhead), sub, attachStage{port: p.Queues})...)
+			responseStage{requests: p.Requests}), &store, p.Queues, nil)
+		r.table[RouteSendQueue][dest.PatternQueues].early = true // published before its commit (deferTail)
+		subscribe(dest.PatternQueues, append(slices.Clip(qhead), sub), p.Queues)
 	}
 	if p.EventsStore != nil {
-		// A log is always stored, persistent header or not.
+		// A log is always stored, persistent header or not, and published after its commit.
+		store := newStoreStage(o.Store, true)
 		send(RouteSendEventsStore, dest.PatternEventsStore, head(group), append(append(slices.Clone(replies), limit(false)...),
-			responseStage{requests: p.Requests}, newStoreStage(o.Store, true), publishStage{port: p.EventsStore, store: o.Store})...)
-		subscribe(dest.PatternEventsStore, append(head(group), sub, logPositionStage{clock: o.Clock}, attachStage{port: p.EventsStore})...)
+			responseStage{requests: p.Requests}), &store, p.EventsStore, nil)
+		subscribe(dest.PatternEventsStore, append(head(group), sub, logPositionStage{clock: o.Clock}), p.EventsStore)
 	}
 	if p.Requests != nil {
 		for _, pt := range []dest.Pattern{dest.PatternCommands, dest.PatternQueries} {
-			send(RouteSendRequest, pt, head(group), requestStage{router: r})
-			subscribe(pt, append(head(group), sub, attachStage{port: p.Requests})...)
+			send(RouteSendRequest, pt, head(group), nil, nil, nil, requestStage{router: r})
+			subscribe(pt, append(head(group), sub), p.Requests)
 		}
 		if p.TempQueues != nil {
 			temp := tempQueueStage{requests: p.Requests}
 			ownGroup := groupStage{scoped: true} // a temp-queue is scoped by its owner, not a group
 			send(RouteSendTempQueue, dest.PatternTempQueue, head(temp, ownGroup), append(limit(true),
-				responseStage{requests: p.Requests, temp: true}, publishStage{port: p.TempQueues, store: o.Store})...)
-			subscribe(dest.PatternTempQueue, append(head(tempQueueStage{requests: p.Requests, subscribe: true}, ownGroup), sub, attachStage{port: p.TempQueues})...)
+				responseStage{requests: p.Requests, temp: true}), nil, p.TempQueues, nil)
+			subscribe(dest.PatternTempQueue, append(head(tempQueueStage{requests: p.Requests, subscribe: true}, ownGroup), sub), p.TempQueues)
 		}
 	}
-	r.table[RouteUnsubscribe][0] = []Stage{unsubscribeStage{deliveries: p.Deliveries, topics: p.DurableTopics}}
+	unsubscribe := route{effect: []Stage{unsubscribeStage{deliveries: p.Deliveries, topics: p.DurableTopics}}}
 	if o.Authorize != nil { // an UNSUBSCRIBE may delete a durable subscription: its owner's say
-		r.table[RouteUnsubscribe][0] = append([]Stage{o.Authorize}, r.table[RouteUnsubscribe][0]...)
+		unsubscribe.pre = []Stage{o.Authorize}
 	}
-	r.table[RouteAck][0] = []Stage{tx, ackStage{deliveries: p.Deliveries, store: o.Store}}
-	r.table[RouteNack][0] = []Stage{tx, ackStage{deliveries: p.Deliveries, nack: true, store: o.Store}}
-	r.table[RouteBegin][0] = []Stage{beginStage{max: o.MaxTransactions}}
-	r.table[RouteCommit][0] = []Stage{commitStage{router: r}}
-	r.table[RouteAbort][0] = []Stage{abortStage{}}
+	r.table[RouteUnsubscribe][0] = unsubscribe
+	// An ACK or NACK in a transaction is buffered by tx and applied by COMMIT through the
+	// same ack stage (txOp.ack).
+	ack := &ackStage{deliveries: p.Deliveries, store: o.Store}
+	nack := &ackStage{deliveries: p.Deliveries, nack: true, store: o.Store}
+	r.table[RouteAck][0] = route{tx: tx(ack), effect: []Stage{ack}}
+	r.table[RouteNack][0] = route{tx: tx(nack), effect: []Stage{nack}}
+	r.table[RouteBegin][0] = route{effect: []Stage{beginStage{max: o.MaxTransactions}}}
+	r.table[RouteCommit][0] = route{effect: []Stage{commitStage{router: r}}}
+	r.table[RouteAbort][0] = route{effect: []Stage{abortStage{}}}
+	r.table[RouteDisconnect][0] = route{effect: []Stage{disconnectStage{}}}
 }
 
 // Resolve is the pure resolver: it maps the frame's command and destination pattern to a
@@ -133,7 +156,7 @@ func (r *Router) Resolve(c *Context) Route {
 		if !ok {
 			return RouteReject
 		}
-		if rt := sendRoutes[d.Pattern]; r.table[rt][d.Pattern] != nil {
+		if rt := sendRoutes[d.Pattern]; r.table[rt][d.Pattern].defined() {
 			return rt
 		}
 		c.fail("unsupported destination pattern", d.Pattern.String()+" destinations are not available on this server")
@@ -143,7 +166,7 @@ func (r *Router) Resolve(c *Context) Route {
 		if !ok {
 			return RouteReject
 		}
-		if r.table[RouteSubscribe][d.Pattern] != nil {
+		if r.table[RouteSubscribe][d.Pattern].defined() {
 			return RouteSubscribe
 		}
 		c.fail("unsupported destination pattern", d.Pattern.String()+" destinations are not available on this server")

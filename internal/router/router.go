@@ -131,21 +131,15 @@ type Options struct {
 	Authorize Stage
 }
 
-// chains is the route table: (route, destination pattern) → the fixed chain of stages.
-// Routes without a destination (ACK, BEGIN, ...) sit at pattern 0. A nil chain for a SEND
-// or SUBSCRIBE pattern means the pattern is not available.
-type chains [numRoutes][dest.MaxPattern + 1][]Stage
-
 // Router resolves routes and runs frames through them. Immutable after New; safe for
 // concurrent use.
 type Router struct {
 	opts  Options
 	ports Ports
 	log   *slog.Logger
-	// table holds every route's stages; effects the stages after the transaction stage of
-	// each SEND route, which COMMIT replays for a buffered SEND.
-	table, effects chains
-	final          Stage
+	// table holds every route, in named segments (route.go).
+	table chains
+	final Stage
 
 	// Routed counts frames per route (index Route).
 	Routed [numRoutes]atomic.Uint64
@@ -312,12 +306,15 @@ func (r *Router) Route(c *Context) {
 		c.received = time.Now()
 	}
 	c.Route = r.Resolve(c)
-	if p := c.Conn.pipe; p != nil && c.Route != RouteSendQueue && c.Route != RouteSendEventsStore && !c.Replay && p.pending() {
-		p.drain() // nothing overtakes a deferred SEND of this connection
+	rt := &r.table[c.Route][c.Dest.Pattern]
+	if p := c.Conn.pipe; p != nil && rt.store == nil && !c.Replay && p.pending() {
+		// Nothing overtakes a deferred SEND of this connection (a route with a store
+		// segment drains there, unless it defers too).
+		p.drain()
 	}
 	r.Routed[c.Route].Add(1)
-	if rest := r.run(c, r.table[c.Route][c.Dest.Pattern]); c.durable != nil {
-		r.deferTail(c, rest)
+	if r.run(c, rt, segPre, segEnd) {
+		r.deferTail(c, rt)
 		return
 	}
 	if c.Err != nil {
@@ -335,53 +332,37 @@ func (r *Router) Route(c *Context) {
 	}
 }
 
-// run applies stages until one fails or halts. When a stage defers the rest of the route
-// (the store stage set c.durable), it returns the stages still to run.
-func (r *Router) run(c *Context, stages []Stage) (rest []Stage) {
-	defer func() {
-		if p := recover(); p != nil {
-			r.log.Error("stage panic", "route", c.Route.String(), "panic", p, "stack", string(debug.Stack()))
-			c.Err = &frame.ProtocolError{Reason: "internal error", ReceiptID: c.Receipt, Fatal: true, Err: fmt.Errorf("panic: %v", p)}
-			rest, c.durable = nil, nil
-		}
-	}()
-	for i, s := range stages {
-		if c.Err != nil || c.Halt {
-			return nil
-		}
-		s.Apply(c)
-		if c.durable != nil {
-			return stages[i+1:]
-		}
-	}
-	return nil
+// recovered turns a stage panic p into a fatal ERROR for c's connection (run).
+func (r *Router) recovered(c *Context, p any) {
+	r.log.Error("stage panic", "route", c.Route.String(), "panic", p, "stack", string(debug.Stack()))
+	c.Err = &frame.ProtocolError{Reason: "internal error", ReceiptID: c.Receipt, Fatal: true, Err: fmt.Errorf("panic: %v", p)}
+	c.durable = nil
 }
 
 // deferTail finishes a SEND whose message was handed to the store's group commit but not yet
-// fsync'd: on the connection's pipeline it waits for the commit, runs the remaining stages
-// (publish; for queues publish already ran, see below) and answers. A queue message whose
+// fsync'd: on the connection's pipeline it waits for the commit, runs the route's effect
+// (publish; for an early route such as queues it already ran, see below) and answers. A queue message whose
 // commit then fails stays published (in memory) while its producer gets the ERROR: it may
 // still be delivered, as after any ERROR without a RECEIPT (at-least-once). c is copied,
 // detached from the read buffer.
-func (r *Router) deferTail(c *Context, rest []Stage) {
+func (r *Router) deferTail(c *Context, rt *route) {
 	conn := c.Conn
 	d := deferredSends.Get().(*deferredSend)
-	*d = deferredSend{r: r, conn: conn, tail: *c, rest: rest, wait: c.durable}
+	*d = deferredSend{r: r, conn: conn, tail: *c, rt: rt, wait: c.durable}
 	d.tail.Frame, d.tail.durable = nil, nil
 	d.tail.Receipt = strings.Clone(c.Receipt)
 	if conn.pipe == nil {
 		conn.pipe = newPipeline(r.opts.Go)
 	}
 	// After a fatal error of an earlier SEND nothing more is published (finish forgets it).
-	d.early = d.tail.Route == RouteSendQueue && !conn.unpublished && (conn.pipe == nil || !conn.pipe.failed())
+	d.early = rt.early && !conn.unpublished && (conn.pipe == nil || !conn.pipe.failed())
 	if d.early {
 		// A queue message is published now, before its fsync, so that a consumer can take
 		// and acknowledge it while its group commit is pending: the store then drops it from
 		// the group and it costs no write and no delete. The RECEIPT still waits for the
 		// commit, so it keeps its meaning. Events-store readers see only synced records, so
 		// that route publishes after the fsync.
-		r.run(&d.tail, d.rest)
-		d.rest = nil
+		r.run(&d.tail, rt, segEffect, segEnd)
 		if d.tail.Err != nil && d.tail.Err.Fatal {
 			conn.unpublished = true // the SENDs behind this one are not published
 		}
@@ -400,9 +381,9 @@ type deferredSend struct {
 	r     *Router
 	conn  *Conn
 	tail  Context
-	rest  []Stage
+	rt    *route // its route: effect is what remains after the commit
 	wait  func() error
-	early bool // published before the commit (queues)
+	early bool // published (effect run) before the commit (route.early)
 }
 
 var deferredSends = sync.Pool{New: func() any { return new(deferredSend) }}
@@ -439,8 +420,8 @@ func (d *deferredSend) answer() {
 		return
 	case err != nil:
 		tail.fail(storeRefusal(err), "the broker could not store the message; it was not accepted")
-	default:
-		r.run(tail, d.rest)
+	case !d.early:
+		r.run(tail, d.rt, segEffect, segEnd)
 	}
 	if tail.Err != nil {
 		r.Errors[tail.Route].Add(1)

@@ -9,7 +9,6 @@ import (
 
 	"github.com/titan-broker/titan/internal/delivery"
 	"github.com/titan-broker/titan/internal/dest"
-	"github.com/titan-broker/titan/internal/dispatch"
 	"github.com/titan-broker/titan/internal/frame"
 	"github.com/titan-broker/titan/internal/message"
 )
@@ -163,7 +162,7 @@ func TestFinalAnswersExactlyOnce(t *testing.T) {
 	if cl.answers() != 1 {
 		t.Fatalf("no receipt asked: no answer expected, got %d", cl.answers())
 	}
-	e.failNext = dispatch.ErrQueueFull
+	e.failNext = ErrQueueFull
 	r.Handle(c, fr(frame.CmdSend, "b", "destination", "/queue/a", "receipt", "2"))
 	if cl.answers() != 2 || len(cl.errs) != 1 || cl.errs[0].Reason != "queue full" || cl.errs[0].ReceiptID != "2" {
 		t.Fatalf("want one ERROR with receipt-id, got %v %v", cl.frames, cl.errs)

@@ -9,7 +9,6 @@ import (
 
 	"github.com/titan-broker/titan/internal/delivery"
 	"github.com/titan-broker/titan/internal/dest"
-	"github.com/titan-broker/titan/internal/dispatch"
 	"github.com/titan-broker/titan/internal/frame"
 	"github.com/titan-broker/titan/internal/message"
 )
@@ -95,7 +94,7 @@ func (s requestStage) Apply(c *Context) {
 		requester = c.Conn.Delivery
 	}
 	if err := s.router.ports.Requests.Request(c.Identity, m, replyTo, corr, timeout, requester); err != nil {
-		if errors.Is(err, dispatch.ErrCanceled) {
+		if errors.Is(err, ErrCanceled) {
 			c.failWith("server shutting down", "the request was not accepted", err)
 			return
 		}

@@ -9,7 +9,6 @@ import (
 
 	"github.com/titan-broker/titan/internal/delivery"
 	"github.com/titan-broker/titan/internal/dest"
-	"github.com/titan-broker/titan/internal/dispatch"
 	"github.com/titan-broker/titan/internal/frame"
 	"github.com/titan-broker/titan/internal/message"
 	"github.com/titan-broker/titan/internal/selector"
@@ -195,7 +194,7 @@ func admitDestination(c *Context, port Destinations, opts *Options, id dest.Iden
 			r.CountRefusal()
 		}
 		c.failWith(name+" limit reached", "this connection may create at most "+strconv.Itoa(max)+" "+name+"s (max-"+name+"s-by-client)",
-			fmt.Errorf("%w: per connection", dispatch.ErrDestinationLimit))
+			fmt.Errorf("%w: per connection", ErrDestinationLimit))
 		return false
 	}
 	created, err := port.Ensure(id)
@@ -252,7 +251,7 @@ func (s storeStage) Apply(c *Context) {
 	}
 	if c.Replay || !c.Conn.pipelined {
 		if err := s.store.Persist(c.Identity, c.Message); err != nil {
-			c.failWith(storeRefusal(err), "the broker could not store the message; it was not accepted", fmt.Errorf("%w: %w", dispatch.ErrNotStored, err))
+			c.failWith(storeRefusal(err), "the broker could not store the message; it was not accepted", fmt.Errorf("%w: %w", ErrNotStored, err))
 		}
 		return
 	}
@@ -266,7 +265,7 @@ func (s storeStage) Apply(c *Context) {
 		wait, err = s.store.PersistAsync(c.Identity, c.Message)
 	}
 	if err != nil {
-		c.failWith(storeRefusal(err), "the broker could not store the message; it was not accepted", fmt.Errorf("%w: %w", dispatch.ErrNotStored, err))
+		c.failWith(storeRefusal(err), "the broker could not store the message; it was not accepted", fmt.Errorf("%w: %w", ErrNotStored, err))
 		return
 	}
 	c.durable = wait // the router finishes the route on the connection's pipeline
@@ -310,15 +309,15 @@ func (s publishStage) Apply(c *Context) {
 // destination", "a durable subscription of this topic").
 func failPublish(c *Context, err error, where string) {
 	switch {
-	case errors.Is(err, dispatch.ErrDestinationLimit):
+	case errors.Is(err, ErrDestinationLimit):
 		c.failWith("destination limit reached", "the broker holds its maximum number of destinations (max-destinations); send to an existing one", err)
-	case errors.Is(err, dispatch.ErrGroupLimit):
+	case errors.Is(err, ErrGroupLimit):
 		c.failWith("group limit reached", "the broker holds destinations in its maximum number of groups (max-groups); use an existing group", err)
-	case errors.Is(err, dispatch.ErrQueueFull):
+	case errors.Is(err, ErrQueueFull):
 		c.failWith("queue full", where+" is full; retry later", err)
-	case errors.Is(err, dispatch.ErrCanceled):
+	case errors.Is(err, ErrCanceled):
 		c.failWith("server shutting down", "the message was not accepted", err)
-	case errors.Is(err, dispatch.ErrQueuePaused):
+	case errors.Is(err, ErrQueuePaused):
 		c.failWith("queue paused", "an operator paused "+where+"; retry after it is resumed", err)
 	default:
 		c.failWith("publish failed", "the message could not be given to "+where+"; it was not accepted", err)
@@ -434,7 +433,7 @@ func (s attachStage) Apply(c *Context) {
 	case err == nil:
 	case errors.Is(err, delivery.ErrDuplicateSubscription):
 		c.fail("duplicate subscription id", "subscription "+frame.Echo(sub.ID)+" is already active")
-	case errors.Is(err, dispatch.ErrDurableSubscriptionLimit):
+	case errors.Is(err, ErrDurableSubscriptionLimit):
 		c.failWith("durable subscription limit reached", "the broker holds its maximum number of durable subscriptions (max-durable-subscriptions); reuse a durable-name or ask an operator to delete unused ones", err)
 	default:
 		c.fail("subscribe failed", "the subscription could not be started")
@@ -512,7 +511,7 @@ func syncAcks(c *Context, store Persister) {
 		return
 	}
 	if err := sy.Sync(); err != nil {
-		c.failWith(storeRefusal(err), "the broker could not make the acknowledgement durable", fmt.Errorf("%w: %w", dispatch.ErrNotStored, err))
+		c.failWith(storeRefusal(err), "the broker could not make the acknowledgement durable", fmt.Errorf("%w: %w", ErrNotStored, err))
 	}
 }
 
@@ -534,10 +533,16 @@ func (finalStage) Apply(c *Context) {
 		hdrs := append([]frame.Header{{Key: frame.HdrReceiptID, Value: c.Receipt}}, c.ReceiptHeaders...)
 		cl.WriteFrame(&frame.Frame{Command: frame.CmdReceipt, Headers: hdrs})
 	}
-	if c.Route == RouteDisconnect {
+	if c.disconnect {
 		cl.Disconnect()
 	}
 }
+
+// disconnectStage is the DISCONNECT route's effect: Final closes the connection after its
+// answer (the RECEIPT, when asked: STOMP 1.2 "graceful disconnect").
+type disconnectStage struct{}
+
+func (disconnectStage) Apply(c *Context) { c.disconnect = true }
 
 // setHeader sets header k to v, replacing the first header of that name or appending one.
 func setHeader(hs []frame.Header, k, v string) []frame.Header {

@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	"github.com/titan-broker/titan/internal/dest"
-	"github.com/titan-broker/titan/internal/dispatch"
 	"github.com/titan-broker/titan/internal/frame"
 	"github.com/titan-broker/titan/internal/message"
 )
@@ -17,19 +16,23 @@ type transaction struct {
 	bytes int // message bytes buffered
 }
 
-// txOp is one buffered frame, already validated and detached from the read buffer.
+// txOp is one buffered frame, already validated and detached from the read buffer: a SEND
+// (msg set), or an ACK or NACK that COMMIT applies with ack.
 type txOp struct {
 	route    Route
 	identity dest.Identity
 	msg      *message.Message
+	ack      *ackStage // an acknowledgement's stage (its route's effect); nil for a SEND
 	key, sub string
 }
 
 // txBufferStage diverts a frame carrying a transaction header into its transaction; the frame
-// takes effect at COMMIT and is discarded at ABORT.
+// takes effect at COMMIT and is discarded at ABORT. On a SEND route the COMMIT replays the
+// route's admit, store and effect segments; on an ACK or NACK route it applies ack.
 type txBufferStage struct {
-	max      int // frames per transaction
-	maxBytes int // message bytes per transaction
+	max      int       // frames per transaction
+	maxBytes int       // message bytes per transaction
+	ack      *ackStage // the ACK or NACK route's effect; nil on a SEND route
 }
 
 func (s txBufferStage) Apply(c *Context) {
@@ -56,8 +59,8 @@ func (s txBufferStage) Apply(c *Context) {
 			return
 		}
 	}
-	op := txOp{route: c.Route, identity: c.Identity, msg: c.Message}
-	if c.Route == RouteAck || c.Route == RouteNack {
+	op := txOp{route: c.Route, identity: c.Identity, msg: c.Message, ack: s.ack}
+	if s.ack != nil {
 		f := c.Frame
 		if c.Conn.Client.Version() >= frame.V12 {
 			op.key = strings.Clone(f.Value(frame.HdrID))
@@ -104,8 +107,9 @@ func (s beginStage) Apply(c *Context) {
 	c.Conn.txs[strings.Clone(name)] = &transaction{}
 }
 
-// commitStage replays a transaction's frames, in order, through their routes' effect stages,
-// in three steps: every SEND runs the stages before its store stage (custom, response); the
+// commitStage replays a transaction's frames, in order, through their routes' segments after
+// the transaction stage, in three steps: every SEND runs its admit segment (custom,
+// response, ...); the
 // messages to store are committed as one atomic store batch (Persister.PersistAll: one
 // commit, all or none); then, in order, ACK/NACKs take effect and SENDs are published. A
 // failure before the batch stores and publishes nothing. A publication refused after it
@@ -129,7 +133,7 @@ func (s commitStage) Apply(c *Context) {
 		return // the transaction is aborted: nothing was stored or published
 	}
 	ctxs := make([]Context, len(t.ops))
-	posts := make([][]Stage, len(t.ops))
+	posts := make([]segment, len(t.ops)) // where each SEND's route resumes after the batch
 	stored := make([]bool, len(t.ops))
 	// settleFrom ends the duplicate-id claims of ctxs[i:] as refused (none was answered).
 	settleFrom := func(i int) {
@@ -145,22 +149,16 @@ func (s commitStage) Apply(c *Context) {
 	var msgs []*message.Message
 	var batch batchedSends // SENDs committed by Options.Batch (cluster mode)
 	for i, op := range t.ops {
-		if op.route == RouteAck || op.route == RouteNack {
+		posts[i] = segEnd
+		if op.ack != nil {
 			acks = true
 			continue
 		}
 		// Every SEND route: the message was built and validated at SEND time.
 		rc := Context{Conn: c.Conn, Frame: c.Frame, Route: op.route, Identity: op.identity, Message: op.msg, Receipt: c.Receipt, Replay: true}
 		rc.Dest.Pattern = op.identity.Pattern
-		eff := r.effects[op.route][op.identity.Pattern]
-		k := len(eff) - 1 // the port stage
-		for j, st := range eff {
-			if _, ok := st.(storeStage); ok {
-				k = j
-				break
-			}
-		}
-		r.run(&rc, eff[:k])
+		rt := &r.table[op.route][op.identity.Pattern]
+		r.run(&rc, rt, segAdmit, segStore)
 		ctxs[i] = rc
 		if rc.Err != nil {
 			c.Err = rc.Err
@@ -170,21 +168,20 @@ func (s commitStage) Apply(c *Context) {
 		if rc.Halt {
 			continue // answered without effect (a duplicate id): nothing to store or publish
 		}
-		post := eff[k:]
 		if batch.take(r.opts.Batch, rc.Identity, rc.Message) {
 			continue // published with the others by PublishBatch, below
 		}
-		if ss, ok := post[0].(storeStage); ok && ss.store != nil && (rc.Message.Persistent || ss.always) {
-			post = post[1:] // stored below, with the others
+		posts[i] = segStore
+		if st := rt.store; st != nil && st.store != nil && (rc.Message.Persistent || st.always) {
+			posts[i] = segEffect // stored below, with the others
 			stored[i] = true
 			ids = append(ids, rc.Identity)
 			msgs = append(msgs, rc.Message)
 		}
-		posts[i] = post
 	}
 	if len(msgs) > 0 {
 		if err := r.opts.Store.PersistAll(ids, msgs); err != nil {
-			c.failWith(storeRefusal(err), "the broker could not store the transaction's messages; none was accepted", fmt.Errorf("%w: %w", dispatch.ErrNotStored, err))
+			c.failWith(storeRefusal(err), "the broker could not store the transaction's messages; none was accepted", fmt.Errorf("%w: %w", ErrNotStored, err))
 			settleFrom(0)
 			return
 		}
@@ -195,11 +192,11 @@ func (s commitStage) Apply(c *Context) {
 	}
 	for i, op := range t.ops {
 		rc := &ctxs[i]
-		if op.route == RouteAck || op.route == RouteNack {
+		if op.ack != nil {
 			*rc = Context{Conn: c.Conn, Frame: c.Frame, Route: op.route, Receipt: c.Receipt, Replay: true}
-			ackStage{deliveries: r.ports.Deliveries, nack: op.route == RouteNack}.apply(rc, op.key, op.sub)
+			op.ack.apply(rc, op.key, op.sub)
 		} else if !rc.Halt {
-			r.run(rc, posts[i])
+			r.run(rc, &r.table[op.route][op.identity.Pattern], posts[i], segEnd)
 		}
 		rc.settleDuplicate() // each replayed SEND is answered by the COMMIT
 		if rc.Err != nil {
@@ -224,7 +221,7 @@ func (s commitStage) Apply(c *Context) {
 // bites). It reports whether the COMMIT may go on.
 func (s commitStage) authorized(c *Context, t *transaction) bool {
 	for _, op := range t.ops {
-		if op.route != RouteAck && op.route != RouteNack && !s.router.authorizeSend(c, op.identity) {
+		if op.ack == nil && !s.router.authorizeSend(c, op.identity) {
 			return false
 		}
 	}

@@ -28,7 +28,11 @@
 //
 // Pending requests are bounded per connection (Options.MaxPendingByClient) and for the
 // pattern (Options.MaxPending) besides their timeout; a request over a bound is refused
-// with a *PendingLimitError naming its configuration key.
+// with a *PendingLimitError naming its configuration key. Every responder's credit is
+// bounded by its prefetch: a client-ack responder's by its unacknowledged requests
+// (delivery), an ack:auto responder's by the requests it was given that await their
+// response or timeout (member); one without credit is skipped, and with none left the
+// request is answered "no responder".
 package rpc
 
 import (
@@ -38,8 +42,8 @@ import (
 	"github.com/titan-broker/titan/internal/clock"
 	"github.com/titan-broker/titan/internal/delivery"
 	"github.com/titan-broker/titan/internal/dest"
-	"github.com/titan-broker/titan/internal/dispatch"
 	"github.com/titan-broker/titan/internal/message"
+	"github.com/titan-broker/titan/internal/router/refusal"
 )
 
 // Publisher publishes a message to an identity (the router's Deliver, for the broker's own
@@ -136,7 +140,7 @@ func (p *Pattern) Subscribe(sub *delivery.Subscription) error {
 			ch.mu.Unlock()
 			continue
 		}
-		ch.subs = append(ch.subs[:len(ch.subs):len(ch.subs)], sub)
+		ch.subs = append(ch.subs[:len(ch.subs):len(ch.subs)], newMember(sub))
 		ch.mu.Unlock()
 		return nil
 	}
@@ -153,7 +157,7 @@ func (p *Pattern) Detach(sub *delivery.Subscription, _ []delivery.Unacked) {
 	ch := v.(*channel)
 	ch.mu.Lock()
 	for i, s := range ch.subs {
-		if s == sub {
+		if s.sub == sub {
 			ch.subs = append(ch.subs[:i:i], ch.subs[i+1:]...)
 			ch.rr = 0
 			break
@@ -183,7 +187,7 @@ func (p *Pattern) TempOwnerAlive(session string) bool {
 }
 
 // Temp returns the publisher of temp-queue messages: a SEND to the temp-queue of a closed
-// connection is refused with dispatch.ErrNoQueue (the queue is gone for good and must not be
+// connection is refused with refusal.ErrNoQueue (the queue is gone for good and must not be
 // recreated); others go to the queues pattern.
 func (p *Pattern) Temp() Publisher { return tempPublisher{p} }
 
@@ -191,13 +195,13 @@ type tempPublisher struct{ p *Pattern }
 
 func (t tempPublisher) Publish(id dest.Identity, m *message.Message, cancel <-chan struct{}) (bool, error) {
 	if !t.p.TempOwnerAlive(tempOwner(id.Channel)) {
-		return false, dispatch.ErrNoQueue
+		return false, refusal.ErrNoQueue
 	}
 	return t.p.opts.TempQueues.Publish(id, m, cancel)
 }
 
 // Close stops every pending request's timer and waits for a timeout already running; later
-// Requests fail with dispatch.ErrCanceled. After Close returns no timeout fires.
+// Requests fail with refusal.ErrCanceled. After Close returns no timeout fires.
 // Idempotent.
 func (p *Pattern) Close() {
 	p.timers.Close()
@@ -208,6 +212,7 @@ func (p *Pattern) Close() {
 		for k, pr := range sh.pending {
 			pr.timer.Stop()
 			delete(sh.pending, k)
+			pr.finish()
 			p.release(pr.requester)
 		}
 		sh.mu.Unlock()

@@ -11,10 +11,10 @@ import (
 	"github.com/titan-broker/titan/internal/clock"
 	"github.com/titan-broker/titan/internal/delivery"
 	"github.com/titan-broker/titan/internal/dest"
-	"github.com/titan-broker/titan/internal/dispatch"
 	"github.com/titan-broker/titan/internal/frame"
 	"github.com/titan-broker/titan/internal/lockorder"
 	"github.com/titan-broker/titan/internal/message"
+	"github.com/titan-broker/titan/internal/router/refusal"
 )
 
 // RPC header names.
@@ -72,6 +72,29 @@ type pendingRequest struct {
 	timer     clock.Timer
 	counters  *rpcCounters
 	requester *delivery.Conn // the connection that sent it (its count of pending requests); may be nil
+	// responder is the ack:auto responder holding a place of its credit for this request
+	// (member.inFlight), nil for none yet; doneResponder once the request ended, so that
+	// a place taken after that is given back at once (see hold and finish).
+	responder atomic.Pointer[member]
+}
+
+// doneResponder marks a pending request that ended (pendingRequest.responder).
+var doneResponder = &member{}
+
+// hold records that r holds a place of its credit for pr; when pr already ended it gives
+// the place back at once.
+func (pr *pendingRequest) hold(r *member) {
+	if !pr.responder.CompareAndSwap(nil, r) {
+		r.release()
+	}
+}
+
+// finish gives back the credit place pr holds, if any: pr ended (response, timeout, not
+// delivered, Close). Idempotent.
+func (pr *pendingRequest) finish() {
+	if r := pr.responder.Swap(doneResponder); r != nil && r != doneResponder {
+		r.release()
+	}
 }
 
 // pendingShards is the number of shards of the pending requests (a power of two).
@@ -92,13 +115,38 @@ type rpcState struct {
 // channel is one request channel's responders and round-robin cursor.
 type channel struct {
 	mu   lockorder.Mutex[lockorder.RPCChannelRank]
-	subs []*delivery.Subscription // guarded by mu; replaced, never modified in place
-	rr   int                      // guarded by mu: the next responder to try
-	dead bool                     // guarded by mu: its last responder left; it is no longer in channels
+	subs []*member // guarded by mu; replaced, never modified in place
+	rr   int       // guarded by mu: the next responder to try
+	dead bool      // guarded by mu: its last responder left; it is no longer in channels
 	// cnt caches counters.get of the channel's identity, so that a request looks up its
 	// channel once (one sync.Map lookup, not two); set on the channel's first request.
 	cnt atomic.Pointer[rpcCounters]
 }
+
+// member is one responder of a request channel (its subscription). A client-ack
+// responder's credit is its subscription's (delivery: unacknowledged requests under its
+// prefetch). An ack:auto responder acknowledges nothing, so the pattern bounds it itself:
+// at most max requests it was given await their response (or timeout) at once, so that one
+// slow responder cannot be flooded while others have room (issue 32).
+type member struct {
+	sub  *delivery.Subscription
+	auto bool  // ack:auto: bounded by inFlight < max
+	max  int64 // its prefetch (delivery.DefaultPrefetch when unset)
+	// inFlight counts the requests it was given that have not ended. Raised only under the
+	// channel's mu (choose), so it never passes max; lowered without a lock (release).
+	inFlight atomic.Int64
+}
+
+func newMember(sub *delivery.Subscription) *member {
+	max := int64(sub.Prefetch)
+	if max <= 0 {
+		max = delivery.DefaultPrefetch
+	}
+	return &member{sub: sub, auto: sub.Ack == delivery.AckAuto, max: max}
+}
+
+// release gives back a place of r's credit (ack:auto).
+func (r *member) release() { r.inFlight.Add(-1) }
 
 // requestKey identifies a pending request: its reply-to destination and correlation-id. A
 // struct, not a joined string, so that building it per request and per response allocates
@@ -203,7 +251,7 @@ const maxExpired = 10000
 // pattern's own, round-robin among those with credit (one whose writer refuses is skipped
 // for the next, up to maxDeliverAttempts). Errors: ErrDuplicateRequest; a
 // *PendingLimitError (ErrTooManyPending) over a bound on pending requests;
-// dispatch.ErrCanceled after Close.
+// refusal.ErrCanceled after Close.
 func (p *Pattern) Request(id dest.Identity, m *message.Message, replyTo dest.Identity, corr string, timeout time.Duration, requester *delivery.Conn) error {
 	r := p.rpc
 	key := requestKey{replyTo, corr}
@@ -217,7 +265,7 @@ func (p *Pattern) Request(id dest.Identity, m *message.Message, replyTo dest.Ide
 		ch = r.lookup(id)
 	}
 	cnt := r.countersOf(ch, id)
-	var chosen *delivery.Subscription
+	var chosen *member
 	if remote == nil {
 		if chosen = ch.choose(); chosen == nil {
 			p.release(requester)
@@ -227,7 +275,7 @@ func (p *Pattern) Request(id dest.Identity, m *message.Message, replyTo dest.Ide
 			sh.mu.Unlock()
 			switch {
 			case closed:
-				return dispatch.ErrCanceled
+				return refusal.ErrCanceled
 			case dup:
 				return ErrDuplicateRequest
 			}
@@ -243,8 +291,11 @@ func (p *Pattern) Request(id dest.Identity, m *message.Message, replyTo dest.Ide
 		closed := sh.closed
 		sh.mu.Unlock()
 		p.release(requester)
+		if chosen != nil && chosen.auto {
+			chosen.release() // the place choose took: the request never reached it
+		}
 		if closed {
-			return dispatch.ErrCanceled
+			return refusal.ErrCanceled
 		}
 		return ErrDuplicateRequest
 	}
@@ -257,10 +308,17 @@ func (p *Pattern) Request(id dest.Identity, m *message.Message, replyTo dest.Ide
 		taken = remote.Offer(id, m, replyTo, corr, timeout)
 	} else {
 		// A responder whose writer refuses (over its outbound limit) is stalled by the
-		// refusal: the next one with credit gets the request.
+		// refusal: the next one with credit gets the request. The place choose took of an
+		// ack:auto responder's credit is held by the request until it ends (finish).
 		for range maxDeliverAttempts {
-			if taken = chosen.Conn.Deliver(chosen, m, nil, 0, 1); taken {
+			if taken = chosen.sub.Conn.Deliver(chosen.sub, m, nil, 0, 1); taken {
+				if chosen.auto {
+					pr.hold(chosen)
+				}
 				break
+			}
+			if chosen.auto {
+				chosen.release()
 			}
 			if chosen = r.lookup(id).choose(); chosen == nil {
 				break
@@ -281,8 +339,10 @@ func (p *Pattern) Request(id dest.Identity, m *message.Message, replyTo dest.Ide
 const maxDeliverAttempts = 8
 
 // choose returns the next responder of ch with credit, round-robin, or nil (also for a nil
-// ch: no responder).
-func (ch *channel) choose() *delivery.Subscription {
+// ch: no responder). An ack:auto responder's credit is its own bound (member.max): the
+// place it takes is the caller's, to hold for the request (pendingRequest.hold) or give
+// back (member.release).
+func (ch *channel) choose() *member {
 	if ch == nil {
 		return nil
 	}
@@ -291,7 +351,13 @@ func (ch *channel) choose() *delivery.Subscription {
 	n := len(ch.subs)
 	for i := range n {
 		s := ch.subs[(ch.rr+i)%n]
-		if s.HasCredit() {
+		if s.auto && s.inFlight.Load() >= s.max {
+			continue
+		}
+		if s.sub.HasCredit() {
+			if s.auto {
+				s.inFlight.Add(1)
+			}
 			ch.rr = (ch.rr + i + 1) % n
 			return s
 		}
@@ -338,6 +404,7 @@ func (p *Pattern) take(pr *pendingRequest) bool {
 	sh.mu.Unlock()
 	if mine {
 		pr.timer.Stop()
+		pr.finish()
 		p.release(pr.requester)
 	}
 	return mine
@@ -368,6 +435,7 @@ func (p *Pattern) expire(pr *pendingRequest) {
 	}
 	sh.expired[pr.key] = p.opts.Clock.Now()
 	sh.mu.Unlock()
+	pr.finish()
 	p.release(pr.requester)
 	pr.counters.timeouts.Add(1)
 	p.answer(pr.replyTo, pr.corr, "timeout")
@@ -375,7 +443,7 @@ func (p *Pattern) expire(pr *pendingRequest) {
 
 // answer publishes the broker's executed:false response to replyTo. An answer to a
 // temp-queue whose connection is gone is refused by the temp-queue publisher
-// (dispatch.ErrNoQueue: it would recreate an orphan queue) and counted as dropped.
+// (refusal.ErrNoQueue: it would recreate an orphan queue) and counted as dropped.
 func (p *Pattern) answer(replyTo dest.Identity, corr, reason string) {
 	m := &message.Message{
 		ID: p.opts.MessageID(), Group: replyTo.Group, Destination: replyTo.OwnerDestination(),
@@ -388,7 +456,7 @@ func (p *Pattern) answer(replyTo dest.Identity, corr, reason string) {
 	}
 	_, err := p.opts.Replies.Publish(replyTo, m, nil)
 	switch {
-	case errors.Is(err, dispatch.ErrNoQueue):
+	case errors.Is(err, refusal.ErrNoQueue):
 		p.CountDroppedResponse(replyTo, false)
 	case err != nil:
 		p.log.Warn("request answer not delivered", "reply_to", replyTo.String(), "err", err)
@@ -407,6 +475,7 @@ func (p *Pattern) Respond(replyTo dest.Identity, corr string) (pending, late boo
 		delete(sh.pending, key)
 		sh.mu.Unlock()
 		pr.timer.Stop()
+		pr.finish()
 		p.release(pr.requester)
 		pr.counters.responses.Add(1)
 		pr.counters.observe(p.opts.Clock.Now().Sub(pr.started))

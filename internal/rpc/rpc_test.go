@@ -14,9 +14,9 @@ import (
 	"github.com/titan-broker/titan/internal/clock"
 	"github.com/titan-broker/titan/internal/delivery"
 	"github.com/titan-broker/titan/internal/dest"
-	"github.com/titan-broker/titan/internal/dispatch"
 	"github.com/titan-broker/titan/internal/frame"
 	"github.com/titan-broker/titan/internal/message"
+	"github.com/titan-broker/titan/internal/router/refusal"
 )
 
 // recWriter is a responder's delivery.Writer: it records the bodies of the MESSAGEs
@@ -272,7 +272,7 @@ func TestPendingBounds(t *testing.T) {
 		if c1.PendingRequests.Load() != 0 || p.Pending() != 0 {
 			t.Fatalf("after Close: c1 %d, pattern %d", c1.PendingRequests.Load(), p.Pending())
 		}
-		if err := send(c1, "after"); !errors.Is(err, dispatch.ErrCanceled) {
+		if err := send(c1, "after"); !errors.Is(err, refusal.ErrCanceled) {
 			t.Fatalf("after Close: %v", err)
 		}
 	})
@@ -298,7 +298,7 @@ func TestResponderLeavesChannel(t *testing.T) {
 }
 
 // TestTempOwners checks the temp-queue owner registry: a SEND to the temp-queue of a
-// connection that released it is refused with dispatch.ErrNoQueue.
+// connection that released it is refused with refusal.ErrNoQueue.
 func TestTempOwners(t *testing.T) {
 	p, _ := newPattern(Options{})
 	defer p.Close()
@@ -308,8 +308,8 @@ func TestTempOwners(t *testing.T) {
 		t.Fatalf("live owner: %v", err)
 	}
 	p.Release("s1")
-	if _, err := p.Temp().Publish(tq, req("x"), nil); !errors.Is(err, dispatch.ErrNoQueue) {
-		t.Fatalf("released owner: %v, want dispatch.ErrNoQueue", err)
+	if _, err := p.Temp().Publish(tq, req("x"), nil); !errors.Is(err, refusal.ErrNoQueue) {
+		t.Fatalf("released owner: %v, want refusal.ErrNoQueue", err)
 	}
 }
 
@@ -330,5 +330,125 @@ func TestResponseTimeHistogram(t *testing.T) {
 	}
 	if s := st[0].Sum; s < 11.003 || s > 11.0041 {
 		t.Fatalf("sum %v, want 11.004", s)
+	}
+}
+
+// inFlight returns the requests responder sub of cmd holds a place of its credit for.
+func inFlight(t *testing.T, p *Pattern, sub *delivery.Subscription) int64 {
+	t.Helper()
+	ch := p.rpc.lookup(cmd)
+	ch.mu.Lock()
+	defer ch.mu.Unlock()
+	for _, m := range ch.subs {
+		if m.sub == sub {
+			return m.inFlight.Load()
+		}
+	}
+	t.Fatalf("responder %s is not subscribed", sub.ID)
+	return 0
+}
+
+// TestAutoAckResponderCredit checks that an ack:auto responder's credit is bounded by its
+// prefetch (issue 32): it is given at most prefetch requests awaiting their response, the
+// others go to responders with room (a slow one is not flooded) or, with none, are
+// answered "no responder"; a place comes back when its request ends — by a response, by
+// its timeout (a late response then gives back nothing twice), by a writer's refusal
+// before delivery, by Close.
+func TestAutoAckResponderCredit(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p, ans := newPattern(Options{Clock: clock.Real})
+		slow, slowSub := responder(t, p, "slow", delivery.AckAuto, 2)
+		request := func(k string) {
+			t.Helper()
+			if err := p.Request(cmd, req(k), replyTo, k, 10*time.Second, nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, k := range []string{"r0", "r1", "r2"} {
+			request(k)
+		}
+		if g := strings.Join(slow.got(), " "); g != "r0 r1" || ans.list() != "r2:no responder" {
+			t.Fatalf("slow got %q, answers %q; want r0 r1 and r2:no responder", g, ans.list())
+		}
+		// A second responder with room takes what the slow one has no credit for.
+		fast, _ := responder(t, p, "fast", delivery.AckAuto, 0) // no prefetch-count: delivery.DefaultPrefetch
+		for _, k := range []string{"r3", "r4", "r5"} {
+			request(k)
+		}
+		if g := strings.Join(slow.got(), " ") + "|" + strings.Join(fast.got(), " "); g != "r0 r1|r3 r4 r5" {
+			t.Fatalf("slow|fast got %s, want r0 r1|r3 r4 r5", g)
+		}
+		// A response gives the slow responder its place back.
+		if pending, _ := p.Respond(replyTo, "r0"); !pending {
+			t.Fatal("r0 not pending")
+		}
+		if n := inFlight(t, p, slowSub); n != 1 {
+			t.Fatalf("slow holds %d places after a response, want 1", n)
+		}
+		request("r6") // round-robin: after fast took r5, slow is next and has room
+		if g := strings.Join(slow.got(), " "); g != "r0 r1 r6" {
+			t.Fatalf("slow got %q, want r0 r1 r6", g)
+		}
+		// Timeouts give the places back; a late response gives back nothing twice.
+		time.Sleep(10 * time.Second)
+		synctest.Wait()
+		if _, late := p.Respond(replyTo, "r1"); !late {
+			t.Fatal("r1 not late after its timeout")
+		}
+		if n := inFlight(t, p, slowSub); n != 0 {
+			t.Fatalf("slow holds %d places after the timeouts, want 0", n)
+		}
+		// A writer's refusal gives back the place taken for it: the request goes on to the
+		// next responder.
+		slow.mu.Lock()
+		slow.full = true
+		slow.mu.Unlock()
+		request("r7") // fast is next
+		request("r8") // slow refuses (and is stalled): fast takes it
+		if n := inFlight(t, p, slowSub); n != 0 {
+			t.Fatalf("slow holds %d places after refusing, want 0", n)
+		}
+		if g := strings.Join(fast.got(), " "); !strings.HasSuffix(g, "r7 r8") {
+			t.Fatalf("fast got %q, want it to end with r7 r8", g)
+		}
+		// Close ends every pending request and gives back its place.
+		p.Close()
+		ch := p.rpc.lookup(cmd)
+		for _, m := range ch.subs {
+			if n := m.inFlight.Load(); n != 0 {
+				t.Fatalf("%s holds %d places after Close, want 0", m.sub.ID, n)
+			}
+		}
+	})
+}
+
+// TestClientAckResponderCreditIsItsPrefetch checks that a client-ack responder's credit
+// stays its unacknowledged requests (delivery): a response does not give it back, its ACK
+// does.
+func TestClientAckResponderCreditIsItsPrefetch(t *testing.T) {
+	p, ans := newPattern(Options{})
+	defer p.Close()
+	w, sub := responder(t, p, "c", delivery.AckClientIndividual, 1)
+	for _, k := range []string{"a", "b"} {
+		if err := p.Request(cmd, req(k), replyTo, k, time.Minute, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p.Respond(replyTo, "a")
+	if err := p.Request(cmd, req("c"), replyTo, "c", time.Minute, nil); err != nil {
+		t.Fatal(err)
+	}
+	if g := strings.Join(w.got(), " "); g != "a" || ans.list() != "b:no responder c:no responder" {
+		t.Fatalf("got %q, answers %q; want a, then b and c answered no responder", g, ans.list())
+	}
+	key, _ := sub.OldestPending()
+	if err := sub.Conn.Ack(key, "c", false); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Request(cmd, req("d"), replyTo, "d", time.Minute, nil); err != nil {
+		t.Fatal(err)
+	}
+	if g := strings.Join(w.got(), " "); g != "a d" {
+		t.Fatalf("got %q after the ACK, want a d", g)
 	}
 }
