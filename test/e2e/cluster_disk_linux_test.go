@@ -133,7 +133,7 @@ func TestClusterDiskFullDownThenRecovers(t *testing.T) {
 	filler := fillDisk(t, mnt)
 	start := time.Now()
 	var h healthAnswer
-	eventually(t, 10*time.Second, 100*time.Millisecond, func() bool {
+	eventually(t, 10*time.Second, func() bool {
 		code, a := healthOf(n0.broker())
 		h = a
 		return code == http.StatusServiceUnavailable && a.Status == "DOWN"
@@ -155,19 +155,19 @@ func TestClusterDiskFullDownThenRecovers(t *testing.T) {
 	sent = append(sent, onFull...)
 	requireNoError(t, os.Remove(filler))
 	start = time.Now()
-	eventually(t, 30*time.Second, 100*time.Millisecond, func() bool {
+	eventually(t, 30*time.Second, func() bool {
 		code, a := healthOf(n0.broker())
 		h = a
 		return code == http.StatusOK && a.Status == "UP"
 	}, "n0's health UP after space was freed (last %+v)", &h)
 	t.Logf("n0 UP %v after space was freed: %+v", time.Since(start).Round(time.Millisecond), h)
 	requireEqual(t, pid, n0.cmd.Process.Pid, "n0 was not restarted")
-	eventually(t, 30*time.Second, 200*time.Millisecond, func() bool {
+	eventually(t, 30*time.Second, func() bool {
 		return metricValue(scrapeMetrics(t, n0.broker()), `titan_cluster_nodes_up{node="n0"}`) == 3
 	}, "titan_cluster_nodes_up 3 on n0 again")
 	// Its replicas catch up: every replica of the queue stream current, as n1 sees it.
 	var v clusterView
-	eventually(t, 30*time.Second, 200*time.Millisecond, func() bool {
+	eventually(t, 30*time.Second, func() bool {
 		var ok bool
 		if v, ok = getCluster(n1); !ok {
 			return false

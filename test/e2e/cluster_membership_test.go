@@ -21,7 +21,7 @@ func TestClusterRemoveDeadNode(t *testing.T) {
 	requireEqual(t, 20, len(sent), "receipted before the removal")
 	nodes[2].kill9(t) // its disk died
 	// The meta leader (which answers the removal) is one of the two left.
-	eventually(t, 30*time.Second, 200*time.Millisecond, func() bool {
+	eventually(t, 30*time.Second, func() bool {
 		v, ok := getCluster(nodes[0])
 		return ok && v.MetaLeader != "" && v.MetaLeader != "n2"
 	}, "a meta leader among n0 and n1")
@@ -36,7 +36,7 @@ func TestClusterRemoveDeadNode(t *testing.T) {
 	want := []string{"n0", "n1"}
 	for _, n := range nodes[:2] {
 		var v clusterView
-		eventually(t, 30*time.Second, 200*time.Millisecond, func() bool {
+		eventually(t, 30*time.Second, func() bool {
 			var ok bool
 			if v, ok = getCluster(n); !ok {
 				return false

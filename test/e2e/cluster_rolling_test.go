@@ -165,7 +165,7 @@ func TestClusterRollingRestartLosesNothing(t *testing.T) {
 	go l.consume(t, nodes, consStop, consDone)
 	progress := func(what string) {
 		from := l.delivered.Load()
-		eventually(t, 60*time.Second, 20*time.Millisecond, func() bool { return l.delivered.Load() >= from+300 }, "300 deliveries %s", what)
+		eventually(t, 60*time.Second, func() bool { return l.delivered.Load() >= from+300 }, "300 deliveries %s", what)
 	}
 	progress("before the restarts")
 	for i, n := range nodes {
@@ -179,7 +179,7 @@ func TestClusterRollingRestartLosesNothing(t *testing.T) {
 		stopped := time.Since(start)
 		n.launch(t)
 		n.waitReady(t)
-		eventually(t, 60*time.Second, 100*time.Millisecond, func() bool {
+		eventually(t, 60*time.Second, func() bool {
 			v, ok := getCluster(n)
 			if !ok || len(v.Nodes) != 3 {
 				return false
@@ -206,7 +206,7 @@ func TestClusterRollingRestartLosesNothing(t *testing.T) {
 	l.mu.Lock()
 	want := len(l.receipted)
 	l.mu.Unlock()
-	eventually(t, 90*time.Second, 100*time.Millisecond, func() bool {
+	eventually(t, 90*time.Second, func() bool {
 		l.mu.Lock()
 		defer l.mu.Unlock()
 		for id := range l.receipted {
