@@ -93,6 +93,14 @@ func (w *diskWatch) check() {
 	cause := probeWrite(w.n.cfg.StoreDir)
 	if cause == nil && !srv.JetStreamEnabled() {
 		cause = ErrJetStreamDisabled
+		if !jetStreamStopped(srv) {
+			// nats-server marks JetStream disabled first and stops it after (a meta leader
+			// hands over for up to 2 s, then the streams and Raft groups stop): enabling it
+			// in between starts a second JetStream that the first's shutdown then stops half
+			// way (CI saw a consumer stall after such a double start). Wait for the next probe.
+			w.set(cause)
+			return
+		}
 		if err := w.reenable(); err != nil {
 			w.n.log.Warn("cluster: re-enabling JetStream failed; retrying", "error", err)
 		} else if srv.JetStreamEnabled() {
@@ -101,6 +109,22 @@ func (w *diskWatch) check() {
 		}
 	}
 	w.set(cause)
+}
+
+// jetStreamStopped reports whether nats-server finished shutting JetStream down: its
+// JetStream state is released (JetStreamConfig nil) and no Raft group of the system
+// account ($SYS, the meta group) or the global account ($G, streams and consumers) is
+// registered any more.
+func jetStreamStopped(srv *server.Server) bool {
+	if srv.JetStreamConfig() != nil {
+		return false
+	}
+	for _, acc := range []string{server.DEFAULT_SYSTEM_ACCOUNT, server.DEFAULT_GLOBAL_ACCOUNT} {
+		if groups := srv.Raftz(&server.RaftzOptions{AccountFilter: acc}); groups != nil && len((*groups)[acc]) > 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // reenable starts JetStream again with the limits it started with; the meta group and the
