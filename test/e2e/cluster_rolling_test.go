@@ -221,7 +221,7 @@ func TestClusterRollingRestartLosesNothing(t *testing.T) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	t.Logf("%d receipted, %d delivered (distinct), longest delivery pause %v, %d reordered", want, len(l.seen), l.maxPause.Round(time.Millisecond), len(l.reordered))
-	if len(l.reordered) > 0 {
-		t.Logf("NOT YET FIXED: reordered within a producer connection: %q", l.reordered[:min(10, len(l.reordered))])
+	if len(l.reordered) > 0 { // a figure, not asserted (see above)
+		t.Logf("first delivered after a later one of its producer connection: %q", l.reordered[:min(10, len(l.reordered))])
 	}
 }
