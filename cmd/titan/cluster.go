@@ -3,6 +3,8 @@ package main
 import (
 	"fmt"
 	"io"
+	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 
@@ -15,6 +17,39 @@ import (
 // leads each stream, and each stream's replicas (current, lag, offline). Any node answers
 // for the whole cluster.
 func newClusterCmd(g *globalOptions) *cobra.Command {
+	cmd := newClusterShowCmd(g)
+	cmd.AddCommand(newClusterRemoveCmd(g))
+	return cmd
+}
+
+// newClusterRemoveCmd is `titan cluster remove NODE`.
+func newClusterRemoveCmd(g *globalOptions) *cobra.Command {
+	return &cobra.Command{
+		Use:   "remove NODE",
+		Short: "Remove a node from the cluster's JetStream meta group (a dead disk, shrinking)",
+		Long: `Remove NODE from the cluster (JetStream's meta peer removal, answered by the meta
+leader): the quorum is then counted without it, and JetStream places its stream replicas on
+the other nodes. Stop the node first; a removed node that starts again on its old data
+directory must be given a fresh store-dir. Embedded NATS only.`,
+		Example: "  titan cluster remove c\n  titan --addr http://node-a:7777 cluster remove c",
+		Args:    cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := g.newClient()
+			if err != nil {
+				return err
+			}
+			defer c.close()
+			var res admin.NodeRemoval
+			if _, err := c.do(cmd.Context(), http.MethodDelete, admin.PathClusterNodes, url.Values{admin.ParamNode: {args[0]}}, nil, &res); err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "removed %s from the cluster\n", res.Removed)
+			return nil
+		},
+	}
+}
+
+func newClusterShowCmd(g *globalOptions) *cobra.Command {
 	return &cobra.Command{
 		Use:     "cluster",
 		Aliases: []string{"nodes"},
@@ -58,6 +93,9 @@ func writeCluster(w io.Writer, st styler, s admin.ClusterStatus) error {
 		state, meta := "up", ""
 		if !n.Up {
 			state = "down"
+			if n.Cause != "" {
+				state += " (" + n.Cause + ")"
+			}
 		}
 		if n.MetaLeader {
 			meta = "leader"

@@ -62,8 +62,12 @@ type ClusterStatus struct {
 type ClusterNode struct {
 	// Name is the node's name (titan.cluster.node-name).
 	Name string `json:"name"`
-	// Up is true when the answering node is connected to it (or it is that node).
+	// Up is true when the answering node is connected to it (or it is that node), and
+	// false for a node that cannot write its JetStream store (a full or read-only disk).
 	Up bool `json:"up"`
+	// Cause is why the answering node itself is down ("no space left on device"); empty
+	// otherwise.
+	Cause string `json:"cause,omitempty"`
 	// Self is true for the node that answered.
 	Self bool `json:"self,omitempty"`
 	// MetaLeader is true for the JetStream meta leader.

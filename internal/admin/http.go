@@ -38,6 +38,7 @@ func (a *Admin) Handler() http.Handler {
 	mux.Handle(PathLogs, methods{http.MethodGet: a.serveLogs})
 	mux.Handle(PathDurableSubscriptions, methods{http.MethodGet: a.serveDurables, http.MethodDelete: a.onDestination(true, durableIdentity, a.serveDeleteDurable)})
 	mux.Handle(PathCluster, methods{http.MethodGet: a.broker(false, "the cluster's membership", a.serveCluster)})
+	mux.Handle(PathClusterNodes, methods{http.MethodDelete: a.broker(true, "removing a cluster node", a.serveRemoveClusterNode)})
 	mux.Handle(PathQueuesPurge, methods{http.MethodPost: a.onDestination(true, a.queueIdentity("purge"), a.servePurge)})
 	mux.Handle(PathQueuesMessages, methods{http.MethodGet: a.onDestination(false, a.queueIdentity("browse"), a.serveBrowse)})
 	mux.Handle(PathQueuesRedrive, methods{http.MethodPost: a.onDestination(true, a.dlqOf, a.serveRedrive)})

@@ -256,8 +256,19 @@ func New(cfg config.Config, opts Options) (*Broker, error) {
 }
 
 // StoreHealth returns the store's condition (store.Store.Health): OK, degraded or down,
-// with the cause and counters. It never blocks on I/O.
-func (b *Broker) StoreHealth() store.Health { return b.store.Health() }
+// with the cause and counters. In cluster mode a node that cannot write its JetStream store
+// (cluster.Node.DiskHealth: a full or read-only disk, JetStream disabled) is down with that
+// cause too (issue 27). It never blocks on I/O.
+func (b *Broker) StoreHealth() store.Health {
+	h := b.store.Health()
+	if n := b.clusterNode(); n != nil && h.State != store.StateDown {
+		if d := n.DiskHealth(); !d.OK {
+			h.State, h.Cause, h.Since = store.StateDown, d.Cause, d.Since
+			h.Changes += d.Changes
+		}
+	}
+	return h
+}
 
 // StoreGroupCommits returns the store's group commit counters (store.GroupCommitStats); ok
 // is false when the store does not commit in groups (the memory store) and in cluster mode,
@@ -615,6 +626,7 @@ func (b *Broker) Shutdown(ctx context.Context) error {
 	if b.admin != nil {
 		b.admin.shutdown(ctx)
 	}
+	b.stepDown(ctx)
 	for _, s := range sessions {
 		s.Shutdown() // ERROR "server shutting down", closed as a shutdown (not a protocol error)
 	}
@@ -623,6 +635,9 @@ func (b *Broker) Shutdown(ctx context.Context) error {
 	select {
 	case <-done:
 	case <-ctx.Done():
+		if n := b.clusterNode(); n != nil {
+			n.Abort() // publishes still retrying (no quorum) fail now instead of after 30 s
+		}
 		for _, s := range sessions {
 			s.Close(session.CloseShutdown)
 		}
@@ -643,6 +658,26 @@ func (b *Broker) Shutdown(ctx context.Context) error {
 	b.closeStore()
 	b.log.Info("stopped")
 	return nil
+}
+
+// stepDown moves the JetStream leaderships this cluster node holds to other nodes before
+// its clients are drained (a rolling restart, issue 27), within cluster.StepDownTimeout of
+// the shutdown's ctx. Single-node mode: nothing.
+func (b *Broker) stepDown(ctx context.Context) {
+	n := b.clusterNode()
+	if n == nil {
+		return
+	}
+	sctx, cancel := context.WithTimeout(ctx, cluster.StepDownTimeout)
+	defer cancel()
+	start := time.Now()
+	rep, err := n.StepDown(sctx)
+	log := b.log.With("streams", rep.Streams, "consumers", len(rep.Consumers), "meta", rep.Meta, "took", time.Since(start).Round(time.Millisecond))
+	if err != nil {
+		log.Warn("cluster: stepping down before shutdown", "err", err)
+		return
+	}
+	log.Info("cluster: stepped down from the leaderships this node held")
 }
 
 // closeStore closes the store; only once nothing that writes to it runs.

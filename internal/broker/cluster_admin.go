@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"time"
 
 	"github.com/titan-broker/titan/internal/admin"
 	"github.com/titan-broker/titan/internal/cluster"
@@ -22,7 +23,7 @@ func (c clusterAdmin) ClusterStatus(ctx context.Context) (*admin.ClusterStatus, 
 	}
 	out := &admin.ClusterStatus{Mode: st.Mode, Cluster: st.Cluster, Node: st.Node, MetaLeader: st.MetaLeader, Errors: st.Errors}
 	for _, n := range st.Nodes {
-		out.Nodes = append(out.Nodes, admin.ClusterNode{Name: n.Name, Up: n.Up, MetaLeader: n.MetaLeader, Leads: n.Leads})
+		out.Nodes = append(out.Nodes, admin.ClusterNode{Name: n.Name, Up: n.Up, Cause: n.Cause, MetaLeader: n.MetaLeader, Leads: n.Leads})
 	}
 	for _, s := range st.Streams {
 		out.Streams = append(out.Streams, admin.ClusterStream{Name: s.Name, Group: s.Group, Kind: s.Kind, Leader: s.Leader,
@@ -41,6 +42,14 @@ func adminReplicas(rs []status.ReplicaStatus) []admin.ClusterReplica {
 		out = append(out, admin.ClusterReplica{Name: r.Name, Current: r.Current, Offline: r.Offline, Lag: r.Lag, ActiveMs: r.Active.Milliseconds()})
 	}
 	return out
+}
+
+// RemoveNode implements admin.ClusterMembership (cluster.Node.RemovePeer), bounded by 4 s
+// (below the CLI's default 5 s request timeout, so it gets the answer).
+func (c clusterAdmin) RemoveNode(ctx context.Context, name string) error {
+	ctx, cancel := context.WithTimeout(ctx, 4*time.Second)
+	defer cancel()
+	return c.n.RemovePeer(ctx, name)
 }
 
 // clusterNode is the cluster node in cluster mode, else nil.

@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"context"
 	"strconv"
 	"strings"
 	"sync"
@@ -31,7 +32,8 @@ const pruneEvery = 4096
 // above). The zero value is not usable: Node.Acks. Safe for concurrent use.
 type Acks struct {
 	nc     *nats.Conn
-	prefix string // reply subject prefix: <inbox>.<token>
+	prefix string          // reply subject prefix: <inbox>.<token>
+	life   context.Context // the node's Context: Sync gives up when it ends
 
 	mu      sync.Mutex
 	cond    *sync.Cond            // on mu: an answer arrived
@@ -46,9 +48,14 @@ type pendingAck struct {
 	sent  time.Time
 }
 
-func newAcks(nc *nats.Conn) *Acks {
-	a := &Acks{nc: nc, prefix: nc.NewRespInbox(), pending: make(map[uint64]pendingAck)}
+func newAcks(nc *nats.Conn, life context.Context) *Acks {
+	a := &Acks{nc: nc, prefix: nc.NewRespInbox(), pending: make(map[uint64]pendingAck), life: life}
 	a.cond = sync.NewCond(&a.mu)
+	context.AfterFunc(life, func() {
+		a.mu.Lock()
+		a.cond.Broadcast() // Sync gives up
+		a.mu.Unlock()
+	})
 	return a
 }
 
@@ -105,7 +112,7 @@ func (a *Acks) answered(msg *nats.Msg) {
 
 // Sync returns once every ack this node sent before the call is applied by its consumer's
 // leader, resending those unanswered for ackResend. Errors: ErrAckUnconfirmed after
-// PublishTimeout.
+// PublishTimeout, or at once when the node's Context ended.
 func (a *Acks) Sync() error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -130,7 +137,7 @@ func (a *Acks) Sync() error {
 		if !waiting {
 			return nil
 		}
-		if now.After(deadline) {
+		if now.After(deadline) || a.life.Err() != nil {
 			return ErrAckUnconfirmed
 		}
 		wake.Reset(ackResend)

@@ -9,3 +9,16 @@ var ErrClosed = errors.New("cluster: shutting down")
 // ErrAckUnconfirmed is returned by Acks.Sync when an ack was not confirmed within
 // PublishTimeout (the consumer's Raft group has no quorum).
 var ErrAckUnconfirmed = errors.New("cluster: acknowledgement not confirmed by JetStream")
+
+// ErrJetStreamDisabled is the cause DiskHealth reports while the embedded nats-server has
+// disabled JetStream on this node (it does so when a write to its store fails: "out of
+// resources, will be DISABLED").
+var ErrJetStreamDisabled = errors.New("JetStream disabled on this node (its store could not be written)")
+
+// ErrJetStreamAPI wraps an error answer of a JetStream API request (a step-down, a peer
+// removal), with its description and error code.
+var ErrJetStreamAPI = errors.New("cluster: JetStream API")
+
+// ErrNotEmbedded is returned by what only an embedded node can do (RemovePeer) on a node
+// that is a client of an external NATS.
+var ErrNotEmbedded = errors.New("cluster: not an embedded node (external NATS: use its own tools)")

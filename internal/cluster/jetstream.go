@@ -203,10 +203,10 @@ func (s *Streams) Ensure(ctx context.Context, cfg jetstream.StreamConfig) error 
 	return nil
 }
 
-// WithCancel returns a context bounded by timeout that also ends when cancel closes (a
-// producer's connection closed), and its cancel func.
-func WithCancel(timeout time.Duration, cancel <-chan struct{}) (context.Context, context.CancelFunc) {
-	ctx, stop := context.WithTimeout(context.Background(), timeout)
+// WithCancel returns a context under parent (the node's Context) bounded by timeout that
+// also ends when cancel closes (a producer's connection closed), and its cancel func.
+func WithCancel(parent context.Context, timeout time.Duration, cancel <-chan struct{}) (context.Context, context.CancelFunc) {
+	ctx, stop := context.WithTimeout(parent, timeout)
 	if cancel != nil {
 		go func() {
 			select {

@@ -24,6 +24,7 @@ package cluster
 
 import (
 	"context"
+	"crypto/rand"
 	"fmt"
 	"log/slog"
 	"net"
@@ -39,6 +40,17 @@ import (
 	"github.com/titan-broker/titan/internal/config"
 )
 
+// The embedded server's users: appUser (no password, the global account) is every
+// connection's but the system account's sysUser.
+const (
+	appUser = "titan"
+	sysUser = "titan-system"
+)
+
+// maxStore is the embedded JetStream's file store limit: far above any disk, so the disk
+// itself is the limit.
+const maxStore = 1 << 50
+
 // ReadyTimeout bounds the wait at start for JetStream to be usable (a meta leader elected,
 // which needs a quorum of the configured nodes to be up).
 const ReadyTimeout = 60 * time.Second
@@ -51,7 +63,13 @@ type Node struct {
 	nc   *nats.Conn
 	js   jetstream.JetStream
 	acks *Acks
+	disk *diskWatch // nil with an external NATS
 	log  *slog.Logger
+
+	sysPass string // the embedded server's system-account user's password
+
+	life  context.Context // ends at Abort or Close: bounds in-flight JetStream work
+	abort context.CancelFunc
 }
 
 // Start embeds a clustered nats-server with JetStream (cfg.Name set) or connects to the
@@ -64,6 +82,7 @@ func Start(ctx context.Context, cfg config.Cluster, maxPayload int, log *slog.Lo
 		log = slog.New(slog.DiscardHandler)
 	}
 	n := &Node{cfg: cfg, log: log}
+	n.life, n.abort = context.WithCancel(context.Background())
 	var err error
 	if cfg.NatsURL != "" {
 		n.nc, err = nats.Connect(cfg.NatsURL, n.externalOptions()...)
@@ -80,7 +99,7 @@ func Start(ctx context.Context, cfg config.Cluster, maxPayload int, log *slog.Lo
 			return nil, fmt.Errorf("cluster: in-process connection: %w", err)
 		}
 	}
-	n.acks = newAcks(n.nc)
+	n.acks = newAcks(n.nc, n.life)
 	n.js, err = jetstream.New(n.nc)
 	if err != nil {
 		n.Close()
@@ -89,6 +108,9 @@ func Start(ctx context.Context, cfg config.Cluster, maxPayload int, log *slog.Lo
 	if err := n.waitReady(ctx); err != nil {
 		n.Close()
 		return nil, err
+	}
+	if n.srv != nil {
+		n.startDiskWatch()
 	}
 	return n, nil
 }
@@ -141,7 +163,22 @@ func (n *Node) embed(maxPayload int) error {
 		NoSigs:             true,
 		Cluster:            server.ClusterOpts{Name: c.Name, Host: host, Port: port},
 		JetStreamMaxMemory: 256 << 20,
+		// The file system, not a limit derived from its free space at start, bounds the
+		// store: a full disk then fails a write, JetStream disables itself and DiskHealth
+		// reports it (issue 27), instead of publishes refused as "insufficient resources"
+		// on a node that looks healthy.
+		JetStreamMaxStore: maxStore,
 	}
+	// The system account, for the JetStream API requests only it may make (peer removal):
+	// one user with a password made now; every other connection (the broker's in-process
+	// one, NATS tools on the client port) is the no-auth user of the global account, as
+	// before.
+	sys := server.NewAccount(server.DEFAULT_SYSTEM_ACCOUNT)
+	n.sysPass = rand.Text()
+	o.Accounts = []*server.Account{sys}
+	o.SystemAccount = server.DEFAULT_SYSTEM_ACCOUNT
+	o.Users = []*server.User{{Username: sysUser, Password: n.sysPass, Account: sys}, {Username: appUser}}
+	o.NoAuthUser = appUser
 	if c.Sync == "always" {
 		o.SyncAlways = true
 	} else if d, err := time.ParseDuration(c.Sync); err == nil {
@@ -219,9 +256,24 @@ func (n *Node) Name() string {
 	return n.nc.ConnectedServerName()
 }
 
+// Context ends when the node gives up its in-flight JetStream work (Abort, Close). Every
+// publish, ack confirmation and retry loop of the cluster adapters derives its deadline
+// from it, so a node that cannot reach a quorum still shuts down within its grace period
+// (issue 27) instead of retrying each publish for PublishTimeout.
+func (n *Node) Context() context.Context { return n.life }
+
+// Abort ends Context: in-flight publishes and their retries fail now (their SENDs get an
+// ERROR, never a RECEIPT). The broker calls it when its shutdown grace period ends.
+// Idempotent, safe for concurrent use.
+func (n *Node) Abort() { n.abort() }
+
 // Close drains the NATS connection (pending acks and publishes go out) and shuts the
 // embedded server down. Idempotent.
 func (n *Node) Close() {
+	defer n.abort()
+	if n.disk != nil {
+		n.disk.close()
+	}
 	if n.nc != nil && !n.nc.IsClosed() {
 		done := make(chan struct{})
 		n.nc.SetClosedHandler(func(*nats.Conn) { close(done) })

@@ -98,7 +98,7 @@ func (n *clusterNode) kill9(t *testing.T) {
 
 // startCluster starts three nodes with addressSettings (YAML list items, may be empty) and
 // returns them once every one printed its ready line.
-func startCluster(t *testing.T, addressSettings string) []*clusterNode {
+func startCluster(t *testing.T, addressSettings string, prepare ...func(i int, n *clusterNode)) []*clusterNode {
 	t.Helper()
 	routePorts := []int{testport.Free(t), testport.Free(t), testport.Free(t)}
 	var routes []string
@@ -112,12 +112,13 @@ func startCluster(t *testing.T, addressSettings string) []*clusterNode {
     client-port: %d
     routes: [%s]
 `, n.name, routePorts[i], n.natsPort, strings.Join(routes, ", "))
-	})
+	}, prepare...)
 }
 
 // startNodes starts three titan nodes whose titan.cluster section is clusterYAML(i, node)
 // (indented four spaces) and returns them once every one printed its ready line.
-func startNodes(t *testing.T, addressSettings string, clusterYAML func(i int, n *clusterNode) string) []*clusterNode {
+// prepare, when given, runs on each node before any is launched (its directory exists).
+func startNodes(t *testing.T, addressSettings string, clusterYAML func(i int, n *clusterNode) string, prepare ...func(i int, n *clusterNode)) []*clusterNode {
 	t.Helper()
 	root := t.TempDir()
 	nodes := make([]*clusterNode, 3)
@@ -156,6 +157,11 @@ func startNodes(t *testing.T, addressSettings string, clusterYAML func(i int, n 
 			}
 		}
 	})
+	for i, n := range nodes {
+		for _, p := range prepare {
+			p(i, n)
+		}
+	}
 	for _, n := range nodes {
 		n.launch(t)
 	}

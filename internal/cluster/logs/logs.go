@@ -39,6 +39,7 @@ const autoCredit = 32
 // the same durable-name resumes after the last acknowledged message (its start-position
 // is then ignored).
 type Pattern struct {
+	life     context.Context // the node's Context: bounds every publish and its retries
 	js       jetstream.JetStream
 	replicas int
 	streams  *cluster.Streams
@@ -67,7 +68,7 @@ func New(n *cluster.Node, log *slog.Logger) *Pattern {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Pattern{js: n.JetStream(), replicas: n.Replicas(), streams: cluster.NewStreams(n.JetStream()), acks: n.Acks(), log: log,
+	return &Pattern{js: n.JetStream(), life: n.Context(), replicas: n.Replicas(), streams: cluster.NewStreams(n.JetStream()), acks: n.Acks(), log: log,
 		readers: make(map[*delivery.Subscription]*reader)}
 }
 
@@ -94,7 +95,7 @@ func (e *Pattern) Publish(id dest.Identity, m *message.Message, cancel <-chan st
 	if m.Sequence != 0 {
 		return false, nil // stored by the router's store stage (Persister)
 	}
-	ctx, stop := cluster.WithCancel(cluster.PublishTimeout, cancel)
+	ctx, stop := cluster.WithCancel(e.life, cluster.PublishTimeout, cancel)
 	defer stop()
 	p, msg, _ := e.Build(id, m)
 	if err := e.ensureStream(ctx, p); err != nil {
@@ -140,7 +141,7 @@ func (e *Pattern) Count(ack *jetstream.PubAck) {
 // position). Errors: delivery.ErrDuplicateSubscription, stream or consumer creation.
 func (e *Pattern) Subscribe(sub *delivery.Subscription) error {
 	id := sub.Identity()
-	ctx, cancel := context.WithTimeout(context.Background(), cluster.PublishTimeout)
+	ctx, cancel := context.WithTimeout(e.life, cluster.PublishTimeout)
 	defer cancel()
 	p := e.Place(id)
 	if err := e.ensureStream(ctx, p); err != nil {

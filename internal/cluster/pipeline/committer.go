@@ -91,6 +91,7 @@ func (e *PartialCommitError) Unwrap() error { return e.Err }
 // message, each deduplicated by its id, so the repeat is stored once and the rest once.
 // That fallback is not atomic: a crash in it leaves a prefix, which a retry completes.
 type Committer struct {
+	life context.Context // the node's Context: bounds every publish and its retries
 	// DuplicateIDs (nil: the streams' windows only) recognises client duplicate ids beyond
 	// the streams' Nats-Msg-Id window; set before the first use.
 	DuplicateIDs *cluster.Duplicates
@@ -110,7 +111,7 @@ func NewCommitter(n *cluster.Node, q, e Store, log *slog.Logger) *Committer {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Committer{q: q, e: e, js: n.JetStream(), nc: n.Conn(), log: log}
+	return &Committer{q: q, e: e, js: n.JetStream(), nc: n.Conn(), life: n.Context(), log: log}
 }
 
 // Batches reports whether id's SENDs are committed by PublishBatch (queues and
@@ -151,7 +152,7 @@ func (c *Committer) PublishBatch(ids []dest.Identity, ms []*message.Message, can
 		}
 		sp.msgs = append(sp.msgs, msg)
 	}
-	ctx, stop := cluster.WithCancel(cluster.PublishTimeout, cancel)
+	ctx, stop := cluster.WithCancel(c.life, cluster.PublishTimeout, cancel)
 	defer stop()
 	stored := 0
 	for _, sp := range parts {

@@ -102,6 +102,7 @@ const (
 // may already be delivered, so it is not deleted (at-least-once, as for any SEND answered
 // with an ERROR). Safe for concurrent use.
 type Persister struct {
+	life context.Context // the node's Context: bounds every publish and its retries
 	q    Store
 	e    Store
 	c    *Committer
@@ -184,7 +185,7 @@ func NewPersister(n *cluster.Node, q, e Store, c *Committer, log *slog.Logger) (
 	if err != nil {
 		return nil, fmt.Errorf("cluster: async publishing context: %w", err)
 	}
-	p.js, p.sync, p.acks = js, n.JetStream(), n.Acks()
+	p.js, p.sync, p.acks, p.life = js, n.JetStream(), n.Acks(), n.Context()
 	if c != nil {
 		p.DuplicateIDs = c.DuplicateIDs
 	}
@@ -212,7 +213,7 @@ func (p *Persister) ensure(pl cluster.Placement, events bool) error {
 	if s.Has(pl.Config.Name) {
 		return nil
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), cluster.PublishTimeout)
+	ctx, cancel := context.WithTimeout(p.life, cluster.PublishTimeout)
 	defer cancel()
 	return s.Ensure(ctx, pl.Config)
 }
@@ -243,7 +244,7 @@ func (p *Persister) Persist(id dest.Identity, m *message.Message) error {
 	if err := p.ensure(pl, events); err != nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), cluster.PublishTimeout)
+	ctx, cancel := context.WithTimeout(p.life, cluster.PublishTimeout)
 	defer cancel()
 	if seen, err := p.seen(ctx, events, msg, m); err != nil || seen {
 		return err
@@ -306,7 +307,7 @@ func (p *Persister) PersistAsync(id dest.Identity, m *message.Message) (wait fun
 		return nil, err
 	}
 	if _, ok := cluster.DuplicateKey(msg); ok && p.DuplicateIDs.Long() {
-		ctx, cancel := context.WithTimeout(context.Background(), cluster.PublishTimeout)
+		ctx, cancel := context.WithTimeout(p.life, cluster.PublishTimeout)
 		seen, err := p.seen(ctx, events, msg, m)
 		cancel()
 		if err != nil {
@@ -385,7 +386,7 @@ func (p *Persister) record(msg *nats.Msg) error {
 	if _, ok := cluster.DuplicateKey(msg); !ok || !p.DuplicateIDs.Long() {
 		return nil
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), cluster.PublishTimeout)
+	ctx, cancel := context.WithTimeout(p.life, cluster.PublishTimeout)
 	defer cancel()
 	if err := p.DuplicateIDs.RecordMsg(ctx, msg); err != nil {
 		return fmt.Errorf("cluster: message not stored: %w", err)
@@ -471,7 +472,7 @@ func (p *Persister) wait(pp *pendingPublish) error {
 	deadline := pp.sent.Add(cluster.PublishTimeout)
 	if cluster.Retryable(err) || errors.Is(err, jetstream.ErrAsyncPublishTimeout) || errors.Is(err, nats.ErrDisconnected) {
 		p.Retried.Add(1)
-		ctx, cancel := context.WithDeadline(context.Background(), deadline)
+		ctx, cancel := context.WithDeadline(p.life, deadline)
 		ack, err = cluster.PublishRetrying(ctx, p.sync, pp.msg)
 		cancel()
 	}

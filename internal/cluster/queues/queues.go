@@ -45,6 +45,7 @@ const (
 // message delivered max-deliveries times is published to its dead-letter queue (idempotent
 // Nats-Msg-Id) and then terminated on its queue.
 type Pattern struct {
+	life     context.Context // the node's Context: bounds every publish and its retries
 	js       jetstream.JetStream
 	replicas int
 	settings cluster.Settings
@@ -76,7 +77,7 @@ func New(n *cluster.Node, settings cluster.Settings, log *slog.Logger) *Pattern 
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Pattern{js: n.JetStream(), replicas: n.Replicas(), settings: settings, log: log,
+	return &Pattern{js: n.JetStream(), life: n.Context(), replicas: n.Replicas(), settings: settings, log: log,
 		streams: cluster.NewStreams(n.JetStream()), consumers: make(map[dest.Identity]*consumer),
 		undelivered: &undelivered{js: n.JetStream(), replicas: n.Replicas()}, acks: n.Acks()}
 }
@@ -115,7 +116,7 @@ func (q *Pattern) Publish(id dest.Identity, m *message.Message, cancel <-chan st
 	if dropped {
 		return true, nil
 	}
-	ctx, stop := cluster.WithCancel(cluster.PublishTimeout, cancel)
+	ctx, stop := cluster.WithCancel(q.life, cluster.PublishTimeout, cancel)
 	defer stop()
 	if seen, err := q.DuplicateIDs.SeenMsg(ctx, msg); err != nil {
 		return false, fmt.Errorf("cluster: message not stored: %w", err)
@@ -187,7 +188,7 @@ func consumerName(subject string) string {
 // delivery.ErrDuplicateSubscription, stream or consumer creation failures.
 func (q *Pattern) Subscribe(sub *delivery.Subscription) error {
 	id := sub.Identity()
-	ctx, cancel := context.WithTimeout(context.Background(), cluster.PublishTimeout)
+	ctx, cancel := context.WithTimeout(q.life, cluster.PublishTimeout)
 	defer cancel()
 	if err := q.ensureStream(ctx, q.Place(id)); err != nil {
 		return err
@@ -568,7 +569,7 @@ func (q *Pattern) deadLetter(id dest.Identity, jm jetstream.Msg, m *message.Mess
 		seq = meta.Sequence.Stream
 	}
 	msg.Header.Set(jetstream.MsgIDHeader, "dlq:"+q.Place(id).Stream+":"+strconv.FormatUint(seq, 10))
-	ctx, cancel := context.WithTimeout(context.Background(), cluster.PublishTimeout)
+	ctx, cancel := context.WithTimeout(q.life, cluster.PublishTimeout)
 	defer cancel()
 	if _, err := q.publishMsg(ctx, tp, msg); err != nil {
 		q.log.Error("dead letter not stored; the message stays on its queue", "queue", id.String(), "err", err)

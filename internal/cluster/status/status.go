@@ -63,8 +63,13 @@ type NodeStatus struct {
 	// Name is the node's (nats-server's) name.
 	Name string
 	// Up is true when this node is connected to it (a route) or it is this node; with an
-	// external NATS, when no stream reports it offline.
+	// external NATS, when no stream reports it offline. This node is not up while it cannot
+	// write its JetStream store (cluster.Node.DiskHealth), nor is a peer the JetStream meta
+	// group reports offline (its JetStream disabled or stopped).
 	Up bool
+	// Cause is why this node is not up ("no space left on device"); empty otherwise and
+	// for other nodes.
+	Cause string
 	// MetaLeader is true for the JetStream meta leader.
 	MetaLeader bool
 	// Leads are the streams it leads, sorted.
@@ -166,6 +171,10 @@ func read(ctx context.Context, n *cluster.Node, queues bool) (*Status, error) {
 	if n.Embedded() {
 		st.Mode = ModeEmbedded
 		embeddedNodes(n.Server(), st, node)
+		if d := n.DiskHealth(); !d.OK {
+			self := node(st.Node)
+			self.Up, self.Cause = false, d.Cause.Error()
+		}
 	} else {
 		node(st.Node).Up = true
 	}
@@ -256,9 +265,15 @@ func embeddedNodes(srv *server.Server, st *Status, node func(string) *NodeStatus
 			node(p.Name)
 		}
 	}
+	offline := map[string]bool{}
+	if jsi, err := srv.Jsz(&server.JSzOptions{}); err == nil && jsi.Meta != nil {
+		for _, p := range jsi.Meta.Replicas {
+			offline[p.Name] = p.Offline
+		}
+	}
 	if rz, err := srv.Routez(&server.RoutezOptions{}); err == nil {
 		for _, r := range rz.Routes {
-			if r.RemoteName != "" {
+			if r.RemoteName != "" && !offline[r.RemoteName] {
 				node(r.RemoteName).Up = true
 			}
 		}

@@ -1,0 +1,167 @@
+package cluster
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// StepDownTimeout bounds StepDown as the broker calls it on SIGTERM: a part of the shutdown
+// grace period, so the clients are still drained within it.
+const StepDownTimeout = 5 * time.Second
+
+// JetStream API subjects (nats-server's jsStreamLeaderStepDownT, jsConsumerLeaderStepDownT,
+// JSApiLeaderStepDown, JSApiRemoveServer).
+const (
+	apiStreamStepDown   = "$JS.API.STREAM.LEADER.STEPDOWN.%s"
+	apiConsumerStepDown = "$JS.API.CONSUMER.LEADER.STEPDOWN.%s.%s"
+	apiMetaStepDown     = "$JS.API.META.LEADER.STEPDOWN"
+	apiServerRemove     = "$JS.API.SERVER.REMOVE"
+)
+
+// StepDownReport is what StepDown moved away from this node.
+type StepDownReport struct {
+	// Streams and Consumers are the Raft groups this node led and asked to elect another
+	// leader ("TITAN_default_Q", "TITAN_default_Q/q_orders").
+	Streams, Consumers []string
+	// Meta is true when this node was the JetStream meta leader and stepped down.
+	Meta bool
+}
+
+// StepDown moves every leadership this embedded node holds to another node before it stops
+// (a rolling restart, issue 27): each Titan stream and consumer it leads
+// ($JS.API.STREAM.LEADER.STEPDOWN, $JS.API.CONSUMER.LEADER.STEPDOWN), then the JetStream
+// meta group ($JS.API.META.LEADER.STEPDOWN); it waits until the streams have another
+// leader, so publishes in flight through this node go to a leader that stays. Bounded by
+// ctx; errors name what could not be moved (the rest is moved anyway). A node with an
+// external NATS leads nothing and returns at once.
+func (n *Node) StepDown(ctx context.Context) (StepDownReport, error) {
+	var rep StepDownReport
+	if n.srv == nil {
+		return rep, nil
+	}
+	self := n.Name()
+	var errs []error
+	var led []string
+	lister := n.js.ListStreams(ctx)
+	for si := range lister.Info() {
+		name := si.Config.Name
+		if !strings.HasPrefix(name, "TITAN_") {
+			continue
+		}
+		// Consumers first: a consumer stepping down needs its stream's group working.
+		if s, err := n.js.Stream(ctx, name); err != nil {
+			errs = append(errs, fmt.Errorf("stream %s: %w", name, err))
+		} else {
+			for ci := range s.ListConsumers(ctx).Info() {
+				if ci.Cluster != nil && ci.Cluster.Leader == self {
+					if err := n.apiRequest(ctx, fmt.Sprintf(apiConsumerStepDown, name, ci.Name)); err != nil {
+						errs = append(errs, fmt.Errorf("consumer %s/%s: %w", name, ci.Name, err))
+					} else {
+						rep.Consumers = append(rep.Consumers, name+"/"+ci.Name)
+					}
+				}
+			}
+		}
+		if si.Cluster != nil && si.Cluster.Leader == self {
+			if err := n.apiRequest(ctx, fmt.Sprintf(apiStreamStepDown, name)); err != nil {
+				errs = append(errs, fmt.Errorf("stream %s: %w", name, err))
+			} else {
+				rep.Streams = append(rep.Streams, name)
+				led = append(led, name)
+			}
+		}
+	}
+	if err := lister.Err(); err != nil && !errors.Is(err, jetstream.ErrEndOfData) {
+		errs = append(errs, fmt.Errorf("listing streams: %w", err))
+	}
+	if n.srv.JetStreamIsLeader() {
+		if err := n.sysRequest(ctx, apiMetaStepDown, nil); err != nil {
+			errs = append(errs, fmt.Errorf("meta group: %w", err))
+		} else {
+			rep.Meta = true
+		}
+	}
+	for _, name := range led {
+		for ctx.Err() == nil {
+			s, err := n.js.Stream(ctx, name)
+			if err == nil && s.CachedInfo().Cluster != nil && s.CachedInfo().Cluster.Leader != "" && s.CachedInfo().Cluster.Leader != self {
+				break
+			}
+			select {
+			case <-ctx.Done():
+			case <-time.After(50 * time.Millisecond):
+			}
+		}
+	}
+	if ctx.Err() != nil {
+		errs = append(errs, fmt.Errorf("waiting for new leaders: %w", ctx.Err()))
+	}
+	return rep, errors.Join(errs...)
+}
+
+// apiResponse is the part of a JetStream API answer Titan reads.
+type apiResponse struct {
+	Success bool `json:"success"`
+	Error   *struct {
+		Code        int    `json:"code"`
+		ErrCode     int    `json:"err_code"`
+		Description string `json:"description"`
+	} `json:"error"`
+}
+
+// apiRequest sends a JetStream API request with an empty body as the global account (the
+// streams' and consumers' API) and returns its error.
+func (n *Node) apiRequest(ctx context.Context, subject string) error {
+	return apiAnswer(n.nc.RequestWithContext(ctx, subject, nil))
+}
+
+// apiAnswer is the error of a JetStream API answer: the request's, an unreadable answer,
+// or ErrJetStreamAPI with JetStream's description and code.
+func apiAnswer(m *nats.Msg, err error) error {
+	if err != nil {
+		return err
+	}
+	var r apiResponse
+	if err := json.Unmarshal(m.Data, &r); err != nil {
+		return fmt.Errorf("answer %q: %w", m.Data, err)
+	}
+	if r.Error != nil {
+		return fmt.Errorf("%w: %s (%d)", ErrJetStreamAPI, r.Error.Description, r.Error.ErrCode)
+	}
+	return nil
+}
+
+// RemovePeer removes the node named peer from the JetStream meta group (a node whose disk
+// died, or shrinking the cluster: issue 27) with $JS.API.SERVER.REMOVE, which only the
+// system account may send; the meta leader answers. Its stream and consumer replicas are
+// placed on the remaining nodes by JetStream. Only an embedded node can (ErrNotEmbedded
+// with an external NATS, whose operators run `nats server raft peer-remove`). Errors:
+// ErrJetStreamAPI with JetStream's description (an unknown peer, a removal in progress).
+func (n *Node) RemovePeer(ctx context.Context, peer string) error {
+	if n.srv == nil {
+		return ErrNotEmbedded
+	}
+	body, _ := json.Marshal(map[string]string{"peer": peer})
+	if err := n.sysRequest(ctx, apiServerRemove, body); err != nil {
+		return fmt.Errorf("removing %s: %w", peer, err)
+	}
+	return nil
+}
+
+// sysRequest sends a JetStream API request as the embedded server's system account (the
+// meta group's API: step-down, peer removal) and returns its error.
+func (n *Node) sysRequest(ctx context.Context, subject string, body []byte) error {
+	nc, err := nats.Connect("", nats.InProcessServer(n.srv), nats.UserInfo(sysUser, n.sysPass), nats.Name("titan-system"))
+	if err != nil {
+		return fmt.Errorf("cluster: system account connection: %w", err)
+	}
+	defer nc.Close()
+	return apiAnswer(nc.RequestWithContext(ctx, subject, body))
+}
