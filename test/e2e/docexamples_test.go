@@ -15,10 +15,12 @@ import (
 )
 
 // docBlock is one fenced code block of a document: its language (the word after the
-// opening fence), its text and where it starts.
+// opening fence), its text, where it starts, and the HTML comments on the lines right above
+// its opening fence (the markers of TestDocExamplesRun, without "<!--" and "-->").
 type docBlock struct {
 	file, lang, text string
 	line             int
+	marks            []string
 }
 
 // docBlocks returns every fenced block of README.md and docs/*.md.
@@ -35,11 +37,16 @@ func docBlocks(t *testing.T) []docBlock {
 		sc := bufio.NewScanner(strings.NewReader(string(data)))
 		var cur *docBlock
 		var sb strings.Builder
+		var marks []string // the comment lines right above the current line
 		for n := 1; sc.Scan(); n++ {
 			line := sc.Text()
+			if cur == nil && strings.HasPrefix(line, "<!--") && strings.HasSuffix(line, "-->") {
+				marks = append(marks, strings.TrimSpace(strings.TrimSuffix(strings.TrimPrefix(line, "<!--"), "-->")))
+				continue
+			}
 			switch {
 			case cur == nil && strings.HasPrefix(line, "```"):
-				cur = &docBlock{file: filepath.Base(f), lang: strings.TrimSpace(strings.TrimPrefix(line, "```")), line: n}
+				cur = &docBlock{file: filepath.Base(f), lang: strings.TrimSpace(strings.TrimPrefix(line, "```")), line: n, marks: marks}
 				sb.Reset()
 			case cur != nil && strings.HasPrefix(line, "```"):
 				cur.text = sb.String()
@@ -48,6 +55,7 @@ func docBlocks(t *testing.T) []docBlock {
 			case cur != nil:
 				sb.WriteString(line + "\n")
 			}
+			marks = nil
 		}
 		if cur != nil {
 			t.Fatalf("%s:%d: fenced block never closed", cur.file, cur.line)

@@ -1,0 +1,559 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/titan-broker/titan/internal/testport"
+)
+
+// TestDocExamplesRun runs every fenced code block of README.md and docs/ that a reader would
+// run, as written, against real titan processes: the shell blocks (sh, bash, console, shell)
+// with bash and the python blocks with /usr/bin/python3 (Debian's python3-stomp). yaml blocks
+// are TestDocExamplesConfig's; a text block is a diagram. Any other block, and any block of
+// those languages that cannot run here, must carry a marker on the line right above its
+// opening fence; a block that is neither runnable nor marked fails the test.
+//
+// Markers (HTML comments, so the rendered document does not show them):
+//
+//	<!-- not-run: REASON -->           the block is not run, for REASON (logged)
+//	<!-- not-run "PREFIX": REASON -->  its commands that start with PREFIX are not run
+//	<!-- given: FIXTURE, ... -->       the state the block presumes, made by the test first:
+//	    connection   a live STOMP connection, whose session id replaces the README's
+//	                 example id titan-1f2e3d4c5b6a7980
+//	    dead-letter  /queue/jobs with one message waiting and one dead-lettered to
+//	                 /queue/DLQ/jobs (NACKed max-deliveries times)
+//	    durables     offline durable subscriptions named billing: on /events-store/orders,
+//	                 and on /topic/orders for client-id app-1
+//	    stopped      the broker has stored a message and was stopped (SIGTERM)
+//
+// How a block runs (what the test changes, and nothing else):
+//   - Working directory: a fresh temporary directory; `titan` on PATH is the binary the e2e
+//     harness built from this checkout, and `go run ./cmd/titan` runs that binary too (the
+//     compile is TestMain's). No TITAN_* variable of the test's environment leaks in.
+//   - Ports: the documented ports (STOMP 61613-61619, monitor 7777-7779, cluster routes
+//     6222-6224) are rewritten to the test's ports, in the text and in TITAN_PORT,
+//     TITAN_MONITOR_PORT, TITAN_STOMP and TITAN_ADDR (what a command without flags uses);
+//     TITAN_HOST=127.0.0.1 keeps a server without --host on loopback.
+//   - The broker: a block that starts no `titan serve` runs against one the test starts as
+//     the quick start does (`titan serve`, Pebble store in ./data of the block's directory).
+//     A block that starts servers gets fresh ports and no test broker.
+//   - Long-running commands run in the background: `titan serve` (and the test waits for its
+//     ready line before the next command, as the README asks), `titan subscribe` without
+//     --count or --wait, and the dashboard (`titan` without --once). At the block's end each
+//     must still be running (no failure, no "unavailable" monitor), and is stopped with
+//     SIGTERM; a server must then exit 0.
+//   - What a reader types: a variable the block reads but never assigns ($ORDERS_PW) is set
+//     to a generated secret, and stdin holds password lines, one for each prompt.
+//   - bash runs with `set -eo pipefail`: every command must succeed; curl runs with
+//     --fail-with-body, so an HTTP error answer fails the block too.
+//
+// A failing block fails the test with its file:line, the line of the failing command and
+// the block's output. Blocks run in parallel, each with its own directory and broker.
+func TestDocExamplesRun(t *testing.T) {
+	t.Parallel()
+	ran := 0
+	for _, b := range docBlocks(t) {
+		name := fmt.Sprintf("%s:%d", b.file, b.line)
+		plan, err := parseDocMarks(b.marks)
+		if err != nil {
+			t.Errorf("%s: %v", name, err)
+			continue
+		}
+		if plan.notRun != "" {
+			t.Logf("%s (%s): not run: %s", name, b.lang, plan.notRun)
+			continue
+		}
+		switch b.lang {
+		case "yaml":
+			continue // TestDocExamplesConfig loads and serves these
+		case "text":
+			continue // a diagram
+		case "sh", "bash", "console", "shell", "python":
+		default:
+			t.Errorf("%s: a %q block, which this test cannot run: mark it <!-- not-run: REASON --> (see TestDocExamplesRun)", name, b.lang)
+			continue
+		}
+		ran++
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			runDocBlock(t, name, b, plan)
+		})
+	}
+	if ran == 0 {
+		t.Fatal("no runnable example found in README.md or docs/")
+	}
+}
+
+// docPlan is what a block's markers say.
+type docPlan struct {
+	notRun   string            // the whole block is not run, for this reason
+	skipCmds map[string]string // command prefix → why such commands are not run
+	given    []string          // fixtures
+}
+
+var (
+	notRunMark = regexp.MustCompile(`^not-run(?: "([^"]+)")?: (\S.*)$`)
+	givenMark  = regexp.MustCompile(`^given: (\S.*)$`)
+	fixtures   = []string{"connection", "dead-letter", "durables", "stopped"}
+)
+
+func parseDocMarks(marks []string) (docPlan, error) {
+	p := docPlan{skipCmds: map[string]string{}}
+	for _, m := range marks {
+		if g := notRunMark.FindStringSubmatch(m); g != nil {
+			if g[1] == "" {
+				p.notRun = g[2]
+			} else {
+				p.skipCmds[g[1]] = g[2]
+			}
+			continue
+		}
+		if g := givenMark.FindStringSubmatch(m); g != nil {
+			for _, f := range strings.Split(g[1], ",") {
+				f = strings.TrimSpace(f)
+				if !slices.Contains(fixtures, f) {
+					return p, fmt.Errorf("marker %q: unknown fixture %q (known: %s)", m, f, strings.Join(fixtures, ", "))
+				}
+				p.given = append(p.given, f)
+			}
+			continue
+		}
+		return p, fmt.Errorf("comment %q right above a code block is not a marker of TestDocExamplesRun (not-run: REASON, not-run \"PREFIX\": REASON, given: FIXTURE)", m)
+	}
+	return p, nil
+}
+
+// shCmd is one command of a shell block: its text (continuation lines joined as written)
+// and the document line it starts on.
+type shCmd struct {
+	line int
+	text string
+}
+
+// shCommands splits a shell block into commands, dropping comment and blank lines.
+func shCommands(b docBlock) []shCmd {
+	var out []shCmd
+	lines := strings.Split(strings.TrimSuffix(b.text, "\n"), "\n")
+	for i := 0; i < len(lines); i++ {
+		l := lines[i]
+		if t := strings.TrimSpace(l); t == "" || strings.HasPrefix(t, "#") {
+			continue
+		}
+		c := shCmd{line: b.line + 1 + i, text: l}
+		for strings.HasSuffix(strings.TrimRight(lines[i], " "), `\`) && i+1 < len(lines) {
+			i++
+			c.text += "\n" + lines[i]
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+// cmdFields returns a command's words without its trailing comment and background `&`,
+// and whether it ended in `&`.
+func cmdFields(text string) ([]string, bool) {
+	if i := strings.Index(text, " #"); i >= 0 {
+		text = text[:i]
+	}
+	text = strings.ReplaceAll(text, "\\\n", " ")
+	f := strings.Fields(text)
+	bg := len(f) > 0 && f[len(f)-1] == "&"
+	if bg {
+		f = f[:len(f)-1]
+	}
+	return f, bg
+}
+
+// titanSubcommands are the first words after `titan` that are commands; `titan` without one
+// is the live dashboard.
+var titanSubcommands = []string{"serve", "send", "subscribe", "bench", "queue", "connection",
+	"durable", "cluster", "user", "role", "store", "version", "help", "completion"}
+
+// cmdKind classifies a command: "serve" (a server), "client" (a long-running client: the
+// dashboard, a subscribe without --count or --wait) or "" (runs to completion).
+func cmdKind(f []string) string {
+	if len(f) == 0 || f[0] != "titan" {
+		return ""
+	}
+	sub := ""
+	for _, w := range f[1:] {
+		if slices.Contains(titanSubcommands, w) {
+			sub = w
+			break
+		}
+	}
+	has := func(flags ...string) bool {
+		return slices.ContainsFunc(f, func(w string) bool {
+			for _, fl := range flags {
+				if w == fl || strings.HasPrefix(w, fl+"=") {
+					return true
+				}
+			}
+			return false
+		})
+	}
+	switch {
+	case sub == "serve":
+		return "serve"
+	case sub == "subscribe" && !has("--count", "-n", "--wait"):
+		return "client"
+	case sub == "" && !has("--once", "--help", "-h", "--version", "-v"):
+		return "client"
+	}
+	return ""
+}
+
+// docPorts are the ports the documents use; a block's are rewritten to the test's.
+var docPorts = regexp.MustCompile(`\b(6161[3-9]|777[7-9]|622[2-4])\b`)
+
+// exampleConnID is the connection id the README's examples use.
+const exampleConnID = "titan-1f2e3d4c5b6a7980"
+
+func runDocBlock(t *testing.T, name string, b docBlock, plan docPlan) {
+	dir := t.TempDir()
+	text := strings.ReplaceAll(b.text, "go run ./cmd/titan", "titan")
+	var cmds []shCmd
+	serves := false
+	if b.lang != "python" {
+		for _, c := range shCommands(docBlock{text: text, line: b.line}) {
+			f, _ := cmdFields(c.text)
+			skip := false
+			for prefix, why := range plan.skipCmds {
+				if strings.HasPrefix(strings.TrimSpace(c.text), prefix) {
+					t.Logf("%s:%d: not run: %s", b.file, c.line, why)
+					skip = true
+				}
+			}
+			if skip {
+				continue
+			}
+			serves = serves || cmdKind(f) == "serve"
+			cmds = append(cmds, c)
+		}
+	}
+
+	// Ports: the test broker's, or fresh ones for a block that starts its own servers.
+	ports := map[string]int{}
+	var fix *docFixture
+	if !serves {
+		if slices.Contains(plan.given, "stopped") && len(plan.given) > 1 {
+			t.Fatalf("%s: fixture stopped goes alone", name)
+		}
+		fix = startDocBroker(t)
+		dir = fix.node.dir
+		ports["61613"], ports["7777"] = fix.b.stompPort, fix.monitorPort
+		for _, g := range plan.given {
+			fix.make(t, g)
+		}
+	} else if len(plan.given) > 0 {
+		t.Fatalf("%s: a block that starts its own servers takes no fixture (given: %v)", name, plan.given)
+	}
+	port := func(doc string) int {
+		if p, ok := ports[doc]; ok {
+			return p
+		}
+		p := testport.Free(t)
+		ports[doc] = p
+		return p
+	}
+	rewrite := func(s string) string {
+		s = docPorts.ReplaceAllStringFunc(s, func(m string) string { return strconv.Itoa(port(m)) })
+		if strings.Contains(s, exampleConnID) {
+			if fix == nil || fix.connID == "" {
+				t.Fatalf("%s: uses the example connection id %s without <!-- given: connection -->", name, exampleConnID)
+			}
+			s = strings.ReplaceAll(s, exampleConnID, fix.connID)
+		}
+		return s
+	}
+
+	// `titan` on PATH is the harness's binary, whatever its file name (TITAN_E2E_BINARY).
+	bin := t.TempDir()
+	requireNoError(t, os.Symlink(titanBin, filepath.Join(bin, "titan")))
+	env := docEnv(text, bin)
+	env = append(env,
+		"TITAN_HOST=127.0.0.1",
+		fmt.Sprintf("TITAN_PORT=%d", port("61613")),
+		fmt.Sprintf("TITAN_MONITOR_PORT=%d", port("7777")),
+		fmt.Sprintf("TITAN_STOMP=localhost:%d", port("61613")),
+		fmt.Sprintf("TITAN_ADDR=http://localhost:%d", port("7777")))
+
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	var cmd *exec.Cmd
+	if b.lang == "python" {
+		if pythonErr != nil {
+			t.Fatalf("%s: %v; %s", name, pythonErr, installHint)
+		}
+		script := filepath.Join(dir, "example.py")
+		requireNoError(t, os.WriteFile(script, []byte(rewrite(text)), 0o644))
+		cmd = exec.CommandContext(ctx, systemPython, script)
+	} else {
+		logs := t.TempDir()
+		env = append(env, "DOC_LOGS="+logs)
+		cmd = exec.CommandContext(ctx, "bash", "-c", shScript(cmds, rewrite))
+		t.Cleanup(func() {
+			if t.Failed() {
+				ents, _ := os.ReadDir(logs)
+				for _, e := range ents {
+					data, _ := os.ReadFile(filepath.Join(logs, e.Name()))
+					t.Logf("%s:\n%s", e.Name(), data)
+				}
+			}
+		})
+	}
+	cmd.Dir, cmd.Env = dir, env
+	cmd.Stdin = strings.NewReader(strings.Repeat("doc-Example-passw0rd\n", 16))
+	// One process group: the background servers and clients a block starts are stopped with
+	// it, whatever happens.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	out, err := os.CreateTemp(t.TempDir(), "out")
+	requireNoError(t, err)
+	cmd.Stdout, cmd.Stderr = out, out // a file: background processes do not hold Wait
+	start := time.Now()
+	runErr := cmd.Run()
+	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) // nothing of the block outlives it
+	output, _ := os.ReadFile(out.Name())
+	if runErr != nil {
+		t.Fatalf("%s (%s) failed: %v after %v\n--- output:\n%s", name, b.lang, runErr,
+			time.Since(start).Round(time.Millisecond), output)
+	}
+	if raceEnabled && bytes.Contains(output, []byte("WARNING: DATA RACE")) {
+		t.Fatalf("%s: a titan process reported a data race:\n%s", name, output)
+	}
+	t.Logf("%s ran in %v\n--- output:\n%s", name, time.Since(start).Round(time.Millisecond), output)
+}
+
+// docEnv is the environment of a block: the test's, without TITAN_* variables, with bin
+// (holding the harness's titan) first on PATH and the variables the block reads but never sets given a
+// generated value.
+func docEnv(text, bin string) []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "TITAN_") && !strings.HasPrefix(kv, "PATH=") && !strings.HasPrefix(kv, "GORACE=") {
+			env = append(env, kv)
+		}
+	}
+	// A -race build sleeps 1 s at exit (GORACE atexit_sleep_ms): a block runs many commands.
+	env = append(env, "GORACE="+strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0"))
+	env = append(env, "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+	assigned := map[string]bool{}
+	for _, m := range regexp.MustCompile(`(?m)^\s*([A-Za-z_][A-Za-z0-9_]*)=`).FindAllStringSubmatch(text, -1) {
+		assigned[m[1]] = true
+	}
+	for _, m := range regexp.MustCompile(`\$\{?([A-Z_][A-Z0-9_]*)`).FindAllStringSubmatch(text, -1) {
+		if v := m[1]; !assigned[v] && os.Getenv(v) == "" && !strings.HasPrefix(v, "TITAN_") {
+			env = append(env, v+"=doc-"+strings.ToLower(v)+"-S3cret")
+			assigned[v] = true
+		}
+	}
+	return env
+}
+
+// shPrelude runs before a shell block's commands: strict mode, curl that fails on an HTTP
+// error, and the bookkeeping of background commands (bg, ready, the EXIT trap that checks
+// and stops them).
+const shPrelude = `set -eo pipefail
+__line=0; __ok=0; __pids=(); __names=(); __kinds=(); __lines=()
+trap 'echo "doc-test: the command at line $__line failed (exit $?): $BASH_COMMAND"' ERR
+curl() { command curl --silent --show-error --fail-with-body "$@"; }
+__bg() { __pids+=("$1"); __names+=("$2"); __kinds+=("$3"); __lines+=("$__line"); }
+__ready() {
+  local i n=${#__pids[@]} k
+  for ((k = 0; k < n; k++)); do
+    [ "${__kinds[k]}" = serve ] || continue
+    for ((i = 0; i < 600; i++)); do
+      grep -q ' ready: ' "$DOC_LOGS/${__names[k]}.log" && break
+      if ! kill -0 "${__pids[k]}" 2>/dev/null; then
+        echo "doc-test: the server started at line ${__lines[k]} exited before its ready line:"
+        cat "$DOC_LOGS/${__names[k]}.log"; return 1
+      fi
+      sleep 0.1
+    done
+    if ((i == 600)); then echo "doc-test: the server started at line ${__lines[k]} printed no ready line in 60 s"; return 1; fi
+  done
+}
+__end() {
+  local rc=$? k st fail=0
+  trap - ERR
+  for ((k = 0; k < ${#__pids[@]}; k++)); do
+    if ((__ok)); then
+      if ! kill -0 "${__pids[k]}" 2>/dev/null; then
+        echo "doc-test: the command started at line ${__lines[k]} is no longer running:"; cat "$DOC_LOGS/${__names[k]}.log"; fail=1
+      elif grep -q 'unavailable' "$DOC_LOGS/${__names[k]}.log"; then
+        echo "doc-test: the command started at line ${__lines[k]} cannot reach the broker:"; cat "$DOC_LOGS/${__names[k]}.log"; fail=1
+      fi
+    fi
+    kill -TERM "${__pids[k]}" 2>/dev/null || true
+  done
+  for ((k = 0; k < ${#__pids[@]}; k++)); do
+    st=0; wait "${__pids[k]}" || st=$?
+    if ((__ok)) && [ "${__kinds[k]}" = serve ] && ((st != 0)); then
+      echo "doc-test: the server started at line ${__lines[k]} exited $st after SIGTERM:"; cat "$DOC_LOGS/${__names[k]}.log"; fail=1
+    fi
+  done
+  if ((rc == 0 && fail)); then rc=1; fi
+  exit $rc
+}
+trap __end EXIT
+`
+
+// shScript is the bash program of a shell block's commands (see TestDocExamplesRun).
+func shScript(cmds []shCmd, rewrite func(string) string) string {
+	var sb strings.Builder
+	sb.WriteString(shPrelude)
+	waiting := false
+	for i, c := range cmds {
+		text := rewrite(c.text)
+		f, bg := cmdFields(text)
+		kind := cmdKind(f)
+		if waiting && kind != "serve" {
+			sb.WriteString("__ready\n")
+			waiting = false
+		}
+		fmt.Fprintf(&sb, "__line=%d; echo \"--- line %d (at ${SECONDS}s)\"\n", c.line, c.line)
+		if kind == "" {
+			if bg {
+				fmt.Fprintf(&sb, "echo 'doc-test: line %d runs a command in the background that the test does not know how to wait for'; exit 1\n", c.line)
+				continue
+			}
+			sb.WriteString(text + "\n")
+			continue
+		}
+		if i := strings.Index(text, " #"); i >= 0 && !strings.Contains(text[i:], "\n") {
+			text = text[:i]
+		}
+		text = strings.TrimSuffix(strings.TrimRight(text, " "), "&")
+		logName := fmt.Sprintf("line%d-%s", c.line, f[0])
+		if len(f) > 1 {
+			logName = fmt.Sprintf("line%d-%s-%s", c.line, f[0], kind)
+		}
+		fmt.Fprintf(&sb, "%s >\"$DOC_LOGS/%s.log\" 2>&1 </dev/null &\n__bg $! %s %s\n", text, logName, logName, kind)
+		waiting = waiting || kind == "serve"
+		_ = i
+	}
+	if waiting {
+		sb.WriteString("__ready\n")
+	}
+	sb.WriteString("__ok=1\n")
+	return sb.String()
+}
+
+// docFixture is the broker a block runs against, started as the quick start starts one,
+// and the state its fixtures made.
+type docFixture struct {
+	node        *titanNode
+	b           *broker
+	monitorPort int
+	connID      string // the live connection of fixture connection
+}
+
+// startDocBroker starts `titan serve` with the quick start's settings (Pebble in ./data of
+// the block's working directory) on free loopback ports.
+func startDocBroker(t *testing.T) *docFixture {
+	t.Helper()
+	n := newTitanNode(t, `titan:
+  servers:
+    - {name: stomp, host: 127.0.0.1, port: 0}
+  monitor: {host: 127.0.0.1, port: 0}
+  store: {type: pebble, data-dir: ./data}
+`)
+	p := n.start()
+	f := &docFixture{node: n, b: p.broker()}
+	_, port, ok := strings.Cut(p.monitorAddr, ":")
+	if !ok {
+		t.Fatalf("monitor address %q", p.monitorAddr)
+	}
+	var err error
+	f.monitorPort, err = strconv.Atoi(port)
+	requireNoError(t, err, "monitor port of %q", p.monitorAddr)
+	return f
+}
+
+// request writes frame (without its NUL; a receipt header is added) and returns the frames
+// read before its RECEIPT; an ERROR fails the test.
+func (c *rawConn) request(frame, receipt string) []*rawFrame {
+	c.t.Helper()
+	head, body, _ := strings.Cut(frame, "\n\n")
+	requireNoError(c.t, c.write(head+"\nreceipt:"+receipt+"\n\n"+body+"\x00"), "writing %s", frame)
+	var before []*rawFrame
+	for {
+		f, err := c.readFrame(10 * time.Second)
+		requireNoError(c.t, err, "waiting for RECEIPT %s", receipt)
+		if f.command == "ERROR" {
+			c.t.Fatalf("%s answered by %s", strings.SplitN(frame, "\n", 2)[0], f)
+		}
+		if id, _ := f.get("receipt-id"); f.command == "RECEIPT" && id == receipt {
+			return before
+		}
+		before = append(before, f)
+	}
+}
+
+// make builds one fixture of a <!-- given: --> marker (see TestDocExamplesRun).
+func (f *docFixture) make(t *testing.T, fixture string) {
+	t.Helper()
+	switch fixture {
+	case "connection":
+		c := dialRaw(t, f.b)
+		connected := c.connect()
+		f.connID, _ = connected.get("session")
+		if f.connID == "" {
+			t.Fatalf("CONNECTED without a session id: %s", connected)
+		}
+		c.request("SUBSCRIBE\nid:1\ndestination:/topic/orders\n\n", "sub")
+	case "dead-letter":
+		c := dialRaw(t, f.b)
+		c.connect()
+		c.request("SEND\ndestination:/queue/jobs\n\njob-1", "s1")
+		early := c.request("SUBSCRIBE\nid:1\ndestination:/queue/jobs\nack:client-individual\nprefetch-count:1\n\n", "sub")
+		// max-deliveries (default 10) deliveries, each NACKed: then it is dead-lettered.
+		for i := 1; i <= 10; i++ {
+			var m *rawFrame
+			if len(early) > 0 {
+				m, early = early[0], early[1:]
+			} else {
+				var err error
+				m, err = c.readFrame(10 * time.Second)
+				requireNoError(t, err, "delivery %d of job-1", i)
+			}
+			ack, _ := m.get("ack")
+			if m.command != "MESSAGE" || ack == "" {
+				t.Fatalf("delivery %d of job-1: %s", i, m)
+			}
+			early = append(early, c.request("NACK\nid:"+ack+"\n\n", fmt.Sprintf("n%d", i))...)
+		}
+		c.request("UNSUBSCRIBE\nid:1\n\n", "unsub")
+		c.request("SEND\ndestination:/queue/jobs\n\njob-2", "s2")
+		c.request("DISCONNECT\n\n", "bye")
+		eventuallyQueue(t, f.b, "/queue/DLQ/jobs", "job-1 dead-lettered", func(q queueStat) bool { return q.Size == 1 })
+	case "durables":
+		c := dialRaw(t, f.b)
+		c.connect("client-id:app-1")
+		c.request("SEND\ndestination:/events-store/orders\n\norder-1", "s1")
+		c.request("SUBSCRIBE\nid:1\ndestination:/events-store/orders\ndurable-name:billing\nack:client-individual\n\n", "sub1")
+		c.request("SUBSCRIBE\nid:2\ndestination:/topic/orders\ndurable-subscription-name:billing\n\n", "sub2")
+		c.request("DISCONNECT\n\n", "bye")
+	case "stopped":
+		c := dialRaw(t, f.b)
+		c.connect()
+		c.request("SEND\ndestination:/queue/jobs\n\nhello", "s1")
+		c.request("DISCONNECT\n\n", "bye")
+		f.node.stop()
+	default:
+		t.Fatalf("unknown fixture %q", fixture)
+	}
+}
