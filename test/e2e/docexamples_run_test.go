@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/titan-broker/titan/internal/auth"
+	"github.com/titan-broker/titan/internal/dest"
 	"github.com/titan-broker/titan/internal/testport"
 )
 
@@ -148,6 +150,14 @@ func shCommands(b docBlock) []shCmd {
 	lines := strings.Split(strings.TrimSuffix(b.text, "\n"), "\n")
 	for i := 0; i < len(lines); i++ {
 		l := lines[i]
+		if b.lang == "console" {
+			// A console block is a transcript: commands after a "$ " prompt, the rest output.
+			if !strings.HasPrefix(l, "$ ") {
+				continue
+			}
+			l = strings.TrimPrefix(l, "$ ")
+			lines[i] = l
+		}
 		if t := strings.TrimSpace(l); t == "" || strings.HasPrefix(t, "#") {
 			continue
 		}
@@ -227,7 +237,7 @@ func runDocBlock(t *testing.T, name string, b docBlock, plan docPlan) {
 	var cmds []shCmd
 	serves := false
 	if b.lang != "python" {
-		for _, c := range shCommands(docBlock{text: text, line: b.line}) {
+		for _, c := range shCommands(docBlock{text: text, line: b.line, lang: b.lang}) {
 			f, _ := cmdFields(c.text)
 			skip := false
 			for prefix, why := range plan.skipCmds {
@@ -335,6 +345,65 @@ func runDocBlock(t *testing.T, name string, b docBlock, plan docPlan) {
 		t.Fatalf("%s: a titan process reported a data race:\n%s", name, output)
 	}
 	t.Logf("%s ran in %v\n--- output:\n%s", name, time.Since(start).Round(time.Millisecond), output)
+	if users := filepath.Join(dir, "users.yml"); b.lang != "python" {
+		if _, err := os.Stat(users); err == nil {
+			sameGrantsAsDocument(t, name, b, users)
+		}
+	}
+}
+
+// sameGrantsAsDocument checks a users file a block wrote against the document's hand-written
+// users file (the next yaml block with top key users: after the block): every user both
+// name has the same permissions on every probed destination. The README says the two give
+// the same permissions; this holds it to that.
+func sameGrantsAsDocument(t *testing.T, name string, b docBlock, written string) {
+	t.Helper()
+	var hand *docBlock
+	for _, o := range docBlocks(t) {
+		if o.file == b.file && o.line > b.line && o.lang == "yaml" && strings.Contains("\n"+o.text, "\nusers:") {
+			hand = &o
+			break
+		}
+	}
+	if hand == nil {
+		t.Fatalf("%s wrote users.yml, but no hand-written users file (a yaml block with users:) follows it in %s", name, b.file)
+	}
+	handPath := filepath.Join(t.TempDir(), "users.yml")
+	requireNoError(t, os.WriteFile(handPath, []byte(hand.text), 0o600))
+	want, err := auth.New(auth.Options{Path: handPath})
+	requireNoError(t, err, "loading the users file of %s:%d", hand.file, hand.line)
+	got, err := auth.New(auth.Options{Path: written})
+	requireNoError(t, err, "loading the users file %s wrote", name)
+	users := []string{}
+	for _, l := range strings.Split(hand.text, "\n") {
+		if m := regexp.MustCompile(`^  ([a-z][a-z0-9-]*):`).FindStringSubmatch(l); m != nil {
+			users = append(users, m[1])
+		}
+	}
+	if len(users) == 0 {
+		t.Fatalf("no user in the users file of %s:%d", hand.file, hand.line)
+	}
+	probes, granted := 0, 0
+	for _, u := range users {
+		for _, group := range []string{"default", "billing", "other"} {
+			for p := dest.PatternEvents; p <= dest.MaxPattern; p++ {
+				for _, ch := range []string{"orders", "orders.eu", "prices", "prices.gold", "jobs", "x.y"} {
+					probes++
+					if want.Allowed(u, group, p, ch) != 0 {
+						granted++
+					}
+					if g, w := got.Allowed(u, group, p, ch), want.Allowed(u, group, p, ch); g != w {
+						t.Errorf("%s wrote users.yml granting %s on %s@%v/%s %v; the hand-written file (%s:%d) grants %v",
+							name, u, group, p, ch, g, hand.file, hand.line, w)
+					}
+				}
+			}
+		}
+	}
+	if granted == 0 {
+		t.Fatalf("the hand-written users file (%s:%d) grants nothing on the probes", hand.file, hand.line)
+	}
+	t.Logf("%s: users.yml grants %v what %s:%d grants (%d probes, %d with permissions)", name, users, hand.file, hand.line, probes, granted)
 }
 
 // docEnv is the environment of a block: the test's, without TITAN_* variables, with bin

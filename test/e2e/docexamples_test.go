@@ -4,7 +4,9 @@ import (
 	"bufio"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -119,12 +121,14 @@ func TestDocExamplesConfig(t *testing.T) {
 		requireNoError(t, yaml.Unmarshal([]byte(b.text), &top), "%s: not YAML", name)
 		if _, ok := top["users"]; ok {
 			// A users file: loaded and validated as the broker loads it (auth.Parse, then
-			// Validate), as written — it holds no hashes; `titan user passwd` sets them.
+			// Validate), as written — it holds no hashes; `titan user passwd` sets them, as
+			// the README says: each user with a password set that way then logs in.
 			f, err := auth.Parse([]byte(b.text))
 			if err == nil {
 				err = f.Validate()
 			}
 			requireNoError(t, err, "%s: the users file does not load", name)
+			usersFilePasswd(t, name, b.text)
 			continue
 		}
 		if _, ok := top["titan"]; !ok {
@@ -169,3 +173,38 @@ func needsFiles(doc string) bool {
 // docRoot is the repository root, seen from this package's directory (go test runs a test
 // binary in its package's directory).
 var docRoot = filepath.Join("..", "..")
+
+// usersFilePasswd sets a password with `titan user passwd NAME --users FILE` on a copy of a
+// hand-written users file for its first user without a certificate, and logs in with it:
+// the README's way from a hand-written file to a usable one. One user, because a bcrypt
+// hash costs about a CPU-second in a -race build.
+func usersFilePasswd(t *testing.T, name, doc string) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "users.yml")
+	requireNoError(t, os.WriteFile(path, []byte(doc), 0o600))
+	var users []string
+	for _, l := range strings.Split(doc, "\n") {
+		if m := regexp.MustCompile(`^  ([a-z][a-z0-9-]*):\s*\{(.*)\}`).FindStringSubmatch(l); m != nil && !strings.Contains(m[2], "certificates") {
+			users = append(users, m[1])
+			break
+		}
+	}
+	if len(users) == 0 {
+		t.Fatalf("%s: no user without a certificate in the users file", name)
+	}
+	for _, u := range users {
+		pw := "doc-" + u + "-pw"
+		cmd := exec.Command(titanBin, "user", "passwd", u, "--users", path)
+		cmd.Stdin = strings.NewReader(pw + "\n")
+		cmd.Env = append(os.Environ(), "GORACE="+strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0"))
+		out, err := cmd.CombinedOutput()
+		requireNoError(t, err, "%s: titan user passwd %s --users FILE: %s", name, u, out)
+	}
+	a, err := auth.New(auth.Options{Path: path})
+	requireNoError(t, err, "%s: loading the users file after titan user passwd", name)
+	for _, u := range users {
+		_, err := a.Authenticate(auth.Credentials{Login: u, Passcode: "doc-" + u + "-pw"})
+		requireNoError(t, err, "%s: %s logs in with the password titan user passwd set", name, u)
+	}
+	t.Logf("%s: titan user passwd made %v able to log in", name, users)
+}
