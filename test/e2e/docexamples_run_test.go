@@ -22,8 +22,10 @@ import (
 
 // TestDocExamplesRun runs every fenced code block of README.md and docs/ that a reader would
 // run, as written, against real titan processes: the shell blocks (sh, bash, console, shell)
-// with bash and the python blocks with /usr/bin/python3 (Debian's python3-stomp). yaml blocks
-// are TestDocExamplesConfig's; a text block is a diagram. Any other block, and any block of
+// with bash and the python blocks with /usr/bin/python3 (Debian's python3-stomp); a go block
+// is compiled against this checkout (a complete file as written, a fragment as the body of
+// a function whose parameters its marker names). yaml blocks are TestDocExamplesConfig's; a
+// text block is a diagram. Any other block, and any block of
 // those languages that cannot run here, must carry a marker on the line right above its
 // opening fence; a block that is neither runnable nor marked fails the test.
 //
@@ -31,6 +33,8 @@ import (
 //
 //	<!-- not-run: REASON -->           the block is not run, for REASON (logged)
 //	<!-- not-run "PREFIX": REASON -->  its commands that start with PREFIX are not run
+//	<!-- fragment: PARAMS -->          a go block that is a fragment: compiled as the body of
+//	                                   func(PARAMS) (what the reader's program provides)
 //	<!-- given: FIXTURE, ... -->       the state the block presumes, made by the test first:
 //	    connection   a live STOMP connection, whose session id replaces the README's
 //	                 example id titan-1f2e3d4c5b6a7980
@@ -82,6 +86,13 @@ func TestDocExamplesRun(t *testing.T) {
 			continue // TestDocExamplesConfig loads and serves these
 		case "text":
 			continue // a diagram
+		case "go":
+			ran++
+			t.Run(name, func(t *testing.T) {
+				t.Parallel()
+				compileGoBlock(t, name, b, plan)
+			})
+			continue
 		case "sh", "bash", "console", "shell", "python":
 		default:
 			t.Errorf("%s: a %q block, which this test cannot run: mark it <!-- not-run: REASON --> (see TestDocExamplesRun)", name, b.lang)
@@ -101,6 +112,7 @@ func TestDocExamplesRun(t *testing.T) {
 // docPlan is what a block's markers say.
 type docPlan struct {
 	notRun   string            // the whole block is not run, for this reason
+	fragment *string           // a go fragment's function parameters
 	skipCmds map[string]string // command prefix → why such commands are not run
 	given    []string          // fixtures
 }
@@ -108,6 +120,7 @@ type docPlan struct {
 var (
 	notRunMark = regexp.MustCompile(`^not-run(?: "([^"]+)")?: (\S.*)$`)
 	givenMark  = regexp.MustCompile(`^given: (\S.*)$`)
+	fragMark   = regexp.MustCompile(`^fragment: (\S.*)$`)
 	fixtures   = []string{"connection", "dead-letter", "durables", "stopped"}
 )
 
@@ -132,7 +145,11 @@ func parseDocMarks(marks []string) (docPlan, error) {
 			}
 			continue
 		}
-		return p, fmt.Errorf("comment %q right above a code block is not a marker of TestDocExamplesRun (not-run: REASON, not-run \"PREFIX\": REASON, given: FIXTURE)", m)
+		if g := fragMark.FindStringSubmatch(m); g != nil {
+			p.fragment = &g[1]
+			continue
+		}
+		return p, fmt.Errorf("comment %q right above a code block is not a marker of TestDocExamplesRun (not-run: REASON, not-run \"PREFIX\": REASON, given: FIXTURE, fragment: PARAMS)", m)
 	}
 	return p, nil
 }
@@ -625,4 +642,69 @@ func (f *docFixture) make(t *testing.T, fixture string) {
 	default:
 		t.Fatalf("unknown fixture %q", fixture)
 	}
+}
+
+// goImports are the packages a go block may use without importing them (a fragment has no
+// import block): the test imports those it names.
+var goImports = map[string]string{
+	"context": "context", "tls": "crypto/tls", "x509": "crypto/x509", "errors": "errors",
+	"fmt": "fmt", "log": "log", "os": "os", "time": "time",
+	"client": "github.com/titan-broker/titan/client",
+}
+
+// compileGoBlock compiles a go block against this checkout with `go build -overlay`: a
+// complete file as written; a fragment (<!-- fragment: PARAMS -->) as the body of
+// func(PARAMS), with the packages it names imported and the variables it declares used.
+// The package is virtual (an overlay file in a directory that does not exist), so the
+// source tree is not written.
+func compileGoBlock(t *testing.T, name string, b docBlock, plan docPlan) {
+	src := b.text
+	if !strings.HasPrefix(src, "package ") {
+		if plan.fragment == nil {
+			t.Fatalf("%s: a go block that is not a complete file needs <!-- fragment: PARAMS --> (see TestDocExamplesRun)", name)
+		}
+		var imports []string
+		for q, path := range goImports {
+			if regexp.MustCompile(`\b` + q + `\.`).MatchString(src + *plan.fragment) {
+				imports = append(imports, strconv.Quote(path))
+			}
+		}
+		slices.Sort(imports)
+		var declared []string
+		for _, m := range regexp.MustCompile(`(?m)^([a-z]\w*(?:, [a-z]\w*)*) :=`).FindAllStringSubmatch(src, -1) {
+			for _, v := range strings.Split(m[1], ", ") {
+				if v != "_" && !slices.Contains(declared, v) {
+					declared = append(declared, v)
+				}
+			}
+		}
+		use := ""
+		if len(declared) > 0 {
+			use = strings.TrimSuffix(strings.Repeat("_, ", len(declared)), ", ") + " = " + strings.Join(declared, ", ") + "\n"
+		}
+		src = fmt.Sprintf("package docgo\n\nimport (\n%s\n)\n\nfunc example(%s) {\n%s%s}\n",
+			strings.Join(imports, "\n"), *plan.fragment, src, use)
+	}
+	root, err := filepath.Abs(docRoot)
+	requireNoError(t, err)
+	virtual := filepath.Join(root, "test", "e2e", fmt.Sprintf("docgo%d", b.line), "example.go")
+	if _, err := os.Stat(filepath.Dir(virtual)); err == nil {
+		t.Fatalf("%s exists; the go block's virtual package must not", filepath.Dir(virtual))
+	}
+	tmp := t.TempDir()
+	file := filepath.Join(tmp, "example.go")
+	requireNoError(t, os.WriteFile(file, []byte(src), 0o644))
+	overlay := filepath.Join(tmp, "overlay.json")
+	requireNoError(t, os.WriteFile(overlay, []byte(fmt.Sprintf(`{"Replace": {%q: %q}}`, virtual, file)), 0o644))
+	args := []string{"build", "-o", os.DevNull, "-overlay", overlay}
+	if raceEnabled {
+		args = append(args, "-race") // shares TestMain's build cache
+	}
+	cmd := exec.Command("go", append(args, "./"+filepath.ToSlash(filepath.Join("test", "e2e", filepath.Base(filepath.Dir(virtual)))))...)
+	cmd.Dir = root
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%s does not compile: %v\n%s\n--- as compiled:\n%s", name, err, out, src)
+	}
+	t.Logf("%s compiles against this checkout", name)
 }
