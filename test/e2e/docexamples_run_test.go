@@ -332,10 +332,13 @@ func runDocBlock(t *testing.T, name string, b docBlock, plan docPlan) {
 		env = append(env, "DOC_LOGS="+logs)
 		cmd = exec.CommandContext(ctx, "bash", "-c", shScript(cmds, rewrite))
 		t.Cleanup(func() {
-			if t.Failed() {
-				ents, _ := os.ReadDir(logs)
-				for _, e := range ents {
-					data, _ := os.ReadFile(filepath.Join(logs, e.Name()))
+			ents, _ := os.ReadDir(logs)
+			for _, e := range ents {
+				data, _ := os.ReadFile(filepath.Join(logs, e.Name()))
+				if bytes.Contains(data, []byte("WARNING: DATA RACE")) {
+					t.Errorf("%s: the background command of %s reported a data race", name, e.Name())
+				}
+				if t.Failed() {
 					t.Logf("%s:\n%s", e.Name(), data)
 				}
 			}
