@@ -22,7 +22,8 @@ import (
 
 // TestDocExamplesRun runs every fenced code block of README.md and docs/ that a reader would
 // run, as written, against real titan processes: the shell blocks (sh, bash, console, shell)
-// with bash and the python blocks with /usr/bin/python3 (Debian's python3-stomp); a go block
+// with bash, the python blocks with /usr/bin/python3 (Debian's python3-stomp) and the js
+// blocks with node as ES modules (npm's stompjs of test/e2e/clients/node_modules); a go block
 // is compiled against this checkout (a complete file as written, a fragment as the body of
 // a function whose parameters its marker names). yaml blocks are TestDocExamplesConfig's; a
 // text block is a diagram. Any other block, and any block of
@@ -93,7 +94,7 @@ func TestDocExamplesRun(t *testing.T) {
 				compileGoBlock(t, name, b, plan)
 			})
 			continue
-		case "sh", "bash", "console", "shell", "python":
+		case "sh", "bash", "console", "shell", "python", "js":
 		default:
 			t.Errorf("%s: a %q block, which this test cannot run: mark it <!-- not-run: REASON --> (see TestDocExamplesRun)", name, b.lang)
 			continue
@@ -253,7 +254,7 @@ func runDocBlock(t *testing.T, name string, b docBlock, plan docPlan) {
 	text := strings.ReplaceAll(b.text, "go run ./cmd/titan", "titan")
 	var cmds []shCmd
 	serves := false
-	if b.lang != "python" {
+	if b.lang != "python" && b.lang != "js" {
 		for _, c := range shCommands(docBlock{text: text, line: b.line, lang: b.lang}) {
 			f, _ := cmdFields(c.text)
 			skip := false
@@ -320,14 +321,26 @@ func runDocBlock(t *testing.T, name string, b docBlock, plan docPlan) {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	var cmd *exec.Cmd
-	if b.lang == "python" {
+	switch b.lang {
+	case "python":
 		if pythonErr != nil {
 			t.Fatalf("%s: %v; %s", name, pythonErr, installHint)
 		}
 		script := filepath.Join(dir, "example.py")
 		requireNoError(t, os.WriteFile(script, []byte(rewrite(text)), 0o644))
 		cmd = exec.CommandContext(ctx, systemPython, script)
-	} else {
+	case "js":
+		if nodeErr != nil {
+			t.Fatalf("%s: %v; %s", name, nodeErr, installHint)
+		}
+		// The packages the reader installs with npm: the harness's installed clients.
+		modules, err := filepath.Abs(filepath.Join("clients", "node_modules"))
+		requireNoError(t, err)
+		requireNoError(t, os.Symlink(modules, filepath.Join(dir, "node_modules")))
+		script := filepath.Join(dir, "example.mjs")
+		requireNoError(t, os.WriteFile(script, []byte(rewrite(text)), 0o644))
+		cmd = exec.CommandContext(ctx, "node", script)
+	default:
 		logs := t.TempDir()
 		env = append(env, "DOC_LOGS="+logs)
 		cmd = exec.CommandContext(ctx, "bash", "-c", shScript(cmds, rewrite))
@@ -365,7 +378,7 @@ func runDocBlock(t *testing.T, name string, b docBlock, plan docPlan) {
 		t.Fatalf("%s: a titan process reported a data race:\n%s", name, output)
 	}
 	t.Logf("%s ran in %v\n--- output:\n%s", name, time.Since(start).Round(time.Millisecond), output)
-	if users := filepath.Join(dir, "users.yml"); b.lang != "python" {
+	if users := filepath.Join(dir, "users.yml"); b.lang != "python" && b.lang != "js" {
 		if _, err := os.Stat(users); err == nil {
 			sameGrantsAsDocument(t, name, b, users)
 		}
