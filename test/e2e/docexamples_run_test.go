@@ -21,14 +21,16 @@ import (
 )
 
 // TestDocExamplesRun runs every fenced code block of README.md and docs/ that a reader would
-// run, as written, against real titan processes: the shell blocks (sh, bash, console, shell)
-// with bash, the python blocks with /usr/bin/python3 (Debian's python3-stomp) and the js
-// blocks with node as ES modules (npm's stompjs of test/e2e/clients/node_modules); a go block
-// is compiled against this checkout (a complete file as written, a fragment as the body of
-// a function whose parameters its marker names). yaml blocks are TestDocExamplesConfig's; a
-// text block is a diagram. Any other block, and any block of
-// those languages that cannot run here, must carry a marker on the line right above its
-// opening fence; a block that is neither runnable nor marked fails the test.
+// run, as written, against real titan processes (issue #31): shell blocks (sh, bash, shell;
+// console: its "$ " lines) with bash, python blocks with /usr/bin/python3 (Debian's
+// python3-stomp), js blocks with node as ES modules (npm's stompjs, from
+// test/e2e/clients/node_modules). A go block is compiled against this checkout: a complete
+// file as written, a fragment as the body of a function whose parameters its marker names.
+// yaml blocks are TestDocExamplesConfig's; a text block is a diagram. Any other block, and
+// any block that cannot run here, must carry a marker on the line right above its opening
+// fence: a block that is neither runnable nor marked fails the test. A users.yml that a
+// shell block leaves in its directory must grant what the document's hand-written users
+// file (the next yaml block with users:) grants, as the README says.
 //
 // Markers (HTML comments, so the rendered document does not show them):
 //
@@ -309,7 +311,9 @@ func runDocBlock(t *testing.T, name string, b docBlock, plan docPlan) {
 
 	// `titan` on PATH is the harness's binary, whatever its file name (TITAN_E2E_BINARY).
 	bin := t.TempDir()
-	requireNoError(t, os.Symlink(titanBin, filepath.Join(bin, "titan")))
+	titanAbs, err := filepath.Abs(titanBin)
+	requireNoError(t, err)
+	requireNoError(t, os.Symlink(titanAbs, filepath.Join(bin, "titan")))
 	env := docEnv(text, bin)
 	env = append(env,
 		"TITAN_HOST=127.0.0.1",
@@ -518,7 +522,7 @@ func shScript(cmds []shCmd, rewrite func(string) string) string {
 	var sb strings.Builder
 	sb.WriteString(shPrelude)
 	waiting := false
-	for i, c := range cmds {
+	for _, c := range cmds {
 		text := rewrite(c.text)
 		f, bg := cmdFields(text)
 		kind := cmdKind(f)
@@ -535,17 +539,15 @@ func shScript(cmds []shCmd, rewrite func(string) string) string {
 			sb.WriteString(text + "\n")
 			continue
 		}
+		// The trailing comment goes (the output is redirected after the command); a " #"
+		// inside quotes would be cut too, which no documented long-running command has.
 		if i := strings.Index(text, " #"); i >= 0 && !strings.Contains(text[i:], "\n") {
 			text = text[:i]
 		}
 		text = strings.TrimSuffix(strings.TrimRight(text, " "), "&")
-		logName := fmt.Sprintf("line%d-%s", c.line, f[0])
-		if len(f) > 1 {
-			logName = fmt.Sprintf("line%d-%s-%s", c.line, f[0], kind)
-		}
+		logName := fmt.Sprintf("line%d-titan-%s", c.line, kind)
 		fmt.Fprintf(&sb, "%s >\"$DOC_LOGS/%s.log\" 2>&1 </dev/null &\n__bg $! %s %s\n", text, logName, logName, kind)
 		waiting = waiting || kind == "serve"
-		_ = i
 	}
 	if waiting {
 		sb.WriteString("__ready\n")
