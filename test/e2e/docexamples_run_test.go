@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -72,6 +73,11 @@ import (
 // the block's output. Blocks run in parallel, each with its own directory and broker.
 func TestDocExamplesRun(t *testing.T) {
 	t.Parallel()
+	// The blocks run at once, each in its own goroutine: they mostly wait for the processes
+	// they start, and t.Parallel would run only -parallel (GOMAXPROCS) of them at a time.
+	var runs []func()
+	var wg sync.WaitGroup
+	defer wg.Wait()
 	ran := 0
 	for _, b := range docBlocks(t) {
 		name := fmt.Sprintf("%s:%d", b.file, b.line)
@@ -91,10 +97,7 @@ func TestDocExamplesRun(t *testing.T) {
 			continue // a diagram
 		case "go":
 			ran++
-			t.Run(name, func(t *testing.T) {
-				t.Parallel()
-				compileGoBlock(t, name, b, plan)
-			})
+			runs = append(runs, func() { t.Run(name, func(t *testing.T) { compileGoBlock(t, name, b, plan) }) })
 			continue
 		case "sh", "bash", "console", "shell", "python", "js":
 		default:
@@ -102,13 +105,17 @@ func TestDocExamplesRun(t *testing.T) {
 			continue
 		}
 		ran++
-		t.Run(name, func(t *testing.T) {
-			t.Parallel()
-			runDocBlock(t, name, b, plan)
-		})
+		runs = append(runs, func() { t.Run(name, func(t *testing.T) { runDocBlock(t, name, b, plan) }) })
 	}
 	if ran == 0 {
 		t.Fatal("no runnable example found in README.md or docs/")
+	}
+	for _, run := range runs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			run()
+		}()
 	}
 }
 
