@@ -551,7 +551,7 @@ func shScript(cmds []shCmd, rewrite func(string) string) string {
 		if i := strings.Index(text, " #"); i >= 0 && !strings.Contains(text[i:], "\n") {
 			text = text[:i]
 		}
-		text = strings.TrimSuffix(strings.TrimRight(text, " "), "&")
+		text = strings.TrimRight(strings.TrimSuffix(strings.TrimRight(text, " "), "&"), " ")
 		logName := fmt.Sprintf("line%d-titan-%s", c.line, kind)
 		fmt.Fprintf(&sb, "%s >\"$DOC_LOGS/%s.log\" 2>&1 </dev/null &\n__bg $! %s %s\n", text, logName, logName, kind)
 		waiting = waiting || kind == "serve"
