@@ -106,9 +106,12 @@ func servable(t *testing.T, doc string) string {
 // titan-env.yml (top key titan:) is loaded by the config loader as written (config.Parse
 // and Validate, the path `titan serve --config` takes) and then served by a real titan with
 // its ports and data directory rewritten (servable), and a STOMP client connects. A block
-// that needs files the example cannot hold (TLS certificates, a users file) or other nodes
-// (a cluster) is loaded and validated, not served; the list below says which and why. A
-// users file block (top key users:) is loaded and validated as the broker loads one.
+// that names files the example cannot hold (TLS certificates, a users file) is served with
+// files the test makes, and each of its servers and its monitor is checked
+// (serveWithFiles). A cluster node needs its peers: it is loaded and validated, not served
+// (the Running a cluster shell block runs three nodes). A users file block (top key
+// users:) is loaded and validated as the broker loads one, and `titan user passwd` makes
+// it usable (usersFilePasswd).
 func TestDocExamplesConfig(t *testing.T) {
 	t.Parallel()
 	n := 0
@@ -147,10 +150,10 @@ func TestDocExamplesConfig(t *testing.T) {
 			}
 			switch {
 			case needsFiles(b.text):
-				t.Logf("%s: loaded; not served: it names TLS certificate or users files the example does not hold", name)
+				serveWithFiles(t, name, b)
 				return
 			case strings.Contains(b.text, "\n  cluster:"):
-				t.Logf("%s: loaded and validated; not served: a cluster node needs its peers (test/e2e/cluster_test.go serves clusters)", name)
+				t.Logf("%s: loaded and validated; not served: a cluster node needs its peers (the one-machine cluster block of TestDocExamplesRun runs three)", name)
 				return
 			}
 			br := startBroker(t, servable(t, b.text))
@@ -177,8 +180,9 @@ var docRoot = filepath.Join("..", "..")
 // usersFilePasswd sets a password with `titan user passwd NAME --users FILE` on a copy of a
 // hand-written users file for its first user without a certificate, and logs in with it:
 // the README's way from a hand-written file to a usable one. One user, because a bcrypt
-// hash costs about a CPU-second in a -race build.
-func usersFilePasswd(t *testing.T, name, doc string) {
+// hash costs about a CPU-second in a -race build. It returns that user (with the file) and
+// the password.
+func usersFilePasswd(t *testing.T, name, doc string) (docUser, string) {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "users.yml")
 	requireNoError(t, os.WriteFile(path, []byte(doc), 0o600))
@@ -207,4 +211,5 @@ func usersFilePasswd(t *testing.T, name, doc string) {
 		requireNoError(t, err, "%s: %s logs in with the password titan user passwd set", name, u)
 	}
 	t.Logf("%s: titan user passwd made %v able to log in", name, users)
+	return docUser{name: users[0], path: path}, "doc-" + users[0] + "-pw"
 }
