@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 
 	"go.yaml.in/yaml/v3"
@@ -181,9 +182,19 @@ var docRoot = filepath.Join("..", "..")
 // hand-written users file for its first user without a certificate, and logs in with it:
 // the README's way from a hand-written file to a usable one. One user, because a bcrypt
 // hash costs about a CPU-second in a -race build. It returns that user (with the file) and
-// the password.
+// the password; a second call for the same document returns the first's (the file is read
+// only), so the users block's check and serveWithFiles pay once.
 func usersFilePasswd(t *testing.T, name, doc string) (docUser, string) {
 	t.Helper()
+	passwdMu.Lock()
+	defer passwdMu.Unlock()
+	if r, ok := passwdDone[doc]; ok {
+		if r.u.name == "" {
+			t.Fatalf("%s: titan user passwd failed on this users file (see the first check's failure)", name)
+		}
+		return r.u, r.pw
+	}
+	passwdDone[doc] = passwdResult{} // a failure below leaves this: callers after it fail too
 	path := filepath.Join(t.TempDir(), "users.yml")
 	requireNoError(t, os.WriteFile(path, []byte(doc), 0o600))
 	var users []string
@@ -211,5 +222,18 @@ func usersFilePasswd(t *testing.T, name, doc string) (docUser, string) {
 		requireNoError(t, err, "%s: %s logs in with the password titan user passwd set", name, u)
 	}
 	t.Logf("%s: titan user passwd made %v able to log in", name, users)
-	return docUser{name: users[0], path: path}, "doc-" + users[0] + "-pw"
+	r := passwdResult{docUser{name: users[0], path: path}, "doc-" + users[0] + "-pw"}
+	passwdDone[doc] = r
+	return r.u, r.pw
 }
+
+// passwdResult is what usersFilePasswd made of one document.
+type passwdResult struct {
+	u  docUser
+	pw string
+}
+
+var (
+	passwdMu   sync.Mutex
+	passwdDone = map[string]passwdResult{}
+)
