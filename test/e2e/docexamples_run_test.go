@@ -61,9 +61,9 @@ import (
 //     A block that starts servers gets fresh ports and no test broker.
 //   - Long-running commands run in the background: `titan serve` (and the test waits for its
 //     ready line before the next command, as the README asks), `titan subscribe` without
-//     --count or --wait, and the dashboard (`titan` without --once). At the block's end each
-//     must still be running (no failure, no "unavailable" monitor), and is stopped with
-//     SIGTERM; a server must then exit 0.
+//     --count or --wait, and the dashboard (`titan` without --once). At the block's end, and
+//     at least a second after it started, each must still be running (no failure, no
+//     "unavailable" monitor); then it is stopped with SIGTERM, and a server must exit 0.
 //   - What a reader types: a variable the block reads but never assigns ($ORDERS_PW) is set
 //     to a generated secret, and stdin holds password lines, one for each prompt.
 //   - bash runs with `set -eo pipefail`: every command must succeed; curl runs with
@@ -480,10 +480,10 @@ func docEnv(text, bin string) []string {
 // error, and the bookkeeping of background commands (bg, ready, the EXIT trap that checks
 // and stops them).
 const shPrelude = `set -eo pipefail
-__line=0; __ok=0; __pids=(); __names=(); __kinds=(); __lines=()
+__line=0; __ok=0; __pids=(); __names=(); __kinds=(); __lines=(); __starts=()
 trap 'echo "doc-test: the command at line $__line failed (exit $?): $BASH_COMMAND"' ERR
 curl() { command curl --silent --show-error --fail-with-body "$@"; }
-__bg() { __pids+=("$1"); __names+=("$2"); __kinds+=("$3"); __lines+=("$__line"); }
+__bg() { __pids+=("$1"); __names+=("$2"); __kinds+=("$3"); __lines+=("$__line"); __starts+=("${EPOCHREALTIME/./}"); }
 __ready() {
   local i n=${#__pids[@]} k
   for ((k = 0; k < n; k++)); do
@@ -500,8 +500,14 @@ __ready() {
   done
 }
 __end() {
-  local rc=$? k st fail=0
+  local rc=$? k st fail=0 wait_us=0 age
   trap - ERR
+  # A long-running command gets a second to fail (a bad flag, no broker) before it is judged.
+  for ((k = 0; k < ${#__pids[@]}; k++)); do
+    age=$((${EPOCHREALTIME/./} - __starts[k]))
+    if ((1000000 - age > wait_us)); then wait_us=$((1000000 - age)); fi
+  done
+  if ((__ok && wait_us > 0)); then sleep "$((wait_us / 1000000)).$(printf %06d $((wait_us % 1000000)))"; fi
   for ((k = 0; k < ${#__pids[@]}; k++)); do
     if ((__ok)); then
       if ! kill -0 "${__pids[k]}" 2>/dev/null; then
