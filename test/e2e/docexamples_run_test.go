@@ -66,7 +66,7 @@ import (
 //     "unavailable" monitor); then it is stopped with SIGTERM, and a server must exit 0.
 //   - What a reader types: a variable the block reads but never assigns ($ORDERS_PW) is set
 //     to a generated secret, and stdin holds password lines, one for each prompt.
-//   - bash runs with `set -eo pipefail`: every command must succeed; curl runs with
+//   - bash runs with `set -Eeo pipefail`: every command must succeed; curl runs with
 //     --fail-with-body, so an HTTP error answer fails the block too.
 //
 // A failing block fails the test with its file:line, the line of the failing command and
@@ -479,7 +479,7 @@ func docEnv(text, bin string) []string {
 // shPrelude runs before a shell block's commands: strict mode, curl that fails on an HTTP
 // error, and the bookkeeping of background commands (bg, ready, the EXIT trap that checks
 // and stops them).
-const shPrelude = `set -eo pipefail
+const shPrelude = `set -Eeo pipefail
 __line=0; __ok=0; __pids=(); __names=(); __kinds=(); __lines=(); __starts=()
 trap 'echo "doc-test: the command at line $__line failed (exit $?): $BASH_COMMAND"' ERR
 curl() { command curl --silent --show-error --fail-with-body "$@"; }
