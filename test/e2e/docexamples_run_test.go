@@ -258,19 +258,21 @@ var docPorts = regexp.MustCompile(`\b(6161[3-9]|777[7-9]|622[2-4])\b`)
 // exampleConnID is the connection id the README's examples use.
 const exampleConnID = "titan-1f2e3d4c5b6a7980"
 
+// runDocBlock runs one shell, python or js block as TestDocExamplesRun describes.
 func runDocBlock(t *testing.T, name string, b docBlock, plan docPlan) {
 	dir := t.TempDir()
 	text := strings.ReplaceAll(b.text, "go run ./cmd/titan", "titan")
 	var cmds []shCmd
 	serves := false
 	if b.lang != "python" && b.lang != "js" {
+		used := map[string]bool{}
 		for _, c := range shCommands(docBlock{text: text, line: b.line, lang: b.lang}) {
 			f, _ := cmdFields(c.text)
 			skip := false
 			for prefix, why := range plan.skipCmds {
 				if strings.HasPrefix(strings.TrimSpace(c.text), prefix) {
 					t.Logf("%s:%d: not run: %s", b.file, c.line, why)
-					skip = true
+					skip, used[prefix] = true, true
 				}
 			}
 			if skip {
@@ -279,6 +281,13 @@ func runDocBlock(t *testing.T, name string, b docBlock, plan docPlan) {
 			serves = serves || cmdKind(f) == "serve"
 			cmds = append(cmds, c)
 		}
+		for prefix := range plan.skipCmds {
+			if !used[prefix] {
+				t.Errorf("%s: marker not-run %q matches no command of the block (a stale marker)", name, prefix)
+			}
+		}
+	} else if len(plan.skipCmds) > 0 {
+		t.Errorf("%s: not-run \"PREFIX\" markers apply to shell blocks only", name)
 	}
 
 	// Ports: the test broker's, or fresh ones for a block that starts its own servers.
