@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"io"
@@ -373,11 +372,31 @@ func readPassword(cmd *cobra.Command, prompt string) ([]byte, error) {
 		}
 		return checkPassword(pw)
 	}
-	line, err := bufio.NewReader(io.LimitReader(in, 4096)).ReadString('\n')
+	line, err := readLine(io.LimitReader(in, 4096))
 	if err != nil && !errors.Is(err, io.EOF) {
 		return nil, fmt.Errorf("reading the password from stdin: %w", err)
 	}
 	return checkPassword([]byte(strings.TrimRight(line, "\r\n")))
+}
+
+// readLine reads one line from r, a byte at a time, and leaves the rest of r unread: a
+// script that pipes one password per line to several commands gives each its own line, as
+// the shell's read does (a buffered reader would swallow the next command's line).
+func readLine(r io.Reader) (string, error) {
+	var line []byte
+	var c [1]byte
+	for {
+		n, err := r.Read(c[:])
+		if n == 1 {
+			if c[0] == '\n' {
+				return string(line), nil
+			}
+			line = append(line, c[0])
+		}
+		if err != nil {
+			return string(line), err
+		}
+	}
 }
 
 func checkPassword(pw []byte) ([]byte, error) {

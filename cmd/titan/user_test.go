@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -124,5 +125,29 @@ func TestUserGrantRevokeAndRole(t *testing.T) {
 		if got := a.Allowed(c.user, "default", c.pattern, c.channel); got != c.want {
 			t.Errorf("%s on %s %s: %v, want %v", c.user, c.pattern, c.channel, got, c.want)
 		}
+	}
+}
+
+// A script that pipes one password per line to several commands gives each command its own
+// line (as the shell's read does): a prompt reads one line from stdin and leaves the rest.
+func TestUserPasswordOneLinePerCommand(t *testing.T) {
+	t.Setenv(usersEnv, "")
+	path := filepath.Join(t.TempDir(), "users.yml")
+	stdin := strings.NewReader("first-pw\nsecond-pw\n")
+	for _, name := range []string{"alice", "bob"} {
+		root := newRootCmd()
+		root.SetArgs([]string{"user", "add", name, "--users", path})
+		root.SetIn(stdin)
+		root.SetOut(io.Discard)
+		root.SetErr(io.Discard)
+		if err := root.Execute(); err != nil {
+			t.Fatalf("user add %s: %v", name, err)
+		}
+	}
+	if err := login(t, path, "alice", "first-pw"); err != nil {
+		t.Fatalf("alice with the first line: %v", err)
+	}
+	if err := login(t, path, "bob", "second-pw"); err != nil {
+		t.Fatalf("bob with the second line: %v", err)
 	}
 }
