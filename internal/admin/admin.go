@@ -92,6 +92,9 @@ type Options struct {
 	ClusterQueues ClusterQueues
 	// Logger receives request failures (5xx); nil discards them.
 	Logger *slog.Logger
+	// History, when set, is the broker's recent rates served on PathHistory (the broker
+	// samples it); nil: PathHistory answers with no samples.
+	History *History
 }
 
 // DefaultMaxBodyBytes is Options.MaxBodyBytes' default: 16 MiB.
