@@ -1,0 +1,299 @@
+package e2e
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/network"
+	"github.com/chromedp/chromedp"
+
+	"github.com/titan-broker/titan/client"
+)
+
+// The console with history, server-side paging and a destination page (issue 31), in
+// headless Chromium at 1280 px against a real titan: the rates chart opens with samples taken
+// before the page was opened, the destinations table pages through the API and filters, and
+// a destination's page shows its state, rates, consumers and messages and acts on it.
+// Screenshots go to the test's temporary directory and are copied to /tmp/h31c-shots/.
+
+// consoleShotsDir is where the screenshots are copied for people to look at.
+const consoleShotsDir = "/tmp/h31c-shots"
+
+// consoleBroker starts titan with the monitor token and the history sampled every
+// historyMs, plus extra under titan:.
+func consoleBroker(t testing.TB, historyMs int, extra string) *broker {
+	t.Helper()
+	return startBroker(t, strings.Replace(yamlConfigWith("", extra),
+		"monitor: {host: 127.0.0.1, port: 0}",
+		"monitor: {host: 127.0.0.1, port: 0, token: "+consoleToken+", history-interval-ms: "+strconv.Itoa(historyMs)+"}", 1))
+}
+
+// openConsole starts a headless Chromium 1280 px wide that sends the monitor's credentials
+// and opens the console of b. The returned context drives the page.
+func openConsole(t testing.TB, b *broker) context.Context {
+	t.Helper()
+	chromium, err := exec.LookPath("chromium")
+	if err != nil {
+		t.Fatal("chromium is not installed (Debian package chromium; scripts/test installs it)")
+	}
+	allocOpts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(chromium), chromedp.NoSandbox,
+		chromedp.WindowSize(1280, 1000), chromedp.Flag("disable-dev-shm-usage", true))
+	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), allocOpts...)
+	t.Cleanup(cancelAlloc)
+	ctx, cancelCtx := chromedp.NewContext(actx)
+	t.Cleanup(cancelCtx)
+	basic := "Basic " + base64.StdEncoding.EncodeToString([]byte("operator:"+consoleToken))
+	err = chromedp.Do(ctx, chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+		if _, err := cdp.Call(ctx, tg, network.Enable, network.EnableParams{}); err != nil {
+			return err
+		}
+		_, err := cdp.Call(ctx, tg, network.SetExtraHTTPHeaders, network.SetExtraHTTPHeadersParams{Headers: network.Headers{"Authorization": basic}})
+		return err
+	}), chromedp.Navigate(monitorURL(b)+"/"), chromedp.WaitVisible(chromedp.ID("rates")))
+	requireNoError(t, err, "loading the console in chromium")
+	return ctx
+}
+
+// consoleShot saves a full-page screenshot as name under dir and copies it to
+// consoleShotsDir.
+func consoleShot(t testing.TB, ctx context.Context, dir, name string) {
+	t.Helper()
+	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+	requireNoError(t, err, "screenshot %s", name)
+	if len(png) < 10000 {
+		t.Fatalf("screenshot %s is only %d bytes", name, len(png))
+	}
+	requireNoError(t, os.WriteFile(filepath.Join(dir, name), png, 0o644))
+	requireNoError(t, os.MkdirAll(consoleShotsDir, 0o755))
+	requireNoError(t, os.WriteFile(filepath.Join(consoleShotsDir, name), png, 0o644))
+}
+
+// consoleState is window.titanConsole.
+type consoleState struct {
+	Samples     int
+	Oldest      float64
+	Opened      float64
+	Rates       struct{ Published, Delivered, Acknowledged float64 }
+	DestsLoadMs float64
+	DestsShown  int
+	DestsTotal  int
+	DestSamples int
+}
+
+// tokenGet GETs path?query from b's monitor with the token into out.
+func tokenGet(t testing.TB, b *broker, path string, query url.Values, out any) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, monitorURL(b)+path+"?"+query.Encode(), nil)
+	requireNoError(t, err)
+	req.Header.Set("Authorization", "Bearer "+consoleToken)
+	resp, err := httpClient.Do(req)
+	requireNoError(t, err, "GET %s", path)
+	defer resp.Body.Close()
+	data, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s?%s: HTTP %d %s", path, query.Encode(), resp.StatusCode, data)
+	}
+	requireNoError(t, json.Unmarshal(data, out), "decoding %s", data)
+}
+
+// createQueues makes /queue/q-00000 … /queue/q-<n-1> through the monitor API, workers at a
+// time.
+func createQueues(t testing.TB, b *broker, n, workers int) {
+	t.Helper()
+	var next atomic.Int64
+	var failed atomic.Value
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for {
+				i := next.Add(1) - 1
+				if i >= int64(n) {
+					return
+				}
+				req, _ := http.NewRequest(http.MethodPost, monitorURL(b)+"/titan/monitor/queues?destination="+fmt.Sprintf("/queue/q-%05d", i), nil)
+				req.Header.Set("Authorization", "Bearer "+consoleToken)
+				resp, err := httpClient.Do(req)
+				if err != nil {
+					failed.Store(err.Error())
+					return
+				}
+				_, _ = io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode != http.StatusCreated {
+					failed.Store("HTTP " + resp.Status)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if f := failed.Load(); f != nil {
+		t.Fatalf("creating queues: %v", f)
+	}
+}
+
+func TestConsolePagesHistoryAndDestinationPage(t *testing.T) {
+	t.Parallel()
+	b := consoleBroker(t, 500, "")
+	createQueues(t, b, 120, 4)
+
+	// Traffic before the page opens: an acknowledging consumer on /queue/flow, a producer,
+	// and three messages held on /queue/held.
+	c := dial(t, b)
+	_, err := c.Subscribe("", "/queue/flow", func(m *client.Message) { _ = m.Ack() }, client.WithAck(client.AckClientIndividual))
+	requireNoError(t, err)
+	sendN(t, c, "/queue/held", "h1", "h2", "h3")
+	var stop atomic.Bool
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := 0; !stop.Load(); i++ {
+			if _, err := c.Send(context.Background(), "", "/queue/flow", []byte("f"+strconv.Itoa(i))); err != nil {
+				return
+			}
+		}
+	}()
+	defer func() { stop.Store(true); <-done }()
+	var h struct {
+		Samples []struct{ Published float64 }
+	}
+	eventually(t, 15*time.Second, func() bool {
+		tokenGet(t, b, "/titan/monitor/history", nil, &h)
+		n := 0
+		for _, s := range h.Samples {
+			if s.Published > 0 {
+				n++
+			}
+		}
+		return n >= 3
+	}, "three history samples with traffic before the page opens")
+
+	ctx := openConsole(t, b)
+	dir := t.TempDir()
+	state := func() consoleState { return cdpEval[consoleState](t, ctx, `window.titanConsole`) }
+	text := func(id string) string {
+		return cdpEval[string](t, ctx, `document.getElementById(`+strconv.Quote(id)+`).textContent`)
+	}
+	waitText := func(id, want string) {
+		t.Helper()
+		var last string
+		eventually(t, 10*time.Second, func() bool { last = text(id); return strings.Contains(last, want) }, "#%s shows %q (it shows %q)", id, want, lazyText(func() string { return last }))
+	}
+	js := func(code string) { t.Helper(); cdpEval[bool](t, ctx, `(function(){`+code+`;return true})()`) }
+
+	// The chart opens with the broker's history: samples older than the page.
+	var st consoleState
+	eventually(t, 10*time.Second, func() bool { st = state(); return st.Samples >= 3 && st.Oldest > 0 }, "history drawn")
+	if st.Oldest >= st.Opened {
+		t.Fatalf("the oldest sample drawn (%v) is not older than the page (%v)", st.Oldest, st.Opened)
+	}
+	coloured := cdpEval[int](t, ctx, `(function(){var c=document.getElementById("rates"),d=c.getContext("2d").getImageData(0,0,c.width,c.height-40).data,n=0;
+		for(var i=0;i<d.length;i+=4){var mx=Math.max(d[i],d[i+1],d[i+2]),mn=Math.min(d[i],d[i+1],d[i+2]);if(d[i+3]>128&&mx-mn>90)n++}return n})()`)
+	if coloured < 30 {
+		t.Fatalf("the rates chart drew %d coloured pixels", coloured)
+	}
+
+	// The first page: 50 of the 122 destinations, from the API.
+	waitText("page-info", "1–50 of 122")
+	checkEqual(t, 50, cdpEval[int](t, ctx, `document.querySelectorAll("#dests tbody tr").length`), "rows on the first page")
+	waitText("dests", "/queue/flow")
+	st = state()
+	t.Logf("destinations page (122 destinations) loaded in %.0f ms", st.DestsLoadMs)
+	consoleShot(t, ctx, dir, "console31-main.png")
+
+	// Next page, then the last.
+	js(`document.getElementById("page-next").click()`)
+	waitText("page-info", "51–100 of 122")
+	waitText("dests", "/queue/q-00048")
+	js(`document.getElementById("page-next").click()`)
+	waitText("page-info", "101–122 of 122")
+	checkEqual(t, true, cdpEval[bool](t, ctx, `document.getElementById("page-next").disabled`), "next disabled on the last page")
+	js(`document.getElementById("page-prev").click()`)
+	waitText("page-info", "51–100 of 122")
+
+	// Filter: a substring starts again at the first page; a glob.
+	filter := func(f string) {
+		t.Helper()
+		js(`var i=document.getElementById("dest-filter"); i.value=` + strconv.Quote(f) + `; i.dispatchEvent(new Event("input"))`)
+	}
+	filter("Q-0011")
+	waitText("page-info", "1–10 of 10")
+	waitText("dests-title", "matching “Q-0011”")
+	consoleShot(t, ctx, dir, "console31-filter.png")
+	filter("/queue/h*")
+	waitText("page-info", "1–1 of 1")
+	waitText("dests", "/queue/held")
+
+	// At 1280 px the page scrolls no sideways and the table's last column ends inside.
+	overflow := cdpEval[string](t, ctx, `(function(){
+		var w = document.documentElement.clientWidth, out = [];
+		if (document.documentElement.scrollWidth > w) out.push("page " + document.documentElement.scrollWidth + " px wide");
+		document.querySelectorAll("table").forEach(function (tb) {
+			var th = tb.querySelector("thead th:last-child");
+			if (th && th.getBoundingClientRect().right > w) out.push(th.textContent + " column ends at " + Math.round(th.getBoundingClientRect().right) + " px");
+		});
+		return out.join("; ");
+	})()`)
+	if overflow != "" {
+		t.Errorf("the console does not fit a 1280 px window: %s", overflow)
+	}
+
+	// The destination page of /queue/held: state, its rates, consumers, messages.
+	js(`document.querySelector('#dests a.dest[data-dest="/queue/held"]').click()`)
+	waitText("dp-title", "/queue/held")
+	checkEqual(t, "none", cdpEval[string](t, ctx, `document.getElementById("main-view").style.display`), "main view hidden")
+	waitText("browse-title", "Messages of /queue/held (group default, 3 shown")
+	waitText("browse", "h3")
+	waitText("dp-info", "Depth: 3")
+	waitText("dp-consumers-title", "Consumers (0)")
+	eventually(t, 10*time.Second, func() bool { return state().DestSamples >= 2 }, "the destination's rates over time")
+	consoleShot(t, ctx, dir, "console31-destination.png")
+
+	// Its actions: pause and resume, purge (two clicks), delete (two clicks).
+	clickDP := func(action string) {
+		t.Helper()
+		sel := fmt.Sprintf(`#dp-actions button[data-action=%q]`, action)
+		eventually(t, 10*time.Second, func() bool {
+			return cdpEval[bool](t, ctx, `(function(){var b=document.querySelector(`+strconv.Quote(sel)+`); if(!b) return false; b.click(); return true})()`)
+		}, "clicking %s", sel)
+	}
+	clickDP("pause")
+	eventuallyAuthQueue(t, b, "/queue/held", "paused", func(q queueStat, ok bool) bool { return ok && q.Paused })
+	waitText("dp-state", "paused")
+	clickDP("resume")
+	eventuallyAuthQueue(t, b, "/queue/held", "resumed", func(q queueStat, ok bool) bool { return ok && !q.Paused })
+	clickDP("purge")
+	clickDP("purge")
+	eventuallyAuthQueue(t, b, "/queue/held", "purged", func(q queueStat, ok bool) bool { return ok && q.Size == 0 })
+	waitText("browse", "holds no ready or scheduled message")
+
+	// A consumer shows on /queue/flow's page.
+	js(`location.hash = "#/destination/default/" + encodeURIComponent("/queue/flow")`)
+	waitText("dp-consumers-title", "Consumers (1)")
+	waitText("dp-consumers", "client-individual")
+
+	// Back to the list, where the filter still holds.
+	js(`document.getElementById("dp-back").click()`)
+	waitText("page-info", "1–1 of 1")
+	checkEqual(t, "block", cdpEval[string](t, ctx, `document.getElementById("main-view").style.display`), "main view back")
+}
+
+// lazyText is text computed when formatted (a failure message's last observed value).
+type lazyText func() string
+
+func (f lazyText) String() string { return f() }
