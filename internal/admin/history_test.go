@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/titan-broker/titan/internal/admin"
+	"github.com/titan-broker/titan/internal/brokertest"
 	"github.com/titan-broker/titan/internal/config"
 )
 
@@ -197,4 +198,60 @@ func TestHistoryServedByTheBroker(t *testing.T) {
 	requireEqual(t, d.Destination, "/queue/jobs", "destination")
 	r = call(t, c, "GET", base+admin.PathHistory+"?destination=/queue//x", "")
 	requireEqual(t, r.status, http.StatusBadRequest, "invalid destination")
+}
+
+// BenchmarkConsoleAPI100k measures, with 100,000 queues (made by traffic, one message
+// each), what the console asks for every second: a page of the queue list (page), a glob
+// filter over every name (filter), the snapshot's count without the list (count), and
+// what the broker spends on a history sample (sample).
+func BenchmarkConsoleAPI100k(b *testing.B) {
+	const n = 100000
+	c := testConfig()
+	c.Monitor.HistoryIntervalMs = 60000
+	c.Limits.MaxDestinations = 2 * n
+	br := brokertest.Run(b, c)
+	a := br.Admin()
+	for i := range n {
+		if _, err := a.Publish(admin.PublishRequest{Destination: fmt.Sprintf("/queue/q-%05d", i), Body: ptr("m")}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.Run("page", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			l, err := a.Queues(admin.QueuesOptions{Offset: n / 2, Limit: 50})
+			if err != nil || len(l.Queues) != 50 || l.Total != n {
+				b.Fatalf("page: %v", err)
+			}
+		}
+	})
+	b.Run("filter", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			l, err := a.Queues(admin.QueuesOptions{Filter: "*-9999?", Limit: 50})
+			if err != nil || l.Total != 10 {
+				b.Fatalf("filter: %v", err)
+			}
+		}
+	})
+	b.Run("count", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if s, err := a.Snapshot(admin.SnapshotOptions{OmitQueues: true}); err != nil || s.Summary.Queues != n {
+				b.Fatalf("count: %v", err)
+			}
+		}
+	})
+	b.Run("sample", func(b *testing.B) {
+		h := admin.NewHistory(admin.HistoryOptions{})
+		now := time.Now()
+		b.ReportAllocs()
+		for b.Loop() {
+			now = now.Add(5 * time.Second)
+			h.Sample(br.Dispatcher(), now)
+		}
+		if h.Tracked() != admin.MaxTrackedDestinations {
+			b.Fatalf("tracked %d", h.Tracked())
+		}
+	})
 }

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
+	"unicode/utf8"
 
 	"github.com/titan-broker/titan/internal/dest"
 	"github.com/titan-broker/titan/internal/dispatch"
@@ -187,10 +189,55 @@ type QueueList struct {
 	NextOffset int `json:"nextOffset,omitempty"`
 }
 
-// candidate is a queue kept by the filters, before its stats are read.
+// candidate is a queue with its identity and canonical name, before its stats are read.
 type candidate struct {
-	q                  dispatch.Queue
-	group, destination string
+	q           dispatch.Queue
+	id          dest.Identity
+	destination string
+}
+
+// nameCache is the dispatcher's queues sorted by group then destination, with their names,
+// as of one dispatch.Dispatcher.Generation. GET queues and the snapshot read the list every
+// second a console is open, and with 100,000 queues building and sorting the names is most
+// of their cost, so the list is built again only when a queue was added or removed. It
+// holds one entry per queue (bounded by titan.limits.max-destinations) and is replaced
+// whole. Safe for concurrent use.
+type nameCache struct {
+	mu sync.Mutex
+	// Guarded by mu; list is read-only once stored.
+	d    *dispatch.Dispatcher
+	gen  uint64
+	list []candidate
+}
+
+// sortedQueues returns every dispatcher queue, sorted, from the cache when no queue was
+// added or removed since it was built. The slice is shared: read it only.
+func (a *Admin) sortedQueues() []candidate {
+	d, c := a.src.Dispatcher(), a.names
+	g := d.Generation()
+	c.mu.Lock()
+	if c.d == d && c.gen == g && c.list != nil {
+		list := c.list
+		c.mu.Unlock()
+		return list
+	}
+	c.mu.Unlock()
+	list := candidates(d.Queues())
+	if d.Generation() == g { // nothing changed while Queues ran: list is generation g
+		c.mu.Lock()
+		c.d, c.gen, c.list = d, g, list
+		c.mu.Unlock()
+	}
+	return list
+}
+
+func candidates(qs []dispatch.Queue) []candidate {
+	out := make([]candidate, len(qs))
+	for i, q := range qs {
+		id := q.Identity()
+		out[i] = candidate{q: q, id: id, destination: id.Destination()}
+	}
+	return out
 }
 
 // Queues lists the queues matching o, one page of them. Only the page's queues are read
@@ -212,8 +259,10 @@ func (a *Admin) Queues(o QueuesOptions) (*QueueList, error) {
 		}
 		want = id
 	}
-	queues := a.src.Dispatcher().Queues()
-	if o.Match != "" {
+	var all []candidate
+	if o.Match == "" {
+		all = a.sortedQueues()
+	} else {
 		d, err := dest.ParseFilter(o.Match, dest.PatternEvents)
 		if err != nil && !errors.Is(err, dest.ErrInvalid) {
 			return nil, errInvalidDestination(err)
@@ -228,23 +277,25 @@ func (a *Admin) Queues(o QueuesOptions) (*QueueList, error) {
 		if g == "" {
 			g = dest.DefaultGroup
 		}
-		queues = a.src.Dispatcher().SearchAll(g, uint8(d.Pattern), d.Bare, d.Channel)
+		all = candidates(a.src.Dispatcher().SearchAll(g, uint8(d.Pattern), d.Bare, d.Channel))
 	}
 	filter := newNameFilter(o.Filter)
-	kept := make([]candidate, 0, len(queues))
-	for _, q := range queues {
-		id := q.Identity()
-		if o.Group != "" && id.Group != o.Group {
-			continue
+	kept := all
+	if o.Group != "" || o.Destination != "" || o.Filter != "" || o.keep != nil {
+		kept = make([]candidate, 0, min(len(all), 1024))
+		for _, c := range all {
+			id := c.id
+			if o.Group != "" && id.Group != o.Group {
+				continue
+			}
+			if o.Destination != "" && (id.Pattern != want.Pattern || id.Channel != want.Channel || id.Bare != want.Bare) {
+				continue
+			}
+			if !filter.match(c.destination) || (o.keep != nil && !o.keep(id.Group, c.destination, id.Pattern.String())) {
+				continue
+			}
+			kept = append(kept, c)
 		}
-		if o.Destination != "" && (id.Pattern != want.Pattern || id.Channel != want.Channel || id.Bare != want.Bare) {
-			continue
-		}
-		name := id.Destination()
-		if !filter.match(name) || (o.keep != nil && !o.keep(id.Group, name, id.Pattern.String())) {
-			continue
-		}
-		kept = append(kept, candidate{q: q, group: id.Group, destination: name})
 	}
 	out := &QueueList{Queues: []QueueInfo{}, Offset: o.Offset, Limit: o.Limit}
 	if a.opts.Cluster != nil { // cluster mode: the queues as JetStream sees them, then the page
@@ -297,47 +348,53 @@ func pageBounds(n, offset, limit int) (lo, hi int) {
 func summarizeCandidates(cs []candidate) Summary {
 	groups := map[string]struct{}{}
 	for _, c := range cs {
-		groups[c.group] = struct{}{}
+		groups[c.id.Group] = struct{}{}
 	}
 	return Summary{Queues: len(cs), Groups: len(groups), Text: SummaryText(len(cs), len(groups))}
 }
 
 // nameFilter is QueuesOptions.Filter, compiled: a lower-cased substring, or a glob.
 type nameFilter struct {
-	sub  string
-	glob []rune // nil: substring
+	pattern string
+	glob    bool
 }
 
 func newNameFilter(f string) nameFilter {
 	f = strings.ToLower(f)
-	if strings.ContainsAny(f, "*?") {
-		return nameFilter{glob: []rune(f)}
-	}
-	return nameFilter{sub: f}
+	return nameFilter{pattern: f, glob: strings.ContainsAny(f, "*?")}
 }
 
+// match reports whether name passes the filter. strings.ToLower returns name itself, with
+// no allocation, when it holds no upper-case letter (the usual destination).
 func (f nameFilter) match(name string) bool {
-	if f.glob == nil {
-		return f.sub == "" || strings.Contains(strings.ToLower(name), f.sub)
+	if f.pattern == "" {
+		return true
 	}
-	return globMatch(f.glob, []rune(strings.ToLower(name)))
+	name = strings.ToLower(name)
+	if !f.glob {
+		return strings.Contains(name, f.pattern)
+	}
+	return globMatch(f.pattern, name)
 }
 
-// globMatch reports whether s matches p (* any run, ? any one rune), in O(len(p)·len(s))
-// at worst: the classic backtracking to the last star, never exponential.
-func globMatch(p, s []rune) bool {
+// globMatch reports whether s matches p (* any run, ? any one character), rune by rune, in
+// O(len(p)·len(s)) at worst: the classic backtracking to the last star, never exponential.
+func globMatch(p, s string) bool {
 	pi, si, star, mark := 0, 0, -1, 0
 	for si < len(s) {
+		pr, pn := utf8.DecodeRuneInString(p[pi:])
+		sr, sn := utf8.DecodeRuneInString(s[si:])
 		switch {
-		case pi < len(p) && (p[pi] == '?' || p[pi] == s[si]):
-			pi++
-			si++
-		case pi < len(p) && p[pi] == '*':
+		case pi < len(p) && pr == '*':
 			star, mark = pi, si
 			pi++
+		case pi < len(p) && (pr == '?' || pr == sr):
+			pi += pn
+			si += sn
 		case star >= 0:
 			pi = star + 1
-			mark++
+			_, mn := utf8.DecodeRuneInString(s[mark:])
+			mark += mn
 			si = mark
 		default:
 			return false

@@ -297,3 +297,116 @@ func TestConsolePagesHistoryAndDestinationPage(t *testing.T) {
 type lazyText func() string
 
 func (f lazyText) String() string { return f() }
+
+// sendToQueues sends one message to each of /queue/q-00000 … /queue/q-<n-1> over conns
+// connections (traffic creates the queues, as in production), a RECEIPT every 500 SENDs and
+// at the end.
+func sendToQueues(t testing.TB, b *broker, n, conns int) {
+	t.Helper()
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	errs := make(chan error, conns)
+	for range conns {
+		c, err := client.Dial(context.Background(), b.stompAddr)
+		requireNoError(t, err, "dialing titan")
+		t.Cleanup(func() { _ = c.Close() })
+		wg.Go(func() {
+			for k := 0; ; k++ {
+				i := next.Add(1) - 1
+				if i >= int64(n) {
+					_, err := c.Send(context.Background(), "", "/queue/receipt-barrier", []byte("end"))
+					errs <- err
+					return
+				}
+				var opts []client.SendOption
+				if k%500 != 499 {
+					opts = append(opts, client.WithoutReceipt())
+				}
+				if _, err := c.Send(context.Background(), "", fmt.Sprintf("/queue/q-%05d", i), []byte("m"), opts...); err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		requireNoError(t, err, "sending")
+	}
+}
+
+// BenchmarkConsoleDestinations100k measures the console with 100,000 destinations (issue
+// 31: the destinations page loads in under a second): ms-first-load is navigation start to
+// the first page of the destinations table rendered in Chromium, ms-next-page and ms-filter
+// the request-to-render time of the next page and of a filter, and ms-api-page,
+// ms-api-filter, ms-api-snapshot and ms-api-history the monitor API's answers measured from
+// Go. Creating the destinations takes most of the run; run it with
+// go test -run '^$' -bench ConsoleDestinations100k -benchtime 1x ./test/e2e/.
+func BenchmarkConsoleDestinations100k(b *testing.B) {
+	const n = 100000
+	br := startBroker(b, strings.NewReplacer(
+		"monitor: {host: 127.0.0.1, port: 0}", "monitor: {host: 127.0.0.1, port: 0, token: "+consoleToken+"}",
+		"log: {level: debug}", "log: {level: info}").Replace(yamlConfigWith("max-destinations-by-client: -1", "  limits: {max-destinations: 200000}\n")))
+	start := time.Now()
+	sendToQueues(b, br, n, 8)
+	b.Logf("made %d queues (one message each) in %v", n, time.Since(start).Round(time.Millisecond))
+	var l struct{ Total int }
+	tokenGet(b, br, "/titan/monitor/queues", url.Values{"limit": {"1"}}, &l)
+	b.Logf("the broker holds %d queues", l.Total)
+	if l.Total != n+1 { // and /queue/receipt-barrier
+		b.Fatalf("the broker holds %d queues, want %d", l.Total, n+1)
+	}
+	apiMs := func(path string, q url.Values) float64 {
+		t0 := time.Now()
+		var out json.RawMessage
+		tokenGet(b, br, path, q, &out)
+		return float64(time.Since(t0).Microseconds()) / 1000
+	}
+
+	var first, next, filter, apiPage, apiFilter, apiSnap, apiHist float64
+	ctx := openConsole(b, br)
+	b.ResetTimer()
+	for i := range b.N {
+		if i > 0 {
+			_, err := chromedp.Run(ctx, chromedp.Reload())
+			requireNoError(b, err, "reload")
+		}
+		var st consoleState
+		var firstMs float64
+		eventually(b, 30*time.Second, func() bool {
+			st = cdpEval[consoleState](b, ctx, `window.titanConsole`)
+			firstMs = cdpEval[float64](b, ctx, `window.titanConsole.destsFirstMs`)
+			return firstMs > 0 && st.DestsShown == 50 && st.DestsTotal == n+1
+		}, "the first page of %d destinations", n)
+		first += firstMs
+		cdpEval[bool](b, ctx, `(function(){window.titanConsole.destsLoadMs=0;document.getElementById("page-next").click();return true})()`)
+		eventually(b, 30*time.Second, func() bool {
+			return strings.Contains(cdpEval[string](b, ctx, `document.getElementById("page-info").textContent`), "51–100 of") &&
+				cdpEval[float64](b, ctx, `window.titanConsole.destsLoadMs`) > 0
+		}, "the next page")
+		next += cdpEval[float64](b, ctx, `window.titanConsole.destsLoadMs`)
+		cdpEval[bool](b, ctx, `(function(){window.titanConsole.destsLoadMs=0;var i=document.getElementById("dest-filter");i.value="q-0999";i.dispatchEvent(new Event("input"));return true})()`)
+		eventually(b, 30*time.Second, func() bool {
+			return strings.Contains(cdpEval[string](b, ctx, `document.getElementById("page-info").textContent`), "of 10") &&
+				cdpEval[float64](b, ctx, `window.titanConsole.destsLoadMs`) > 0
+		}, "the filtered page")
+		filter += cdpEval[float64](b, ctx, `window.titanConsole.destsLoadMs`)
+		if i == 0 {
+			consoleShot(b, ctx, b.TempDir(), "console31-100k.png")
+		}
+		apiPage += apiMs("/titan/monitor/queues", url.Values{"limit": {"50"}, "offset": {"50000"}})
+		apiFilter += apiMs("/titan/monitor/queues", url.Values{"limit": {"50"}, "filter": {"*-9999?"}})
+		apiSnap += apiMs("/titan/monitor/snapshot", url.Values{"queues": {"false"}})
+		apiHist += apiMs("/titan/monitor/history", nil)
+	}
+	b.StopTimer()
+	nf := float64(b.N)
+	b.ReportMetric(first/nf, "ms-first-load")
+	b.ReportMetric(next/nf, "ms-next-page")
+	b.ReportMetric(filter/nf, "ms-filter")
+	b.ReportMetric(apiPage/nf, "ms-api-page")
+	b.ReportMetric(apiFilter/nf, "ms-api-filter")
+	b.ReportMetric(apiSnap/nf, "ms-api-snapshot")
+	b.ReportMetric(apiHist/nf, "ms-api-history")
+}
