@@ -15,7 +15,7 @@ func TestNameFilter(t *testing.T) {
 		{"/queue/*", "/topic/a", false},
 		{"*ders", "/queue/orders", true},
 		{"*ders", "/queue/orders.x", false}, // a glob is anchored at both ends
-		{"/queue/?", "/queue/é", true},     // ? is one character, not one byte
+		{"/queue/?", "/queue/é", true},      // ? is one character, not one byte
 		{"/queue/??", "/queue/é", false},
 		{"*é*", "/queue/CAFÉ", true},
 		{"a*b*c", "axxbyyc", true},
