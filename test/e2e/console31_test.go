@@ -70,7 +70,7 @@ func openConsole(t testing.TB, b *broker) context.Context {
 }
 
 // consoleShot saves a full-page screenshot as name under dir and copies it to
-// consoleShotsDir.
+// consoleShotsDir (and, with TITAN_CONSOLE_SCREENSHOTS=DIR, to DIR: the README's).
 func consoleShot(t testing.TB, ctx context.Context, dir, name string) {
 	t.Helper()
 	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
@@ -81,6 +81,9 @@ func consoleShot(t testing.TB, ctx context.Context, dir, name string) {
 	requireNoError(t, os.WriteFile(filepath.Join(dir, name), png, 0o644))
 	requireNoError(t, os.MkdirAll(consoleShotsDir, 0o755))
 	requireNoError(t, os.WriteFile(filepath.Join(consoleShotsDir, name), png, 0o644))
+	if readme := os.Getenv("TITAN_CONSOLE_SCREENSHOTS"); readme != "" {
+		requireNoError(t, os.WriteFile(filepath.Join(readme, name), png, 0o644))
+	}
 }
 
 // consoleState is window.titanConsole.
@@ -214,7 +217,7 @@ func TestConsolePagesHistoryAndDestinationPage(t *testing.T) {
 	waitText("dests", "/queue/flow")
 	st = state()
 	t.Logf("destinations page (122 destinations) loaded in %.0f ms", st.DestsLoadMs)
-	consoleShot(t, ctx, dir, "console31-main.png")
+	consoleShot(t, ctx, dir, "console-pages.png")
 
 	// Next page, then the last.
 	js(`document.getElementById("page-next").click()`)
@@ -234,7 +237,7 @@ func TestConsolePagesHistoryAndDestinationPage(t *testing.T) {
 	filter("Q-0011")
 	waitText("page-info", "1–10 of 10")
 	waitText("dests-title", "matching “Q-0011”")
-	consoleShot(t, ctx, dir, "console31-filter.png")
+	consoleShot(t, ctx, dir, "console-filter.png")
 	filter("/queue/h*")
 	waitText("page-info", "1–1 of 1")
 	waitText("dests", "/queue/held")
@@ -262,7 +265,7 @@ func TestConsolePagesHistoryAndDestinationPage(t *testing.T) {
 	waitText("dp-info", "Depth: 3")
 	waitText("dp-consumers-title", "Consumers (0)")
 	eventually(t, 10*time.Second, func() bool { return state().DestSamples >= 2 }, "the destination's rates over time")
-	consoleShot(t, ctx, dir, "console31-destination.png")
+	consoleShot(t, ctx, dir, "console-destination.png")
 
 	// Its actions: pause and resume, purge (two clicks), delete (two clicks).
 	clickDP := func(action string) {
@@ -393,7 +396,7 @@ func BenchmarkConsoleDestinations100k(b *testing.B) {
 		}, "the filtered page")
 		filter += cdpEval[float64](b, ctx, `window.titanConsole.destsLoadMs`)
 		if i == 0 {
-			consoleShot(b, ctx, b.TempDir(), "console31-100k.png")
+			consoleShot(b, ctx, b.TempDir(), "console-100k.png")
 		}
 		apiPage += apiMs("/titan/monitor/queues", url.Values{"limit": {"50"}, "offset": {"50000"}})
 		apiFilter += apiMs("/titan/monitor/queues", url.Values{"limit": {"50"}, "filter": {"*-9999?"}})
