@@ -255,3 +255,23 @@ func BenchmarkConsoleAPI100k(b *testing.B) {
 		}
 	})
 }
+
+func TestHistoryNeedsBrowse(t *testing.T) {
+	base := securedURL(t)
+	c := httpClient(t)
+	basic := func(user string) string {
+		req, _ := http.NewRequest("GET", "/", nil)
+		req.SetBasicAuth(user, user+"-pw")
+		return req.Header.Get("Authorization")
+	}
+	r := call(t, c, "GET", base+admin.PathHistory, "")
+	requireEqual(t, r.status, http.StatusUnauthorized, "history without credentials")
+	r = call(t, c, "GET", base+admin.PathHistory, "", "Authorization", basic("reader"))
+	requireEqual(t, r.status, http.StatusOK, "broker-wide history for a reader")
+	r = call(t, c, "GET", base+admin.PathHistory+"?destination=/queue/a", "", "Authorization", basic("reader"))
+	requireEqual(t, r.status, http.StatusOK, "a destination's history for a reader")
+	r = call(t, c, "GET", base+admin.PathHistory+"?destination=/queue/a", "", "Authorization", basic("app"))
+	requireEqual(t, r.status, http.StatusForbidden, "a destination's history without browse")
+	r = call(t, c, "GET", base+admin.PathQueues+"?filter=a", "", "Authorization", basic("app"))
+	requireEqual(t, r.status, http.StatusForbidden, "the queue list without browse")
+}
