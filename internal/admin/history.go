@@ -46,13 +46,15 @@ type HistoryOptions struct {
 // counters once and appends one point to the broker-wide ring and one to each tracked
 // destination's ring.
 //
-// Memory is bounded independently of the number of destinations: one broker-wide ring and
-// at most MaxTrackedDestinations destination rings of at most Window/Interval samples each
-// (MaxHistorySamples at most), 56 bytes a sample: with the defaults (180 samples) about
-// 1.3 MiB in all, with 100,000 destinations as with 10 (26 MiB at most, with 3600 samples a
-// ring). A destination outside the tracked set has no history; asking for it (Read) pins
-// it, so its ring starts with the next sample. Sampling costs one Stats call per queue per
-// Interval (about 0.15 s of one core with 100,000 queues: BenchmarkConsoleAPI100k/sample).
+// The rings' memory is bounded independently of the number of destinations: one
+// broker-wide ring and at most MaxTrackedDestinations destination rings of at most
+// Window/Interval samples each (MaxHistorySamples at most), 56 bytes a sample: with the
+// defaults (180 samples) about 1.3 MiB in all, with 100,000 destinations as with 10 (26 MiB
+// at most, with 3600 samples a ring). A destination outside the tracked set has no history;
+// asking for it (Read) pins it, so its ring starts with the next sample. Sampling costs one
+// Stats call per queue per Interval (with 100,000 queues, some 60 ms of one core:
+// BenchmarkConsoleAPI100k/sample); the queue list is kept between samples while no queue is
+// added or removed (one reference per queue, as the dispatcher holds).
 // In cluster mode it reads this node's dispatcher: queues-pattern queues live in JetStream
 // there, and their rates are not sampled.
 //
@@ -70,6 +72,13 @@ type History struct {
 	dests   map[historyKey]*ring
 	pinned  map[historyKey]uint64 // the sample count when last asked for
 	samples uint64                // Sample calls so far
+
+	// Owned by Sample (one goroutine at a time): the queue list of the dispatcher's
+	// generation gen, read again only when a queue was added or removed (Queues sorts and
+	// names every queue: most of a sample's cost with 100,000 queues).
+	from   *dispatch.Dispatcher
+	gen    uint64
+	queues []dispatch.Queue
 }
 
 type historyKey struct{ group, destination string }
@@ -148,7 +157,18 @@ func (h *History) Sample(d *dispatch.Dispatcher, now time.Time) {
 	room := MaxTrackedDestinations - len(pinned)
 	busiest := make(activityHeap, 0, room)
 	keep := make(map[historyKey]totals, MaxTrackedDestinations)
-	for _, q := range d.Queues() {
+	if g := d.Generation(); h.from != d || h.gen != g || h.queues == nil {
+		h.queues = d.Queues()
+		h.from, h.gen = d, g
+		if d.Generation() != g {
+			h.queues = nil // changed meanwhile: list them again next time
+		}
+	}
+	queues := h.queues
+	if queues == nil {
+		queues = d.Queues()
+	}
+	for _, q := range queues {
 		st := q.Stats()
 		t.delivered += st.Dispatched
 		t.acked += st.Acked
