@@ -92,17 +92,21 @@ type Options struct {
 	ClusterQueues ClusterQueues
 	// Logger receives request failures (5xx); nil discards them.
 	Logger *slog.Logger
+	// History, when set, is the broker's recent rates served on PathHistory (the broker
+	// samples it); nil: PathHistory answers with no samples.
+	History *History
 }
 
 // DefaultMaxBodyBytes is Options.MaxBodyBytes' default: 16 MiB.
 const DefaultMaxBodyBytes = 16 << 20
 
-// Admin implements the monitor API over a Source. Immutable after New; safe for concurrent
-// use.
+// Admin implements the monitor API over a Source. Its options are immutable after New
+// (it caches the sorted queue list, see nameCache); safe for concurrent use.
 type Admin struct {
-	src  Source
-	opts Options
-	log  *slog.Logger
+	src   Source
+	opts  Options
+	log   *slog.Logger
+	names *nameCache // the sorted queue list, kept while no queue is added or removed
 }
 
 // New returns an Admin over src.
@@ -110,7 +114,7 @@ func New(src Source, o Options) *Admin {
 	if o.MaxBodyBytes <= 0 {
 		o.MaxBodyBytes = DefaultMaxBodyBytes
 	}
-	a := &Admin{src: src, opts: o, log: o.Logger}
+	a := &Admin{src: src, opts: o, log: o.Logger, names: &nameCache{}}
 	if a.log == nil {
 		a.log = slog.New(slog.DiscardHandler)
 	}

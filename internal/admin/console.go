@@ -6,14 +6,18 @@ import (
 )
 
 // consoleHTML is the web console: one self-contained page (inline CSS and JS, no external
-// assets, no build step) that polls PathSnapshot, PathConnections and PathLogs every second
-// and renders live rates (published, delivered, acknowledged per second, drawn on a
-// <canvas> over up to the last five minutes, and per destination), destinations with their
-// state and actions (create, pause, resume, purge, delete, ring size, browse, re-drive),
-// events-store logs, log subscriptions with position and lag, connections (close), and a
-// form to publish a test message. It sends the credentials the browser holds (the Basic
-// challenge of "/") or those typed in its login form. It builds the DOM with textContent
-// only, so destination names cannot inject markup.
+// assets, no build step) that polls every second PathSnapshot (queues=false), one page of
+// PathQueues (50, with the filter box's filter), PathHistory, PathConnections and PathLogs,
+// and renders the broker's rates (published, delivered, acknowledged per second, drawn on a
+// <canvas> from the broker's history, so from before the page was opened), destinations page
+// by page with their state, rates and actions (create, pause, resume, purge, delete, ring
+// size, browse, re-drive), events-store logs, log subscriptions with position and lag,
+// connections (close), and a form to publish a test message. A destination's page
+// (#/destination/GROUP/DESTINATION) adds its counters and settings, its rates over time
+// (PathHistory with destination), its consumers (PathSubscriptions) and a message browser
+// (PathQueuesMessages). It sends the credentials the browser holds (the Basic challenge of
+// "/") or those typed in its login form. It builds the DOM with textContent only, so
+// destination names cannot inject markup.
 //
 //go:embed console.html
 var consoleHTML []byte

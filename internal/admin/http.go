@@ -27,6 +27,7 @@ func (a *Admin) Handler() http.Handler {
 		http.MethodPost:   a.onDestination(true, a.identity, a.serveCreateQueue),
 		http.MethodDelete: a.onDestination(true, a.identity, a.serveDeleteQueue),
 	})
+	mux.Handle(PathHistory, methods{http.MethodGet: a.onDestination(false, a.identity, a.serveHistory)})
 	mux.Handle(PathQueuesPause, methods{http.MethodPost: a.onDestination(true, a.identity, a.servePause)})
 	mux.Handle(PathQueuesResume, methods{http.MethodPost: a.onDestination(true, a.identity, a.serveResume)})
 	mux.Handle(PathQueuesRingSize, methods{http.MethodPost: a.onDestination(true, a.identity, a.serveRingSize)})
@@ -125,24 +126,50 @@ func (a *Admin) serveHealth(w http.ResponseWriter, r *http.Request) {
 }
 
 func (a *Admin) serveSnapshot(w http.ResponseWriter, r *http.Request) {
-	s, err := a.Snapshot(SnapshotOptions{})
-	if err == nil && requestUser(r) != "" && a.opts.Users != nil {
-		if !a.brokerWide(r, false) {
-			s.Connections = []ConnectionInfo{}
+	withQueues := true
+	if v := r.URL.Query().Get(ParamQueues); v != "" {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			a.respond(w, r, 0, nil, invalidParam("queues must be true or false, got "+strconv.Quote(v)))
+			return
 		}
-		s.Queues = a.visibleQueues(r, s.Queues)
-		s.Summary = summarize(s.Queues)
+		withQueues = b
+	}
+	s, err := a.Snapshot(SnapshotOptions{OmitQueues: !withQueues, keep: a.queueVisibility(r)})
+	if err == nil && requestUser(r) != "" && a.opts.Users != nil && !a.brokerWide(r, false) {
+		s.Connections = []ConnectionInfo{}
 	}
 	a.respond(w, r, http.StatusOK, s, err)
 }
 
 func (a *Admin) serveQueues(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	l, err := a.Queues(QueuesOptions{Group: q.Get(ParamGroup), Destination: q.Get(ParamDestination), Match: q.Get(ParamMatch)})
+	o := QueuesOptions{Group: q.Get(ParamGroup), Destination: q.Get(ParamDestination), Match: q.Get(ParamMatch),
+		Filter: q.Get(ParamFilter), Limit: DefaultQueuePageSize}
+	offset, err := optInt(q, ParamOffset)
+	var limit *int
 	if err == nil {
-		l.Queues = a.visibleQueues(r, l.Queues)
-		l.Summary = summarize(l.Queues)
+		limit, err = optInt(q, ParamLimit)
 	}
+	switch {
+	case err != nil:
+	case offset != nil && *offset < 0:
+		err = invalidParam("offset must be >= 0 (queues to skip)")
+	case limit != nil && (*limit < 1 || *limit > MaxQueuePageSize):
+		err = invalidParam("limit must be 1 to " + strconv.Itoa(MaxQueuePageSize) + " (queues per page)")
+	}
+	if err != nil {
+		a.respond(w, r, 0, nil, err)
+		return
+	}
+	if offset != nil {
+		o.Offset = *offset
+	}
+	if limit != nil {
+		o.Limit = *limit
+	}
+	o.keep = a.queueVisibility(r)
+	l, err := a.Queues(o)
 	a.respond(w, r, http.StatusOK, l, err)
 }
 
@@ -352,15 +379,15 @@ func (a *Admin) serveRedrive(w http.ResponseWriter, r *http.Request) {
 	a.respond(w, r, http.StatusOK, res, err)
 }
 
-// visibleQueues keeps the queues r's user may browse (all of them for the token).
-// Temp-queues are listed only with the broker-wide right: their names carry the owning
-// connection's id, and knowing it is what lets a SEND reach another connection's temp-queue.
-func (a *Admin) visibleQueues(r *http.Request, qs []QueueInfo) []QueueInfo {
-	kept, wide := qs[:0], a.brokerWide(r, false)
-	for _, q := range qs {
-		if wide || (q.Pattern != dest.PatternTempQueue.String() && a.visible(r, q.Group, q.Destination)) {
-			kept = append(kept, q)
-		}
+// queueVisibility is the predicate keeping the queues r's user may browse; nil (all) for
+// the token, a server without users and the broker-wide right. Temp-queues are listed only
+// with the broker-wide right: their names carry the owning connection's id, and knowing it
+// is what lets a SEND reach another connection's temp-queue.
+func (a *Admin) queueVisibility(r *http.Request) func(group, destination, pattern string) bool {
+	if requestUser(r) == "" || a.opts.Users == nil || a.brokerWide(r, false) {
+		return nil
 	}
-	return kept
+	return func(group, destination, pattern string) bool {
+		return pattern != dest.PatternTempQueue.String() && a.visible(r, group, destination)
+	}
 }

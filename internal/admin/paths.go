@@ -7,7 +7,8 @@ const (
 	PathHealth = "/titan/monitor/health"
 	// PathSnapshot answers GET with a Snapshot.
 	PathSnapshot = "/titan/monitor/snapshot"
-	// PathQueues answers GET with a QueueList (filters: group, destination), POST with a
+	// PathQueues answers GET with a QueueList (filters: group, destination, match, filter;
+	// paging: offset, limit — default DefaultQueuePageSize, at most MaxQueuePageSize), POST with a
 	// CreateQueueResult (destination, group, maxPendingBytes, capacity, ringSize; 201 when
 	// created, 200 when it existed) and DELETE with a DeleteQueueResult (destination, group,
 	// force).
@@ -55,4 +56,10 @@ const (
 	ParamForce           = "force"
 	ParamID              = "id"
 	ParamLimit           = "limit"
+	// ParamFilter is GET PathQueues' name filter (QueuesOptions.Filter).
+	ParamFilter = "filter"
+	// ParamOffset is GET PathQueues' page offset (QueuesOptions.Offset).
+	ParamOffset = "offset"
+	// ParamQueues=false leaves the queue list out of GET PathSnapshot (the summary stays).
+	ParamQueues = "queues"
 )

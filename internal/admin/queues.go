@@ -1,9 +1,13 @@
 package admin
 
 import (
+	"cmp"
 	"errors"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
+	"unicode/utf8"
 
 	"github.com/titan-broker/titan/internal/dest"
 	"github.com/titan-broker/titan/internal/dispatch"
@@ -132,7 +136,17 @@ func plural(n int, one, many string) string {
 	return strconv.Itoa(n) + " " + many
 }
 
-// QueuesOptions filter Queues. Empty fields do not filter.
+// Queue list paging (GET PathQueues): a request without limit gets DefaultQueuePageSize
+// queues, and a limit above MaxQueuePageSize is refused (RabbitMQ's management API pages
+// the same way: page_size up to 500).
+const (
+	// DefaultQueuePageSize is the page size of GET PathQueues without a limit parameter.
+	DefaultQueuePageSize = 1000
+	// MaxQueuePageSize is the largest limit GET PathQueues accepts.
+	MaxQueuePageSize = 10000
+)
+
+// QueuesOptions filter and page Queues. Empty fields do not filter.
 type QueuesOptions struct {
 	// Group keeps only queues of this group.
 	Group string
@@ -142,21 +156,100 @@ type QueuesOptions struct {
 	// searchAll) for a destination with wildcards: "/orders/*" lists the queues one segment
 	// below /orders, "/orders/>" every descendant. Discovery only; needs Group or "default".
 	Match string
+	// Filter keeps the queues whose canonical destination contains it, ignoring case; when
+	// it holds * or ?, it is a glob over the whole destination instead (* any run of
+	// characters, / included; ? any one character), also ignoring case.
+	Filter string
+	// Offset skips that many of the queues kept (sorted by group, then destination).
+	Offset int
+	// Limit is the page size: at most that many queues are listed after Offset; 0 lists
+	// them all (the HTTP handler never passes 0: it applies DefaultQueuePageSize).
+	Limit int
+
+	// keep, set by the HTTP handler, keeps the queues the request's user may see; nil
+	// keeps all.
+	keep func(group, destination, pattern string) bool
+	// countOnly lists no queue: only Summary and Total.
+	countOnly bool
 }
 
 // QueueList is the answer of GET /titan/monitor/queues.
 type QueueList struct {
-	// Queues are sorted by group, then destination. Never nil.
+	// Queues are one page of the queues kept, sorted by group, then destination. Never nil.
 	Queues []QueueInfo `json:"queues"`
-	// Summary counts the listed queues.
+	// Summary counts every queue kept (all pages).
 	Summary Summary `json:"summary"`
+	// Total counts every queue kept (all pages): Summary.Queues.
+	Total int `json:"total"`
+	// Offset is the offset of the page's first queue.
+	Offset int `json:"offset"`
+	// Limit is the page size in force (0: unlimited, only from the Go API).
+	Limit int `json:"limit"`
+	// NextOffset is the offset of the next page; absent on the last page.
+	NextOffset int `json:"nextOffset,omitempty"`
 }
 
-// Queues lists the queues matching o. Errors (*Error): CodeInvalidGroup,
-// CodeInvalidDestination, CodeUnsupportedPattern for bad filters.
+// candidate is a queue with its identity and canonical name, before its stats are read.
+type candidate struct {
+	q           dispatch.Queue
+	id          dest.Identity
+	destination string
+}
+
+// nameCache is the dispatcher's queues sorted by group then destination, with their names,
+// as of one dispatch.Dispatcher.Generation. GET queues and the snapshot read the list every
+// second a console is open, and with 100,000 queues building and sorting the names is most
+// of their cost, so the list is built again only when a queue was added or removed. It
+// holds one entry per queue (bounded by titan.limits.max-destinations) and is replaced
+// whole. Safe for concurrent use.
+type nameCache struct {
+	mu sync.Mutex
+	// Guarded by mu; list is read-only once stored.
+	d    *dispatch.Dispatcher
+	gen  uint64
+	list []candidate
+}
+
+// sortedQueues returns every dispatcher queue, sorted, from the cache when no queue was
+// added or removed since it was built. The slice is shared: read it only.
+func (a *Admin) sortedQueues() []candidate {
+	d, c := a.src.Dispatcher(), a.names
+	g := d.Generation()
+	c.mu.Lock()
+	if c.d == d && c.gen == g && c.list != nil {
+		list := c.list
+		c.mu.Unlock()
+		return list
+	}
+	c.mu.Unlock()
+	list := candidates(d.Queues())
+	if d.Generation() == g { // nothing changed while Queues ran: list is generation g
+		c.mu.Lock()
+		c.d, c.gen, c.list = d, g, list
+		c.mu.Unlock()
+	}
+	return list
+}
+
+func candidates(qs []dispatch.Queue) []candidate {
+	out := make([]candidate, len(qs))
+	for i, q := range qs {
+		id := q.Identity()
+		out[i] = candidate{q: q, id: id, destination: id.Destination()}
+	}
+	return out
+}
+
+// Queues lists the queues matching o, one page of them. Only the page's queues are read
+// (Stats), so a page of 50 among 100,000 queues costs the sort and the filter, not 100,000
+// reads. Errors (*Error): CodeInvalidGroup, CodeInvalidDestination, CodeUnsupportedPattern
+// for bad filters; CodeInvalidParameter for a negative offset or limit.
 func (a *Admin) Queues(o QueuesOptions) (*QueueList, error) {
 	if o.Group != "" && !dest.ValidGroup(o.Group) {
 		return nil, newError(CodeInvalidGroup, "invalid group: names match ^[a-zA-Z0-9_-]{1,64}$", ErrInvalidGroup)
+	}
+	if o.Offset < 0 || o.Limit < 0 {
+		return nil, invalidParam("offset and limit must be >= 0")
 	}
 	var want dest.Identity
 	if o.Destination != "" {
@@ -166,9 +259,10 @@ func (a *Admin) Queues(o QueuesOptions) (*QueueList, error) {
 		}
 		want = id
 	}
-	out := &QueueList{Queues: []QueueInfo{}}
-	queues := a.src.Dispatcher().Queues()
-	if o.Match != "" {
+	var all []candidate
+	if o.Match == "" {
+		all = a.sortedQueues()
+	} else {
 		d, err := dest.ParseFilter(o.Match, dest.PatternEvents)
 		if err != nil && !errors.Is(err, dest.ErrInvalid) {
 			return nil, errInvalidDestination(err)
@@ -183,21 +277,133 @@ func (a *Admin) Queues(o QueuesOptions) (*QueueList, error) {
 		if g == "" {
 			g = dest.DefaultGroup
 		}
-		queues = a.src.Dispatcher().SearchAll(g, uint8(d.Pattern), d.Bare, d.Channel)
+		all = candidates(a.src.Dispatcher().SearchAll(g, uint8(d.Pattern), d.Bare, d.Channel))
 	}
-	for _, q := range queues {
-		id := q.Identity()
-		if o.Group != "" && id.Group != o.Group {
-			continue
+	filter := newNameFilter(o.Filter)
+	kept := all
+	if o.Group != "" || o.Destination != "" || o.Filter != "" || o.keep != nil {
+		kept = make([]candidate, 0, min(len(all), 1024))
+		for _, c := range all {
+			id := c.id
+			if o.Group != "" && id.Group != o.Group {
+				continue
+			}
+			if o.Destination != "" && (id.Pattern != want.Pattern || id.Channel != want.Channel || id.Bare != want.Bare) {
+				continue
+			}
+			if !filter.match(c.destination) || (o.keep != nil && !o.keep(id.Group, c.destination, id.Pattern.String())) {
+				continue
+			}
+			kept = append(kept, c)
 		}
-		if o.Destination != "" && (id.Pattern != want.Pattern || id.Channel != want.Channel || id.Bare != want.Bare) {
-			continue
-		}
-		out.Queues = append(out.Queues, queueInfo(q.Stats()))
 	}
-	a.clusterQueues(o, want, out) // cluster mode: the queues as JetStream sees them
-	out.Summary = summarize(out.Queues)
+	out := &QueueList{Queues: []QueueInfo{}, Offset: o.Offset, Limit: o.Limit}
+	if a.opts.Cluster != nil { // cluster mode: the queues as JetStream sees them, then the page
+		all := &QueueList{Queues: make([]QueueInfo, 0, len(kept))}
+		for _, c := range kept {
+			all.Queues = append(all.Queues, queueInfo(c.q.Stats()))
+		}
+		a.clusterQueues(o, want, all)
+		infos := all.Queues[:0]
+		for _, q := range all.Queues {
+			if filter.match(q.Destination) && (o.keep == nil || o.keep(q.Group, q.Destination, q.Pattern)) {
+				infos = append(infos, q)
+			}
+		}
+		slices.SortStableFunc(infos, func(x, y QueueInfo) int {
+			return cmp.Or(strings.Compare(x.Group, y.Group), strings.Compare(x.Destination, y.Destination))
+		})
+		out.Summary, out.Total = summarize(infos), len(infos)
+		lo, hi := pageBounds(len(infos), o.Offset, o.Limit)
+		out.Queues = append(out.Queues, infos[lo:hi]...)
+		if hi < len(infos) {
+			out.NextOffset = hi
+		}
+		return out, nil
+	}
+	out.Summary, out.Total = summarizeCandidates(kept), len(kept)
+	lo, hi := pageBounds(len(kept), o.Offset, o.Limit)
+	if o.countOnly {
+		lo, hi = 0, 0
+	}
+	for _, c := range kept[lo:hi] {
+		out.Queues = append(out.Queues, queueInfo(c.q.Stats()))
+	}
+	if hi < len(kept) {
+		out.NextOffset = hi
+	}
 	return out, nil
+}
+
+// pageBounds is the [lo, hi) of the page at offset of at most limit (0: all) among n.
+func pageBounds(n, offset, limit int) (lo, hi int) {
+	lo = min(offset, n)
+	hi = n
+	if limit > 0 && limit < n-lo {
+		hi = lo + limit
+	}
+	return lo, hi
+}
+
+func summarizeCandidates(cs []candidate) Summary {
+	groups := map[string]struct{}{}
+	for _, c := range cs {
+		groups[c.id.Group] = struct{}{}
+	}
+	return Summary{Queues: len(cs), Groups: len(groups), Text: SummaryText(len(cs), len(groups))}
+}
+
+// nameFilter is QueuesOptions.Filter, compiled: a lower-cased substring, or a glob.
+type nameFilter struct {
+	pattern string
+	glob    bool
+}
+
+func newNameFilter(f string) nameFilter {
+	f = strings.ToLower(f)
+	return nameFilter{pattern: f, glob: strings.ContainsAny(f, "*?")}
+}
+
+// match reports whether name passes the filter. strings.ToLower returns name itself, with
+// no allocation, when it holds no upper-case letter (the usual destination).
+func (f nameFilter) match(name string) bool {
+	if f.pattern == "" {
+		return true
+	}
+	name = strings.ToLower(name)
+	if !f.glob {
+		return strings.Contains(name, f.pattern)
+	}
+	return globMatch(f.pattern, name)
+}
+
+// globMatch reports whether s matches p (* any run, ? any one character), rune by rune, in
+// O(len(p)·len(s)) at worst: the classic backtracking to the last star, never exponential.
+func globMatch(p, s string) bool {
+	pi, si, star, mark := 0, 0, -1, 0
+	for si < len(s) {
+		pr, pn := utf8.DecodeRuneInString(p[pi:])
+		sr, sn := utf8.DecodeRuneInString(s[si:])
+		switch {
+		case pi < len(p) && pr == '*':
+			star, mark = pi, si
+			pi++
+		case pi < len(p) && (pr == '?' || pr == sr):
+			pi += pn
+			si += sn
+		case star >= 0:
+			pi = star + 1
+			_, mn := utf8.DecodeRuneInString(s[mark:])
+			mark += mn
+			si = mark
+		default:
+			return false
+		}
+	}
+	for pi < len(p) && p[pi] == '*' {
+		pi++
+	}
+	return pi == len(p)
 }
 
 // CreateQueueOptions create a queue ahead of traffic. Nil limits take the settings a

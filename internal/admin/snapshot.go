@@ -164,12 +164,19 @@ type Snapshot struct {
 	Counters Counters `json:"counters"`
 }
 
-// SnapshotOptions are reserved for filters; the zero value takes everything.
-type SnapshotOptions struct{}
+// SnapshotOptions select what Snapshot reads; the zero value takes everything.
+type SnapshotOptions struct {
+	// OmitQueues leaves Queues empty (Summary still counts them): what the console asks
+	// for (GET PathSnapshot?queues=false), which pages through PathQueues instead.
+	OmitQueues bool
+
+	// keep, set by the HTTP handler, keeps the queues the request's user may see.
+	keep func(group, destination, pattern string) bool
+}
 
 // Snapshot reads the whole broker state. It does not fail today; the error is kept for
 // symmetry with the other methods.
-func (a *Admin) Snapshot(SnapshotOptions) (*Snapshot, error) {
+func (a *Admin) Snapshot(o SnapshotOptions) (*Snapshot, error) {
 	src := a.src
 	now := time.Now()
 	start := src.StartTime()
@@ -198,7 +205,7 @@ func (a *Admin) Snapshot(SnapshotOptions) (*Snapshot, error) {
 		}
 		return ci.ID < cj.ID
 	})
-	ql, _ := a.Queues(QueuesOptions{})
+	ql, _ := a.Queues(QueuesOptions{keep: o.keep, countOnly: o.OmitQueues})
 	snap.Queues, snap.Summary = ql.Queues, ql.Summary
 	e := src.Dispatcher()
 	snap.Counters = Counters{

@@ -103,7 +103,25 @@ func (b *Broker) Admin() *admin.Admin {
 		Cluster:       clusterSrc,
 		ClusterQueues: clusterOps,
 		Logger:        b.log.With("component", "admin"),
+		History:       b.history,
 	})
+}
+
+// historyLoop samples the rates the console's charts start with (admin.History) every
+// history interval until shutdown.
+func (b *Broker) historyLoop() {
+	h := b.history
+	h.Sample(b.p.dispatcher, time.Now()) // the first rates need a previous point
+	t := time.NewTicker(h.Interval())
+	defer t.Stop()
+	for {
+		select {
+		case <-b.stop:
+			return
+		case now := <-t.C:
+			h.Sample(b.p.dispatcher, now)
+		}
+	}
 }
 
 func (b *Broker) adminHandler() http.Handler { return b.Admin().Handler() }

@@ -19,6 +19,7 @@ import (
 	"github.com/titan-broker/titan/internal/admission"
 	"github.com/titan-broker/titan/internal/dedup"
 
+	"github.com/titan-broker/titan/internal/admin"
 	"github.com/titan-broker/titan/internal/clock"
 	"github.com/titan-broker/titan/internal/cluster"
 	"github.com/titan-broker/titan/internal/cluster/pipeline"
@@ -98,6 +99,7 @@ type Broker struct {
 	inst    *metrics.Instruments // latency histograms, served on /metrics
 	traffic session.Traffic      // bytes read from and written to clients
 	admin   *adminServer
+	history *admin.History // the console's recent rates; nil without the monitor
 	store   store.Store
 	durable *durable.Log
 	dedup   *dedup.Cache // duplicate detection (the router's duplicate stage)
@@ -444,6 +446,7 @@ func (b *Broker) Start() error {
 		return fail(err)
 	}
 	if b.cfg.Monitor.IsEnabled() {
+		b.history = admin.NewHistory(admin.HistoryOptions{Interval: config.Ms(b.cfg.Monitor.HistoryIntervalMs)})
 		a, err := newAdminServer(b)
 		if err != nil {
 			return fail(err)
@@ -468,6 +471,7 @@ func (b *Broker) Start() error {
 	}
 	if b.admin != nil {
 		b.admin.start()
+		b.goroutine("history", b.historyLoop)
 	}
 	b.goroutine("retention", b.retentionLoop)
 	b.goroutine("store-watch", func() { b.durable.WatchStore(b.stop) })

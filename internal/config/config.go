@@ -316,6 +316,10 @@ type Monitor struct {
 	AllowedHosts []string `yaml:"allowed-hosts"`
 	// TLS serves the API over HTTPS (same settings as a listener's tls).
 	TLS TLS `yaml:"tls"`
+	// HistoryIntervalMs is how often the broker samples the rates the console's charts
+	// start with (admin.History), in milliseconds: default 5000, range 100-60000. The last
+	// 15 minutes are kept.
+	HistoryIntervalMs int `yaml:"history-interval-ms"`
 }
 
 // FlowControl is titan.flow-control.

@@ -97,6 +97,7 @@ titan:
       address-full-policy: PAGE
   store:
     type: postgres
+  monitor: {history-interval-ms: 50}
 `))
 	if err != nil {
 		t.Fatal(err)
@@ -106,7 +107,7 @@ titan:
 		t.Fatal("invalid config validated")
 	}
 	for _, want := range []string{"protocol \"amqp\"", "transport \"quic\"", "port 70000", "default-pattern \"commands\"",
-		"fanout-mode \"real\"", "empty word", "PAGE", "type \"postgres\""} {
+		"fanout-mode \"real\"", "empty word", "PAGE", "type \"postgres\"", "history-interval-ms 50 out of range 100-60000"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("missing %q in:\n%v", want, err)
 		}

@@ -165,6 +165,9 @@ func (c *Config) ApplyDefaults() {
 	if c.Monitor.Host == "" {
 		c.Monitor.Host = "127.0.0.1"
 	}
+	if c.Monitor.HistoryIntervalMs == 0 {
+		c.Monitor.HistoryIntervalMs = 5000
+	}
 	if c.FlowControl.Queue.MaxPendingBytes == 0 {
 		c.FlowControl.Queue.MaxPendingBytes = address.DefaultMaxPendingBytes
 	}

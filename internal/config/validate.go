@@ -93,6 +93,9 @@ func (c *Config) Validate() error {
 	if c.Monitor.Port < 0 || c.Monitor.Port > 65535 {
 		add("titan.monitor: port %d out of range 0-65535", c.Monitor.Port)
 	}
+	if h := c.Monitor.HistoryIntervalMs; h != 0 && (h < 100 || h > 60000) {
+		add("titan.monitor: history-interval-ms %d out of range 100-60000 (milliseconds between samples)", h)
+	}
 	for i, a := range c.AddressSettings {
 		where := fmt.Sprintf("titan.address-settings[%d] (match %q)", i, a.Match)
 		if err := validMatch(a.Match); err != nil {

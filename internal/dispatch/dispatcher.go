@@ -127,6 +127,8 @@ type Dispatcher struct {
 
 	mu     lockorder.RWMutex[lockorder.DispatcherRank] // guards queues and trie; never held while taking a queue's or Conn's lock (except in Factory.NewQueue)
 	queues map[dest.Identity]*queueEntry
+	// gen counts additions to and removals from queues (Generation); written with mu held.
+	gen atomic.Uint64
 	// hot is the entry Get or Exists found last (nil after a Delete): producers send to the
 	// same destination frame after frame, and comparing its identity costs less than hashing
 	// it under mu (two lookups per SEND). Stored only while mu is held for reading, and
@@ -270,6 +272,7 @@ func (d *Dispatcher) getOrPut(id dest.Identity, s address.Settings, limited, man
 	}
 	q = f.NewQueue(id, s)
 	d.queues[id] = &queueEntry{id: id, q: q}
+	d.gen.Add(1)
 	d.groups[id.Group]++
 	if manual {
 		d.manual[id] = true
@@ -518,6 +521,7 @@ func (d *Dispatcher) Delete(id dest.Identity, force bool) error {
 		return ErrNoQueue // deleted meanwhile
 	}
 	delete(d.queues, id)
+	d.gen.Add(1)
 	if e := d.hot.Load(); e != nil && e.id == id {
 		d.hot.Store(nil)
 	}
@@ -566,6 +570,11 @@ func (d *Dispatcher) Groups() []string {
 	sort.Strings(out)
 	return out
 }
+
+// Generation changes whenever a queue is added or removed, so equal readings before and
+// after Queues mean the list it returned is still the set of queues (the admin API keeps
+// its sorted list on it). Safe for concurrent use.
+func (d *Dispatcher) Generation() uint64 { return d.gen.Load() }
 
 // Queues returns every queue, sorted by group then destination.
 func (d *Dispatcher) Queues() []Queue {

@@ -50,7 +50,7 @@ const (
 // startBroker runs `titan serve --config` with yaml and returns once it has printed its ready
 // line. Cleanup sends SIGTERM and waits; the broker's stderr goes to the test log when the
 // test fails, and a data race the broker reports (race builds) fails the test.
-func startBroker(t *testing.T, yaml string) *broker {
+func startBroker(t testing.TB, yaml string) *broker {
 	t.Helper()
 	dir := t.TempDir()
 	path := filepath.Join(dir, "titan.yml")

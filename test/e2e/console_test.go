@@ -84,7 +84,7 @@ func TestConsoleInHeadlessChromium(t *testing.T) {
 	}
 	b := startBroker(t, strings.Replace(yamlConfigWith("", `  address-settings:
     - {match: "jobs", max-deliveries: 1}
-`), "monitor: {host: 127.0.0.1, port: 0}", "monitor: {host: 127.0.0.1, port: 0, token: "+consoleToken+"}", 1))
+`), "monitor: {host: 127.0.0.1, port: 0}", "monitor: {host: 127.0.0.1, port: 0, token: "+consoleToken+", history-interval-ms: 1000}", 1))
 
 	// The page itself asks for the monitor's credentials.
 	resp, err := httpClient.Get(monitorURL(b) + "/")
@@ -204,6 +204,9 @@ func TestConsoleInHeadlessChromium(t *testing.T) {
 	click("purge", "/queue/held")
 	eventuallyAuthQueue(t, b, "/queue/held", "purged", func(q queueStat, ok bool) bool { return ok && q.Size == 0 })
 	waitText("flash", "purged 3 messages")
+	// Browse opened /queue/held's destination page; back to the list.
+	cdpEval[bool](t, ctx, `(function(){location.hash="";return true})()`)
+	waitText("dests-title", "Destinations")
 
 	// Dead letters re-driven from the page.
 	nacker := dial(t, b)
@@ -291,7 +294,7 @@ func TestConsoleInHeadlessChromium(t *testing.T) {
 }
 
 // cdpEval evaluates js in the page of ctx and decodes its value.
-func cdpEval[T any](t *testing.T, ctx context.Context, js string) T {
+func cdpEval[T any](t testing.TB, ctx context.Context, js string) T {
 	t.Helper()
 	v, err := chromedp.Run(ctx, chromedp.Evaluate[T](js))
 	requireNoError(t, err, "evaluating %s", js)

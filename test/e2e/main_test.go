@@ -198,7 +198,7 @@ func forEachClient(t *testing.T, fn func(t *testing.T, c stompClient)) {
 
 // ---------------------------------------------------------------- small helpers
 
-func requireNoError(t *testing.T, err error, msgAndArgs ...any) {
+func requireNoError(t testing.TB, err error, msgAndArgs ...any) {
 	t.Helper()
 	if err != nil {
 		t.Fatalf("%sunexpected error: %v", prefix(msgAndArgs), err)
@@ -246,7 +246,7 @@ func terminate(p *os.Process, exited <-chan struct{}, grace time.Duration) (kill
 // eventually polls fn until it returns true, failing the test after total
 // (testwait.Eventually, which sets its own polling interval). msgAndArgs are formatted only
 // on failure, so they may point at values fn updates.
-func eventually(t *testing.T, total time.Duration, fn func() bool, msgAndArgs ...any) {
+func eventually(t testing.TB, total time.Duration, fn func() bool, msgAndArgs ...any) {
 	t.Helper()
 	testwait.Eventually(lazyPrefix{t, msgAndArgs}, total, "condition", fn)
 }

@@ -107,14 +107,18 @@ func TestSecurity29MonitorRightsPerDestination(t *testing.T) {
 		{"POST", "/titan/monitor/users/reload", http.StatusForbidden},
 		{"GET", "/titan/monitor/queues/messages?destination=/queue/orders.eu", http.StatusOK},
 		{"POST", "/titan/monitor/queues/pause?destination=/queue/orders.eu", http.StatusOK},
+		{"GET", "/titan/monitor/history?destination=/queue/payroll", http.StatusForbidden},
+		{"GET", "/titan/monitor/history?destination=/queue/orders.eu", http.StatusOK},
 	} {
 		requireEqual(t, c.want, monitorCall(t, b, c.method, c.path, "app", "app-pw", "", nil), "app %s %s", c.method, c.path)
 	}
 	var ql struct {
 		Queues []struct{ Destination string } `json:"queues"`
+		Total  int                            `json:"total"`
 	}
 	monitorCall(t, b, "GET", "/titan/monitor/queues", "app", "app-pw", "", &ql)
 	requireEqual(t, 1, len(ql.Queues), "queues app sees: %+v", ql.Queues)
+	requireEqual(t, 1, ql.Total, "the total counts only the queues app sees")
 	requireEqual(t, "/queue/orders/eu", ql.Queues[0].Destination, "the queue app sees")
 
 	pw := secretFile(t, "app-pw")
