@@ -23,9 +23,17 @@ const (
 	// included (crash elections take 4-9 s).
 	PublishTimeout = 30 * time.Second
 	// AckWait is the consumers' ack wait: a delivery not acknowledged nor kept alive within
-	// it is redelivered (a node that died holding it). Live deliveries are kept alive with
-	// +WPI every AckWait/3, since STOMP has no ack timeout.
-	AckWait = 30 * time.Second
+	// it is redelivered, so what a node that died held (pulled, or delivered and not yet
+	// acknowledged) is delivered elsewhere within about AckWait (issue 27 asks for a few
+	// seconds; JetStream cannot know which node's pull a message went to, so the wait is
+	// the only signal). Live deliveries are kept alive with +WPI every KeepAlive, since
+	// STOMP has no ack timeout.
+	AckWait = 5 * time.Second
+	// KeepAlive is how often a live node sends +WPI for each message it holds: AckWait/5,
+	// so a pull loop may fall 4 s behind (a GC pause, a blocked pull) before JetStream
+	// redelivers a message this node still holds. The cost is one small publish per held
+	// message per KeepAlive.
+	KeepAlive = AckWait / 5
 	// AttemptTimeout bounds one JetStream API request before it is retried.
 	AttemptTimeout = 3 * time.Second
 	// PublishAttemptTimeout bounds one publish attempt before it is retried.
@@ -100,7 +108,8 @@ func PublishRetrying(ctx context.Context, js jetstream.JetStream, msg *nats.Msg)
 }
 
 // GetOrCreateConsumer returns the durable consumer cfg.Durable of stream, creating it when
-// missing (an existing one keeps its position and configuration). Attempts are bounded
+// missing (an existing one keeps its position and configuration, except that its ack wait
+// is set to cfg.AckWait when that is non-zero and differs). Attempts are bounded
 // and retried until ctx ends.
 func GetOrCreateConsumer(ctx context.Context, js jetstream.JetStream, stream string, cfg jetstream.ConsumerConfig) (jetstream.Consumer, error) {
 	for {
@@ -110,6 +119,14 @@ func GetOrCreateConsumer(ctx context.Context, js jetstream.JetStream, stream str
 			cons, err = js.CreateConsumer(actx, stream, cfg)
 			if errors.Is(err, jetstream.ErrConsumerExists) {
 				cons, err = js.Consumer(actx, stream, cfg.Durable)
+			}
+		}
+		if err == nil && cfg.AckWait > 0 {
+			// A consumer made by an earlier version keeps its ack wait until told: set
+			// this version's, so a dead node's messages come back as documented.
+			if c := cons.CachedInfo().Config; c.AckWait != cfg.AckWait {
+				c.AckWait = cfg.AckWait
+				cons, err = js.UpdateConsumer(actx, stream, c)
 			}
 		}
 		cancel()

@@ -258,7 +258,7 @@ func TestClusterLeaderKillsLoseNoReceiptedMessage(t *testing.T) {
 	progress(100, "after the last kill")
 
 	// Stop producing; every receipted message must reach the consumers. A delivery the
-	// killed node held unacknowledged comes back after the ack wait (30 s).
+	// killed node held unacknowledged comes back after the ack wait (cluster.AckWait, 5 s).
 	close(stopProducers)
 	producers.Wait()
 	stopped = true

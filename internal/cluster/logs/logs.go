@@ -190,7 +190,7 @@ func (e *Pattern) Subscribe(sub *delivery.Subscription) error {
 	if err != nil {
 		return fmt.Errorf("cluster: events-store subscription on %s: %w", id, err)
 	}
-	r.loop = pull.New(cons, r, r.durable, cluster.AckWait/3)
+	r.loop = pull.New(cons, r, r.durable, cluster.KeepAlive)
 	sub.Owner = e
 	sub.SetFeed(r)
 	e.mu.Lock()

@@ -51,7 +51,7 @@ type Loop struct {
 	cons jetstream.Consumer // pulled from; replaced by SetConsumer (loop's goroutine only)
 	h    Handler
 	// acked is true for an explicitly acknowledged consumer: held and in-flight messages
-	// are kept alive with +WPI every keepAlive (AckWait/3).
+	// are kept alive with +WPI every keepAlive (cluster.KeepAlive).
 	acked     bool
 	keepAlive time.Duration
 

@@ -240,7 +240,7 @@ func (q *Pattern) newConsumer(ctx context.Context, id dest.Identity) (*consumer,
 	}
 	c := &consumer{q: q, id: id, done: make(chan struct{}),
 		inflight: make(map[uint64]inflight), out: make(map[*delivery.Subscription]int)}
-	c.loop = pull.New(cons, c, true, cluster.AckWait/3)
+	c.loop = pull.New(cons, c, true, cluster.KeepAlive)
 	c.loop.OnError = c.reconsume // admin.go: the consumer may have been deleted
 	return c, nil
 }
