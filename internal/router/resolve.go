@@ -108,7 +108,8 @@ func (r *Router) build() {
 			ownGroup := groupStage{scoped: true} // a temp-queue is scoped by its owner, not a group
 			send(RouteSendTempQueue, dest.PatternTempQueue, head(temp, ownGroup), append(limit(true),
 				responseStage{requests: p.Requests, temp: true}, publishStage{port: p.TempQueues, store: o.Store})...)
-			subscribe(dest.PatternTempQueue, append(head(tempQueueStage{requests: p.Requests, subscribe: true}, ownGroup), sub, attachStage{port: p.TempQueues})...)
+			subscribe(dest.PatternTempQueue, append(head(tempQueueStage{requests: p.Requests, subscribe: true}, ownGroup), sub,
+				explicitReplyStage{deliveries: p.Deliveries}, attachStage{port: p.TempQueues})...)
 		}
 	}
 	r.table[RouteUnsubscribe][0] = []Stage{unsubscribeStage{deliveries: p.Deliveries, topics: p.DurableTopics}}
