@@ -48,6 +48,11 @@ func (s durableTopicStage) Apply(c *Context) {
 	sub.Group = q.Group
 	sub.Dest = dest.Destination{Pattern: dest.PatternQueues, Channel: q.Channel}
 	sub.Allow = nil // the queue's messages are the topic's, authorized at SUBSCRIBE
+	if sub.Selector != nil && !HonoursSelectors(s.queues) {
+		// The selector decided what entered the queue (Feeds): its consumer needs none
+		// (cluster queues do not filter consumers).
+		sub.Selector = nil
+	}
 	attachStage{port: s.queues}.Apply(c)
 	c.Halt = true
 }
