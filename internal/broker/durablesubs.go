@@ -139,6 +139,9 @@ func (c *durableCollector) Collect(ch chan<- prometheus.Metric) {
 		if c.b.p.topics != nil {
 			n += c.b.p.topics.Count() // durable topic subscriptions share the limit
 		}
+		if cl := c.b.p.cluster; cl != nil && cl.durables != nil {
+			n += cl.durables.Count() // cluster mode's, cluster-wide
+		}
 		ch <- prometheus.MustNewConstMetric(c.count, prometheus.GaugeValue, float64(n))
 	}
 	ch <- prometheus.MustNewConstMetric(c.limit, prometheus.GaugeValue, float64(c.b.maxDurableSubscriptions()))
