@@ -2,6 +2,8 @@ package e2e
 
 import (
 	"fmt"
+	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -98,6 +100,24 @@ func TestClusterDurableTopicSubscriptions(t *testing.T) {
 		fmt.Fprintf(&b, "SEND\ndestination:%s\ncolor:%s\nreceipt:s%d\n\nm%d\x00", topic, color, i, i)
 	}
 	rawExchange(t, p, b.String(), "s49", 0) // RECEIPTs come in SEND order: s49 is the last
+
+	// Any node's operator view lists both, with what their queues hold.
+	var listed struct {
+		Subscriptions []struct {
+			Kind, Destination, Name, ClientID, Queue, Selector string
+			Messages                                           int
+		}
+	}
+	requireMonitor(t, nodes[2].broker(), http.MethodGet, "/titan/monitor/durable-subscriptions", nil, &listed)
+	var views []string
+	for _, d := range listed.Subscriptions {
+		views = append(views, fmt.Sprintf("%s %s %s %q %s %q %d", d.Kind, d.Destination, d.Queue, d.ClientID, d.Name, d.Selector, d.Messages))
+	}
+	slices.Sort(views)
+	checkEqual(t, strings.Join([]string{
+		`topic /topic/cl/durable/orders /queue/$durable/cl-amq/reds "cl-amq" reds "color = 'red'" 25`,
+		`topic /topic/cl/durable/orders /queue/$durable/~/cl-rabbit "" cl-rabbit "" 50`,
+	}, "\n"), strings.Join(views, "\n"), "durable subscriptions listed by node 3's monitor")
 
 	// Reattach on node 3: everything kept arrives, in publication order.
 	r3 := dialRaw(t, nodeBroker(nodes[2]))

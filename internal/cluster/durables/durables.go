@@ -26,11 +26,13 @@
 package durables
 
 import (
+	"cmp"
 	"context"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -458,6 +460,30 @@ func (r *Registry) Feeds(id dest.Identity, m selector.Message, dst []dest.Identi
 		}
 	})
 	return dst
+}
+
+// Has reports whether the subscription (group, owner, name) exists, as this node applied
+// the registry (the security ledger's port: who made which durable subscription).
+func (r *Registry) Has(group, owner, name string) bool {
+	r.idxMu.RLock()
+	defer r.idxMu.RUnlock()
+	_, ok := r.subs[keyOf(topicsub.Key{Group: group, Owner: owner, Name: name})]
+	return ok
+}
+
+// List returns every durable topic subscription this node applied, sorted by group,
+// owner, name.
+func (r *Registry) List() []topicsub.Sub {
+	r.idxMu.RLock()
+	out := make([]topicsub.Sub, 0, len(r.subs))
+	for _, e := range r.subs {
+		out = append(out, e.sub)
+	}
+	r.idxMu.RUnlock()
+	slices.SortFunc(out, func(a, b topicsub.Sub) int {
+		return cmp.Or(cmp.Compare(a.Group, b.Group), cmp.Compare(a.Owner, b.Owner), cmp.Compare(a.Name, b.Name))
+	})
+	return out
 }
 
 // Count returns the number of durable topic subscriptions this node applied.

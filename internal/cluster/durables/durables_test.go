@@ -171,8 +171,8 @@ func TestWildcardsSelectorsLimitAndReload(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer r.Stop()
-	if r.Count() != 2 {
-		t.Fatalf("reloaded %d subscriptions, want 2", r.Count())
+	if r.Count() != 2 || !r.Has(dest.DefaultGroup, "app", "reds") || r.Has(dest.DefaultGroup, "", "reds") {
+		t.Fatalf("reloaded %d subscriptions (want 2), or Has is wrong", r.Count())
 	}
 	check(r, "orders.us", "red", reds)
 	check(r, "invoices", "red", all)
