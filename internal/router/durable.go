@@ -29,7 +29,7 @@ func (s durableTopicStage) Apply(c *Context) {
 		return
 	}
 	if s.topics == nil || s.queues == nil {
-		c.fail("durable subscriptions unavailable", req.header+" asks for a durable topic subscription, which this server does not keep (cluster mode: see the README's cluster differences)")
+		c.fail("durable subscriptions unavailable", req.header+" asks for a durable topic subscription, which this server does not keep (cluster mode on an external NATS: see the README's cluster differences)")
 		return
 	}
 	sub := c.Subscription()
@@ -83,7 +83,7 @@ func deleteDurable(c *Context, topics DurableTopics, live bool) (handled bool) {
 		return asked
 	}
 	if topics == nil {
-		c.fail("durable subscriptions unavailable", req.header+" asks to delete a durable topic subscription, which this server does not keep (cluster mode)")
+		c.fail("durable subscriptions unavailable", req.header+" asks to delete a durable topic subscription, which this server does not keep (cluster mode on an external NATS)")
 		return true
 	}
 	group, ok := FrameGroup(c.Frame)

@@ -45,7 +45,9 @@ func (msg) TimestampMs() int64               { return 0 }
 func (msg) Persistent() bool                 { return true }
 func (msg) Priority() int                    { return 4 }
 
-func topic(ch string) dest.Destination { return dest.Destination{Pattern: dest.PatternEvents, Channel: ch} }
+func topic(ch string) dest.Destination {
+	return dest.Destination{Pattern: dest.PatternEvents, Channel: ch}
+}
 
 func topicID(ch string) dest.Identity { return dest.IdentityOf(dest.DefaultGroup, topic(ch)) }
 
