@@ -351,7 +351,12 @@ func (r *Registry) AttachDurable(group, owner, name string, filter dest.Destinat
 	switch {
 	case cur != nil && cur.sub.Filter == filter && cur.sub.Selector == src:
 		return cur.sub.Queue, nil
-	case cur != nil: // moved to another topic or selector: start afresh
+	case cur != nil:
+		// Moved to another topic or selector: start afresh. No node feeds the old filter
+		// any more before the queue is emptied, so none of its messages is left in it.
+		if err := r.unregister(ctx, key); err != nil {
+			return dest.Identity{}, err
+		}
 		if err := r.queues.DropQueue(ctx, cur.sub.Queue); err != nil {
 			return dest.Identity{}, notStored(err)
 		}
@@ -401,6 +406,19 @@ func (r *Registry) DeleteDurable(group, owner, name string) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
 	defer cancel()
+	if err := r.unregister(ctx, key); err != nil {
+		return err
+	}
+	if err := r.queues.DropQueue(ctx, cur.sub.Queue); err != nil {
+		r.log.Warn("durable subscription deleted; its queue was not", "queue", cur.sub.Queue.String(), "err", err)
+	}
+	return nil
+}
+
+// unregister deletes key from the bucket and returns once every live node applied that
+// (no node feeds the subscription any more). Errors: a JetStream failure (errNotStored).
+// r.mu held.
+func (r *Registry) unregister(ctx context.Context, key string) error {
 	var rev uint64
 	if err := cluster.Attempt(ctx, func(ctx context.Context) error {
 		if err := r.kv.Delete(ctx, key); err != nil {
@@ -420,9 +438,6 @@ func (r *Registry) DeleteDurable(group, owner, name string) error {
 		return notStored(err)
 	}
 	r.syncAll(rev)
-	if err := r.queues.DropQueue(ctx, cur.sub.Queue); err != nil {
-		r.log.Warn("durable subscription deleted; its queue was not", "queue", cur.sub.Queue.String(), "err", err)
-	}
 	return nil
 }
 
