@@ -79,7 +79,8 @@ func rawAckAll(t *testing.T, c *rawConn, msgs []*rawFrame) {
 // messages are published on node 2 while they are away; reattached on node 3, the RabbitMQ
 // one receives all 50 in order and the ActiveMQ one the 25 its selector selects, and
 // nothing more. Deleting the RabbitMQ one (UNSUBSCRIBE durable:true) discards it: made
-// again, it holds only what was published after.
+// again, it holds only what was published after. Two connections on two nodes with the same
+// id share one.
 func TestClusterDurableTopicSubscriptions(t *testing.T) {
 	t.Parallel()
 	nodes := startCluster(t, "")
@@ -165,4 +166,14 @@ func TestClusterDurableTopicSubscriptions(t *testing.T) {
 	checkEqual(t, "MESSAGE fresh", f.command+" "+string(f.body), "first frame of the subscription made again")
 	rawExchange(t, r3, "UNSUBSCRIBE\nid:cl-rabbit\ndurable:true\nreceipt:del\n\n\x00", "del", 0)
 	rawExchange(t, a3, "UNSUBSCRIBE\nid:1\nactivemq.subscriptionName:reds\nreceipt:del\n\n\x00", "del", 0)
+
+	// Two connections on two nodes subscribing with the same RabbitMQ id share it
+	// (python3-stomp, producer on node 1): each of 100 messages reaches one of them.
+	var shared struct{ A, B []string }
+	runClusterWith(t, pyMigrate, nodes, "rabbit_shared", map[string]any{"dest": "/topic/cl/shared", "id": "cl-shared", "count": 100}, &shared)
+	shares := append(slices.Clone(shared.A), shared.B...)
+	slices.Sort(shares)
+	checkEqual(t, 100, len(shares), "messages in all: node 2 %d, node 3 %d", len(shared.A), len(shared.B))
+	checkEqual(t, len(shares), len(slices.Compact(shares)), "no message to both")
+	checkEqual(t, true, len(shared.A) > 0 && len(shared.B) > 0, "both got some: node 2 %d, node 3 %d", len(shared.A), len(shared.B))
 }

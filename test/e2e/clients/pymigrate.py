@@ -67,14 +67,23 @@ def sc_rabbit_durable(args, out):
     out["total"] = len(c.col.messages)
 
 
+def on_node(args, i):
+    """args addressed to cluster node i when they list the cluster's "ports" (runClusterWith),
+    else as they are."""
+    if "ports" in args:
+        return dict(args, port=args["ports"][i])
+    return args
+
+
 def sc_rabbit_shared(args, out):
     """Two connections subscribe with the same durable id: args["count"] messages are split
-    between them, each to one. Reports the bodies each received."""
+    between them, each to one. Reports the bodies each received. On a cluster the two
+    subscribers are on nodes 2 and 3 and the producer on node 1."""
     dest, sid, n = args["dest"], args["id"], args["count"]
-    a, b = Client(args), Client(args)
+    a, b = Client(on_node(args, 1)), Client(on_node(args, 2))
     durable_sub(a, dest, sid, ack="auto")
     durable_sub(b, dest, sid, ack="auto")
-    p = Client(args)
+    p = Client(on_node(args, 0))
     for i in range(n):
         p.send(dest, "s%d" % i)
     p.disconnect()
