@@ -159,6 +159,7 @@ func TestRulesCatchAViolation(t *testing.T) {
 		"internal/cluster/pull":          {"internal/cluster/logs"},
 		"internal/cluster/pipeline":      {"internal/cluster"},
 		"internal/cluster/status":        {"internal/cluster"},
+		"internal/cluster/durables":      {"internal/topicsub"},
 		"internal/admission":             nil,
 		"internal/admin":                 nil,
 		"internal/topicsub":              nil,

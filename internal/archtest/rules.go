@@ -12,7 +12,7 @@ var Patterns = append(append([]string{}, SingleNodePatterns...), ClusterPatterns
 // what they share) and internal/cluster/pull (the pull loop of queues and logs); above
 // them internal/cluster/pipeline (the store stage's publisher, over their Store port) and
 // internal/cluster/status.
-var ClusterPatterns = []string{"internal/cluster/events", "internal/cluster/queues", "internal/cluster/logs", "internal/cluster/requests"}
+var ClusterPatterns = []string{"internal/cluster/events", "internal/cluster/queues", "internal/cluster/logs", "internal/cluster/requests", "internal/cluster/durables"}
 
 // ClusterShared are the cluster packages every cluster pattern may use; they reach none.
 var ClusterShared = []string{"internal/cluster", "internal/cluster/pull"}

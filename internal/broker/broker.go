@@ -194,7 +194,7 @@ func New(cfg config.Config, opts Options) (*Broker, error) {
 			_ = st.Close()
 			return nil, err
 		}
-		if err := p.wireCluster(n, resolver, b.log, &ports); err != nil {
+		if err := p.wireCluster(n, resolver, b.maxDurableSubscriptions(), b.log, &ports); err != nil {
 			n.Close()
 			_ = st.Close()
 			return nil, err

@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"context"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -139,6 +140,9 @@ func (c *durableCollector) Collect(ch chan<- prometheus.Metric) {
 		if c.b.p.topics != nil {
 			n += c.b.p.topics.Count() // durable topic subscriptions share the limit
 		}
+		if cl := c.b.p.cluster; cl != nil && cl.durables != nil {
+			n += cl.durables.Count() // cluster mode's, cluster-wide
+		}
 		ch <- prometheus.MustNewConstMetric(c.count, prometheus.GaugeValue, float64(n))
 	}
 	ch <- prometheus.MustNewConstMetric(c.limit, prometheus.GaugeValue, float64(c.b.maxDurableSubscriptions()))
@@ -151,6 +155,9 @@ var _ admin.DurableOperator = adminSource{}
 // subscription (the peers' dialects) with its topic, client-id, name, queue, selector and
 // its queue's consumers and messages. None in cluster mode.
 func (s adminSource) TopicDurableSubscriptions() []admin.DurableSubscription {
+	if s.b.p != nil && s.b.p.cluster != nil && s.b.p.cluster.durables != nil {
+		return s.clusterTopicDurables()
+	}
 	if s.b.p == nil || s.b.p.topics == nil {
 		return nil
 	}
@@ -173,12 +180,20 @@ func (s adminSource) TopicDurableSubscriptions() []admin.DurableSubscription {
 // DeleteTopicDurableSubscription implements admin.TopicDurableOperator: the subscription
 // (group, clientID, name) is deleted with its queue when its topic is filter.
 func (s adminSource) DeleteTopicDurableSubscription(group, clientID, name string, filter dest.Destination) error {
-	if s.b.p == nil || s.b.p.topics == nil {
+	var list []topicsub.Sub
+	var del func(topicsub.Key) error
+	switch {
+	case s.b.p != nil && s.b.p.cluster != nil && s.b.p.cluster.durables != nil:
+		reg := s.b.p.cluster.durables
+		list, del = reg.List(), func(k topicsub.Key) error { return reg.DeleteDurable(k.Group, k.Owner, k.Name) }
+	case s.b.p != nil && s.b.p.topics != nil:
+		list, del = s.b.p.topics.List(), s.b.p.topics.Delete
+	default:
 		return dispatch.ErrNoDurableSubscription
 	}
 	k := topicsub.Key{Group: group, Owner: clientID, Name: name}
 	found := false
-	for _, t := range s.b.p.topics.List() {
+	for _, t := range list {
 		if t.Key == k {
 			found = t.Filter.Channel == filter.Channel && t.Filter.Bare == filter.Bare
 			break
@@ -187,7 +202,31 @@ func (s adminSource) DeleteTopicDurableSubscription(group, clientID, name string
 	if !found {
 		return dispatch.ErrNoDurableSubscription
 	}
-	return s.b.p.topics.Delete(k)
+	return del(k)
 }
+
+// clusterTopicDurables lists cluster mode's durable topic subscriptions with the messages
+// their queues hold (one JetStream request each, bounded; left out when it fails). Live
+// consumers are not counted: they are spread over the nodes.
+func (s adminSource) clusterTopicDurables() []admin.DurableSubscription {
+	subs := s.b.p.cluster.durables.List()
+	out := make([]admin.DurableSubscription, 0, len(subs))
+	for _, t := range subs {
+		v := admin.DurableSubscription{
+			Kind: admin.KindTopic, Group: t.Group, Destination: dest.IdentityOf(t.Group, t.Filter).Destination(),
+			Name: t.Name, ClientID: t.Owner, Queue: t.Queue.Destination(), Selector: t.Selector,
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), clusterDepthTimeout)
+		if n, err := s.b.p.cluster.queues.QueueDepth(ctx, t.Queue); err == nil {
+			v.Messages = n
+		}
+		cancel()
+		out = append(out, v)
+	}
+	return out
+}
+
+// clusterDepthTimeout bounds reading one durable subscription queue's depth in cluster mode.
+const clusterDepthTimeout = 2 * time.Second
 
 var _ admin.TopicDurableOperator = adminSource{}

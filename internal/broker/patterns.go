@@ -1,10 +1,14 @@
 package broker
 
 import (
+	"context"
+	"errors"
 	"log/slog"
+	"time"
 
 	"github.com/titan-broker/titan/internal/clock"
 	"github.com/titan-broker/titan/internal/cluster"
+	"github.com/titan-broker/titan/internal/cluster/durables"
 	clusterevents "github.com/titan-broker/titan/internal/cluster/events"
 	"github.com/titan-broker/titan/internal/cluster/logs"
 	clusterqueues "github.com/titan-broker/titan/internal/cluster/queues"
@@ -48,12 +52,31 @@ type clusterPatterns struct {
 	queues   *clusterqueues.Pattern
 	store    *logs.Pattern
 	requests *requests.Pattern
+	durables *durables.Registry // nil with an external NATS
+}
+
+// durableStartTimeout bounds loading the durable topic subscriptions at start.
+const durableStartTimeout = 30 * time.Second
+
+// durableQueues is the cluster queues pattern as the durable registry's Queues port.
+type durableQueues struct{ q *clusterqueues.Pattern }
+
+func (d durableQueues) CreateQueue(ctx context.Context, id dest.Identity) (bool, error) {
+	return d.q.CreateQueue(ctx, id)
+}
+
+// DropQueue deletes id's queue and its messages; a queue that does not exist is no error.
+func (d durableQueues) DropQueue(ctx context.Context, id dest.Identity) error {
+	if _, err := d.q.DeleteQueue(ctx, id, true); err != nil && !errors.Is(err, clusterqueues.ErrNoQueue) {
+		return err
+	}
+	return nil
 }
 
 // wireCluster puts the cluster adapters behind the router's ports. Request/response
 // replaces p.requests (so its counters are the ones reported); temp-queues stay on this
 // node's queues pattern, reached from other nodes through requests.Pattern.
-func (p *patterns) wireCluster(n *cluster.Node, settings cluster.Settings, log *slog.Logger, ports *router.Ports) error {
+func (p *patterns) wireCluster(n *cluster.Node, settings cluster.Settings, maxDurable int, log *slog.Logger, ports *router.Ports) error {
 	reqs, err := requests.New(n, p.rpcOptions, log.With("component", "cluster-rpc"))
 	if err != nil {
 		return err
@@ -64,9 +87,21 @@ func (p *patterns) wireCluster(n *cluster.Node, settings cluster.Settings, log *
 	p.requests = reqs.Pattern
 	ports.Events, ports.Queues, ports.EventsStore = c.events, c.queues, c.store
 	ports.Requests = reqs
-	// Durable topic subscriptions are node-local queues fed by this node's fan-out; a
-	// cluster publishes topics on other nodes too, so they are refused here (README).
+	// Durable topic subscriptions: cluster queues fed by every node's topic SENDs, their
+	// registry a JetStream bucket every node applies (cluster/durables). It needs the live
+	// node count to confirm a change cluster-wide: embedded mode only; with an external NATS
+	// they are refused (README).
 	ports.DurableTopics, p.topics = nil, nil
+	if n.Embedded() {
+		ctx, cancel := context.WithTimeout(context.Background(), durableStartTimeout)
+		reg, err := durables.Start(ctx, n, durableQueues{c.queues}, durables.Options{Max: maxDurable,
+			Peers: func() int { return len(n.Server().ActivePeers()) }, Logger: log.With("component", "cluster-durables")})
+		cancel()
+		if err != nil {
+			return err
+		}
+		c.durables, ports.DurableTopics = reg, reg
+	}
 	// Queues live in JetStream: /amq/queue/ creates on first use, as /queue/ (README).
 	ports.ExistingQueues = nil
 	ports.TempQueues = tempQueues{Publisher: reqs.Temp(), Subscriber: reqs.TempSubscriber(p.queues)}
@@ -157,6 +192,9 @@ func (p *patterns) close() {
 	p.queues.Close()
 	p.log.Close()
 	if c := p.cluster; c != nil {
+		if c.durables != nil {
+			c.durables.Stop()
+		}
 		c.queues.Close()
 		c.store.Close()
 		c.node.Close()

@@ -78,6 +78,9 @@ func (b *Broker) ownerExists(o auth.Owned) bool {
 	case auth.KindLogDurable:
 		return b.p.log != nil && b.p.log.HasDurable(o.Identity, o.Name)
 	case auth.KindTopicDurable:
+		if cl := b.p.cluster; cl != nil && cl.durables != nil { // cluster mode: the cluster's registry
+			return cl.durables.Has(o.Identity.Group, o.Owner, o.Name)
+		}
 		if b.p.topics == nil || b.p.dispatcher == nil {
 			return false
 		}

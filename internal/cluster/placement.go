@@ -144,8 +144,10 @@ func retentionClass(s address.Settings) string {
 // duplicate id sent again to the same destination through any node, within the stream's
 // Duplicates window (and beyond it, within duplicate-detection.window, through
 // Duplicates), is stored once and still acknowledged (PubAck Duplicate: the producer gets
-// its RECEIPT). Any other message gets its broker-assigned message-id, which makes
-// the broker's own retry of a publish whose PubAck was lost idempotent.
+// its RECEIPT). Any other message gets its broker-assigned message-id qualified by a hash
+// of id, which makes the broker's own retry of a publish whose PubAck was lost idempotent
+// while the copies of one topic message stored for several durable subscriptions (one
+// stream per group) are not taken for duplicates of each other.
 func MsgID(id dest.Identity, m *message.Message) string {
 	if d, ok := m.Header(dedup.Header); ok && d != "" {
 		h := sha256.New()
@@ -157,7 +159,28 @@ func MsgID(id dest.Identity, m *message.Message) string {
 		h.Write([]byte(d))
 		return clientIDPrefix + hex.EncodeToString(h.Sum(nil)[:20])
 	}
-	return m.ID
+	return m.ID + "." + strconv.FormatUint(identityHash(id), 36)
+}
+
+// identityHash is FNV-1a of id's group, pattern, channel and bare-ness (no allocation).
+func identityHash(id dest.Identity) uint64 {
+	h := uint64(14695981039346656037)
+	mix := func(s string) {
+		for i := 0; i < len(s); i++ {
+			h ^= uint64(s[i])
+			h *= 1099511628211
+		}
+		h *= 1099511628211 // a zero byte between the parts
+	}
+	mix(id.Group)
+	mix(id.Channel)
+	h ^= uint64(id.Pattern)
+	h *= 1099511628211
+	if id.Bare {
+		h ^= 'b'
+		h *= 1099511628211
+	}
+	return h
 }
 
 // reconcile updates an existing stream whose Titan-managed settings differ from want: a

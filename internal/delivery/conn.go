@@ -194,6 +194,21 @@ func (c *Conn) Subscription(id string) (*Subscription, bool) {
 	return s, ok
 }
 
+// Subscribed reports whether one of c's active subscriptions consumes exactly id (same
+// group, pattern and channel; a wildcard filter does not count). It scans c's subscriptions
+// (at most the per-connection subscription limit); the router asks it when a SEND's reply-to
+// names one of the connection's own temp-queues.
+func (c *Conn) Subscribed(id dest.Identity) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, s := range c.subs {
+		if s.Group == id.Group && s.Dest.Pattern == id.Pattern && s.Dest.Channel == id.Channel {
+			return true
+		}
+	}
+	return false
+}
+
 // SubscriptionCount returns the number of active subscriptions.
 func (c *Conn) SubscriptionCount() int {
 	c.mu.Lock()

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/titan-broker/titan/internal/delivery/deliverytest"
+	"github.com/titan-broker/titan/internal/dest"
 	"github.com/titan-broker/titan/internal/frame"
 	"github.com/titan-broker/titan/internal/message"
 )
@@ -116,5 +117,37 @@ func BenchmarkDeliverEvent(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// TestSubscribed: Subscribed matches a subscription on exactly the identity (group, pattern,
+// channel), not another group's, another channel's, and not once it is unsubscribed.
+func TestSubscribed(t *testing.T) {
+	c := NewConn(&recWriter{v: frame.V12}, nil)
+	id := dest.Identity{Group: dest.DefaultGroup, Pattern: dest.PatternTempQueue, Channel: "s1.answers"}
+	if c.Subscribed(id) {
+		t.Fatal("subscribed with no subscription")
+	}
+	sub := &Subscription{ID: "a", Conn: c, Group: id.Group, Dest: dest.Destination{Pattern: id.Pattern, Channel: id.Channel}}
+	if err := c.Add(sub); err != nil {
+		t.Fatal(err)
+	}
+	if !c.Subscribed(id) {
+		t.Fatal("not subscribed to its subscription's identity")
+	}
+	for _, other := range []dest.Identity{
+		{Group: "g2", Pattern: id.Pattern, Channel: id.Channel},
+		{Group: id.Group, Pattern: dest.PatternQueues, Channel: id.Channel},
+		{Group: id.Group, Pattern: id.Pattern, Channel: "s1.other"},
+	} {
+		if c.Subscribed(other) {
+			t.Fatalf("subscribed to %v", other)
+		}
+	}
+	if err := c.Unsubscribe("a"); err != nil {
+		t.Fatal(err)
+	}
+	if c.Subscribed(id) {
+		t.Fatal("still subscribed after UNSUBSCRIBE")
 	}
 }

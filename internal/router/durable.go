@@ -28,7 +28,7 @@ func (s durableTopicStage) Apply(c *Context) {
 		return
 	}
 	if s.topics == nil || s.queues == nil {
-		c.fail("durable subscriptions unavailable", req.header+" asks for a durable topic subscription, which this server does not keep (cluster mode: see the README's cluster differences)")
+		c.fail("durable subscriptions unavailable", req.header+" asks for a durable topic subscription, which this server does not keep (cluster mode on an external NATS: see the README's cluster differences)")
 		return
 	}
 	sub := c.Subscription()
@@ -47,6 +47,11 @@ func (s durableTopicStage) Apply(c *Context) {
 	sub.Group = q.Group
 	sub.Dest = dest.Destination{Pattern: dest.PatternQueues, Channel: q.Channel}
 	sub.Allow = nil // the queue's messages are the topic's, authorized at SUBSCRIBE
+	if sub.Selector != nil && !HonoursSelectors(s.queues) {
+		// The selector decided what entered the queue (Feeds): its consumer needs none
+		// (cluster queues do not filter consumers).
+		sub.Selector = nil
+	}
 	attachStage{port: s.queues}.Apply(c)
 	c.Halt = true
 }
@@ -77,7 +82,7 @@ func deleteDurable(c *Context, topics DurableTopics, live bool) (handled bool) {
 		return asked
 	}
 	if topics == nil {
-		c.fail("durable subscriptions unavailable", req.header+" asks to delete a durable topic subscription, which this server does not keep (cluster mode)")
+		c.fail("durable subscriptions unavailable", req.header+" asks to delete a durable topic subscription, which this server does not keep (cluster mode on an external NATS)")
 		return true
 	}
 	group, ok := FrameGroup(c.Frame)

@@ -175,7 +175,7 @@ type Ports struct {
 	// closed connections; subscribe consumes like a queue.
 	TempQueues Pattern
 	// DurableTopics keeps durable topic subscriptions; nil refuses them with an ERROR
-	// (cluster mode: "durable subscriptions unavailable").
+	// (cluster mode on an external NATS: "durable subscriptions unavailable").
 	DurableTopics DurableTopics
 	// Destinations creates queues, temp-queues and events-store logs under the broker's
 	// and the connection's limits (the destination stage); nil applies no limit.

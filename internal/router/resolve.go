@@ -125,7 +125,8 @@ func (r *Router) build() {
 			ownGroup := groupStage{scoped: true} // a temp-queue is scoped by its owner, not a group
 			send(RouteSendTempQueue, dest.PatternTempQueue, head(temp, ownGroup), append(limit(true),
 				responseStage{requests: p.Requests, temp: true}), nil, p.TempQueues, nil)
-			subscribe(dest.PatternTempQueue, append(head(tempQueueStage{requests: p.Requests, subscribe: true}, ownGroup), sub), p.TempQueues)
+			subscribe(dest.PatternTempQueue, append(head(tempQueueStage{requests: p.Requests, subscribe: true}, ownGroup), sub,
+				explicitReplyStage{deliveries: p.Deliveries}), p.TempQueues)
 		}
 	}
 	unsubscribe := route{effect: []Stage{unsubscribeStage{deliveries: p.Deliveries, topics: p.DurableTopics}}}

@@ -225,6 +225,9 @@ type Conn struct {
 	pipelined bool         // persistent SENDs may be pipelined (a store and a pipeline exist)
 	created   atomic.Int64 // destinations this connection's SENDs created (destination stage)
 	tempMade  atomic.Int64 // its own temp-queues its SENDs created
+	// replies are its automatic subscriptions to its own temp-queues, by channel (a SEND's
+	// reply-to:/temp-queue/<name>, RabbitMQ's behaviour; replies.go). Read goroutine only.
+	replies map[string]*delivery.Subscription
 	scratch   Context      // Handle's Context (read goroutine only)
 	// unpublished: a queue SEND's early publication failed fatally, so the SENDs read after
 	// it are not published (read goroutine only); the pipeline answers the failure in order.

@@ -67,6 +67,9 @@ func (s requestStage) Apply(c *Context) {
 			return
 		}
 	}
+	if !s.router.autoReplySubscription(c, replyTo) { // RabbitMQ's reply subscription (replies.go)
+		return
+	}
 	timeout := opts.RequestTimeout
 	if v, ok := c.Frame.Get(frame.HdrTimeout); ok && v != "" && !c.Replay {
 		ms, err := strconv.ParseInt(v, 10, 64)
@@ -172,7 +175,7 @@ func (s replyToStage) Apply(c *Context) {
 		return
 	}
 	id, ok := s.router.replyTo(c, raw)
-	if !ok {
+	if !ok || !s.router.autoReplySubscription(c, id) {
 		return
 	}
 	qualified := id.Destination()

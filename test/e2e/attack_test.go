@@ -146,9 +146,16 @@ func TestReplyToDestinationLimits(t *testing.T) {
 	request := func(c *rawConn, replyTo string) *rawFrame {
 		t.Helper()
 		requireNoError(t, c.write(fmt.Sprintf("SEND\ndestination:/command/attack\nreply-to:%s\nreceipt:r\n\nx\x00", replyTo)))
-		f, err := c.readFrame(10 * time.Second)
-		requireNoError(t, err, "reading the answer to a request replying to %s", replyTo)
-		return f
+		for {
+			f, err := c.readFrame(10 * time.Second)
+			requireNoError(t, err, "reading the answer to a request replying to %s", replyTo)
+			// The request subscribed its connection to its reply-to temp-queue (RabbitMQ's
+			// automatic subscription): the broker's "no responder" answers arrive there.
+			sub, _ := f.get("subscription")
+			if d, _ := f.get("destination"); f.command != "MESSAGE" || sub != d {
+				return f
+			}
+		}
 	}
 	c := dialRaw(t, b)
 	c.connect()

@@ -379,25 +379,3 @@ func TestMigrateArtemisPHP(t *testing.T) {
 	slices.Sort(out.Errors)
 	checkEqual(t, true, slices.Equal([]string{"unsupported header exclusive", "unsupported header no-local"}, out.Errors), "errors %v", out.Errors)
 }
-
-// TestClusterRefusesDurableTopicSubscriptions: in a three-node cluster each peer's durable
-// topic SUBSCRIBE is refused with an ERROR that says so (a node's durable subscription queue
-// would miss topic SENDs entering other nodes; README, cluster table), never accepted as an
-// ordinary subscription that loses what is sent while its subscriber is away.
-func TestClusterRefusesDurableTopicSubscriptions(t *testing.T) {
-	t.Parallel()
-	nodes := startCluster(t, "")
-	b := &broker{stompAddr: fmt.Sprintf("127.0.0.1:%d", nodes[1].stompPort), stompPort: nodes[1].stompPort}
-	for _, hdrs := range [][]string{
-		{"durable:true"}, {"persistent:true"}, {"activemq.subscriptionName:n"}, {"durable-subscription-name:n"}, {"durable-subscriber-name:n"},
-	} {
-		c := dialRaw(t, b)
-		c.connect("client-id:cl-app")
-		raw := "SUBSCRIBE\ndestination:/topic/cl/durable\nid:1\nreceipt:r\n" + hdrs[0] + "\n\n\x00"
-		requireNoError(t, c.write(raw))
-		f, err := c.readFrame(10 * time.Second)
-		requireNoError(t, err, "answer to a durable SUBSCRIBE with %v", hdrs)
-		msg, _ := f.get("message")
-		checkEqual(t, "ERROR durable subscriptions unavailable", f.command+" "+msg, "%v", hdrs)
-	}
-}

@@ -67,14 +67,23 @@ def sc_rabbit_durable(args, out):
     out["total"] = len(c.col.messages)
 
 
+def on_node(args, i):
+    """args addressed to cluster node i when they list the cluster's "ports" (runClusterWith),
+    else as they are."""
+    if "ports" in args:
+        return dict(args, port=args["ports"][i])
+    return args
+
+
 def sc_rabbit_shared(args, out):
     """Two connections subscribe with the same durable id: args["count"] messages are split
-    between them, each to one. Reports the bodies each received."""
+    between them, each to one. Reports the bodies each received. On a cluster the two
+    subscribers are on nodes 2 and 3 and the producer on node 1."""
     dest, sid, n = args["dest"], args["id"], args["count"]
-    a, b = Client(args), Client(args)
+    a, b = Client(on_node(args, 1)), Client(on_node(args, 2))
     durable_sub(a, dest, sid, ack="auto")
     durable_sub(b, dest, sid, ack="auto")
-    p = Client(args)
+    p = Client(on_node(args, 0))
     for i in range(n):
         p.send(dest, "s%d" % i)
     p.disconnect()
@@ -143,6 +152,40 @@ def sc_rabbit_rpc(args, out):
     out["reply_destination"] = h.get("destination")
     out["reply_body"] = text(b)
     req.disconnect()
+    resp.disconnect()
+
+
+def sc_rabbit_rpc_auto(args, out):
+    """RabbitMQ-style RPC as a RabbitMQ application writes it: the requester never SUBSCRIBEs
+    and relies on the broker's automatic subscription to its /temp-queue/<name>. Request 1 is
+    answered on that subscription; then the requester SUBSCRIBEs explicitly (id "mine"),
+    request 2 is answered, and a last marker sent to the same reply-to arrives. Reports every
+    message the requester received (body, destination, subscription) once the marker is in."""
+    req, resp = Client(args), Client(args)
+    resp.subscribe(args["dest"])
+    reply_to = "/temp-queue/" + args["name"]
+
+    def rpc(i):
+        req.send(args["dest"], "ping%d" % i, headers={"reply-to": reply_to})
+        resp.col.wait(lambda col: len(col.messages) >= i, resp.timeout, "request %d" % i)
+        with resp.col.cond:
+            h, b = resp.col.messages[i - 1]
+        out.setdefault("seen_reply_to", []).append(h.get("reply-to"))
+        resp.send(h["reply-to"], "re:" + text(b))
+        req.col.wait(lambda col: len(col.messages) >= i, req.timeout, "reply %d" % i)
+        return h["reply-to"]
+
+    qualified = rpc(1)
+    rid = req.rid("sub")
+    req.conn.subscribe(reply_to, "mine", ack="auto", headers={"receipt": rid})
+    req.col.wait_receipt(rid, req.timeout)
+    rpc(2)
+    resp.send(qualified, "marker")
+    req.col.wait(lambda col: any(text(b) == "marker" for _, b in col.messages), req.timeout, "the marker")
+    req.disconnect()  # barrier: everything queued for the requester was written before
+    with req.col.cond:
+        out["received"] = [{"body": text(b), "destination": h.get("destination"), "subscription": h.get("subscription")}
+                           for h, b in req.col.messages]
     resp.disconnect()
 
 
