@@ -7,7 +7,6 @@ import (
 
 	"github.com/titan-broker/titan/internal/delivery"
 	"github.com/titan-broker/titan/internal/dest"
-	"github.com/titan-broker/titan/internal/dispatch"
 	"github.com/titan-broker/titan/internal/frame"
 )
 
@@ -49,7 +48,7 @@ func (r *Router) autoReplySubscription(c *Context, id dest.Identity) bool {
 	if max := r.opts.MaxTempQueuesPerConnection; max > 0 && len(conn.replies) >= max {
 		c.failWith("temp-queue limit reached", "this connection may create at most "+strconv.Itoa(max)+
 			" temp-queues (max-temp-queues-by-client); a reply-to /temp-queue/ subscribes to one each",
-			fmt.Errorf("%w: per connection", dispatch.ErrDestinationLimit))
+			fmt.Errorf("%w: per connection", ErrDestinationLimit))
 		return false
 	}
 	if d := r.ports.Destinations; d != nil && !admitDestination(c, d, &r.opts, id, true) {
