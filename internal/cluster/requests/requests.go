@@ -122,8 +122,15 @@ type Pattern struct {
 	rr         map[dest.Identity]int                         // guarded by mu
 	owners     map[string]*nats.Subscription                 // temp-queue owner sessions here (nil: no NATS interest yet); guarded by mu
 	routed     map[string]routedRequest                      // requests delivered here for other nodes; guarded by mu
-	alive      map[string]time.Time                          // remote owners found alive, until; guarded by mu
-	claimSub   *nats.Subscription
+	// held counts, per ack:auto responder here, the requests it was given that have not
+	// ended (no response SENT through this node, no timeout yet); heldBy names each one's
+	// responder by request key. An ack:auto responder takes at most its prefetch-count
+	// (delivery.DefaultPrefetch when unset) at once, as on a single node (rpc.member).
+	// Guarded by mu.
+	held     map[*delivery.Subscription]int
+	heldBy   map[string]*delivery.Subscription
+	alive    map[string]time.Time // remote owners found alive, until; guarded by mu
+	claimSub *nats.Subscription
 
 	// Offered, Busy and Claims count requests sent to responders over NATS, requests a
 	// responder node could not deliver, and responses matched on another node.
@@ -151,6 +158,7 @@ func New(n *cluster.Node, o rpc.Options, log *slog.Logger) (*Pattern, error) {
 		responders: make(map[*delivery.Subscription]*nats.Subscription), local: make(map[dest.Identity][]*delivery.Subscription),
 		rr: make(map[dest.Identity]int), owners: make(map[string]*nats.Subscription),
 		routed: make(map[string]routedRequest), alive: make(map[string]time.Time),
+		held: make(map[*delivery.Subscription]int), heldBy: make(map[string]*delivery.Subscription),
 	}
 	o.Responders = r
 	if o.Clock != nil {
@@ -278,6 +286,7 @@ func (r *Pattern) Detach(sub *delivery.Subscription, _ []delivery.Unacked) {
 	r.mu.Lock()
 	ns := r.responders[sub]
 	delete(r.responders, sub)
+	delete(r.held, sub) // its heldBy entries release nothing now (releaseLocked)
 	if delivery.RemoveFromList(r.local, id, sub) {
 		delete(r.rr, id)
 	}
@@ -340,12 +349,12 @@ func (r *Pattern) onRequest(sub *delivery.Subscription, msg *nats.Msg) {
 	id := sub.Identity()
 	target := sub
 	r.mu.Lock()
-	if !target.HasCredit() {
+	if !r.creditLocked(target) {
 		target = nil
 		subs := r.local[id]
 		n, start := len(subs), r.rr[id]
 		for i := 0; i < n; i++ {
-			if s := subs[(start+i)%n]; s.HasCredit() {
+			if s := subs[(start+i)%n]; r.creditLocked(s) {
 				target = s
 				r.rr[id] = (start + i + 1) % n
 				break
@@ -356,18 +365,76 @@ func (r *Pattern) onRequest(sub *delivery.Subscription, msg *nats.Msg) {
 	if target != nil && routed {
 		r.routeLocked(key, routedRequest{claim: claim, until: r.now().Add(time.Duration(ms)*time.Millisecond + lateGrace)})
 	}
+	auto := target != nil && target.Ack == delivery.AckAuto
+	if auto {
+		r.holdLocked(key, target)
+	}
 	r.mu.Unlock()
-	// The route is recorded before delivery: the responder may answer at once.
+	// The route and the hold are recorded before delivery: the responder may answer at once.
 	if target == nil || !target.Conn.Deliver(target, m, nil, 0, 1) {
+		r.mu.Lock()
 		if routed {
-			r.mu.Lock()
 			delete(r.routed, key)
-			r.mu.Unlock()
 		}
+		if auto {
+			r.releaseLocked(key)
+		}
+		r.mu.Unlock()
 		_ = msg.Respond([]byte(replyBusy))
 		return
 	}
+	if auto {
+		// The requesting node answers a request nobody responded to at its timeout; the
+		// responder's place is given back then too.
+		time.AfterFunc(time.Duration(max(ms, 1))*time.Millisecond, func() {
+			r.mu.Lock()
+			r.releaseLocked(key)
+			r.mu.Unlock()
+		})
+	}
 	_ = msg.Respond([]byte(replyOK))
+}
+
+// creditLocked reports whether responder s may take a request now: room in its outbound
+// buffer and, for ack:auto, fewer requests held than its prefetch-count (ack:client ones
+// are bounded by their unacknowledged requests, in HasCredit). r.mu held.
+func (r *Pattern) creditLocked(s *delivery.Subscription) bool {
+	if !s.HasCredit() {
+		return false
+	}
+	if s.Ack != delivery.AckAuto {
+		return true
+	}
+	limit := s.Prefetch
+	if limit <= 0 {
+		limit = delivery.DefaultPrefetch
+	}
+	return r.held[s] < limit
+}
+
+// holdLocked records that request key was given to ack:auto responder s. A key already
+// held (a request offered again) is released first. r.mu held.
+func (r *Pattern) holdLocked(key string, s *delivery.Subscription) {
+	r.releaseLocked(key)
+	r.heldBy[key] = s
+	r.held[s]++
+}
+
+// releaseLocked gives back the place request key held at its responder, if it holds one:
+// the response passed this node, the request timed out, or it was not delivered. r.mu held.
+func (r *Pattern) releaseLocked(key string) {
+	s, ok := r.heldBy[key]
+	if !ok {
+		return
+	}
+	delete(r.heldBy, key)
+	if n, ok := r.held[s]; ok { // gone once s detached
+		if n <= 1 {
+			delete(r.held, s)
+		} else {
+			r.held[s] = n - 1
+		}
+	}
 }
 
 // routeLocked records where a delivered request came from, within maxRouted. r.mu held.
@@ -393,10 +460,13 @@ func (r *Pattern) routeLocked(key string, rt routedRequest) {
 // pending requests first, then, for a request this node delivered for another node, on that
 // node (a claim request). pending and late are as rpc.Pattern.Respond's.
 func (r *Pattern) Respond(replyTo dest.Identity, corr string) (pending, late bool) {
+	key := requestKey(replyTo, corr)
+	r.mu.Lock()
+	r.releaseLocked(key) // the response passes the responder's node: its place is free
+	r.mu.Unlock()
 	if pending, late = r.Pattern.Respond(replyTo, corr); pending || late {
 		return pending, late
 	}
-	key := requestKey(replyTo, corr)
 	r.mu.Lock()
 	rt, ok := r.routed[key]
 	if ok {

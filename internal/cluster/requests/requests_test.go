@@ -221,6 +221,96 @@ func TestRequestsAcrossNodes(t *testing.T) {
 	}
 }
 
+// An ack:auto responder on another node takes at most its prefetch-count of requests at
+// once, as on a single node (issue 32): the next request is answered "no responder"; a
+// response SENT through the responder's node, or a request's timeout, gives a place back.
+func TestAutoAckResponderCreditAcrossNodes(t *testing.T) {
+	nodes := clustertest.StartNodes(t)
+	a, b := newRPCNode(t, nodes[0]), newRPCNode(t, nodes[1])
+	w := &clustertest.CountingWriter{}
+	sub := &delivery.Subscription{ID: "two", Conn: b.reg.NewConn(w), Group: "default",
+		Dest: dest.Destination{Pattern: dest.PatternCommands, Channel: "two"}, Ack: delivery.AckAuto, Prefetch: 2}
+	if err := b.req.Subscribe(sub); err != nil {
+		t.Fatal(err)
+	}
+	replyTo := dest.Identity{Group: "default", Pattern: dest.PatternQueues, Channel: "replies"}
+	send := func(corr string, timeout time.Duration) {
+		t.Helper()
+		id := command("default", "two")
+		m := &message.Message{ID: corr, Group: id.Group, Destination: id.Destination(), Headers: []frame.Header{{Key: frame.HdrCorrelationID, Value: corr}}}
+		if err := a.req.Request(id, m, replyTo, corr, timeout, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	noResponder := func(corr string) bool {
+		m, ok := a.replies.answer(corr)
+		if !ok {
+			return false
+		}
+		e, _ := m.Header(rpc.HdrError)
+		return e == "no responder"
+	}
+	i := 0
+	waitFor(t, "the responder visible from node a", func() bool { // each try is answered: no place is kept
+		i++
+		corr := fmt.Sprintf("warm-%d", i)
+		send(corr, time.Minute)
+		if noResponder(corr) {
+			return false
+		}
+		if p, _ := b.req.Respond(replyTo, corr); !p {
+			t.Fatalf("%s delivered but its response matched nothing", corr)
+		}
+		return true
+	})
+	base := w.N.Load()
+	send("r1", time.Minute)
+	send("r2", time.Minute)
+	send("r3", time.Minute)
+	if got := w.N.Load() - base; got != 2 {
+		t.Fatalf("the ack:auto responder with prefetch-count 2 got %d of 3 requests, want 2", got)
+	}
+	if !noResponder("r3") {
+		t.Fatalf("the third request was not answered no responder")
+	}
+	// A response passing node b gives its place back.
+	if p, _ := b.req.Respond(replyTo, "r1"); !p {
+		t.Fatalf("the response to r1 matched nothing")
+	}
+	send("r4", time.Minute)
+	if got := w.N.Load() - base; got != 3 {
+		t.Fatalf("after one response the responder got %d requests in all, want 3", got)
+	}
+	// A timeout gives its place back too.
+	send("r5", time.Minute) // no place: answered no responder
+	if !noResponder("r5") {
+		t.Fatalf("r5 was not answered no responder")
+	}
+	b.req.Respond(replyTo, "r2") // r2's place goes to brief
+	send("brief", 100*time.Millisecond)
+	if got := w.N.Load() - base; got != 4 {
+		t.Fatalf("the responder got %d requests in all, want 4", got)
+	}
+	waitFor(t, "brief's timeout answer on node a", func() bool { _, ok := a.replies.answer("brief"); return ok })
+	waitFor(t, "brief's place given back on node b", func() bool {
+		b.req.mu.Lock()
+		defer b.req.mu.Unlock()
+		return b.req.held[sub] == 1 // r4 only
+	})
+	send("r6", time.Minute)
+	if got := w.N.Load() - base; got != 5 {
+		t.Fatalf("after brief's timeout the responder got %d requests in all, want 5", got)
+	}
+	// Detaching drops its count.
+	b.req.Detach(sub, nil)
+	b.req.mu.Lock()
+	_, kept := b.req.held[sub]
+	b.req.mu.Unlock()
+	if kept {
+		t.Errorf("a detached responder's count is kept")
+	}
+}
+
 // localDestinations stands in for the dispatcher's destination port.
 type localDestinations struct{ made map[dest.Identity]bool }
 
