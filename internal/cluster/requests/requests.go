@@ -128,7 +128,8 @@ type Pattern struct {
 	// (delivery.DefaultPrefetch when unset) at once, as on a single node (rpc.member).
 	// Guarded by mu.
 	held     map[*delivery.Subscription]int
-	heldBy   map[string]*delivery.Subscription
+	heldBy   map[string]heldRequest
+	holds    uint64               // numbers the holds, so a stale timeout releases nothing
 	alive    map[string]time.Time // remote owners found alive, until; guarded by mu
 	claimSub *nats.Subscription
 
@@ -158,7 +159,7 @@ func New(n *cluster.Node, o rpc.Options, log *slog.Logger) (*Pattern, error) {
 		responders: make(map[*delivery.Subscription]*nats.Subscription), local: make(map[dest.Identity][]*delivery.Subscription),
 		rr: make(map[dest.Identity]int), owners: make(map[string]*nats.Subscription),
 		routed: make(map[string]routedRequest), alive: make(map[string]time.Time),
-		held: make(map[*delivery.Subscription]int), heldBy: make(map[string]*delivery.Subscription),
+		held: make(map[*delivery.Subscription]int), heldBy: make(map[string]heldRequest),
 	}
 	o.Responders = r
 	if o.Clock != nil {
@@ -366,8 +367,9 @@ func (r *Pattern) onRequest(sub *delivery.Subscription, msg *nats.Msg) {
 		r.routeLocked(key, routedRequest{claim: claim, until: r.now().Add(time.Duration(ms)*time.Millisecond + lateGrace)})
 	}
 	auto := target != nil && target.Ack == delivery.AckAuto
+	var hold uint64
 	if auto {
-		r.holdLocked(key, target)
+		hold = r.holdLocked(key, target)
 	}
 	r.mu.Unlock()
 	// The route and the hold are recorded before delivery: the responder may answer at once.
@@ -377,7 +379,7 @@ func (r *Pattern) onRequest(sub *delivery.Subscription, msg *nats.Msg) {
 			delete(r.routed, key)
 		}
 		if auto {
-			r.releaseLocked(key)
+			r.releaseLocked(key, hold)
 		}
 		r.mu.Unlock()
 		_ = msg.Respond([]byte(replyBusy))
@@ -388,7 +390,7 @@ func (r *Pattern) onRequest(sub *delivery.Subscription, msg *nats.Msg) {
 		// responder's place is given back then too.
 		time.AfterFunc(time.Duration(max(ms, 1))*time.Millisecond, func() {
 			r.mu.Lock()
-			r.releaseLocked(key)
+			r.releaseLocked(key, hold)
 			r.mu.Unlock()
 		})
 	}
@@ -412,22 +414,33 @@ func (r *Pattern) creditLocked(s *delivery.Subscription) bool {
 	return r.held[s] < limit
 }
 
-// holdLocked records that request key was given to ack:auto responder s. A key already
-// held (a request offered again) is released first. r.mu held.
-func (r *Pattern) holdLocked(key string, s *delivery.Subscription) {
-	r.releaseLocked(key)
-	r.heldBy[key] = s
-	r.held[s]++
+// heldRequest is the ack:auto responder a request was given to, and the hold's number.
+type heldRequest struct {
+	sub *delivery.Subscription
+	n   uint64
 }
 
-// releaseLocked gives back the place request key held at its responder, if it holds one:
-// the response passed this node, the request timed out, or it was not delivered. r.mu held.
-func (r *Pattern) releaseLocked(key string) {
-	s, ok := r.heldBy[key]
-	if !ok {
+// holdLocked records that request key was given to ack:auto responder s and returns the
+// hold's number. A key already held (a request offered again) is released first. r.mu held.
+func (r *Pattern) holdLocked(key string, s *delivery.Subscription) uint64 {
+	r.releaseLocked(key, 0)
+	r.holds++
+	r.heldBy[key] = heldRequest{sub: s, n: r.holds}
+	r.held[s]++
+	return r.holds
+}
+
+// releaseLocked gives back the place request key holds at its responder, if it holds one:
+// the response passed this node, the request timed out, or it was not delivered. n names
+// the hold to release (a timeout's, so that it releases nothing once the key was answered
+// and reused); 0 releases whichever holds the key. r.mu held.
+func (r *Pattern) releaseLocked(key string, n uint64) {
+	h, ok := r.heldBy[key]
+	if !ok || n != 0 && h.n != n {
 		return
 	}
 	delete(r.heldBy, key)
+	s := h.sub
 	if n, ok := r.held[s]; ok { // gone once s detached
 		if n <= 1 {
 			delete(r.held, s)
@@ -462,7 +475,7 @@ func (r *Pattern) routeLocked(key string, rt routedRequest) {
 func (r *Pattern) Respond(replyTo dest.Identity, corr string) (pending, late bool) {
 	key := requestKey(replyTo, corr)
 	r.mu.Lock()
-	r.releaseLocked(key) // the response passes the responder's node: its place is free
+	r.releaseLocked(key, 0) // the response passes the responder's node: its place is free
 	r.mu.Unlock()
 	if pending, late = r.Pattern.Respond(replyTo, corr); pending || late {
 		return pending, late
