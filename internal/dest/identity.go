@@ -65,7 +65,9 @@ func (id Identity) OwnerDestination() string { return id.owned().Destination() }
 
 // AppendOwnerDestination appends id.OwnerDestination() to dst without building the string
 // (the message stage's egress destination, per SEND).
-func (id Identity) AppendOwnerDestination(dst []byte) []byte { return id.owned().AppendDestination(dst) }
+func (id Identity) AppendOwnerDestination(dst []byte) []byte {
+	return id.owned().AppendDestination(dst)
+}
 
 // owned is id as its owner names it (see OwnerDestination).
 func (id Identity) owned() Identity {

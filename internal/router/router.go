@@ -228,7 +228,7 @@ type Conn struct {
 	// replies are its automatic subscriptions to its own temp-queues, by channel (a SEND's
 	// reply-to:/temp-queue/<name>, RabbitMQ's behaviour; replies.go). Read goroutine only.
 	replies map[string]*delivery.Subscription
-	scratch   Context      // Handle's Context (read goroutine only)
+	scratch Context // Handle's Context (read goroutine only)
 	// unpublished: a queue SEND's early publication failed fatally, so the SENDs read after
 	// it are not published (read goroutine only); the pipeline answers the failure in order.
 	unpublished bool
