@@ -62,6 +62,7 @@ func collectedBodies(c collected) []string {
 // sent through node 0 are browsed, paused, resumed, purged, re-driven, deleted and created
 // through nodes 1 and 2, and a python3-stomp consumer on another node sees the effect.
 func TestClusterQueueActionsFromAnyNode(t *testing.T) {
+	t.Parallel() // a cluster test shares the parallel phase: its elections and timeouts leave CPU idle
 	pythonClient.require(t)
 	nodes := startCluster(t, `    - {match: "cadm.dead", max-deliveries: 1}
 `)

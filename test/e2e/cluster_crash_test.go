@@ -66,6 +66,7 @@ func goStompDial(n *clusterNode, stop <-chan struct{}) *stomp.Conn {
 }
 
 func TestClusterLeaderKillsLoseNoReceiptedMessage(t *testing.T) {
+	t.Parallel() // a cluster test shares the parallel phase: its elections and timeouts leave CPU idle
 	const (
 		dest  = "/queue/leader-crash"
 		kills = 3

@@ -17,6 +17,7 @@ import (
 // logged (the figure for the README and the closing note); asserted is that all arrive,
 // within 30 s (the former ack wait), with the redelivery mark.
 func TestClusterDeadNodesDeliveriesComeBack(t *testing.T) {
+	t.Parallel() // a cluster test shares the parallel phase: its elections and timeouts leave CPU idle
 	nodes := startCluster(t, "")
 	n0, n1, n2 := nodes[0], nodes[1], nodes[2]
 	const dest, prefetch, total = "/queue/dead-holder", 10, 40

@@ -110,6 +110,7 @@ func healthOf(b *broker) (int, healthAnswer) {
 }
 
 func TestClusterDiskFullDownThenRecovers(t *testing.T) {
+	t.Parallel() // a cluster test shares the parallel phase: its elections and timeouts leave CPU idle
 	if delegateMounts(t) {
 		return
 	}

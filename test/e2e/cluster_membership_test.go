@@ -15,6 +15,7 @@ import (
 // membership paragraph; not yet tested because not yet working.)
 
 func TestClusterRemoveDeadNode(t *testing.T) {
+	t.Parallel() // a cluster test shares the parallel phase: its elections and timeouts leave CPU idle
 	nodes := startCluster(t, "")
 	const dest = "/queue/members"
 	sent := sendReceipted(t, nodes[0].broker(), dest, 0, 20)

@@ -85,6 +85,7 @@ func getCluster(n *clusterNode) (clusterView, bool) {
 }
 
 func TestClusterOperatorView(t *testing.T) {
+	t.Parallel() // a cluster test shares the parallel phase: its elections and timeouts leave CPU idle
 	pythonClient.require(t)
 	nodes := startCluster(t, "")
 	const dest = "/queue/ops"

@@ -19,6 +19,7 @@ import (
 // comes, in SEND order; a consumer on the third node then receives every message, in SEND
 // order (each message's first delivery), whatever retries the leader change caused.
 func TestClusterPipelinedSendsKeepOrderThroughLeaderKill(t *testing.T) {
+	t.Parallel() // a cluster test shares the parallel phase: its elections and timeouts leave CPU idle
 	nodes := startCluster(t, "")
 	const dst = "/queue/pipe.order"
 	const n = 3000

@@ -158,6 +158,7 @@ func (l *rollingLoad) consume(t *testing.T, nodes []*clusterNode, stop <-chan st
 }
 
 func TestClusterRollingRestartLosesNothing(t *testing.T) {
+	t.Parallel() // a cluster test shares the parallel phase: its elections and timeouts leave CPU idle
 	nodes := startCluster(t, "")
 	l := &rollingLoad{receipted: map[string]bool{}, seen: map[string]bool{}, maxSeq: map[int]int{}}
 	prodDone, consDone, consStop := make(chan struct{}), make(chan struct{}), make(chan struct{})

@@ -15,6 +15,7 @@ import (
 )
 
 func TestClusterRequestResponse(t *testing.T) {
+	t.Parallel() // a cluster test shares the parallel phase: its elections and timeouts leave CPU idle
 	pythonClient.require(t)
 	stompjsClient.require(t)
 	nodes := startCluster(t, "")

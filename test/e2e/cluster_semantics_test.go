@@ -62,6 +62,7 @@ func streamConfigs(t *testing.T, nodes []*clusterNode, prefix string) map[string
 }
 
 func TestClusterSemanticsAcrossThreeNodes(t *testing.T) {
+	t.Parallel() // a cluster test shares the parallel phase: its elections and timeouts leave CPU idle
 	pythonClient.require(t)
 	// The list items, then (at the titan level) the duplicate-detection window.
 	nodes := startCluster(t, `    - {match: "ring.#", default-ring-size: 3}

@@ -14,6 +14,7 @@ import (
 // answered with an ERROR, never a RECEIPT.
 
 func TestClusterSIGTERMWithoutQuorumExitsWithinGrace(t *testing.T) {
+	t.Parallel() // a cluster test shares the parallel phase: its elections and timeouts leave CPU idle
 	nodes := startCluster(t, "")
 	n0 := nodes[0]
 	const dest = "/queue/no-quorum"

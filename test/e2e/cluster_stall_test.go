@@ -19,6 +19,7 @@ import (
 // and the stalled SEND is still stored once its stream has a leader again (0 receipted
 // lost).
 func TestClusterStalledStreamDoesNotDelayAnotherStream(t *testing.T) {
+	t.Parallel() // a cluster test shares the parallel phase: its elections and timeouts leave CPU idle
 	nodes := startCluster(t, "")
 	const dst = "/queue/stall"
 	// Make the groups' streams; find two whose leaders differ.

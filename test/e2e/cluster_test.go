@@ -228,6 +228,7 @@ func runClusterWith(t *testing.T, c stompClient, nodes []*clusterNode, scenario 
 // One three-node cluster runs every pattern test that cluster mode supports, each with a
 // producer on one node and consumers on the others (python3-stomp).
 func TestClusterPatternsAcrossThreeNodes(t *testing.T) {
+	t.Parallel() // a cluster test shares the parallel phase: its elections and timeouts leave CPU idle
 	pythonClient.require(t)
 	nodes := startCluster(t, `    - {match: "dlq-x", max-deliveries: 3}
 `)
@@ -409,6 +410,7 @@ func TestClusterPatternsAcrossThreeNodes(t *testing.T) {
 // node is restarted, a consumer on the third node drains the queue and every receipted
 // message is there (0 lost); duplicates are counted and reported.
 func TestClusterKillNineLosesNoReceiptedMessage(t *testing.T) {
+	t.Parallel() // a cluster test shares the parallel phase: its elections and timeouts leave CPU idle
 	pythonClient.require(t)
 	nodes := startCluster(t, "")
 	const dest = "/queue/crash"
@@ -555,6 +557,7 @@ func TestClusterKillNineLosesNoReceiptedMessage(t *testing.T) {
 // the module) form a JetStream cluster; three titan nodes connect to it with
 // titan.cluster.nats-url, one server each, and serve fan-out and queues across nodes.
 func TestClusterOnExternalNATS(t *testing.T) {
+	t.Parallel() // a cluster test shares the parallel phase: its elections and timeouts leave CPU idle
 	pythonClient.require(t)
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "nats-server")

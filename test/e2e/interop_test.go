@@ -304,6 +304,10 @@ func subscribeGoStomp(t *testing.T, c *stomp.Conn, dest string, ack stomp.AckMod
 	t.Helper()
 	sub, err := c.Subscribe(dest, ack)
 	requireNoError(t, err, "go-stomp SUBSCRIBE %s", dest)
+	// go-stomp's SUBSCRIBE waits for no RECEIPT: a receipted SEND on the same connection
+	// proves it was handled (a connection's frames are handled in order) before another
+	// connection sends to dest (a request sent first is answered "no responder").
+	sendGoStomp(t, c, "/queue/go-subscribe-barrier", "barrier")
 	return sub
 }
 
