@@ -2,8 +2,6 @@ package router
 
 import (
 	"errors"
-	"fmt"
-	"strconv"
 
 	"github.com/titan-broker/titan/internal/delivery"
 	"github.com/titan-broker/titan/internal/dest"
@@ -45,12 +43,8 @@ func (r *Router) autoReplySubscription(c *Context, id dest.Identity) bool {
 	if conn.Delivery.Subscribed(id) {
 		return true // an explicit SUBSCRIBE of the owner consumes it
 	}
-	if max := r.opts.MaxTempQueuesPerConnection; max > 0 && len(conn.replies) >= max {
-		c.failWith("temp-queue limit reached", "this connection may create at most "+strconv.Itoa(max)+
-			" temp-queues (max-temp-queues-by-client); a reply-to /temp-queue/ subscribes to one each",
-			fmt.Errorf("%w: per connection", ErrDestinationLimit))
-		return false
-	}
+	// Bounded by the temp-queue limit: each automatic subscription is on a temp-queue of
+	// the connection's own, which admitDestination counts once when it is made.
 	if d := r.ports.Destinations; d != nil && !admitDestination(c, d, &r.opts, id, true) {
 		return false
 	}

@@ -16,9 +16,24 @@ func (e *addingEngine) Subscribe(sub *delivery.Subscription) error { return sub.
 
 func newReplyTest(o Options) (*Router, *Conn, *fakeClient) {
 	e := &addingEngine{}
-	r := New(Ports{Deliveries: &delivery.Registry{}, Events: e, Queues: e, Requests: e, TempQueues: e}, o)
+	r := New(Ports{Deliveries: &delivery.Registry{}, Events: e, Queues: e, Requests: e, TempQueues: e,
+		Destinations: madeDestinations{}}, o)
 	cl := &fakeClient{v: frame.V12}
 	return r, r.Open(cl), cl
+}
+
+// madeDestinations is the Destinations port as the dispatcher is to the router: a
+// destination exists once made (no broker-wide bound).
+type madeDestinations map[dest.Identity]bool
+
+func (d madeDestinations) Exists(id dest.Identity) bool { return d[id] }
+
+func (d madeDestinations) Ensure(id dest.Identity) (bool, error) {
+	if d[id] {
+		return false, nil
+	}
+	d[id] = true
+	return true, nil
 }
 
 // subscriptionIDs returns the ids of c's subscriptions on the temp-queue channel name of the
