@@ -4,13 +4,11 @@ package e2e
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -19,32 +17,6 @@ import (
 // that the test fills up. The node must say so — health DOWN with the cause, `titan
 // cluster` and titan_cluster_nodes_up on it — within seconds, and come back UP by itself
 // once space is freed, without a restart, with every receipted message delivered.
-
-// fillDisk writes zeros to a file in dir until the file system is full and returns the
-// file's path.
-func fillDisk(t *testing.T, dir string) string {
-	t.Helper()
-	p := filepath.Join(dir, "filler")
-	f, err := os.Create(p)
-	requireNoError(t, err)
-	defer f.Close()
-	buf := make([]byte, 1<<20)
-	for {
-		if _, err := f.Write(buf); err != nil {
-			if !errors.Is(err, syscall.ENOSPC) {
-				t.Fatalf("filling %s: %v", dir, err)
-			}
-			break
-		}
-	}
-	// Byte by byte to the last block: the probe needs one.
-	for {
-		if _, err := f.Write(buf[:512]); err != nil {
-			break
-		}
-	}
-	return p
-}
 
 // sendReceipted sends persistent messages first..first+count-1 (body "m-<i>;") to dest on
 // b and returns the ids answered with RECEIPT.
@@ -131,7 +103,7 @@ func TestClusterDiskFullDownThenRecovers(t *testing.T) {
 	requireEqual(t, 50, len(sent), "receipted before the fault")
 	pid := n0.cmd.Process.Pid
 
-	filler := fillDisk(t, mnt)
+	filler := fillFS(t, mnt) // to the last 4 KiB: the probe writes a block
 	start := time.Now()
 	var h healthAnswer
 	eventually(t, 10*time.Second, func() bool {
