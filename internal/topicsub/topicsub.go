@@ -13,7 +13,6 @@ import (
 	"github.com/titan-broker/titan/internal/dest"
 	"github.com/titan-broker/titan/internal/dispatch"
 	"github.com/titan-broker/titan/internal/selector"
-	"github.com/titan-broker/titan/internal/sublist"
 )
 
 // MetaKey is the store metadata key holding the registry (a JSON array of Sub).
@@ -47,13 +46,7 @@ type Sub struct {
 	// Created is when the subscription was made (or last retargeted).
 	Created time.Time `json:"created"`
 
-	feed *feed // its entry in the fan-out index
-}
-
-// feed is a subscription's entry in the fan-out index: its queue and compiled selector.
-type feed struct {
-	queue dest.Identity
-	sel   *selector.Selector
+	feed *Feed // its entry in the fan-out index
 }
 
 // Meta is the metadata port of the store (implemented by store.Store): SetMeta is durable
@@ -86,14 +79,8 @@ type Registry struct {
 	mu   sync.Mutex // serializes changes and the metadata write
 	subs map[Key]*Sub
 
-	idxMu sync.RWMutex                       // guards idx (the map; each Sublist is safe on its own)
-	idx   map[idxKey]*sublist.Sublist[*feed] // queues by (group, bare) and filter
-	n     atomic.Int64                       // len(subs), read without mu by Feeds and Count
-}
-
-type idxKey struct {
-	group string
-	bare  bool
+	idx Index        // the subscriptions' feeds
+	n   atomic.Int64 // len(subs), read without mu by Feeds and Count
 }
 
 // New returns an empty Registry.
@@ -101,7 +88,7 @@ func New(o Options) *Registry {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	return &Registry{o: o, subs: map[Key]*Sub{}, idx: map[idxKey]*sublist.Sublist[*feed]{}}
+	return &Registry{o: o, subs: map[Key]*Sub{}}
 }
 
 // QueueOf returns the identity of the queue of the subscription k:
@@ -151,13 +138,13 @@ func (r *Registry) Load() error {
 	defer r.mu.Unlock()
 	for i := range all {
 		s := all[i]
-		s.feed = &feed{queue: s.Queue}
+		s.feed = &Feed{Queue: s.Queue}
 		if s.Selector != "" {
 			sel, err := selector.Compile(s.Selector)
 			if err != nil {
 				return fmt.Errorf("topicsub: stored selector of %s: %w", s.Queue, err)
 			}
-			s.feed.sel = sel
+			s.feed.Sel = sel
 		}
 		if _, ok := r.o.Dispatcher.Lookup(s.Queue); !ok {
 			_, _, _ = r.o.Dispatcher.Create(s.Queue, r.settings(s.Key, s.Filter))
@@ -177,23 +164,10 @@ func (r *Registry) settings(k Key, f dest.Destination) address.Settings {
 
 // indexLocked adds (add) or removes s from the fan-out index. r.mu held.
 func (r *Registry) indexLocked(s *Sub, add bool) {
-	k := idxKey{s.Group, s.Filter.Bare}
-	r.idxMu.Lock()
-	defer r.idxMu.Unlock()
-	sl := r.idx[k]
 	if add {
-		if sl == nil {
-			sl = sublist.New[*feed]()
-			r.idx[k] = sl
-		}
-		sl.Insert(s.Filter.Channel, s.feed)
-		return
-	}
-	if sl != nil {
-		sl.Remove(s.Filter.Channel, s.feed)
-		if sl.Count() == 0 {
-			delete(r.idx, k)
-		}
+		r.idx.Add(s.Group, s.Filter, s.feed)
+	} else {
+		r.idx.Remove(s.Group, s.Filter, s.feed)
 	}
 }
 
@@ -277,7 +251,7 @@ func (r *Registry) AttachSelected(k Key, filter dest.Destination, sel *selector.
 		created = true
 	}
 	s := &Sub{Key: k, Filter: filter, Queue: QueueOf(k), Selector: src, Created: r.o.Now().UTC()}
-	s.feed = &feed{queue: s.Queue, sel: sel}
+	s.feed = &Feed{Queue: s.Queue, Sel: sel}
 	s.Filter.Channel = strings.Clone(filter.Channel)
 	if _, _, err := r.o.Dispatcher.Create(s.Queue, r.settings(k, filter)); err != nil {
 		return dest.Identity{}, false, err
@@ -333,20 +307,14 @@ func (r *Registry) Feeds(id dest.Identity, m selector.Message, dst []dest.Identi
 	if r.n.Load() == 0 {
 		return dst
 	}
-	r.idxMu.RLock()
-	sl := r.idx[idxKey{id.Group, id.Bare}]
-	r.idxMu.RUnlock()
-	if sl == nil {
-		return dst
-	}
 	var gone []dest.Identity
-	sl.Match(id.Channel, func(f *feed) {
-		if _, ok := r.o.Dispatcher.Lookup(f.queue); !ok {
-			gone = append(gone, f.queue) // an operator deleted its queue (titan queue delete)
+	r.idx.Match(id, func(f *Feed) {
+		if _, ok := r.o.Dispatcher.Lookup(f.Queue); !ok {
+			gone = append(gone, f.Queue) // an operator deleted its queue (titan queue delete)
 			return
 		}
-		if f.sel.Matches(m) { // a nil selector selects every message
-			dst = append(dst, f.queue)
+		if f.Sel.Matches(m) { // a nil selector selects every message
+			dst = append(dst, f.Queue)
 		}
 	})
 	for _, q := range gone {

@@ -21,8 +21,8 @@
 // # Concurrency
 //
 // Registry is safe for concurrent use. Registry.mu serializes this node's changes; the
-// watcher goroutine applies every change (this node's and others') to the index under
-// idxMu; Feeds reads it under the read lock and takes no other lock.
+// watcher goroutine applies every change (this node's and others') to subs under idxMu and
+// to the fan-out index (a topicsub.Index, with its own lock); Feeds reads only the index.
 package durables
 
 import (
@@ -46,7 +46,6 @@ import (
 	"github.com/titan-broker/titan/internal/dest"
 	"github.com/titan-broker/titan/internal/dispatch"
 	"github.com/titan-broker/titan/internal/selector"
-	"github.com/titan-broker/titan/internal/sublist"
 	"github.com/titan-broker/titan/internal/topicsub"
 )
 
@@ -104,24 +103,20 @@ type Registry struct {
 	mu sync.Mutex // serializes this node's changes
 
 	idxMu sync.RWMutex
-	subs  map[string]*entry                   // by bucket key; guarded by idxMu
-	idx   map[idxKey]*sublist.Sublist[*entry] // by (group, bare), then filter; guarded by idxMu
-	n     atomic.Int64                        // len(subs)
+	subs  map[string]*entry // by bucket key; guarded by idxMu
+	idx   topicsub.Index    // the subscriptions' feeds, as on a single node
+	n     atomic.Int64      // len(subs)
 
 	appliedMu sync.Mutex
 	applied   uint64        // the last revision the watcher applied; guarded by appliedMu
 	advanced  chan struct{} // closed (and replaced) when applied grows; guarded by appliedMu
 }
 
-// entry is one subscription as applied from the bucket, with its compiled selector.
+// entry is one subscription as applied from the bucket, with its feed (queue and compiled
+// selector) in the index.
 type entry struct {
-	sub topicsub.Sub
-	sel *selector.Selector
-}
-
-type idxKey struct {
-	group string
-	bare  bool
+	sub  topicsub.Sub
+	feed *topicsub.Feed
 }
 
 // keyOf is the bucket key of k: one token, the hex of its three parts (a key holds only
@@ -136,7 +131,7 @@ func keyOf(k topicsub.Key) string {
 // every subscription. Bounded by ctx. Stop ends it.
 func Start(ctx context.Context, n *cluster.Node, queues Queues, o Options) (*Registry, error) {
 	r := &Registry{o: o, nc: n.Conn(), queues: queues, log: o.Logger, subs: map[string]*entry{},
-		idx: map[idxKey]*sublist.Sublist[*entry]{}, advanced: make(chan struct{}), done: make(chan struct{})}
+		advanced: make(chan struct{}), done: make(chan struct{})}
 	if r.log == nil {
 		r.log = slog.New(slog.DiscardHandler)
 	}
@@ -209,10 +204,10 @@ func (r *Registry) apply(e jetstream.KeyValueEntry) {
 		if err == nil && s.Selector != "" {
 			var sel *selector.Selector
 			if sel, err = selector.Compile(s.Selector); err == nil {
-				next = &entry{sub: s, sel: sel}
+				next = &entry{sub: s, feed: &topicsub.Feed{Queue: s.Queue, Sel: sel}}
 			}
 		} else if err == nil {
-			next = &entry{sub: s}
+			next = &entry{sub: s, feed: &topicsub.Feed{Queue: s.Queue}}
 		}
 		if err != nil {
 			r.log.Error("undecodable durable subscription ignored", "key", e.Key(), "err", err)
@@ -240,21 +235,10 @@ func (r *Registry) apply(e jetstream.KeyValueEntry) {
 
 // indexLocked adds (add) or removes e from the fan-out index. idxMu held.
 func (r *Registry) indexLocked(e *entry, add bool) {
-	k := idxKey{e.sub.Group, e.sub.Filter.Bare}
-	sl := r.idx[k]
 	if add {
-		if sl == nil {
-			sl = sublist.New[*entry]()
-			r.idx[k] = sl
-		}
-		sl.Insert(e.sub.Filter.Channel, e)
-		return
-	}
-	if sl != nil {
-		sl.Remove(e.sub.Filter.Channel, e)
-		if sl.Count() == 0 {
-			delete(r.idx, k)
-		}
+		r.idx.Add(e.sub.Group, e.sub.Filter, e.feed)
+	} else {
+		r.idx.Remove(e.sub.Group, e.sub.Filter, e.feed)
 	}
 }
 
@@ -449,15 +433,9 @@ func (r *Registry) Feeds(id dest.Identity, m selector.Message, dst []dest.Identi
 	if r.n.Load() == 0 {
 		return dst
 	}
-	r.idxMu.RLock()
-	defer r.idxMu.RUnlock()
-	sl := r.idx[idxKey{id.Group, id.Bare}]
-	if sl == nil {
-		return dst
-	}
-	sl.Match(id.Channel, func(e *entry) {
-		if e.sel.Matches(m) { // a nil selector selects every message
-			dst = append(dst, e.sub.Queue)
+	r.idx.Match(id, func(f *topicsub.Feed) {
+		if f.Sel.Matches(m) { // a nil selector selects every message
+			dst = append(dst, f.Queue)
 		}
 	})
 	return dst
