@@ -127,9 +127,12 @@ type Pattern struct {
 	// responder by request key. An ack:auto responder takes at most its prefetch-count
 	// (delivery.DefaultPrefetch when unset) at once, as on a single node (rpc.member).
 	// Guarded by mu.
-	held     map[*delivery.Subscription]int
-	heldBy   map[string]heldRequest
-	holds    uint64               // numbers the holds, so a stale timeout releases nothing
+	held   map[*delivery.Subscription]int
+	heldBy map[string]heldRequest
+	holds  uint64 // numbers the holds, so a stale timeout releases nothing
+	// holding is len(heldBy), read without mu: a response costs no key and no lock while
+	// no ack:auto responder here holds a request.
+	holding  atomic.Int64
 	alive    map[string]time.Time // remote owners found alive, until; guarded by mu
 	claimSub *nats.Subscription
 
@@ -426,6 +429,7 @@ func (r *Pattern) holdLocked(key string, s *delivery.Subscription) uint64 {
 	r.releaseLocked(key, 0)
 	r.holds++
 	r.heldBy[key] = heldRequest{sub: s, n: r.holds}
+	r.holding.Store(int64(len(r.heldBy)))
 	r.held[s]++
 	return r.holds
 }
@@ -440,6 +444,7 @@ func (r *Pattern) releaseLocked(key string, n uint64) {
 		return
 	}
 	delete(r.heldBy, key)
+	r.holding.Store(int64(len(r.heldBy)))
 	s := h.sub
 	if n, ok := r.held[s]; ok { // gone once s detached
 		if n <= 1 {
@@ -473,12 +478,18 @@ func (r *Pattern) routeLocked(key string, rt routedRequest) {
 // pending requests first, then, for a request this node delivered for another node, on that
 // node (a claim request). pending and late are as rpc.Pattern.Respond's.
 func (r *Pattern) Respond(replyTo dest.Identity, corr string) (pending, late bool) {
-	key := requestKey(replyTo, corr)
-	r.mu.Lock()
-	r.releaseLocked(key, 0) // the response passes the responder's node: its place is free
-	r.mu.Unlock()
+	var key string
+	if r.holding.Load() > 0 { // the response passes the responder's node: its place is free
+		key = requestKey(replyTo, corr)
+		r.mu.Lock()
+		r.releaseLocked(key, 0)
+		r.mu.Unlock()
+	}
 	if pending, late = r.Pattern.Respond(replyTo, corr); pending || late {
 		return pending, late
+	}
+	if key == "" {
+		key = requestKey(replyTo, corr)
 	}
 	r.mu.Lock()
 	rt, ok := r.routed[key]
