@@ -15,9 +15,17 @@ import (
 // published only after its commit (events-store) waits while pipelineDepthLate (256) are in
 // flight: deeper, a producer runs so far ahead of the log's readers that they fall behind
 // the shared tail and read the store (events-store 4×4 took twice as long at 1024).
+//
+// A push that finds the pipeline full waits until it has drained to half its depth
+// (pipelineResume, pipelineResumeLate), not until one task finished: waking the read
+// goroutine as each task finishes would hand the CPU back and forth between it and the
+// pipeline's goroutine once per SEND while a landed group is answered (issue 33); waking it
+// at half depth lets it read the next SENDs as one burst.
 const (
-	pipelineDepth     = 1024
-	pipelineDepthLate = 256
+	pipelineDepth      = 1024
+	pipelineDepthLate  = 256
+	pipelineResume     = pipelineDepth / 2
+	pipelineResumeLate = pipelineDepthLate / 2
 )
 
 // pipeline finishes a connection's persistent SENDs off its read goroutine: the store stage
@@ -35,10 +43,15 @@ type pipeline struct {
 	cond *sync.Cond
 	// busy counts the SENDs pushed and not yet finished. It changes without mu, so that a
 	// SEND costs no lock on either goroutine; the worker takes mu only to wake the waiters,
-	// when busy falls to a value one waits for (0, pipelineDepthLate-1), and a waiter checks
-	// it under mu, so no wake-up is lost between its check and its Wait.
+	// when busy falls to a value one waits for (0, pipelineResumeLate, pipelineResume), and a
+	// waiter checks it under mu, so no wake-up is lost between its check and its Wait. A
+	// waiting push waits from busy at or above a depth down to its resume mark, so busy passes
+	// that mark exactly while it waits.
 	busy atomic.Int64
 	dead atomic.Bool // a deferred SEND failed fatally: later ones are dropped (read per stored SEND: no lock)
+	// onFull, when set (tests), is called by a push that found the pipeline full, before it
+	// waits.
+	onFull func()
 }
 
 func newPipeline(spawn func(name string, fn func()) bool) *pipeline {
@@ -47,9 +60,9 @@ func newPipeline(spawn func(name string, fn func()) bool) *pipeline {
 	run := func() {
 		for t := range p.work {
 			t.finish()
-			if n := p.busy.Add(-1); n == 0 || n == pipelineDepthLate-1 {
+			if n := p.busy.Add(-1); n == 0 || n == pipelineResumeLate || n == pipelineResume {
 				p.mu.Lock()
-				p.cond.Broadcast() // drain waits for 0, a late push for room under pipelineDepthLate
+				p.cond.Broadcast() // drain waits for 0, a full push for its resume mark
 				p.mu.Unlock()
 			}
 		}
@@ -66,12 +79,21 @@ func newPipeline(spawn func(name string, fn func()) bool) *pipeline {
 // task's one allocation is all it costs).
 type pipelineTask interface{ finish() }
 
-// push queues t; it blocks while the pipeline is full, or, for a task published only after
-// its commit (late), while pipelineDepthLate tasks are in flight.
+// push queues t. When pipelineDepth tasks are in flight, or, for a task published only
+// after its commit (late), pipelineDepthLate, it blocks until the pipeline has drained to
+// its resume mark (pipelineResume, pipelineResumeLate). The channel send never blocks: busy
+// stays below pipelineDepth, the channel's capacity.
 func (p *pipeline) push(t pipelineTask, late bool) {
-	if late && p.busy.Load() >= pipelineDepthLate {
+	depth, resume := int64(pipelineDepth), int64(pipelineResume)
+	if late {
+		depth, resume = pipelineDepthLate, pipelineResumeLate
+	}
+	if p.busy.Load() >= depth {
+		if p.onFull != nil {
+			p.onFull()
+		}
 		p.mu.Lock()
-		for p.busy.Load() >= pipelineDepthLate {
+		for p.busy.Load() > resume {
 			p.cond.Wait()
 		}
 		p.mu.Unlock()

@@ -322,7 +322,7 @@ func (t blockingTask) finish() { <-t.release }
 
 // A SEND published before its commit (a queue's) may be one of pipelineDepth in flight; one
 // published after its commit (events-store) waits while pipelineDepthLate are in flight, and
-// goes on once one of them finished.
+// goes on once the pipeline drained to its resume mark.
 func TestPipelineDepthEarlyAndLate(t *testing.T) {
 	p := newPipeline(nil)
 	defer p.close()
@@ -352,6 +352,53 @@ func TestPipelineDepthEarlyAndLate(t *testing.T) {
 	case <-pushed:
 	case <-time.After(5 * time.Second):
 		t.Fatal("the late SEND never went in after the pipeline drained")
+	}
+}
+
+// signalTask finishes once release is closed, then reports it on done.
+type signalTask struct {
+	release chan struct{}
+	done    chan<- struct{}
+}
+
+func (t signalTask) finish() { <-t.release; t.done <- struct{}{} }
+
+// A push that found the pipeline full goes in only once the pipeline drained to its resume
+// mark, not as soon as one SEND finished (which would wake the read goroutine once per
+// SEND): for late and early SENDs alike.
+func TestPipelineFullPushResumesAtHalfDepth(t *testing.T) {
+	for _, late := range []bool{true, false} {
+		depth, resume := pipelineDepth, pipelineResume
+		if late {
+			depth, resume = pipelineDepthLate, pipelineResumeLate
+		}
+		p := newPipeline(nil)
+		done := make(chan struct{})
+		rels := make([]chan struct{}, depth)
+		for i := range rels {
+			rels[i] = make(chan struct{})
+			p.push(signalTask{rels[i], done}, late)
+		}
+		pushed, full := make(chan struct{}), make(chan struct{})
+		p.onFull = func() { close(full) }
+		go func() {
+			p.push(countingTask{new(atomic.Int64)}, late)
+			close(pushed)
+		}()
+		<-full // the push found the pipeline full
+		for i := range rels {
+			close(rels[i])
+			<-done
+			select {
+			case <-pushed:
+				if inFlight := depth - i - 1; inFlight > resume {
+					t.Fatalf("late=%v: the push went in with %d in flight, above the resume mark %d", late, inFlight, resume)
+				}
+			default:
+			}
+		}
+		<-pushed
+		p.close()
 	}
 }
 
