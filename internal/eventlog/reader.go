@@ -33,7 +33,7 @@ type reader struct {
 	poller *outbox.Poller
 	key    string           // durable position key; "" when not durable
 	log    *logState        // the log's live state (its readers and shared live tail)
-	next   *message.Message // the tail message being delivered (poller goroutine only)
+	next   *message.Message // the tail message being delivered (under the poller's delivery lock)
 
 	// saveMu serialises the position saves (savePosition, stop): each computes a position
 	// under mu and writes it after releasing mu, so without it an older position computed on
@@ -125,6 +125,18 @@ func (p *Pattern) newReader(sub *delivery.Subscription, id dest.Identity, lg *lo
 	}
 	ls.poller = outbox.NewPoller(src, ls, outbox.NewRegulator(p.opts.PollBase, p.opts.PollMax), from, 256)
 	return ls, nil
+}
+
+// offer delivers m, just published, on the caller's goroutine when the reader is caught up
+// and its poller idle (outbox.Poller.Offer); false: the poller must fetch it.
+func (ls *reader) offer(m *message.Message) bool {
+	seq := m.Sequence
+	return ls.poller.Offer(seq, func() bool {
+		ls.next = m
+		ok := ls.Deliver(seq, nil)
+		ls.next = nil
+		return ok
+	})
 }
 
 // Busy implements outbox.Sink: skip fetching while the connection still has a backlog or the
@@ -353,11 +365,12 @@ func (ls *reader) savePosition(lazy bool) {
 	}
 }
 
-// stop ends the reader: its poller stops, a durable subscription's position is saved
+// stop ends the reader: its poller stops (and no delivery runs after stop returns), a durable subscription's position is saved
 // (always, so that the save time records when it went offline, for idle expiry) and its key
 // is released.
 func (ls *reader) stop() {
 	ls.poller.Stop()
+	ls.poller.Quiesce() // a delivery running on a publisher's goroutine (offer) ends first
 	if ls.key == "" {
 		return
 	}

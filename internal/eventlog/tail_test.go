@@ -1,9 +1,19 @@
 package eventlog
 
 import (
+	"strconv"
+	"sync"
 	"testing"
+	"time"
 
+	"github.com/titan-broker/titan/internal/delivery"
+	"github.com/titan-broker/titan/internal/dest"
+	"github.com/titan-broker/titan/internal/dispatch"
+	"github.com/titan-broker/titan/internal/durable"
+	"github.com/titan-broker/titan/internal/frame"
 	"github.com/titan-broker/titan/internal/message"
+	"github.com/titan-broker/titan/internal/store/memstore"
+	"github.com/titan-broker/titan/internal/testwait"
 )
 
 func tailMsg(seq uint64, body int) *message.Message {
@@ -107,6 +117,92 @@ func BenchmarkTailPutGet(b *testing.B) {
 		tl.put(m)
 		if tl.get(m.Sequence) == nil {
 			b.Fatal("missing")
+		}
+	}
+}
+
+// recordingWriter is a client connection that takes every MESSAGE and records its sequence.
+type recordingWriter struct {
+	mu      sync.Mutex
+	written []uint64
+}
+
+func (w *recordingWriter) Version() frame.Version { return frame.V12 }
+func (w *recordingWriter) QueuedBytes() int64     { return 0 }
+func (w *recordingWriter) WriteEvent(p *frame.Buf, shared []byte, _ bool) (bool, <-chan struct{}) {
+	return w.WriteMessage(p, shared), nil
+}
+
+func (w *recordingWriter) WriteMessage(prefix *frame.Buf, _ []byte) bool {
+	m := sequenceHeader.FindSubmatch(prefix.B)
+	seq, _ := strconv.ParseUint(string(m[1]), 10, 64)
+	frame.PutBuf(prefix)
+	w.mu.Lock()
+	w.written = append(w.written, seq)
+	w.mu.Unlock()
+	return true
+}
+
+func (w *recordingWriter) count() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.written)
+}
+
+// A message published to caught-up live readers is delivered to each of them before Publish
+// returns, on the publisher's goroutine: no reader's poller is woken or fetches for it
+// (issue 33). A reader whose connection refuses it is left to its poller.
+func TestLiveTailIsDeliveredByThePublisher(t *testing.T) {
+	log := durable.New(memstore.New(), nil)
+	p := New(dispatch.New(dispatch.Options{}), Options{Store: log, PollBase: time.Hour, PollMax: time.Hour})
+	defer p.Close()
+	id := dest.Identity{Group: "default", Pattern: dest.PatternEventsStore, Channel: "live"}
+	var ws [2]*recordingWriter
+	var rs [2]*reader
+	for i := range ws {
+		ws[i] = &recordingWriter{}
+		sub := &delivery.Subscription{ID: "s", Conn: delivery.NewConn(ws[i], nil), Group: "default",
+			Dest: dest.Destination{Pattern: dest.PatternEventsStore, Channel: "live"}}
+		if err := p.Subscribe(sub); err != nil {
+			t.Fatal(err)
+		}
+		p.mu.Lock()
+		rs[i] = p.readers[sub]
+		p.mu.Unlock()
+	}
+	stalled := &delivery.Subscription{ID: "s", Conn: delivery.NewConn(stalledWriter{}, nil), Group: "default",
+		Dest: dest.Destination{Pattern: dest.PatternEventsStore, Channel: "live"}}
+	if err := p.Subscribe(stalled); err != nil {
+		t.Fatal(err)
+	}
+	var fetches [2]uint64
+	for i, ls := range rs {
+		// The poller's first fetch (at its start) is over: Quiesce waits for a running one.
+		testwait.Eventually(t, 5*time.Second, "the poller's first fetch", func() bool { return ls.poller.Fetches.Load() >= 1 })
+		ls.poller.Quiesce()
+		fetches[i] = ls.poller.Fetches.Load()
+	}
+	const n = 100
+	for i := range n {
+		m := &message.Message{Destination: "/events-store/live", Body: []byte{byte(i)}}
+		if err := log.Persist(id, m); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := p.Publish(id, m, nil); err != nil {
+			t.Fatal(err)
+		}
+		for j, w := range ws {
+			if got := w.count(); got != i+1 {
+				t.Fatalf("reader %d: %d of %d delivered when Publish returned", j, got, i+1)
+			}
+		}
+	}
+	for i, ls := range rs {
+		if got := ls.poller.Fetches.Load(); got != fetches[i] {
+			t.Fatalf("reader %d's poller fetched %d times for the live tail, want 0", i, got-fetches[i])
+		}
+		if c := ls.poller.Cursor(); c != n+1 {
+			t.Fatalf("reader %d's cursor is %d, want %d", i, c, n+1)
 		}
 	}
 }
