@@ -103,25 +103,51 @@ func (p *Pattern) newReader(sub *delivery.Subscription, id dest.Identity, lg *lo
 	// up to last that the tail may never see.
 	scanTo := last
 	src := func(from uint64, fn func(uint64, []byte) bool) error {
-		// Caught up: take the next messages from the shared tail while it has them.
-		for m := t.get(from); m != nil; m = t.get(from) {
-			ls.next = m
-			ok := fn(from, nil)
-			ls.next = nil
-			if !ok {
+		for {
+			// Caught up: take the next messages from the shared tail while it has them.
+			for m := t.get(from); m != nil; m = t.get(from) {
+				ls.next = m
+				ok := fn(from, nil)
+				ls.next = nil
+				if !ok {
+					return nil
+				}
+				from++
+			}
+			if from > scanTo && from > t.published() {
+				// Nothing at or above from was published yet: a record there may be committed,
+				// but its publish (after its fsync) puts it on the tail and kicks the poller, so
+				// the store is not read for it.
 				return nil
 			}
-			from++
+			// Behind the tail: the record left the ring, was too big for it, was published
+			// before the tail was made, or is published out of order by another connection
+			// (its producer's pipeline has not published it yet, while others published
+			// later ones). The store is read only until the tail has the next record again:
+			// a gap left by a late publication costs its own records, not a read back (and a
+			// decode) of everything after it.
+			if from > scanTo {
+				t.missed(from) // the ring grows when the reader fell behind it
+			}
+			stopped, resume := false, false
+			err := st.Scan(id, from, func(seq uint64, data []byte) bool {
+				if t.get(seq) != nil {
+					// The tail takes over at seq; the store holds nothing in [from, seq)
+					// (retention took it, or it was never committed), as Scan would skip it.
+					from, resume = seq, true
+					return false
+				}
+				if !fn(seq, data) {
+					stopped = true
+					return false
+				}
+				from = seq + 1
+				return true
+			})
+			if err != nil || stopped || !resume {
+				return err
+			}
 		}
-		if from > scanTo && from > t.published() {
-			// Nothing at or above from was published yet: a record there may be committed,
-			// but its publish (after its fsync) puts it on the tail and kicks the poller, so
-			// the store is not read for it.
-			return nil
-		}
-		// Behind the tail: the record left the ring, was too big for it, was published
-		// before the tail was made, or is published out of order by another connection.
-		return st.Scan(id, from, fn)
 	}
 	ls.poller = outbox.NewPoller(src, ls, outbox.NewRegulator(p.opts.PollBase, p.opts.PollMax), from, 256)
 	return ls, nil

@@ -41,11 +41,11 @@ func held(t *testing.T, tl *tail, from, to uint64) []uint64 {
 	return got
 }
 
-// The tail keeps the newest tailSize sequences; older ones are gone, and a sequence is
+// The tail keeps the newest tailMinSize sequences; older ones are gone, and a sequence is
 // never answered by a message with another sequence in its slot.
 func TestTailKeepsTheNewestSequences(t *testing.T) {
 	tl := &tail{}
-	const n = 3*tailSize + 17
+	const n = 3*tailMinSize + 17
 	for s := uint64(1); s <= n; s++ {
 		tl.put(tailMsg(s, 10))
 	}
@@ -53,12 +53,47 @@ func TestTailKeepsTheNewestSequences(t *testing.T) {
 		t.Fatalf("published %d, want %d", tl.published(), n)
 	}
 	got := held(t, tl, 1, n)
-	if len(got) != tailSize || got[0] != n-tailSize+1 || got[len(got)-1] != n {
-		t.Fatalf("holds %d sequences %v..%v, want the newest %d", len(got), got[0], got[len(got)-1], tailSize)
+	if len(got) != tailMinSize || got[0] != n-tailMinSize+1 || got[len(got)-1] != n {
+		t.Fatalf("holds %d sequences %v..%v, want the newest %d", len(got), got[0], got[len(got)-1], tailMinSize)
 	}
-	if tl.get(n+1) != nil || tl.get(n-tailSize) != nil {
+	if tl.get(n+1) != nil || tl.get(n-tailMinSize) != nil {
 		t.Fatal("answered a sequence it does not hold")
 	}
+}
+
+// A reader that had to read back a message that left the ring doubles it, up to
+// tailMaxSize, keeping what it held; a miss of a message the ring still covers (too big,
+// published late) does not.
+func TestTailGrowsWhenAReaderMissesIt(t *testing.T) {
+	tl := &tail{}
+	const n = 2 * tailMinSize
+	for s := uint64(1); s <= n; s++ {
+		tl.put(tailMsg(s, 10))
+	}
+	tl.missed(n) // still covered
+	if len(tl.ring) != tailMinSize {
+		t.Fatalf("ring grew to %d on a miss it covers", len(tl.ring))
+	}
+	tl.missed(n - tailMinSize) // left the ring
+	if len(tl.ring) != 2*tailMinSize {
+		t.Fatalf("ring is %d after a miss, want %d", len(tl.ring), 2*tailMinSize)
+	}
+	if got := held(t, tl, 1, n); len(got) != tailMinSize || got[0] != n-tailMinSize+1 {
+		t.Fatalf("after growing holds %d from %d, want the newest %d", len(got), got[0], tailMinSize)
+	}
+	for s := uint64(n + 1); s <= 2*n; s++ {
+		tl.put(tailMsg(s, 10))
+	}
+	if got := held(t, tl, 1, 2*n); len(got) != 2*tailMinSize || got[len(got)-1] != 2*n {
+		t.Fatalf("grown ring holds %d, want the newest %d", len(got), 2*tailMinSize)
+	}
+	for range 10 {
+		tl.missed(1)
+	}
+	if len(tl.ring) != tailMaxSize {
+		t.Fatalf("ring is %d after many misses, want at most %d", len(tl.ring), tailMaxSize)
+	}
+	held(t, tl, 1, 2*n)
 }
 
 // Bodies are bounded in all (tailMaxBytes, the oldest make room) and one by one
@@ -92,27 +127,27 @@ func TestTailOutOfOrderAndJumps(t *testing.T) {
 	if got := held(t, tl, 90, 110); len(got) != 3 || got[0] != 100 || got[2] != 102 {
 		t.Fatalf("holds %v, want 100..102", got)
 	}
-	tl.put(tailMsg(100+5*tailSize, 1))
-	if got := held(t, tl, 1, 100+5*tailSize); len(got) != 1 {
+	tl.put(tailMsg(100+5*tailMinSize, 1))
+	if got := held(t, tl, 1, 100+5*tailMinSize); len(got) != 1 {
 		t.Fatalf("after a jump holds %v, want only the newest", got)
 	}
-	tl.put(tailMsg(100+4*tailSize, 1)) // published late, out of the ring's reach
-	if tl.get(100+4*tailSize) != nil {
+	tl.put(tailMsg(100+4*tailMinSize, 1)) // published late, out of the ring's reach
+	if tl.get(100+4*tailMinSize) != nil {
 		t.Fatal("kept a sequence a ring behind the newest")
 	}
-	held(t, tl, 1, 100+5*tailSize)
+	held(t, tl, 1, 100+5*tailMinSize)
 }
 
 // BenchmarkTailPutGet is one publication to a log's tail and one reader taking it.
 func BenchmarkTailPutGet(b *testing.B) {
 	tl := &tail{}
-	ms := make([]*message.Message, tailSize)
+	ms := make([]*message.Message, tailMinSize)
 	for i := range ms {
 		ms[i] = tailMsg(0, 100)
 	}
 	b.ReportAllocs()
 	for i := 0; b.Loop(); i++ {
-		m := ms[i%tailSize]
+		m := ms[i%tailMinSize]
 		m.Sequence = uint64(i + 1)
 		tl.put(m)
 		if tl.get(m.Sequence) == nil {
