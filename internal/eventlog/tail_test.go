@@ -160,6 +160,7 @@ func BenchmarkTailPutGet(b *testing.B) {
 type recordingWriter struct {
 	mu      sync.Mutex
 	written []uint64
+	shared  []*byte // the first byte of each MESSAGE's shared tail: which Message it came from
 }
 
 func (w *recordingWriter) Version() frame.Version { return frame.V12 }
@@ -168,12 +169,13 @@ func (w *recordingWriter) WriteEvent(p *frame.Buf, shared []byte, _ bool) (bool,
 	return w.WriteMessage(p, shared), nil
 }
 
-func (w *recordingWriter) WriteMessage(prefix *frame.Buf, _ []byte) bool {
+func (w *recordingWriter) WriteMessage(prefix *frame.Buf, shared []byte) bool {
 	m := sequenceHeader.FindSubmatch(prefix.B)
 	seq, _ := strconv.ParseUint(string(m[1]), 10, 64)
 	frame.PutBuf(prefix)
 	w.mu.Lock()
 	w.written = append(w.written, seq)
+	w.shared = append(w.shared, &shared[0])
 	w.mu.Unlock()
 	return true
 }
@@ -238,6 +240,47 @@ func TestLiveTailIsDeliveredByThePublisher(t *testing.T) {
 		}
 		if c := ls.poller.Cursor(); c != n+1 {
 			t.Fatalf("reader %d's cursor is %d, want %d", i, c, n+1)
+		}
+	}
+}
+
+// A message published out of order (another producer's pipeline publishes the one before it
+// later) sends the reader to the store for the gap only: the earlier message is read back,
+// the later ones already on the tail are delivered from it, the publisher's own Messages,
+// not decoded again.
+func TestGapReadsOnlyTheGapFromTheStore(t *testing.T) {
+	log := durable.New(memstore.New(), nil)
+	p := New(dispatch.New(dispatch.Options{}), Options{Store: log, PollBase: time.Hour, PollMax: time.Hour})
+	defer p.Close()
+	id := dest.Identity{Group: "default", Pattern: dest.PatternEventsStore, Channel: "gap"}
+	w := &recordingWriter{}
+	sub := &delivery.Subscription{ID: "s", Conn: delivery.NewConn(w, nil), Group: "default",
+		Dest: dest.Destination{Pattern: dest.PatternEventsStore, Channel: "gap"}}
+	if err := p.Subscribe(sub); err != nil {
+		t.Fatal(err)
+	}
+	ms := make([]*message.Message, 4)
+	for i := range ms {
+		ms[i] = message.Pack(&message.Parts{Destination: []byte("/events-store/gap"), Body: []byte{byte('a' + i)}, Group: "default"})
+		if err := log.Persist(id, ms[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, m := range ms[1:] { // ms[0] is still on its producer's pipeline
+		if _, err := p.Publish(id, m, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	testwait.Eventually(t, 5*time.Second, "4 deliveries", func() bool { return w.count() == 4 })
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for i, m := range ms {
+		if w.written[i] != m.Sequence {
+			t.Fatalf("delivered %v, want the sequences in order", w.written)
+		}
+		shared, _ := m.Shared(frame.V12)
+		if fromTail := w.shared[i] == &shared[0]; fromTail != (i > 0) {
+			t.Fatalf("sequence %d delivered from the tail: %v, want %v", m.Sequence, fromTail, i > 0)
 		}
 	}
 }
