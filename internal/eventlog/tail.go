@@ -9,7 +9,7 @@ import (
 // tailMinSize is how many of a log's newest messages its tail keeps at first, tailMaxSize
 // the most it grows to, tailMaxBody the largest body it keeps and tailMaxBytes the bodies it
 // keeps in all (bigger or older ones are read from the store). A group commit publishes a
-// SEND pipeline's SENDs in one burst (router pipelineDepth and pipelineDepthLate, per
+// SEND pipeline's SENDs in one burst (router pipelineLateBudget, shared by every
 // connection), faster than a reader may deliver them, and a reader still catching up on
 // earlier bursts, or on several producers' bursts, should find them here rather than in the
 // store (with a 1024-deep ring, 4% of scenario g's messages were read back). So the ring
