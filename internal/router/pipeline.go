@@ -88,7 +88,7 @@ func (b *lateBudget) give() {
 type pipeline struct {
 	work chan pipelineItem
 	late *lateBudget // shared by the Router's pipelines
-	mu   sync.Mutex  // held by the waiters on cond (drain, a late push) and by its Broadcasts
+	mu   sync.Mutex  // held by the waiters on cond (drain, a full push) and by its Broadcasts
 	cond *sync.Cond
 	// busy counts the SENDs pushed and not yet finished. It changes without mu, so that a
 	// SEND costs no lock on either goroutine; the worker takes mu only to wake the waiters,
