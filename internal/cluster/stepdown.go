@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -13,8 +14,13 @@ import (
 )
 
 // StepDownTimeout bounds StepDown as the broker calls it on SIGTERM: a part of the shutdown
-// grace period, so the clients are still drained within it.
-const StepDownTimeout = 5 * time.Second
+// grace period, so the clients are still drained within it. Moving the leaderships takes
+// at most leadershipTimeout of it; the hand-backs (OnStepDown) have the rest.
+const StepDownTimeout = 7 * time.Second
+
+// leadershipTimeout bounds the leadership moves of StepDown, leaving the hand-backs at
+// least StepDownTimeout - leadershipTimeout.
+const leadershipTimeout = 5 * time.Second
 
 // JetStream API subjects (nats-server's jsStreamLeaderStepDownT, jsConsumerLeaderStepDownT,
 // JSApiLeaderStepDown, JSApiRemoveServer).
@@ -34,14 +40,43 @@ type StepDownReport struct {
 	Meta bool
 }
 
-// StepDown moves every leadership this embedded node holds to another node before it stops
-// (a rolling restart, issue 27): each Titan stream and consumer it leads
-// ($JS.API.STREAM.LEADER.STEPDOWN, $JS.API.CONSUMER.LEADER.STEPDOWN), then the JetStream
-// meta group ($JS.API.META.LEADER.STEPDOWN); it waits until the streams have another
-// leader, so publishes in flight through this node go to a leader that stays. Bounded by
-// ctx; errors name what could not be moved (the rest is moved anyway). A node with an
-// external NATS leads nothing and returns at once.
+// StepDown prepares this node to stop while its clients are still connected (a rolling
+// restart, issue 27). First it moves every leadership this embedded node holds to another
+// node: each Titan stream and consumer it leads ($JS.API.STREAM.LEADER.STEPDOWN,
+// $JS.API.CONSUMER.LEADER.STEPDOWN), then the JetStream meta group
+// ($JS.API.META.LEADER.STEPDOWN); it waits until the streams have another leader, so
+// publishes in flight through this node go to a leader that stays (within
+// leadershipTimeout; a node with an external NATS leads nothing). Then it runs the
+// adapters' hand-backs (OnStepDown) concurrently and waits for them: what this node pulled
+// goes back to JetStream in order before a client can move to another node. Bounded by ctx;
+// errors name what could not be moved (the rest is moved anyway).
 func (n *Node) StepDown(ctx context.Context) (StepDownReport, error) {
+	lctx, cancel := context.WithTimeout(ctx, leadershipTimeout)
+	rep, err := n.stepDownLeaderships(lctx)
+	cancel()
+	n.hookMu.Lock()
+	hooks := append([]func(context.Context){}, n.handBacks...)
+	n.hookMu.Unlock()
+	var wg sync.WaitGroup
+	for _, f := range hooks {
+		wg.Go(func() { f(ctx) })
+	}
+	wg.Wait()
+	return rep, err
+}
+
+// OnStepDown registers f to run at the end of StepDown, after the leaderships moved and
+// before the broker closes its client connections: an adapter stops pulling and hands back,
+// in stream order, every message this node holds (issue 27: a rolling restart must not
+// reorder). f returns when done or when ctx ends. Safe for concurrent use.
+func (n *Node) OnStepDown(f func(ctx context.Context)) {
+	n.hookMu.Lock()
+	n.handBacks = append(n.handBacks, f)
+	n.hookMu.Unlock()
+}
+
+// stepDownLeaderships is StepDown's first part: the leaderships, bounded by ctx.
+func (n *Node) stepDownLeaderships(ctx context.Context) (StepDownReport, error) {
 	var rep StepDownReport
 	if n.srv == nil {
 		return rep, nil
