@@ -235,5 +235,14 @@ func TestClusterRollingRestartLosesNothing(t *testing.T) {
 	t.Logf("%d receipted, %d delivered (distinct), longest delivery pause %v, %d reordered (%d stored out of order)", want, len(l.seen), l.maxPause.Round(time.Millisecond), len(l.reordered), stored)
 	if len(l.reordered) > 0 {
 		t.Errorf("%d messages delivered after a later one of their producer connection, first: %q", len(l.reordered), l.reordered[:min(20, len(l.reordered))])
+		for _, n := range nodes { // the nodes' warnings say where they were held
+			for _, b := range n.logs {
+				for _, line := range strings.Split(b.String(), "\n") {
+					if strings.Contains(line, "level=WARN") || strings.Contains(line, "level=ERROR") {
+						t.Logf("%s: %s", n.name, line)
+					}
+				}
+			}
+		}
 	}
 }

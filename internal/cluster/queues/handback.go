@@ -3,9 +3,12 @@ package queues
 import (
 	"cmp"
 	"context"
+	"errors"
 	"slices"
 	"sync"
+	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/titan-broker/titan/internal/cluster"
@@ -85,16 +88,19 @@ func (c *consumer) handBack(ctx context.Context, held []jetstream.Msg) {
 		}
 	}
 	c.mu.Unlock()
-	c.q.giveBack(ctx, held, delivered, true)
+	c.q.giveBack(ctx, c.loop.Consumer(), held, delivered, true)
 }
 
 // giveBack NAKs undelivered (messages this node handed to no client: each trip is recorded
 // first, concurrently, so the next delivery-count leaves it out) and delivered (messages
 // a client had and did not acknowledge) together in stream order, so JetStream redelivers
-// them in that order ahead of newer messages. confirm: the last NAK is a request, and
-// giveBack returns once the consumer leader answered it, that is once every NAK was
-// processed (or when ctx ends).
-func (q *Pattern) giveBack(ctx context.Context, undelivered, delivered []jetstream.Msg, confirm bool) {
+// them in that order ahead of newer messages. confirm (cons is their consumer): the NAKs
+// go out once the consumer's leader answers (a leader election after a step-down may be
+// under way: a NAK sent without a leader is lost, and its message comes back only after
+// the ack wait, behind newer ones); the last NAK is a request, and giveBack returns once
+// the leader answered it, that is once every NAK was processed, or when ctx ends. A
+// request nobody answers (the leader left meanwhile) sends them all again.
+func (q *Pattern) giveBack(ctx context.Context, cons jetstream.Consumer, undelivered, delivered []jetstream.Msg, confirm bool) {
 	if len(undelivered)+len(delivered) == 0 {
 		return
 	}
@@ -126,17 +132,40 @@ func (q *Pattern) giveBack(ctx context.Context, undelivered, delivered []jetstre
 	}
 	slices.SortFunc(all, func(a, b back) int { return cmp.Compare(a.seq, b.seq) })
 	last := len(all) - 1
-	for _, b := range all[:last] {
-		_ = b.jm.Nak()
-	}
 	if !confirm {
-		_ = all[last].jm.Nak()
+		for _, b := range all {
+			_ = b.jm.Nak()
+		}
 		return
 	}
-	if _, err := q.js.Conn().RequestWithContext(ctx, all[last].jm.Reply(), ackNak); err != nil {
+	var err error
+	for ctx.Err() == nil {
+		if err = cluster.Attempt(ctx, func(ctx context.Context) error {
+			_, err := cons.Info(ctx) // answered by the consumer's leader
+			return err
+		}); err != nil {
+			break
+		}
+		for _, b := range all[:last] {
+			_ = b.jm.Nak()
+		}
+		_, err = q.js.Conn().RequestWithContext(ctx, all[last].jm.Reply(), ackNak)
+		if !errors.Is(err, nats.ErrNoResponders) {
+			break
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(handBackRetry):
+		}
+	}
+	if err != nil {
 		q.log.Warn("queue hand-back not confirmed; its messages may come back after the ack wait", "messages", len(all), "err", err, "ack_wait", cluster.AckWait)
 	}
 }
+
+// handBackRetry is the pause before a hand-back whose confirmation nobody answered is
+// sent again.
+const handBackRetry = 50 * time.Millisecond
 
 // ackNak is JetStream's NAK acknowledgement body (nats-server AckNak).
 var ackNak = []byte("-NAK")

@@ -394,7 +394,7 @@ func (c *consumer) run() {
 		c.handBack(ctx, held)
 		return
 	}
-	c.q.giveBack(ctx, held, nil, false) // handback.go
+	c.q.giveBack(ctx, nil, held, nil, false) // handback.go
 }
 
 // Done implements pull.Handler: the loop ends when no subscription is left, or at a
