@@ -50,8 +50,10 @@ type rollingLoad struct {
 	maxSeq    map[int]int // producer connection → highest sequence delivered
 	reordered []string
 	phase     int // restarts begun (the reordered messages name it)
+	sigterm   time.Time // of the latest restart
 	last      time.Time
 	maxPause  time.Duration
+	pauseAt   string // where the longest pause began: restart, time after its SIGTERM
 	delivered atomic.Int64
 	stop      atomic.Bool
 }
@@ -147,8 +149,9 @@ func (l *rollingLoad) consume(t *testing.T, nodes []*clusterNode, stop <-chan st
 					l.reordered = append(l.reordered, fmt.Sprintf("%s after p%d-%d (consumer connection %d, restart %d, redelivered %q)", id, pconn, m, conn, l.phase, redelivered))
 				}
 				l.maxSeq[pconn] = max(l.maxSeq[pconn], seq)
-				if !l.last.IsZero() {
-					l.maxPause = max(l.maxPause, now.Sub(l.last))
+				if !l.last.IsZero() && now.Sub(l.last) > l.maxPause {
+					l.maxPause = now.Sub(l.last)
+					l.pauseAt = fmt.Sprintf("restart %d, %v after its SIGTERM", l.phase, l.last.Sub(l.sigterm).Round(time.Millisecond))
 				}
 				l.last = now
 				l.delivered.Add(1)
@@ -174,7 +177,7 @@ func TestClusterRollingRestartLosesNothing(t *testing.T) {
 	for i, n := range nodes {
 		start := time.Now()
 		l.mu.Lock()
-		l.phase = i + 1
+		l.phase, l.sigterm = i+1, start
 		l.mu.Unlock()
 		requireNoError(t, n.cmd.Process.Signal(syscall.SIGTERM))
 		select {
@@ -232,7 +235,16 @@ func TestClusterRollingRestartLosesNothing(t *testing.T) {
 			stored += strings.Count(b.String(), "stored after a later one")
 		}
 	}
-	t.Logf("%d receipted, %d delivered (distinct), longest delivery pause %v, %d reordered (%d stored out of order)", want, len(l.seen), l.maxPause.Round(time.Millisecond), len(l.reordered), stored)
+	t.Logf("%d receipted, %d delivered (distinct), longest delivery pause %v (from %s), %d reordered (%d stored out of order)", want, len(l.seen), l.maxPause.Round(time.Millisecond), l.pauseAt, len(l.reordered), stored)
+	for _, n := range nodes { // what the step-downs and hand-backs could not do
+		for _, b := range n.logs {
+			for _, line := range strings.Split(b.String(), "\n") {
+				if strings.Contains(line, "level=WARN") && (strings.Contains(line, "step") || strings.Contains(line, "hand-back") || strings.Contains(line, "resumed")) {
+					t.Logf("%s: %s", n.name, line)
+				}
+			}
+		}
+	}
 	if len(l.reordered) > 0 {
 		t.Errorf("%d messages delivered after a later one of their producer connection, first: %q", len(l.reordered), l.reordered[:min(20, len(l.reordered))])
 		for _, n := range nodes { // the nodes' warnings say where they were held
