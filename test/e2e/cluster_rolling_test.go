@@ -49,7 +49,7 @@ type rollingLoad struct {
 	seen      map[string]bool
 	maxSeq    map[int]int // producer connection → highest sequence delivered
 	reordered []string
-	phase     int // restarts begun (the reordered messages name it)
+	phase     int       // restarts begun (the reordered messages name it)
 	sigterm   time.Time // of the latest restart
 	last      time.Time
 	maxPause  time.Duration
