@@ -132,7 +132,7 @@ func (n *Node) stepDownLeaderships(ctx context.Context) (StepDownReport, error) 
 	for _, sc := range rep.Consumers {
 		stream, name, _ := strings.Cut(sc, "/")
 		for cctx.Err() == nil {
-			c, err := n.js.Consumer(cctx, stream, name)
+			c, err := consumerInfo(cctx, n.js, stream, name)
 			if err == nil && c.CachedInfo().Cluster != nil && c.CachedInfo().Cluster.Leader != "" && c.CachedInfo().Cluster.Leader != self {
 				break
 			}
@@ -155,7 +155,9 @@ func (n *Node) stepDownLeaderships(ctx context.Context) (StepDownReport, error) 
 	}
 	for _, name := range led {
 		for ctx.Err() == nil {
-			s, err := n.js.Stream(ctx, name)
+			ictx, icancel := context.WithTimeout(ctx, LookupTimeout)
+			s, err := n.js.Stream(ictx, name)
+			icancel()
 			if err == nil && s.CachedInfo().Cluster != nil && s.CachedInfo().Cluster.Leader != "" && s.CachedInfo().Cluster.Leader != self {
 				break
 			}
@@ -261,7 +263,11 @@ type pausedConsumer struct {
 // the deadline, or zero when the consumer was paused already or could not be paused (it
 // steps down anyway).
 func (n *Node) pauseForStepDown(ctx context.Context, stream string, ci *jetstream.ConsumerInfo) time.Time {
-	if ci.Paused {
+	// The consumer's own answer, not the listing's (which does not say it is paused).
+	if c, err := consumerInfo(ctx, n.js, stream, ci.Name); err == nil {
+		ci = c.CachedInfo()
+	}
+	if ci.Paused || ci.Config.PauseUntil != nil && ci.Config.PauseUntil.After(time.Now()) {
 		return time.Time{}
 	}
 	until := time.Now().Add(stepDownPause).UTC()
@@ -272,7 +278,7 @@ func (n *Node) pauseForStepDown(ctx context.Context, stream string, ci *jetstrea
 	wctx, cancel := context.WithTimeout(ctx, stepDownPause)
 	defer cancel()
 	for wctx.Err() == nil {
-		if c, err := n.js.Consumer(wctx, stream, ci.Name); err == nil && c.CachedInfo().Paused {
+		if c, err := consumerInfo(wctx, n.js, stream, ci.Name); err == nil && c.CachedInfo().Paused {
 			break
 		}
 		select {
@@ -284,12 +290,18 @@ func (n *Node) pauseForStepDown(ctx context.Context, stream string, ci *jetstrea
 }
 
 // resumeAfterStepDown resumes the consumers StepDown paused whose pause is still its own
-// (same deadline), each within AttemptTimeout; a failure is logged (the pause ends at its
+// (same deadline), each within AttemptTimeout (its look-ups retried every LookupTimeout); a failure is logged (the pause ends at its
 // deadline).
 func (n *Node) resumeAfterStepDown(paused []pausedConsumer) {
 	for _, p := range paused {
 		ctx, cancel := context.WithTimeout(context.Background(), AttemptTimeout)
-		c, err := n.js.Consumer(ctx, p.stream, p.name)
+		var c jetstream.Consumer
+		var err error
+		for {
+			if c, err = consumerInfo(ctx, n.js, p.stream, p.name); err == nil || ctx.Err() != nil {
+				break
+			}
+		}
 		if err == nil {
 			pu := c.CachedInfo().Config.PauseUntil
 			if pu == nil || !pu.Equal(p.until) {
@@ -303,4 +315,17 @@ func (n *Node) resumeAfterStepDown(paused []pausedConsumer) {
 			n.log.Warn("cluster: consumer not resumed after its step-down; it resumes at its deadline", "stream", p.stream, "consumer", p.name, "until", p.until, "err", err)
 		}
 	}
+}
+
+// LookupTimeout bounds one stream or consumer info request while leaderships move: the
+// first such request a node sends after stepping down may go unanswered (seen: no answer
+// at all, from a consumer whose new leader was elected within a second), so each is
+// retried soon instead of waiting out a whole deadline.
+const LookupTimeout = 250 * time.Millisecond
+
+// consumerInfo looks consumer name of stream up within LookupTimeout (and ctx).
+func consumerInfo(ctx context.Context, js jetstream.JetStream, stream, name string) (jetstream.Consumer, error) {
+	ctx, cancel := context.WithTimeout(ctx, LookupTimeout)
+	defer cancel()
+	return js.Consumer(ctx, stream, name)
 }

@@ -140,10 +140,7 @@ func (q *Pattern) giveBack(ctx context.Context, cons jetstream.Consumer, undeliv
 	}
 	var err error
 	for ctx.Err() == nil {
-		if err = cluster.Attempt(ctx, func(ctx context.Context) error {
-			_, err := cons.Info(ctx) // answered by the consumer's leader
-			return err
-		}); err != nil {
+		if err = leaderAnswers(ctx, cons); err != nil {
 			break
 		}
 		for _, b := range all[:last] {
@@ -160,6 +157,25 @@ func (q *Pattern) giveBack(ctx context.Context, cons jetstream.Consumer, undeliv
 	}
 	if err != nil {
 		q.log.Warn("queue hand-back not confirmed; its messages may come back after the ack wait", "messages", len(all), "err", err, "ack_wait", cluster.AckWait)
+	}
+}
+
+// leaderAnswers returns once cons's leader answers an info request, each request bounded
+// by cluster.LookupTimeout (just after a step-down a request can go unanswered), or ctx's
+// error.
+func leaderAnswers(ctx context.Context, cons jetstream.Consumer) error {
+	for {
+		ictx, cancel := context.WithTimeout(ctx, cluster.LookupTimeout)
+		_, err := cons.Info(ictx)
+		cancel()
+		if err == nil || ctx.Err() != nil {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(handBackRetry):
+		}
 	}
 }
 
