@@ -58,6 +58,10 @@ type Pattern struct {
 	mu        sync.Mutex
 	consumers map[dest.Identity]*consumer // guarded by mu
 	closed    bool                        // guarded by mu
+	// handingBack is set by HandBack (under mu, read under mu where a consumer leaves
+	// q.consumers): no subscription is added and every pull loop ends with its messages
+	// handed back in order (handback.go).
+	handingBack atomic.Bool
 
 	// DuplicateWindow is titan.duplicate-detection.window (0: DefaultDuplicateWindow): the
 	// queue streams' Nats-Msg-Id window is cluster.StreamWindow of it. DuplicateIDs (nil:
@@ -77,9 +81,11 @@ func New(n *cluster.Node, settings cluster.Settings, log *slog.Logger) *Pattern 
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Pattern{js: n.JetStream(), life: n.Context(), replicas: n.Replicas(), settings: settings, log: log,
+	q := &Pattern{js: n.JetStream(), life: n.Context(), replicas: n.Replicas(), settings: settings, log: log,
 		streams: cluster.NewStreams(n.JetStream()), consumers: make(map[dest.Identity]*consumer),
 		undelivered: &undelivered{js: n.JetStream(), replicas: n.Replicas()}, acks: n.Acks()}
+	n.OnStepDown(q.HandBack) // handback.go
+	return q
 }
 
 func (q *Pattern) settingsOf(id dest.Identity) address.Settings {
@@ -199,7 +205,7 @@ func (q *Pattern) Subscribe(sub *delivery.Subscription) error {
 	}
 	for {
 		q.mu.Lock()
-		if q.closed {
+		if q.closed || q.handingBack.Load() {
 			q.mu.Unlock()
 			sub.Conn.Remove(sub)
 			return cluster.ErrClosed
@@ -213,6 +219,11 @@ func (q *Pattern) Subscribe(sub *delivery.Subscription) error {
 				return err
 			}
 			q.mu.Lock()
+			if q.closed || q.handingBack.Load() {
+				q.mu.Unlock()
+				sub.Conn.Remove(sub)
+				return cluster.ErrClosed
+			}
 			if other := q.consumers[id]; other != nil {
 				qc = other
 			} else {
@@ -286,6 +297,9 @@ type inflight struct {
 	m     *message.Message
 	count int
 	sub   *delivery.Subscription
+	// handed: NAKed by HandBack while the client still had it; the client's ACK still
+	// acknowledges it, its NACK or detach no longer NAKs it (it may be another node's now).
+	handed bool
 }
 
 // consumer is this node's pull loop of one queue (a pull.Handler). It is the
@@ -362,28 +376,34 @@ func (c *consumer) pickLocked() *delivery.Subscription {
 
 // run runs the pull loop; when it ends (no subscription left, or Close) the messages it
 // held are NAKed and the consumer leaves q.consumers.
+// During a HandBack the messages its subscriptions have not acknowledged go back too, all
+// in stream order (handback.go).
 func (c *consumer) run() {
 	defer close(c.done)
 	c.loop.Run()
-	if held := c.loop.Held(); len(held) > 0 {
-		ctx, cancel := context.WithTimeout(context.Background(), cluster.AttemptTimeout)
-		for _, m := range held {
-			c.q.returnUndelivered(ctx, m) // undelivered.go
-		}
-		cancel()
-	}
+	held := c.loop.Held()
 	c.q.mu.Lock()
+	handBack := c.q.handingBack.Load()
 	if c.q.consumers[c.id] == c {
 		delete(c.q.consumers, c.id)
 	}
 	c.q.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), cluster.AttemptTimeout)
+	defer cancel()
+	if handBack {
+		c.handBack(ctx, held)
+		return
+	}
+	c.q.giveBack(ctx, nil, held, nil, false) // handback.go
 }
 
-// Done implements pull.Handler: the loop ends when no subscription is left.
+// Done implements pull.Handler: the loop ends when no subscription is left, or at a
+// HandBack (once the pull under way ended, so nothing more comes to this node).
 func (c *consumer) Done() bool {
+	handBack := c.q.handingBack.Load()
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if len(c.subs) == 0 {
+	if len(c.subs) == 0 || handBack {
 		c.stopping = true
 	}
 	return c.stopping
@@ -497,7 +517,7 @@ func (c *consumer) take(tag uint64) (inflight, bool) {
 
 // release NAKs a delivery handed back at detach (redelivered, not a rejection).
 func (c *consumer) release(tag uint64) {
-	if f, ok := c.take(tag); ok {
+	if f, ok := c.take(tag); ok && !f.handed {
 		_ = f.msg.Nak()
 	}
 }
@@ -524,6 +544,9 @@ func (c *consumer) settle(tag uint64, nack bool) {
 	if !nack {
 		_ = c.q.acks.Ack(f.msg) // answered: a receipted ACK waits for it (cluster.Acks)
 		return
+	}
+	if f.handed {
+		return // NAKed by HandBack already
 	}
 	s := c.q.settingsOf(c.id)
 	if s.MaxDeliveries > 0 && f.count >= s.MaxDeliveries {
