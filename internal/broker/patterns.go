@@ -92,10 +92,32 @@ func (p *patterns) wireCluster(n *cluster.Node, settings cluster.Settings, maxDu
 	// node count to confirm a change cluster-wide: embedded mode only; with an external NATS
 	// they are refused (README).
 	ports.DurableTopics, p.topics = nil, nil
+	// Events-store durable subscriptions: listed, deleted, bounded and expired cluster-wide
+	// (cluster/logs durables.go); both kinds count against one limit.
+	lo := logs.DurableOptions{Max: maxDurable, Others: func() int {
+		if c.durables != nil {
+			return c.durables.Count()
+		}
+		return 0
+	}}
+	var peers func() int
+	if n.Embedded() {
+		peers = func() int { return len(n.Server().ActivePeers()) }
+		lo.Peers, lo.Leader = peers, n.Server().JetStreamIsLeader
+	}
+	if err := c.store.ManageDurables(n.Conn(), n.Name(), lo); err != nil {
+		return err
+	}
 	if n.Embedded() {
 		ctx, cancel := context.WithTimeout(context.Background(), durableStartTimeout)
 		reg, err := durables.Start(ctx, n, durableQueues{c.queues}, durables.Options{Max: maxDurable,
-			Peers: func() int { return len(n.Server().ActivePeers()) }, Logger: log.With("component", "cluster-durables")})
+			Others: func() int {
+				ctx, cancel := context.WithTimeout(context.Background(), clusterDepthTimeout)
+				defer cancel()
+				k, _ := c.store.DurableCount(ctx)
+				return k
+			},
+			Peers: peers, Logger: log.With("component", "cluster-durables")})
 		cancel()
 		if err != nil {
 			return err
