@@ -151,12 +151,13 @@ func TestClusterEventsStoreDurables(t *testing.T) {
 		rawExchange(t, c, "DISCONNECT\nreceipt:bye\n\n\x00", "bye", 0)
 	}
 	eventually(t, 10*time.Second, func() bool {
-		return sampleValue(scrapeMetrics(t, nodes[0].broker()), "titan_durable_subscriptions") == 3
+		return metricValue(scrapeMetrics(t, nodes[0].broker()), `titan_durable_subscriptions{node="n0"}`) == 3
 	}, "titan_durable_subscriptions = 3 on node 0")
 	c := dialRaw(t, nodeBroker(nodes[1]))
 	c.connect()
 	requireRefusal(t, c, esDurableSub(log, "1", "d3"), "durable subscription limit reached", "max-durable-subscriptions")
-	checkEqual(t, log+":billing:live,"+log+":d0:offline,"+log+":d1:offline", clusterDurables(t, nodes[2]), "durable subscriptions after the refusal")
+	want := log + ":billing:live," + log + ":d0:offline," + log + ":d1:offline"
+	eventually(t, 10*time.Second, func() bool { return clusterDurables(t, nodes[2]) == want }, "durable subscriptions after the refusal: %s", want)
 }
 
 // TestClusterEventsStoreDurableIdleExpiry: with durable-subscription-idle-timeout 1 s, an
