@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/nats-io/nats.go"
+
 	"github.com/titan-broker/titan/internal/clock"
 	"github.com/titan-broker/titan/internal/cluster"
 	"github.com/titan-broker/titan/internal/cluster/durables"
@@ -13,6 +15,7 @@ import (
 	"github.com/titan-broker/titan/internal/cluster/logs"
 	clusterqueues "github.com/titan-broker/titan/internal/cluster/queues"
 	"github.com/titan-broker/titan/internal/cluster/requests"
+	"github.com/titan-broker/titan/internal/cluster/status"
 	"github.com/titan-broker/titan/internal/config"
 	"github.com/titan-broker/titan/internal/delivery"
 	"github.com/titan-broker/titan/internal/dest"
@@ -53,6 +56,7 @@ type clusterPatterns struct {
 	store    *logs.Pattern
 	requests *requests.Pattern
 	durables *durables.Registry // nil with an external NATS
+	counters *nats.Subscription // answers status.CountersSubject
 }
 
 // durableStartTimeout bounds loading the durable topic subscriptions at start.
@@ -106,6 +110,13 @@ func (p *patterns) wireCluster(n *cluster.Node, settings cluster.Settings, maxDu
 		lo.Peers, lo.Leader = peers, n.Server().JetStreamIsLeader
 	}
 	if err := c.store.ManageDurables(n.Conn(), n.Name(), lo); err != nil {
+		return err
+	}
+	// Every node answers for its dead-letter count, so the console's is the cluster's.
+	dispatcher := p.dispatcher
+	if c.counters, err = status.ServeCounters(n.Conn(), n.Name(), func() status.Counters {
+		return status.Counters{DeadLettered: c.queues.DeadLettered.Load() + dispatcher.DeadLettered.Load()}
+	}); err != nil {
 		return err
 	}
 	if n.Embedded() {
@@ -216,6 +227,9 @@ func (p *patterns) close() {
 	if c := p.cluster; c != nil {
 		if c.durables != nil {
 			c.durables.Stop()
+		}
+		if c.counters != nil {
+			_ = c.counters.Unsubscribe()
 		}
 		c.queues.Close()
 		c.store.Close()
