@@ -73,7 +73,9 @@ type DurableOptions struct {
 	// against Max; nil: none.
 	Others func() int
 	// Peers returns how many nodes, this one included, answer live requests: the cluster's
-	// live nodes. nil or a result below 1 asks this node only.
+	// live nodes (a result below 1 counts as 1). nil: unknown (an external NATS): every
+	// answer within LiveWait is taken, and no expiry runs, since a node that did not answer
+	// in time cannot be told from one that is down.
 	Peers func() int
 	// Leader reports whether this node runs the idle expiry (the JetStream meta leader, so
 	// that one node does it); nil: this node does.
@@ -180,7 +182,7 @@ func (e *Pattern) gatherLive(ctx context.Context, consumer string) (map[string]m
 		add(a)
 		return out, true
 	}
-	want := 1
+	want := 0 // unknown (an external NATS): every answer within LiveWait, never complete
 	if e.dopts.Peers != nil {
 		want = max(e.dopts.Peers(), 1)
 	}
@@ -196,7 +198,7 @@ func (e *Pattern) gatherLive(ctx context.Context, consumer string) (map[string]m
 		return out, false
 	}
 	seen := map[string]bool{}
-	for len(seen) < want {
+	for want == 0 || len(seen) < want {
 		m, err := sub.NextMsgWithContext(ctx)
 		if err != nil {
 			return out, false
