@@ -35,7 +35,9 @@ import (
 // One durable-name is read by one live SUBSCRIBE at a time, cluster-wide: a JetStream
 // consumer hands each record to one reader, so two readers would split the log, where a
 // single node gives both every record. A SUBSCRIBE that would be the second one is refused
-// with ERROR "durable subscription in use" (README). The claim is made before the others
+// with ERROR "durable subscription in use" (README), once the other reader did not end
+// within ClaimWait (a client moving to another node is not refused while its previous
+// connection detaches). The claim is made before the others
 // are asked (announce, then ask): two SUBSCRIBEs racing on two nodes each see the other and
 // are both refused, never both accepted.
 
@@ -213,30 +215,59 @@ func (e *Pattern) gatherLive(ctx context.Context, consumer string) (map[string]m
 	return out, true
 }
 
+// ClaimWait bounds how long a SUBSCRIBE waits for another reader of its durable-name to
+// end before it is refused: a client that disconnects from one node and subscribes again
+// at once (on any node) is not refused while its previous connection is still detaching.
+const ClaimWait = 2 * time.Second
+
+// claimRetry is the pause between two looks at a durable-name another reader holds.
+const claimRetry = 50 * time.Millisecond
+
 // claim records a live SUBSCRIBE of consumer (the durable subscription name) on this node
-// and returns once no other node reads it; release undoes it. Errors: errInUse (nothing
-// is held then).
+// and returns once no other SUBSCRIBE, on any node, reads it; release undoes it. A reader
+// that ends within ClaimWait is waited for. Errors: errInUse (nothing is held then), ctx's.
 func (e *Pattern) claim(ctx context.Context, consumer, name string) error {
-	e.mu.Lock()
-	if e.live[consumer] > 0 {
-		e.mu.Unlock()
-		return errInUse{name: name, where: "on node " + e.node}
-	}
-	e.live[consumer]++ // announced before asking: a racing node sees it
-	e.mu.Unlock()
-	live, _ := e.gatherLive(ctx, consumer)
-	var others []string
-	for node, n := range live[consumer] {
-		if node != e.node && n > 0 {
-			others = append(others, node)
+	deadline := time.Now().Add(ClaimWait)
+	wait := func() bool { // false when the deadline or ctx ended
+		if time.Now().Add(claimRetry).After(deadline) {
+			return false
+		}
+		select {
+		case <-ctx.Done():
+			return false
+		case <-time.After(claimRetry):
+			return true
 		}
 	}
-	if len(others) > 0 {
-		e.release(consumer)
-		slices.Sort(others)
-		return errInUse{name: name, where: "on node " + strings.Join(others, ", ")}
+	for {
+		e.mu.Lock()
+		if e.live[consumer] == 0 {
+			e.live[consumer]++ // announced before asking: a racing node sees it
+			e.mu.Unlock()
+			break
+		}
+		e.mu.Unlock()
+		if !wait() {
+			return errInUse{name: name, where: "on node " + e.node}
+		}
 	}
-	return nil
+	for {
+		live, _ := e.gatherLive(ctx, consumer)
+		var others []string
+		for node, n := range live[consumer] {
+			if node != e.node && n > 0 {
+				others = append(others, node)
+			}
+		}
+		if len(others) == 0 {
+			return nil
+		}
+		if !wait() {
+			e.release(consumer)
+			slices.Sort(others)
+			return errInUse{name: name, where: "on node " + strings.Join(others, ", ")}
+		}
+	}
 }
 
 // release ends a live SUBSCRIBE's claim on consumer.
