@@ -14,7 +14,7 @@ import (
 )
 
 // A durable-name claimed on one node is refused on another (and on the same node) until it
-// is released; the management lists it from any node with its metadata, refuses to delete
+// is released, and granted when it is released within ClaimWait; the management lists it from any node with its metadata, refuses to delete
 // it while claimed, expires it only once offline longer than the idle timeout, and counts
 // it against the limit.
 func TestDurablesManagedAcrossNodes(t *testing.T) {
@@ -75,9 +75,21 @@ func TestDurablesManagedAcrossNodes(t *testing.T) {
 	if gone, err := ps[1].ExpireDurables(ctx, time.Hour, time.Now()); err != nil || len(gone) != 0 {
 		t.Fatalf("ExpireDurables within the idle timeout = %+v, %v; want none", gone, err)
 	}
-	if err := ps[1].claim(ctx, cfg.Durable, "billing"); err != nil {
-		t.Fatalf("claim on node 1 after the release: %v", err)
+	// A claim waits (ClaimWait) for a reader that ends meanwhile: node 2 holds it, node 1
+	// asks, node 2 releases it.
+	if err := ps[2].claim(ctx, cfg.Durable, "billing"); err != nil {
+		t.Fatal(err)
 	}
+	released := make(chan struct{})
+	go func() {
+		defer close(released)
+		time.Sleep(ClaimWait / 4)
+		ps[2].release(cfg.Durable)
+	}()
+	if err := ps[1].claim(ctx, cfg.Durable, "billing"); err != nil {
+		t.Fatalf("claim on node 1 while node 2 releases it: %v", err)
+	}
+	<-released
 	ps[1].release(cfg.Durable)
 	gone, err := ps[1].ExpireDurables(ctx, time.Minute, time.Now().Add(2*time.Minute))
 	if err != nil || len(gone) != 1 || gone[0].Name != "billing" {
