@@ -26,8 +26,11 @@ import (
 
 // Tunables of the queues adapter.
 const (
-	// autoCredit is how many messages an auto-ack subscription takes per pull.
-	autoCredit = 32
+	// autoCredit is how many messages an auto-ack subscription takes per pull: a full
+	// pull.MaxBatch, so a backlog is drained in batches as large as a raw JetStream consumer
+	// pulls (issue 28: 32 left scenario a at 0.30 of the raw consumer, 256 at 0.82 in one
+	// run). What a subscription cannot take yet stays held and kept alive by the loop.
+	autoCredit = pull.MaxBatch
 )
 
 // Pattern is the queues pattern in cluster mode. Storage is one WorkQueue stream per group
