@@ -22,3 +22,8 @@ var ErrJetStreamAPI = errors.New("cluster: JetStream API")
 // ErrNotEmbedded is returned by what only an embedded node can do (RemovePeer) on a node
 // that is a client of an external NATS.
 var ErrNotEmbedded = errors.New("cluster: not an embedded node (external NATS: use its own tools)")
+
+// ErrPartitionsChanged is returned by Start when cluster.partitions differs from the
+// partition count the cluster stored at its first start: destinations would map to other
+// streams and the messages already stored would be stranded (partition.go).
+var ErrPartitionsChanged = errors.New("cluster: partition count changed")

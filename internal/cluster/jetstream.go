@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync"
 	"time"
 
@@ -166,6 +167,10 @@ type Streams struct {
 	createMu sync.Mutex // serializes creation; the others then find it made
 	mu       sync.Mutex
 	made     map[string]bool // guarded by mu
+
+	// Log, when set before the first Ensure, gets a warning when a new stream's leader
+	// could not be placed on its preferred node (PreferredLeader).
+	Log *slog.Logger
 }
 
 // NewStreams returns the stream maker over js.
@@ -181,7 +186,9 @@ func (s *Streams) Has(name string) bool {
 }
 
 // Ensure creates the stream cfg unless this node saw it made (an existing stream is
-// reconciled to cfg's Titan-managed settings). Concurrent creations of one stream from
+// reconciled to cfg's Titan-managed settings). A replicated stream this node created gets
+// its leader moved to its PreferredLeader before Ensure returns (placeLeader: at most
+// leaderPlaceTimeout more, once per stream). Concurrent creations of one stream from
 // several nodes can leave all but the first request unanswered: every attempt is bounded,
 // and each first looks the stream up. Errors: the JetStream API's, after retries until ctx
 // ends.
@@ -201,6 +208,11 @@ func (s *Streams) Ensure(ctx context.Context, cfg jetstream.StreamConfig) error 
 			_, err = s.js.CreateStream(actx, cfg)
 			if errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
 				err = nil
+			} else if err == nil && cfg.Replicas > 1 {
+				// This node made it: it places its leader (partition.go).
+				if perr := placeLeader(ctx, s.js, cfg.Name); perr != nil && s.Log != nil {
+					s.Log.Warn("stream leader left where JetStream elected it", "stream", cfg.Name, "err", perr)
+				}
 			}
 		} else if err == nil {
 			err = reconcile(actx, s.js, st.CachedInfo().Config, cfg)

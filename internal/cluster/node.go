@@ -65,6 +65,8 @@ type Node struct {
 	acks *Acks
 	disk *diskWatch // nil with an external NATS
 	log  *slog.Logger
+	// partitions is the cluster's partition count, settled at Start (partition.go).
+	partitions int
 
 	sysPass string // the embedded server's system-account user's password
 
@@ -74,7 +76,8 @@ type Node struct {
 
 // Start embeds a clustered nats-server with JetStream (cfg.Name set) or connects to the
 // external NATS at cfg.NatsURL, and returns once JetStream answers (a meta leader is
-// elected), or an error after ReadyTimeout / ctx. maxPayload is the largest message body
+// elected), or an error after ReadyTimeout / ctx; ErrPartitionsChanged when
+// cfg.Partitions differs from the count the cluster was started with (partition.go). maxPayload is the largest message body
 // the broker accepts (the embedded server's max_payload follows it). cfg has defaults
 // applied (config.Config.ApplyDefaults).
 func Start(ctx context.Context, cfg config.Cluster, maxPayload int, log *slog.Logger) (*Node, error) {
@@ -106,6 +109,10 @@ func Start(ctx context.Context, cfg config.Cluster, maxPayload int, log *slog.Lo
 		return nil, err
 	}
 	if err := n.waitReady(ctx); err != nil {
+		n.Close()
+		return nil, err
+	}
+	if err := n.settlePartitions(ctx); err != nil {
 		n.Close()
 		return nil, err
 	}
