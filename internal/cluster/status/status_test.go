@@ -56,16 +56,17 @@ func TestStatusKnowsRingAndRetentionPlacements(t *testing.T) {
 	}
 }
 
-// The Raft groups gauge (issue 27) counts the groups a node takes part in: the meta group,
-// then one per replicated stream and one per replicated consumer it hosts.
+// The Raft groups gauge (issue 27) counts the groups a node takes part in: the meta group
+// and the layout bucket's stream (cluster.LayoutBucket, made at start), then one per
+// replicated stream and one per replicated consumer it hosts.
 func TestStatusCountsRaftGroups(t *testing.T) {
 	nodes := clustertest.StartNodes(t)
 	groups := func() int {
 		st, _ := Of(context.Background(), nodes[0])
 		return st.RaftGroups
 	}
-	if got := groups(); got != 1 {
-		t.Fatalf("%d Raft groups before any stream, want 1 (the meta group)", got)
+	if got := groups(); got != 2 {
+		t.Fatalf("%d Raft groups before any stream, want 2 (the meta group, the layout bucket)", got)
 	}
 	q := queues.New(nodes[1], nil, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -74,11 +75,11 @@ func TestStatusCountsRaftGroups(t *testing.T) {
 		t.Fatal(err)
 	}
 	deadline := time.Now().Add(15 * time.Second)
-	for groups() != 3 && time.Now().Before(deadline) {
+	for groups() != 4 && time.Now().Before(deadline) {
 		time.Sleep(50 * time.Millisecond)
 	}
-	if got := groups(); got != 3 {
-		t.Fatalf("%d Raft groups with one R3 queue stream and its consumer, want 3", got)
+	if got := groups(); got != 4 {
+		t.Fatalf("%d Raft groups with one R3 queue stream and its consumer, want 4", got)
 	}
 	var buf strings.Builder
 	reg := prometheus.NewRegistry()
@@ -92,8 +93,8 @@ func TestStatusCountsRaftGroups(t *testing.T) {
 			fmt.Fprint(&buf, mf.GetMetric()[0].GetGauge().GetValue())
 		}
 	}
-	if buf.String() != "3" {
-		t.Fatalf("titan_cluster_raft_groups %q, want 3", buf.String())
+	if buf.String() != "4" {
+		t.Fatalf("titan_cluster_raft_groups %q, want 4", buf.String())
 	}
 }
 
