@@ -27,7 +27,7 @@ func TestClusterPipelinedSendsKeepOrderThroughLeaderKill(t *testing.T) {
 	first := goStompDial(nodes[0], nil)
 	requireNoError(t, first.Send(dst, "text/plain", []byte("-1"), stomp.SendOpt.Receipt))
 	_ = first.Disconnect()
-	leader := streamLeader(t, nodes, "TITAN_default_Q")
+	leader := streamLeader(t, nodes, queueStream("default", "pipe.order", 0))
 	prod, cons := (leader+1)%3, (leader+2)%3
 
 	c, err := net.Dial("tcp", "127.0.0.1:"+strconv.Itoa(nodes[prod].stompPort))
