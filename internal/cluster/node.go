@@ -13,8 +13,9 @@
 // Mapping (docs/design.md "Cluster mode"): one subject namespace
 // t.<group>.<kind>.<tok1>.<tok2>… that keeps group and segment boundaries (Subject); events
 // are core NATS publishes (wildcard SUBSCRIBE filters pass through: Titan's `*` and `>` are
-// NATS's); queues are one WorkQueue stream per group (TITAN_<group>_Q, subjects
-// t.<group>.q.>) with one durable, explicitly acknowledged pull consumer per (group, queue),
+// NATS's); queues are WorkQueue streams per group (TITAN_<group>_Q, subjects t.<group>.q.>;
+// with cluster.partitions N > 1, N streams TITAN_<group>_Q_P<k>, a queue in one of them:
+// partition.go) with one durable, explicitly acknowledged pull consumer per (group, queue),
 // which gives one ordered stream of deliveries per destination cluster-wide.
 //
 // # Concurrency
