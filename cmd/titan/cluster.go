@@ -18,7 +18,7 @@ import (
 // for the whole cluster.
 func newClusterCmd(g *globalOptions) *cobra.Command {
 	cmd := newClusterShowCmd(g)
-	cmd.AddCommand(newClusterRemoveCmd(g))
+	cmd.AddCommand(newClusterRemoveCmd(g), newClusterAddCmd(g), newClusterReplaceCmd(g))
 	return cmd
 }
 
@@ -27,10 +27,12 @@ func newClusterRemoveCmd(g *globalOptions) *cobra.Command {
 	return &cobra.Command{
 		Use:   "remove NODE",
 		Short: "Remove a node from the cluster's JetStream meta group (a dead disk, shrinking)",
-		Long: `Remove NODE from the cluster (JetStream's meta peer removal, answered by the meta
-leader): the quorum is then counted without it, and JetStream places its stream replicas on
-the other nodes. Stop the node first; a removed node that starts again on its old data
-directory must be given a fresh store-dir. Embedded NATS only.`,
+		Long: `Remove NODE (a node name, or the peer id 'titan cluster' shows for a member no node
+can name) from the cluster (JetStream's meta peer removal, answered by the meta leader):
+the quorum is then counted without it, and JetStream places its stream and consumer
+replicas on the other nodes, or on a node that joins later. NODE must be down (stopped);
+removing a node that is up is refused. A removed name can rejoin only 5 minutes after its
+removal, on an empty store-dir. Embedded NATS only.`,
 		Example: "  titan cluster remove c\n  titan --addr http://node-a:7777 cluster remove c",
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -87,7 +89,11 @@ func writeCluster(w io.Writer, st styler, s admin.ClusterStatus) error {
 	if leader == "" {
 		leader = "none elected"
 	}
-	fmt.Fprintf(w, "Cluster %s (%s mode), answered by %s; meta leader %s\n\n", s.Cluster, s.Mode, s.Node, leader)
+	size := ""
+	if s.Size > 0 {
+		size = "; " + sizeText(s)
+	}
+	fmt.Fprintf(w, "Cluster %s (%s mode), answered by %s; meta leader %s%s\n\n", s.Cluster, s.Mode, s.Node, leader, size)
 	t := newTable(w, st, "NODE", "STATE", "META", "LEADS")
 	for _, n := range s.Nodes {
 		state, meta := "up", ""

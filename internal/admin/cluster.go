@@ -56,12 +56,22 @@ type ClusterStatus struct {
 	// Queues are the queues as JetStream sees them (served through GET
 	// /titan/monitor/queues, not here).
 	Queues []ClusterQueue `json:"-"`
+	// Size is the number of nodes in the JetStream meta group and Quorum how many must be
+	// up for it to work (Size/2+1); 0 with an external NATS.
+	Size   int `json:"size,omitempty"`
+	Quorum int `json:"quorum,omitempty"`
+	// Routes are the route URLs a node joining the cluster lists (`titan cluster add`):
+	// the answering node's routes and its own route address.
+	Routes []string `json:"routes,omitempty"`
 }
 
 // ClusterNode is one node of the cluster.
 type ClusterNode struct {
-	// Name is the node's name (titan.cluster.node-name).
+	// Name is the node's name (titan.cluster.node-name); "unknown peer <peer>" for a
+	// member no node that is up can name.
 	Name string `json:"name"`
+	// Peer is its JetStream Raft peer id (`titan cluster remove` takes it too).
+	Peer string `json:"peer,omitempty"`
 	// Up is true when the answering node is connected to it (or it is that node), and
 	// false for a node that cannot write its JetStream store (a full or read-only disk).
 	Up bool `json:"up"`

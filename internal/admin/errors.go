@@ -35,6 +35,12 @@ var (
 	// ErrRejected is returned by Publish when a stage of the SEND route (a custom stage, an
 	// authorization stage) refused the message; the message says the stage's reason.
 	ErrRejected = errors.New("admin: message rejected")
+	// ErrNodeUp is returned by RemoveClusterNode (wrapped by a ClusterMembership's
+	// RemoveNode) for a node that is up (the answering node, or one still connected).
+	ErrNodeUp = errors.New("admin: node is up")
+	// ErrNotMember is returned by RemoveClusterNode (wrapped by a ClusterMembership's
+	// RemoveNode) when no member of the cluster has that name or peer id.
+	ErrNotMember = errors.New("admin: not a member of the cluster")
 )
 
 // Error codes carried by *Error and the "code" field of JSON error bodies. They are stable:
@@ -95,11 +101,11 @@ func (e *Error) Status() int {
 		return http.StatusUnauthorized
 	case CodeForbidden:
 		return http.StatusForbidden
-	case CodeQueueNotFound, CodeNotFound, CodeConnectionNotFound, CodeDurableNotFound:
+	case CodeQueueNotFound, CodeNotFound, CodeConnectionNotFound, CodeDurableNotFound, CodeNotMember:
 		return http.StatusNotFound
 	case CodeMethodNotAllowed:
 		return http.StatusMethodNotAllowed
-	case CodeQueueNotEmpty, CodeDurableInUse:
+	case CodeQueueNotEmpty, CodeDurableInUse, CodeNodeUp:
 		return http.StatusConflict
 	case CodeTooLarge:
 		return http.StatusRequestEntityTooLarge

@@ -2,6 +2,8 @@ package broker
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"time"
 
 	"github.com/titan-broker/titan/internal/admin"
@@ -21,9 +23,10 @@ func (c clusterAdmin) ClusterStatus(ctx context.Context) (*admin.ClusterStatus, 
 	if err != nil && len(st.Nodes) == 0 {
 		return nil, err
 	}
-	out := &admin.ClusterStatus{Mode: st.Mode, Cluster: st.Cluster, Node: st.Node, MetaLeader: st.MetaLeader, Errors: st.Errors}
+	out := &admin.ClusterStatus{Mode: st.Mode, Cluster: st.Cluster, Node: st.Node, MetaLeader: st.MetaLeader, Errors: st.Errors,
+		Size: st.Size, Quorum: st.Quorum, Routes: st.Routes}
 	for _, n := range st.Nodes {
-		out.Nodes = append(out.Nodes, admin.ClusterNode{Name: n.Name, Up: n.Up, Cause: n.Cause, MetaLeader: n.MetaLeader, Leads: n.Leads})
+		out.Nodes = append(out.Nodes, admin.ClusterNode{Name: n.Name, Peer: n.Peer, Up: n.Up, Cause: n.Cause, MetaLeader: n.MetaLeader, Leads: n.Leads})
 	}
 	for _, s := range st.Streams {
 		out.Streams = append(out.Streams, admin.ClusterStream{Name: s.Name, Group: s.Group, Kind: s.Kind, Leader: s.Leader,
@@ -49,7 +52,14 @@ func adminReplicas(rs []status.ReplicaStatus) []admin.ClusterReplica {
 func (c clusterAdmin) RemoveNode(ctx context.Context, name string) error {
 	ctx, cancel := context.WithTimeout(ctx, 4*time.Second)
 	defer cancel()
-	return c.n.RemovePeer(ctx, name)
+	err := c.n.RemovePeer(ctx, name)
+	switch {
+	case errors.Is(err, cluster.ErrPeerUp):
+		return fmt.Errorf("%w: %w", admin.ErrNodeUp, err)
+	case errors.Is(err, cluster.ErrNotPeer):
+		return fmt.Errorf("%w: %w", admin.ErrNotMember, err)
+	}
+	return err
 }
 
 // clusterNode is the cluster node in cluster mode, else nil.

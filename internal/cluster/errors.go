@@ -23,6 +23,15 @@ var ErrJetStreamAPI = errors.New("cluster: JetStream API")
 // that is a client of an external NATS.
 var ErrNotEmbedded = errors.New("cluster: not an embedded node (external NATS: use its own tools)")
 
+// ErrPeerUp is returned by RemovePeer for a node that is up (this node, or one connected
+// and not reported offline): JetStream would disable itself on a removed node that still
+// runs, so a node is stopped before it is removed.
+var ErrPeerUp = errors.New("cluster: node is up (stop it before removing it)")
+
+// ErrNotPeer is returned by RemovePeer for a name or peer id that is not in the JetStream
+// meta group (never joined, or already removed).
+var ErrNotPeer = errors.New("cluster: not a member of the cluster")
+
 // ErrPartitionsChanged is returned by Start when cluster.partitions differs from the
 // partition count the cluster stored at its first start: destinations would map to other
 // streams and the messages already stored would be stranded (partition.go).

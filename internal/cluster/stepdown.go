@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -138,29 +139,89 @@ func apiAnswer(m *nats.Msg, err error) error {
 	return nil
 }
 
-// RemovePeer removes the node named peer from the JetStream meta group (a node whose disk
-// died, or shrinking the cluster: issue 27) with $JS.API.SERVER.REMOVE, which only the
-// system account may send; the meta leader answers. Its stream and consumer replicas are
-// placed on the remaining nodes by JetStream. Only an embedded node can (ErrNotEmbedded
-// with an external NATS, whose operators run `nats server raft peer-remove`). Errors:
-// ErrJetStreamAPI with JetStream's description (an unknown peer, a removal in progress).
+// RemovePeer removes a node from the JetStream meta group (a node whose disk died, or
+// shrinking the cluster: issue 27) with $JS.API.SERVER.REMOVE, which only the system
+// account may send; the meta leader answers. peer is the node's name, or its Raft peer id
+// (what `titan cluster` shows for a peer no node can name). JetStream then places the
+// node's stream and consumer replicas on the other nodes, and on a node that joins later.
+// A removed name can rejoin only after nats-server's peer-remove timeout (5 minutes); a
+// replacement takes a new name. Only an embedded node can (ErrNotEmbedded with an
+// external NATS, whose operators run `nats server raft peer-remove`). Errors: ErrPeerUp
+// for this node or a node still connected (stop it first: JetStream would disable itself
+// on it), ErrNotPeer for a name or id not in the meta group, ErrJetStreamAPI with
+// JetStream's description (a removal in progress).
 func (n *Node) RemovePeer(ctx context.Context, peer string) error {
 	if n.srv == nil {
 		return ErrNotEmbedded
 	}
-	body, _ := json.Marshal(map[string]string{"peer": peer})
+	if peer == n.srv.Name() || peer == n.srv.Node() {
+		return fmt.Errorf("removing %s: %w: it is the node asked", peer, ErrPeerUp)
+	}
+	req, err := n.removal(ctx, peer)
+	if err != nil {
+		return fmt.Errorf("removing %s: %w", peer, err)
+	}
+	body, _ := json.Marshal(req)
 	if err := n.sysRequest(ctx, apiServerRemove, body); err != nil {
 		return fmt.Errorf("removing %s: %w", peer, err)
 	}
 	return nil
 }
 
+// removal is the $JS.API.SERVER.REMOVE request for peer (nats-server's
+// JSApiMetaServerRemoveRequest: "peer" is a server name, "peer_id" a Raft peer id), after
+// checking that peer is a member of the meta group and not up.
+func (n *Node) removal(ctx context.Context, peer string) (map[string]string, error) {
+	jsi, err := n.srv.Jsz(&server.JSzOptions{})
+	if err != nil || jsi.Meta == nil {
+		return nil, fmt.Errorf("%w: no JetStream meta group on this node", ErrNotPeer)
+	}
+	routed := n.routedNames()
+	for _, p := range jsi.Meta.Replicas {
+		if p == nil || (p.Name != peer && p.Peer != peer) {
+			continue
+		}
+		if routed[p.Name] && !p.Offline {
+			return nil, ErrPeerUp
+		}
+		// By id: the meta leader looks a name up among the servers it heard from since it
+		// started, and a leader restarted while the node was down never heard from it
+		// ("server is not a member of the cluster").
+		if p.Peer != "" {
+			return map[string]string{"peer_id": p.Peer}, nil
+		}
+		return map[string]string{"peer": peer}, nil
+	}
+	// A peer this node cannot name (it was down since this node started) that another
+	// node names.
+	names, _ := n.PeerNames(ctx)
+	for _, p := range jsi.Meta.Replicas {
+		if p != nil && names[p.Peer] == peer {
+			return map[string]string{"peer_id": p.Peer}, nil
+		}
+	}
+	return nil, ErrNotPeer
+}
+
+// routedNames is the set of nodes this node has a route to.
+func (n *Node) routedNames() map[string]bool {
+	out := map[string]bool{}
+	if rz, err := n.srv.Routez(&server.RoutezOptions{}); err == nil {
+		for _, r := range rz.Routes {
+			if r.RemoteName != "" {
+				out[r.RemoteName] = true
+			}
+		}
+	}
+	return out
+}
+
 // sysRequest sends a JetStream API request as the embedded server's system account (the
 // meta group's API: step-down, peer removal) and returns its error.
 func (n *Node) sysRequest(ctx context.Context, subject string, body []byte) error {
-	nc, err := nats.Connect("", nats.InProcessServer(n.srv), nats.UserInfo(sysUser, n.sysPass), nats.Name("titan-system"))
+	nc, err := n.sysConn()
 	if err != nil {
-		return fmt.Errorf("cluster: system account connection: %w", err)
+		return err
 	}
 	defer nc.Close()
 	return apiAnswer(nc.RequestWithContext(ctx, subject, body))

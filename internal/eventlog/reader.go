@@ -33,7 +33,7 @@ type reader struct {
 	poller *outbox.Poller
 	key    string           // durable position key; "" when not durable
 	log    *logState        // the log's live state (its readers and shared live tail)
-	next   *message.Message // the tail message being delivered (poller goroutine only)
+	next   *message.Message // the tail message being delivered (under the poller's delivery lock)
 
 	// saveMu serialises the position saves (savePosition, stop): each computes a position
 	// under mu and writes it after releasing mu, so without it an older position computed on
@@ -103,28 +103,66 @@ func (p *Pattern) newReader(sub *delivery.Subscription, id dest.Identity, lg *lo
 	// up to last that the tail may never see.
 	scanTo := last
 	src := func(from uint64, fn func(uint64, []byte) bool) error {
-		// Caught up: take the next messages from the shared tail while it has them.
-		for m := t.get(from); m != nil; m = t.get(from) {
-			ls.next = m
-			ok := fn(from, nil)
-			ls.next = nil
-			if !ok {
+		for {
+			// Caught up: take the next messages from the shared tail while it has them.
+			for m := t.get(from); m != nil; m = t.get(from) {
+				ls.next = m
+				ok := fn(from, nil)
+				ls.next = nil
+				if !ok {
+					return nil
+				}
+				from++
+			}
+			if from > scanTo && from > t.published() {
+				// Nothing at or above from was published yet: a record there may be committed,
+				// but its publish (after its fsync) puts it on the tail and kicks the poller, so
+				// the store is not read for it.
 				return nil
 			}
-			from++
+			// Behind the tail: the record left the ring, was too big for it, was published
+			// before the tail was made, or is published out of order by another connection
+			// (its producer's pipeline has not published it yet, while others published
+			// later ones). The store is read only until the tail has the next record again:
+			// a gap left by a late publication costs its own records, not a read back (and a
+			// decode) of everything after it.
+			if from > scanTo {
+				t.missed(from) // the ring grows when the reader fell behind it
+			}
+			stopped, resume := false, false
+			err := st.Scan(id, from, func(seq uint64, data []byte) bool {
+				if t.get(seq) != nil {
+					// The tail takes over at seq; the store holds nothing in [from, seq)
+					// (retention took it, or it was never committed), as Scan would skip it.
+					from, resume = seq, true
+					return false
+				}
+				if !fn(seq, data) {
+					stopped = true
+					return false
+				}
+				from = seq + 1
+				return true
+			})
+			if err != nil || stopped || !resume {
+				return err
+			}
 		}
-		if from > scanTo && from > t.published() {
-			// Nothing at or above from was published yet: a record there may be committed,
-			// but its publish (after its fsync) puts it on the tail and kicks the poller, so
-			// the store is not read for it.
-			return nil
-		}
-		// Behind the tail: the record left the ring, was too big for it, was published
-		// before the tail was made, or is published out of order by another connection.
-		return st.Scan(id, from, fn)
 	}
 	ls.poller = outbox.NewPoller(src, ls, outbox.NewRegulator(p.opts.PollBase, p.opts.PollMax), from, 256)
 	return ls, nil
+}
+
+// offer delivers m, just published, on the caller's goroutine when the reader is caught up
+// and its poller idle (outbox.Poller.Offer); false: the poller must fetch it.
+func (ls *reader) offer(m *message.Message) bool {
+	seq := m.Sequence
+	return ls.poller.Offer(seq, func() bool {
+		ls.next = m
+		ok := ls.Deliver(seq, nil)
+		ls.next = nil
+		return ok
+	})
 }
 
 // Busy implements outbox.Sink: skip fetching while the connection still has a backlog or the
@@ -353,11 +391,12 @@ func (ls *reader) savePosition(lazy bool) {
 	}
 }
 
-// stop ends the reader: its poller stops, a durable subscription's position is saved
+// stop ends the reader: its poller stops (and no delivery runs after stop returns), a durable subscription's position is saved
 // (always, so that the save time records when it went offline, for idle expiry) and its key
 // is released.
 func (ls *reader) stop() {
 	ls.poller.Stop()
+	ls.poller.Quiesce() // a delivery running on a publisher's goroutine (offer) ends first
 	if ls.key == "" {
 		return
 	}

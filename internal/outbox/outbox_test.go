@@ -176,3 +176,46 @@ func TestPollerResumesAfterBusyStopWithoutKick(t *testing.T) {
 		}
 	}
 }
+
+// Offer delivers the cursor's record on the caller's goroutine and moves the cursor; it
+// refuses (the caller kicks instead) any other record, a busy sink, an outstanding shed, a
+// running fetch and a stopped poller, and counts a refused delivery as a shed.
+func TestOfferDeliversOnlyTheNextRecordOfAnIdlePoller(t *testing.T) {
+	sink := &fakeSink{}
+	p := NewPoller(source(0), sink, NewRegulator(time.Hour, time.Hour), 5, 0)
+	deliver := func(seq uint64) func() bool { return func() bool { return sink.Deliver(seq, nil) } }
+	if p.Offer(6, deliver(6)) {
+		t.Fatal("delivered 6 with the cursor at 5")
+	}
+	if !p.Offer(5, deliver(5)) || p.Cursor() != 6 {
+		t.Fatalf("5 not delivered at the cursor (cursor now %d)", p.Cursor())
+	}
+	sink.busy = true
+	if p.Offer(6, deliver(6)) {
+		t.Fatal("delivered to a busy sink")
+	}
+	sink.busy = false
+	p.deliverMu.Lock() // a fetch is running
+	if p.Offer(6, deliver(6)) {
+		t.Fatal("delivered while a fetch ran")
+	}
+	p.deliverMu.Unlock()
+	if p.Offer(6, func() bool { return false }) || !p.Regulator().Shedding() || p.Cursor() != 6 {
+		t.Fatalf("a refused delivery moved the cursor to %d or was not counted as a shed", p.Cursor())
+	}
+	if p.Offer(6, deliver(6)) {
+		t.Fatal("delivered while a shed is outstanding")
+	}
+	p.Regulator().Clean()
+	if !p.Offer(6, deliver(6)) {
+		t.Fatal("6 not delivered once the shed eased")
+	}
+	p.Stop()
+	p.Quiesce()
+	if p.Offer(7, deliver(7)) {
+		t.Fatal("delivered after Stop")
+	}
+	if got := sink.got; len(got) != 2 || got[0] != 5 || got[1] != 6 {
+		t.Fatalf("sink got %v, want [5 6]", got)
+	}
+}

@@ -26,17 +26,23 @@ const BusyRetry = 20 * time.Millisecond
 
 // Poller delivers a stream's records after a cursor to a sink, one batch per fetch. Kick asks
 // for an immediate fetch (new records were appended); while the regulator is backing off,
-// kicks wait for the interval. Safe for concurrent use; Run is called once.
+// kicks wait for the interval. The goroutine that appended a record may instead deliver it
+// inline with Offer when the poller is caught up. Safe for concurrent use; Run is called
+// once.
 type Poller struct {
 	src   Source
 	sink  Sink
 	reg   *Regulator
 	batch int
 
-	cursor atomic.Uint64 // next seq to fetch
-	kick   chan struct{}
-	stop   chan struct{}
-	once   sync.Once
+	// deliverMu is held while records are delivered: by a fetch, or by a publisher
+	// delivering one inline (Offer). So a poller's deliveries never overlap and follow the
+	// cursor in order, whichever goroutine makes them.
+	deliverMu sync.Mutex
+	cursor    atomic.Uint64 // next seq to fetch
+	kick      chan struct{}
+	stop      chan struct{}
+	once      sync.Once
 
 	// Fetches counts fetches made; Skipped counts fetches skipped while the sink was busy.
 	Fetches atomic.Uint64
@@ -71,8 +77,47 @@ func (p *Poller) Kick() {
 	}
 }
 
-// Stop ends Run. Idempotent.
+// Stop ends Run; later Offers are refused. A delivery already running (a fetch, an Offer)
+// finishes: Quiesce waits for it. Idempotent.
 func (p *Poller) Stop() { p.once.Do(func() { close(p.stop) }) }
+
+// Quiesce waits until no delivery of the poller is running. After Stop and Quiesce none
+// runs or starts. It must not be called from a delivery (Sink.Deliver, an Offer's deliver).
+func (p *Poller) Quiesce() {
+	p.deliverMu.Lock()
+	//lint:ignore SA2001 an empty critical section: it only waits for the running delivery
+	p.deliverMu.Unlock()
+}
+
+// Offer lets the goroutine that just made record seq available deliver it itself, instead
+// of kicking the poller's goroutine awake for it (issue 33: a live subscriber costs no
+// goroutine wake-up per record). deliver is called, with the poller's delivery lock held,
+// only when seq is the poller's cursor (everything before it was delivered), no fetch or
+// other Offer is running, no shed is outstanding, the sink is not busy and the poller is
+// not stopped; it returns what Sink.Deliver would (false: shed). Offer reports whether
+// seq was delivered; when not, the caller Kicks and the poller fetches it as usual. Never
+// blocks on a running fetch.
+func (p *Poller) Offer(seq uint64, deliver func() bool) bool {
+	if p.cursor.Load() != seq || !p.deliverMu.TryLock() {
+		return false
+	}
+	defer p.deliverMu.Unlock()
+	select {
+	case <-p.stop:
+		return false
+	default:
+	}
+	if p.cursor.Load() != seq || p.reg.Shedding() || p.sink.Busy() {
+		return false
+	}
+	if !deliver() {
+		p.reg.Dropped()
+		return false
+	}
+	p.reg.Clean()
+	p.cursor.Store(seq + 1)
+	return true
+}
 
 // Run polls until Stop. It fetches at once, then whenever kicked or when the regulator's
 // interval elapses.
@@ -120,6 +165,8 @@ func (p *Poller) Run() {
 // again after BusyRetry, as after a skipped fetch, rather than after the regulator's interval
 // (no publication may come to kick it).
 func (p *Poller) fetch() (more, busy bool) {
+	p.deliverMu.Lock()
+	defer p.deliverMu.Unlock()
 	p.Fetches.Add(1)
 	n := 0
 	shed := false

@@ -145,6 +145,8 @@ type Router struct {
 	Routed [numRoutes]atomic.Uint64
 	// Errors counts frames that ended in an ERROR, per route.
 	Errors [numRoutes]atomic.Uint64
+
+	late *lateBudget // the late SENDs in flight in every connection's pipeline (pipeline.go)
 }
 
 // New builds a Router over the pattern ports.
@@ -197,7 +199,7 @@ func New(ports Ports, o Options) *Router {
 	if ports.Deliveries == nil {
 		ports.Deliveries = &delivery.Registry{}
 	}
-	r := &Router{opts: o, ports: ports, log: o.Logger}
+	r := &Router{opts: o, ports: ports, log: o.Logger, late: newLateBudget()}
 	if r.log == nil {
 		r.log = slog.New(slog.DiscardHandler)
 	}
@@ -355,7 +357,7 @@ func (r *Router) deferTail(c *Context, rt *route) {
 	d.tail.Frame, d.tail.durable = nil, nil
 	d.tail.Receipt = strings.Clone(c.Receipt)
 	if conn.pipe == nil {
-		conn.pipe = newPipeline(r.opts.Go)
+		conn.pipe = newPipeline(r.opts.Go, r.late)
 	}
 	// After a fatal error of an earlier SEND nothing more is published (finish forgets it).
 	d.early = rt.early && !conn.unpublished && (conn.pipe == nil || !conn.pipe.failed())

@@ -320,39 +320,101 @@ type blockingTask struct{ release chan struct{} }
 
 func (t blockingTask) finish() { <-t.release }
 
-// A SEND published before its commit (a queue's) may be one of pipelineDepth in flight; one
-// published after its commit (events-store) waits while pipelineDepthLate are in flight, and
-// goes on once one of them finished.
-func TestPipelineDepthEarlyAndLate(t *testing.T) {
-	p := newPipeline(nil)
-	defer p.close()
-	release := make(chan struct{})
-	first := make(chan struct{})
-	p.push(blockingTask{first}, false)
-	for range pipelineDepthLate - 1 {
-		p.push(blockingTask{release}, false)
+// Late SENDs (published after their commit: events-store) are bounded together across
+// connections: one connection may have the whole pipelineLateBudget in flight, two share it,
+// and a late SEND that finds it used up waits (on any connection) until the late SENDs in
+// flight are down to pipelineLateResume, while SENDs published before their commit (queues)
+// still go in.
+func TestPipelineLateBudgetIsSharedByConnections(t *testing.T) {
+	budget := newLateBudget()
+	a, b := newPipeline(nil, budget), newPipeline(nil, budget)
+	done := make(chan struct{})
+	relA := make([]chan struct{}, pipelineLateBudget/2)
+	relB := make([]chan struct{}, pipelineLateBudget/2)
+	for i := range relA {
+		relA[i], relB[i] = make(chan struct{}), make(chan struct{})
+		a.push(signalTask{relA[i], done}, true)
+		b.push(signalTask{relB[i], done}, true)
 	}
-	// pipelineDepthLate in flight: early ones still go in.
-	for range 10 {
-		p.push(blockingTask{release}, false)
-	}
-	pushed := make(chan struct{})
+	b.push(countingTask{new(atomic.Int64)}, false) // an early SEND is not held by the budget
+	pushed, full := make(chan struct{}), make(chan struct{})
+	budget.onFull = func() { close(full) }
 	go func() {
-		p.push(blockingTask{release}, true)
+		a.push(countingTask{new(atomic.Int64)}, true)
 		close(pushed)
 	}()
-	select {
-	case <-pushed:
-		t.Fatal("a late SEND went in with more than pipelineDepthLate in flight")
-	case <-time.After(50 * time.Millisecond):
+	<-full // the late SEND found the budget used up
+	for i, rel := range relB {
+		close(rel)
+		<-done
+		select {
+		case <-pushed:
+			if inFlight := pipelineLateBudget - i - 1; inFlight > pipelineLateResume {
+				t.Fatalf("the late SEND went in with %d late SENDs in flight, above the resume mark %d", inFlight, pipelineLateResume)
+			}
+		default:
+		}
 	}
-	close(first)   // one finishes: still over the late depth (the early ones beyond it)
-	close(release) // all finish
-	select {
-	case <-pushed:
-	case <-time.After(5 * time.Second):
-		t.Fatal("the late SEND never went in after the pipeline drained")
+	<-pushed
+	for _, rel := range relA {
+		close(rel)
+		<-done
 	}
+	a.close()
+	b.close()
+	if n := budget.n.Load(); n != 0 {
+		t.Fatalf("%d late SENDs counted in flight after every one finished", n)
+	}
+	// One connection alone may fill the whole budget.
+	c := newPipeline(nil, budget)
+	budget.onFull = func() { t.Error("a late SEND waited below the budget") }
+	release := make(chan struct{})
+	for range pipelineLateBudget {
+		c.push(blockingTask{release}, true)
+	}
+	close(release)
+	c.close()
+}
+
+// signalTask finishes once release is closed, then reports it on done.
+type signalTask struct {
+	release chan struct{}
+	done    chan<- struct{}
+}
+
+func (t signalTask) finish() { <-t.release; t.done <- struct{}{} }
+
+// A push that found the pipeline full goes in only once the pipeline drained to its resume
+// mark, not as soon as one SEND finished (which would wake the read goroutine once per
+// SEND).
+func TestPipelineFullPushResumesAtHalfDepth(t *testing.T) {
+	p := newPipeline(nil, newLateBudget())
+	done := make(chan struct{})
+	rels := make([]chan struct{}, pipelineDepth)
+	for i := range rels {
+		rels[i] = make(chan struct{})
+		p.push(signalTask{rels[i], done}, false)
+	}
+	pushed, full := make(chan struct{}), make(chan struct{})
+	p.onFull = func() { close(full) }
+	go func() {
+		p.push(countingTask{new(atomic.Int64)}, false)
+		close(pushed)
+	}()
+	<-full // the push found the pipeline full
+	for i := range rels {
+		close(rels[i])
+		<-done
+		select {
+		case <-pushed:
+			if inFlight := pipelineDepth - i - 1; inFlight > pipelineResume {
+				t.Fatalf("the push went in with %d in flight, above the resume mark %d", inFlight, pipelineResume)
+			}
+		default:
+		}
+	}
+	<-pushed
+	p.close()
 }
 
 // countingTask counts its finish.
@@ -363,7 +425,7 @@ func (t countingTask) finish() { t.done.Add(1) }
 // drain returns only once every pushed SEND finished, and never misses the last one's
 // wake-up, however pushes (early and late) and drains interleave with the worker.
 func TestPipelineDrainWaitsForEveryPushed(t *testing.T) {
-	p := newPipeline(nil)
+	p := newPipeline(nil, newLateBudget())
 	defer p.close()
 	var done atomic.Int64
 	pushed := int64(0)

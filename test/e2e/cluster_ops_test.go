@@ -27,6 +27,8 @@ type clusterView struct {
 	Cluster    string `json:"cluster"`
 	Node       string `json:"node"`
 	MetaLeader string `json:"metaLeader"`
+	Size       int    `json:"size"`
+	Quorum     int    `json:"quorum"`
 	Nodes      []struct {
 		Name       string   `json:"name"`
 		Up         bool     `json:"up"`

@@ -5,6 +5,7 @@ package status
 import (
 	"context"
 	"errors"
+	"net"
 	"slices"
 	"strings"
 	"time"
@@ -56,12 +57,25 @@ type Status struct {
 	// Errors are the parts that could not be read (for example a stream without a leader
 	// during an election); the rest is still reported.
 	Errors []string
+	// Size is the number of nodes in the JetStream meta group and Quorum how many of them
+	// must be up for it to elect a leader and change streams (Size/2+1); 0 with an
+	// external NATS.
+	Size, Quorum int
+	// Routes are the route URLs a node joining the cluster lists (titan.cluster.routes):
+	// this node's configured routes and its own route listen address (unless it listens
+	// on every interface, 0.0.0.0 or ::, which is no address to dial). Empty with an
+	// external NATS.
+	Routes []string
 }
 
 // NodeStatus is one node of the cluster.
 type NodeStatus struct {
-	// Name is the node's (nats-server's) name.
+	// Name is the node's (nats-server's) name. A meta group peer no reachable node can
+	// name (it was down since every node that is up started) is "unknown peer <Peer>".
 	Name string
+	// Peer is its JetStream Raft peer id (derived by nats-server from the name); empty
+	// with an external NATS.
+	Peer string
 	// Up is true when this node is connected to it (a route) or it is this node; with an
 	// external NATS, when no stream reports it offline. This node is not up while it cannot
 	// write its JetStream store (cluster.Node.DiskHealth), nor is a peer the JetStream meta
@@ -89,6 +103,8 @@ type ReplicaStatus struct {
 	Lag uint64
 	// Active is the time since its leader last heard from it.
 	Active time.Duration
+	// Peer is its JetStream Raft peer id.
+	Peer string
 }
 
 // StreamStatus is one Titan stream.
@@ -170,7 +186,8 @@ func read(ctx context.Context, n *cluster.Node, queues bool) (*Status, error) {
 	}
 	if n.Embedded() {
 		st.Mode = ModeEmbedded
-		embeddedNodes(n.Server(), st, node)
+		st.Routes = joinRoutes(n.Config().Listen, n.Config().Routes)
+		embeddedNodes(ctx, n, st, node)
 		if d := n.DiskHealth(); !d.OK {
 			self := node(st.Node)
 			self.Up, self.Cause = false, d.Cause.Error()
@@ -226,6 +243,7 @@ func read(ctx context.Context, n *cluster.Node, queues bool) (*Status, error) {
 	}
 	slices.SortFunc(st.Nodes, func(a, b NodeStatus) int { return strings.Compare(a.Name, b.Name) })
 	if n.Embedded() {
+		nameReplicas(ctx, n, st)
 		markDown(st, nodes)
 	}
 	return st, listErr
@@ -251,24 +269,28 @@ func markDown(st *Status, nodes map[string]*NodeStatus) {
 }
 
 // embeddedNodes fills the meta leader and the nodes from the embedded server: the meta
-// group's peers, up when a route to them is connected.
-func embeddedNodes(srv *server.Server, st *Status, node func(string) *NodeStatus) {
-	node(st.Node).Up = true
+// group's peers, up when a route to them is connected and the meta group does not report
+// them offline. Peers this node cannot name are named by the other nodes (peerNamer).
+func embeddedNodes(ctx context.Context, n *cluster.Node, st *Status, node func(string) *NodeStatus) {
+	srv := n.Server()
+	self := node(st.Node)
+	self.Up, self.Peer = true, n.PeerID()
 	st.RaftGroups = raftGroups(srv)
+	offline := map[string]bool{}
 	if jsi, err := srv.Jsz(&server.JSzOptions{}); err == nil && jsi.Meta != nil {
 		st.MetaLeader = jsi.Meta.Leader
+		st.Size, st.Quorum = jsi.Meta.Size, jsi.Meta.QuorumNeeded
 		if jsi.Meta.Name != "" {
 			st.Cluster = jsi.Meta.Name
 		}
-		node(jsi.Meta.Leader)
-		for _, p := range jsi.Meta.Replicas {
-			node(p.Name)
+		if l := node(jsi.Meta.Leader); l != nil && jsi.Meta.Peer != "" {
+			l.Peer = jsi.Meta.Peer
 		}
-	}
-	offline := map[string]bool{}
-	if jsi, err := srv.Jsz(&server.JSzOptions{}); err == nil && jsi.Meta != nil {
+		names := peerNamer(ctx, n)
 		for _, p := range jsi.Meta.Replicas {
-			offline[p.Name] = p.Offline
+			name := names(p.Name, p.Peer)
+			node(name).Peer = p.Peer
+			offline[name] = p.Offline
 		}
 	}
 	if rz, err := srv.Routez(&server.RoutezOptions{}); err == nil {
@@ -278,6 +300,67 @@ func embeddedNodes(srv *server.Server, st *Status, node func(string) *NodeStatus
 			}
 		}
 	}
+}
+
+// peerNamer returns the name to show for a peer: name itself unless nats-server does not
+// know it (cluster.UnknownName), then the name the cluster knows for its id
+// (cluster.Node.PeerNames, asked at most once per call of peerNamer's result), else
+// "unknown peer <id>".
+func peerNamer(ctx context.Context, n *cluster.Node) func(name, peer string) string {
+	var names map[string]string
+	return func(name, peer string) string {
+		if !cluster.UnknownName(name) {
+			return name
+		}
+		if names == nil {
+			names, _ = n.PeerNames(ctx)
+			if names == nil {
+				names = map[string]string{}
+			}
+		}
+		if known := names[peer]; known != "" {
+			return known
+		}
+		return "unknown peer " + peer
+	}
+}
+
+// nameReplicas names the stream and queue replicas their leader could not name (see
+// peerNamer).
+func nameReplicas(ctx context.Context, n *cluster.Node, st *Status) {
+	names := peerNamer(ctx, n)
+	fix := func(rs []ReplicaStatus) {
+		for i := range rs {
+			rs[i].Name = names(rs[i].Name, rs[i].Peer)
+		}
+		slices.SortFunc(rs, func(a, b ReplicaStatus) int { return strings.Compare(a.Name, b.Name) })
+	}
+	for i := range st.Streams {
+		fix(st.Streams[i].Replicas)
+	}
+	for i := range st.Queues {
+		fix(st.Queues[i].Replicas)
+	}
+}
+
+// joinRoutes is Status.Routes: routes, then nats://listen unless listen's host is
+// unspecified or the address is already among routes.
+func joinRoutes(listen string, routes []string) []string {
+	out := slices.Clone(routes)
+	host, _, err := net.SplitHostPort(listen)
+	if err != nil || host == "" {
+		return out
+	}
+	if ip := net.ParseIP(host); ip != nil && ip.IsUnspecified() {
+		return out
+	}
+	own := "nats://" + listen
+	for _, r := range routes {
+		if strings.TrimSuffix(r, "/") == own || r == listen {
+			return out
+		}
+	}
+	return append(out, own)
 }
 
 // raftGroups counts the Raft groups srv takes part in: the meta group (system account) and
@@ -411,7 +494,7 @@ func isHex(s string) bool {
 func replicas(ps []*jetstream.PeerInfo) []ReplicaStatus {
 	out := make([]ReplicaStatus, 0, len(ps))
 	for _, p := range ps {
-		out = append(out, ReplicaStatus{Name: p.Name, Current: p.Current, Offline: p.Offline, Lag: p.Lag, Active: p.Active})
+		out = append(out, ReplicaStatus{Name: p.Name, Current: p.Current, Offline: p.Offline, Lag: p.Lag, Active: p.Active, Peer: p.Peer})
 	}
 	slices.SortFunc(out, func(a, b ReplicaStatus) int { return strings.Compare(a.Name, b.Name) })
 	return out
