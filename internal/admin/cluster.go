@@ -35,6 +35,15 @@ type ClusterSource interface {
 	ClusterStatus(ctx context.Context) (*ClusterStatus, error)
 }
 
+// ClusterCounters is implemented by a ClusterSource that sums the message counters of
+// every node (cluster mode), declared here by its consumer: the snapshot's (and the
+// console's) dead-letter count is then the cluster's, not this node's.
+type ClusterCounters interface {
+	// ClusterDeadLettered returns the messages moved to a dead-letter queue by every node
+	// that answered, since each started. Errors: the request's.
+	ClusterDeadLettered(ctx context.Context) (uint64, error)
+}
+
 // ClusterStatus is the answer of GET /titan/monitor/cluster. Stream and queue figures come
 // from each stream's (consumer's) leader, so every node answers the same.
 type ClusterStatus struct {
@@ -131,6 +140,9 @@ type ClusterQueue struct {
 	Stream string
 	// Stored counts the messages the stream holds for it (ready and delivering).
 	Stored uint64
+	// Bytes is its share of the bytes its stream stores (exact when it holds every message
+	// of its stream, else in proportion to its messages: JetStream counts bytes per stream).
+	Bytes uint64
 	// Pending counts messages stored and not yet delivered.
 	Pending uint64
 	// Delivering counts messages delivered and not yet acknowledged.
@@ -229,7 +241,7 @@ func (a *Admin) clusterQueues(o QueuesOptions, want dest.Identity, out *QueueLis
 		}
 		s := a.settingsOf(id)
 		qi := QueueInfo{Group: id.Group, Destination: id.Destination(), Pattern: dest.PatternQueues.String(),
-			Size: int(cq.Stored), Consumers: cq.Waiting, Delivering: cq.Delivering, Paused: cq.Paused,
+			Size: int(cq.Stored), PendingBytes: int64(cq.Bytes), Consumers: cq.Waiting, Delivering: cq.Delivering, Paused: cq.Paused,
 			Dispatched: cq.Delivered, Leader: cq.Leader, Replicas: cq.Replicas, Settings: s}
 		if qi.Replicas == nil {
 			qi.Replicas = []ClusterReplica{}

@@ -1,6 +1,7 @@
 package admin
 
 import (
+	"context"
 	"github.com/titan-broker/titan/internal/store"
 	"runtime"
 	"runtime/metrics"
@@ -136,7 +137,8 @@ type Counters struct {
 	EventsNoSubscriber uint64 `json:"eventsNoSubscriber"`
 	// EventsDropped counts events deliveries dropped for a full subscriber.
 	EventsDropped uint64 `json:"eventsDropped"`
-	// DeadLettered counts messages moved to a dead-letter queue.
+	// DeadLettered counts messages moved to a dead-letter queue (in cluster mode by every
+	// node that answered, since each started).
 	DeadLettered uint64 `json:"deadLettered"`
 	// Expired counts messages that expired before delivery.
 	Expired uint64 `json:"expired"`
@@ -219,8 +221,18 @@ func (a *Admin) Snapshot(o SnapshotOptions) (*Snapshot, error) {
 		EgressHeadersDropped: e.EgressHeadersDropped.Load(),
 		EventsStoreDelivered: e.LogDelivered.Load(),
 	}
+	if cc, ok := a.opts.Cluster.(ClusterCounters); ok {
+		ctx, cancel := context.WithTimeout(context.Background(), clusterCountersTimeout)
+		if n, err := cc.ClusterDeadLettered(ctx); err == nil {
+			snap.Counters.DeadLettered = n // every node's (issue 27)
+		}
+		cancel()
+	}
 	for _, r := range session.AllCloseReasons() {
 		snap.Counters.ConnectionsClosed[r.String()] = src.ConnectionsClosed(r)
 	}
 	return snap, nil
 }
+
+// clusterCountersTimeout bounds gathering the cluster's counters for one snapshot.
+const clusterCountersTimeout = time.Second

@@ -33,11 +33,25 @@ func (c clusterAdmin) ClusterStatus(ctx context.Context) (*admin.ClusterStatus, 
 			Replicas: adminReplicas(s.Replicas), Messages: s.Messages, Bytes: s.Bytes, LastSeq: s.LastSeq, Consumers: s.Consumers})
 	}
 	for _, q := range st.Queues {
-		out.Queues = append(out.Queues, admin.ClusterQueue{Identity: q.Identity, Stream: q.Stream, Stored: q.Stored, Pending: q.Pending,
+		out.Queues = append(out.Queues, admin.ClusterQueue{Identity: q.Identity, Stream: q.Stream, Stored: q.Stored, Bytes: q.Bytes, Pending: q.Pending,
 			Delivering: q.Delivering, Waiting: q.Waiting, Delivered: q.Delivered, Paused: q.Paused, Leader: q.Leader, Replicas: adminReplicas(q.Replicas)})
 	}
 	return out, nil
 }
+
+// ClusterDeadLettered implements admin.ClusterCounters: the dead-letter counts of every
+// node that answers (status.GatherCounters), waiting for the live nodes at most until ctx
+// ends.
+func (c clusterAdmin) ClusterDeadLettered(ctx context.Context) (uint64, error) {
+	peers := 1
+	if c.n.Embedded() {
+		peers = len(c.n.Server().ActivePeers())
+	}
+	sum, _, err := status.GatherCounters(ctx, c.n.Conn(), peers)
+	return sum.DeadLettered, err
+}
+
+var _ admin.ClusterCounters = clusterAdmin{}
 
 func adminReplicas(rs []status.ReplicaStatus) []admin.ClusterReplica {
 	out := make([]admin.ClusterReplica, 0, len(rs))

@@ -30,7 +30,33 @@ func (b *Broker) startDurableExpiry() {
 	if idle <= 0 || b.p == nil || b.p.log == nil {
 		return
 	}
+	if b.p.cluster != nil {
+		b.goroutine("durable-expiry", func() { b.clusterDurableExpiryLoop(config.Ms(idle)) })
+		return
+	}
 	b.goroutine("durable-expiry", func() { b.durableExpiryLoop(config.Ms(idle)) })
+}
+
+// clusterDurableExpiryLoop is durableExpiryLoop in cluster mode: the JetStream meta leader
+// deletes the events-store durable consumers offline longer than idle (cluster/logs).
+func (b *Broker) clusterDurableExpiryLoop(idle time.Duration) {
+	t := time.NewTicker(min(max(idle/4, 100*time.Millisecond), time.Minute))
+	defer t.Stop()
+	for {
+		select {
+		case <-b.stop:
+			return
+		case <-t.C:
+		}
+		gone, err := b.p.cluster.store.ExpireDurables(context.Background(), idle, time.Now())
+		if err != nil {
+			b.log.Debug("expiring idle durable subscriptions", "err", err)
+		}
+		for _, d := range gone {
+			b.log.Info("durable subscription expired: offline longer than the idle timeout", "group", d.Group,
+				"destination", logDestination(d.Group, d.Channel), "name", d.Name, "idle_timeout", idle)
+		}
+	}
 }
 
 // durableExpiryLoop runs ExpireDurables every idle/4 (between 10 ms and 1 minute) until
@@ -62,6 +88,9 @@ func logDestination(group, channel string) string {
 
 // DurableSubscriptions implements admin.DurableOperator.
 func (s adminSource) DurableSubscriptions() ([]admin.DurableSubscription, error) {
+	if c := s.b.p.cluster; c != nil {
+		return s.clusterDurables()
+	}
 	all, err := s.b.p.log.Durables()
 	if err != nil {
 		return nil, err
@@ -86,12 +115,44 @@ func durableView(d eventlog.DurableInfo) admin.DurableSubscription {
 
 // DeleteDurableSubscription implements admin.DurableOperator.
 func (s adminSource) DeleteDurableSubscription(id dest.Identity, name string) error {
+	if c := s.b.p.cluster; c != nil {
+		return c.store.DeleteDurable(context.Background(), id, name)
+	}
 	return s.b.p.log.DeleteDurable(id, name)
+}
+
+// clusterDurables lists cluster mode's events-store durable subscriptions (every node's).
+func (s adminSource) clusterDurables() ([]admin.DurableSubscription, error) {
+	all, _, err := s.b.p.cluster.store.Durables(context.Background())
+	if err != nil {
+		return nil, err
+	}
+	out := make([]admin.DurableSubscription, 0, len(all))
+	for _, d := range all {
+		at := d.LastActive.UTC()
+		out = append(out, admin.DurableSubscription{Group: d.Group, Destination: logDestination(d.Group, d.Channel),
+			Name: d.Name, Position: d.Position, Live: d.Live, LastActive: &at})
+	}
+	return out, nil
 }
 
 // offlineDurables returns the offline durable subscriptions by log (group and canonical
 // destination), as log subscriptions, for GET /titan/monitor/logs. A store error yields none.
 func (s adminSource) offlineDurables() map[[2]string][]admin.LogSubscription {
+	if s.b.p.cluster != nil {
+		all, err := s.clusterDurables()
+		if err != nil {
+			return nil
+		}
+		out := map[[2]string][]admin.LogSubscription{}
+		for _, d := range all {
+			if d.Live == 0 {
+				k := [2]string{d.Group, d.Destination}
+				out[k] = append(out[k], admin.LogSubscription{Offline: true, DurableName: d.Name, Delivered: d.Position, Position: d.Position})
+			}
+		}
+		return out
+	}
 	all, err := s.b.p.log.Durables()
 	if err != nil {
 		return nil
@@ -140,13 +201,26 @@ func (c *durableCollector) Collect(ch chan<- prometheus.Metric) {
 		if c.b.p.topics != nil {
 			n += c.b.p.topics.Count() // durable topic subscriptions share the limit
 		}
-		if cl := c.b.p.cluster; cl != nil && cl.durables != nil {
-			n += cl.durables.Count() // cluster mode's, cluster-wide
+		ok := true
+		if cl := c.b.p.cluster; cl != nil {
+			if cl.durables != nil {
+				n += cl.durables.Count() // cluster mode's, cluster-wide
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), clusterDepthTimeout)
+			k, err := cl.store.DurableCount(ctx) // events-store ones, cluster-wide
+			cancel()
+			n, ok = n+k, err == nil
 		}
-		ch <- prometheus.MustNewConstMetric(c.count, prometheus.GaugeValue, float64(n))
+		if ok {
+			ch <- prometheus.MustNewConstMetric(c.count, prometheus.GaugeValue, float64(n))
+		}
+	}
+	refused := c.b.p.log.DurableRefusals()
+	if cl := c.b.p.cluster; cl != nil {
+		refused += cl.store.DurableRefusals()
 	}
 	ch <- prometheus.MustNewConstMetric(c.limit, prometheus.GaugeValue, float64(c.b.maxDurableSubscriptions()))
-	ch <- prometheus.MustNewConstMetric(c.refused, prometheus.CounterValue, float64(c.b.p.log.DurableRefusals()))
+	ch <- prometheus.MustNewConstMetric(c.refused, prometheus.CounterValue, float64(refused))
 }
 
 var _ admin.DurableOperator = adminSource{}

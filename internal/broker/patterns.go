@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/nats-io/nats.go"
+
 	"github.com/titan-broker/titan/internal/clock"
 	"github.com/titan-broker/titan/internal/cluster"
 	"github.com/titan-broker/titan/internal/cluster/durables"
@@ -13,6 +15,7 @@ import (
 	"github.com/titan-broker/titan/internal/cluster/logs"
 	clusterqueues "github.com/titan-broker/titan/internal/cluster/queues"
 	"github.com/titan-broker/titan/internal/cluster/requests"
+	"github.com/titan-broker/titan/internal/cluster/status"
 	"github.com/titan-broker/titan/internal/config"
 	"github.com/titan-broker/titan/internal/delivery"
 	"github.com/titan-broker/titan/internal/dest"
@@ -53,6 +56,7 @@ type clusterPatterns struct {
 	store    *logs.Pattern
 	requests *requests.Pattern
 	durables *durables.Registry // nil with an external NATS
+	counters *nats.Subscription // answers status.CountersSubject
 }
 
 // durableStartTimeout bounds loading the durable topic subscriptions at start.
@@ -92,10 +96,39 @@ func (p *patterns) wireCluster(n *cluster.Node, settings cluster.Settings, maxDu
 	// node count to confirm a change cluster-wide: embedded mode only; with an external NATS
 	// they are refused (README).
 	ports.DurableTopics, p.topics = nil, nil
+	// Events-store durable subscriptions: listed, deleted, bounded and expired cluster-wide
+	// (cluster/logs durables.go); both kinds count against one limit.
+	lo := logs.DurableOptions{Max: maxDurable, Others: func() int {
+		if c.durables != nil {
+			return c.durables.Count()
+		}
+		return 0
+	}}
+	var peers func() int
+	if n.Embedded() {
+		peers = func() int { return len(n.Server().ActivePeers()) }
+		lo.Peers, lo.Leader = peers, n.Server().JetStreamIsLeader
+	}
+	if err := c.store.ManageDurables(n.Conn(), n.Name(), lo); err != nil {
+		return err
+	}
+	// Every node answers for its dead-letter count, so the console's is the cluster's.
+	dispatcher := p.dispatcher
+	if c.counters, err = status.ServeCounters(n.Conn(), n.Name(), func() status.Counters {
+		return status.Counters{DeadLettered: c.queues.DeadLettered.Load() + dispatcher.DeadLettered.Load()}
+	}); err != nil {
+		return err
+	}
 	if n.Embedded() {
 		ctx, cancel := context.WithTimeout(context.Background(), durableStartTimeout)
 		reg, err := durables.Start(ctx, n, durableQueues{c.queues}, durables.Options{Max: maxDurable,
-			Peers: func() int { return len(n.Server().ActivePeers()) }, Logger: log.With("component", "cluster-durables")})
+			Others: func() int {
+				ctx, cancel := context.WithTimeout(context.Background(), clusterDepthTimeout)
+				defer cancel()
+				k, _ := c.store.DurableCount(ctx)
+				return k
+			},
+			Peers: peers, Logger: log.With("component", "cluster-durables")})
 		cancel()
 		if err != nil {
 			return err
@@ -194,6 +227,9 @@ func (p *patterns) close() {
 	if c := p.cluster; c != nil {
 		if c.durables != nil {
 			c.durables.Stop()
+		}
+		if c.counters != nil {
+			_ = c.counters.Unsubscribe()
 		}
 		c.queues.Close()
 		c.store.Close()

@@ -25,31 +25,42 @@ import (
 // consumer leader may have changed); acks are idempotent.
 const ackResend = 2 * time.Second
 
-// pruneEvery is how many acks are sent between two sweeps of answers that never came.
-const pruneEvery = 4096
+// ackForget is how long an unanswered ack is kept before it is forgotten (its consumer was
+// deleted, or its message removed by a purge: no answer will come). A Sync covering it gave
+// up with ErrAckUnconfirmed long before.
+const ackForget = 2 * PublishTimeout
 
 // Acks sends a node's acknowledgements as double acks and tracks their answers (see
 // above). The zero value is not usable: Node.Acks. Safe for concurrent use.
+//
+// Cost (issue 28). Acks are numbered (tokens, in send order) and kept in a queue in that
+// order; the queue's head is the oldest unanswered one. An answer marks its entry and pops
+// answered entries off the head, so Sync's question "is every ack up to my mark answered?"
+// is one comparison with the head, whatever the number of acks in flight; it is woken only
+// when the head moves and a Sync is waiting. Nothing is hashed or scanned per ack.
 type Acks struct {
 	nc     *nats.Conn
 	prefix string          // reply subject prefix: <inbox>.<token>
 	life   context.Context // the node's Context: Sync gives up when it ends
 
 	mu      sync.Mutex
-	cond    *sync.Cond            // on mu: an answer arrived
-	sub     *nats.Subscription    // guarded by mu; made on first use
-	next    uint64                // last token given; guarded by mu
-	pending map[uint64]pendingAck // unanswered acks by token; guarded by mu
+	cond    *sync.Cond         // on mu: the head moved (an answer arrived) or the resend timer fired
+	sub     *nats.Subscription // guarded by mu; made on first use
+	next    uint64             // last token given; guarded by mu
+	base    uint64             // token of queue[0]; every token below it is answered or forgotten; guarded by mu
+	queue   []pendingAck       // acks from base on, in token order (answered ones stay until they reach the head); guarded by mu
+	waiters int                // Syncs waiting on cond; guarded by mu
 }
 
 type pendingAck struct {
 	reply string // the message's ack subject
 	body  []byte
 	sent  time.Time
+	done  bool // answered
 }
 
 func newAcks(nc *nats.Conn, life context.Context) *Acks {
-	a := &Acks{nc: nc, prefix: nc.NewRespInbox(), pending: make(map[uint64]pendingAck), life: life}
+	a := &Acks{nc: nc, prefix: nc.NewRespInbox(), life: life, base: 1}
 	a.cond = sync.NewCond(&a.mu)
 	context.AfterFunc(life, func() {
 		a.mu.Lock()
@@ -63,10 +74,15 @@ func newAcks(nc *nats.Conn, life context.Context) *Acks {
 func (n *Node) Acks() *Acks { return n.acks }
 
 // Ack acknowledges jm (+ACK), asking for JetStream's answer; it does not wait for it.
-func (a *Acks) Ack(jm jetstream.Msg) error { return a.send(jm, []byte("+ACK")) }
+func (a *Acks) Ack(jm jetstream.Msg) error { return a.send(jm, ackBody) }
 
 // Term terminates jm (+TERM), asking for JetStream's answer; it does not wait for it.
-func (a *Acks) Term(jm jetstream.Msg) error { return a.send(jm, []byte("+TERM")) }
+func (a *Acks) Term(jm jetstream.Msg) error { return a.send(jm, termBody) }
+
+var (
+	ackBody  = []byte("+ACK")
+	termBody = []byte("+TERM")
+)
 
 func (a *Acks) send(jm jetstream.Msg, body []byte) error {
 	reply := jm.Reply()
@@ -85,16 +101,31 @@ func (a *Acks) send(jm jetstream.Msg, body []byte) error {
 	a.next++
 	token := a.next
 	now := time.Now()
-	a.pending[token] = pendingAck{reply: reply, body: body, sent: now}
-	if token%pruneEvery == 0 { // answers lost for good (a deleted consumer) are forgotten
-		for t, p := range a.pending {
-			if now.Sub(p.sent) > 2*PublishTimeout {
-				delete(a.pending, t)
-			}
-		}
+	a.queue = append(a.queue, pendingAck{reply: reply, body: body, sent: now})
+	// Answers lost for good (a deleted consumer) are forgotten once they reach the head.
+	for len(a.queue) > 0 && (a.queue[0].done || now.Sub(a.queue[0].sent) > ackForget) {
+		a.popLocked()
 	}
 	a.mu.Unlock()
-	return a.nc.PublishRequest(reply, a.prefix+"."+strconv.FormatUint(token, 10), body)
+	return a.nc.PublishRequest(reply, a.replyTo(token), body)
+}
+
+// replyTo is the reply subject of token's ack.
+func (a *Acks) replyTo(token uint64) string {
+	b := make([]byte, 0, len(a.prefix)+21)
+	b = append(b, a.prefix...)
+	b = append(b, '.')
+	return string(strconv.AppendUint(b, token, 10))
+}
+
+// popLocked drops the head of the queue. a.mu held.
+func (a *Acks) popLocked() {
+	a.queue[0] = pendingAck{}
+	a.queue = a.queue[1:]
+	a.base++
+	if len(a.queue) == 0 {
+		a.queue = a.queue[:0:0] // let a drained backing array go
+	}
 }
 
 // answered is JetStream's answer to one ack.
@@ -105,9 +136,19 @@ func (a *Acks) answered(msg *nats.Msg) {
 		return
 	}
 	a.mu.Lock()
-	delete(a.pending, token)
+	moved := false
+	if token >= a.base && token-a.base < uint64(len(a.queue)) {
+		a.queue[token-a.base].done = true
+		for len(a.queue) > 0 && a.queue[0].done {
+			a.popLocked()
+			moved = true
+		}
+	}
+	wake := moved && a.waiters > 0
 	a.mu.Unlock()
-	a.cond.Broadcast()
+	if wake {
+		a.cond.Broadcast()
+	}
 }
 
 // Sync returns once every ack this node sent before the call is applied by its consumer's
@@ -117,25 +158,29 @@ func (a *Acks) Sync() error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	mark := a.next
+	if a.base > mark {
+		return nil // the common case: nothing unanswered, no timer
+	}
 	deadline := time.Now().Add(PublishTimeout)
 	wake := time.AfterFunc(ackResend, a.cond.Broadcast) // re-check (and resend) periodically
 	defer wake.Stop()
+	a.waiters++
+	defer func() { a.waiters-- }()
 	for {
-		waiting := false
-		now := time.Now()
-		for token, p := range a.pending {
-			if token > mark {
-				continue
-			}
-			waiting = true
-			if now.Sub(p.sent) >= ackResend {
-				p.sent = now
-				a.pending[token] = p
-				_ = a.nc.PublishRequest(p.reply, a.prefix+"."+strconv.FormatUint(token, 10), p.body)
-			}
-		}
-		if !waiting {
+		if a.base > mark {
 			return nil
+		}
+		now := time.Now()
+		if now.Sub(a.queue[0].sent) >= ackResend { // the oldest is due: resend every due one up to mark
+			for i := range a.queue {
+				if a.base+uint64(i) > mark {
+					break
+				}
+				if p := &a.queue[i]; !p.done && now.Sub(p.sent) >= ackResend {
+					p.sent = now
+					_ = a.nc.PublishRequest(p.reply, a.replyTo(a.base+uint64(i)), p.body)
+				}
+			}
 		}
 		if now.After(deadline) || a.life.Err() != nil {
 			return ErrAckUnconfirmed

@@ -32,6 +32,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
@@ -73,6 +74,9 @@ type Node struct {
 
 	life  context.Context // ends at Abort or Close: bounds in-flight JetStream work
 	abort context.CancelFunc
+
+	hookMu    sync.Mutex
+	handBacks []func(context.Context) // OnStepDown's; guarded by hookMu
 }
 
 // Start embeds a clustered nats-server with JetStream (cfg.Name set) or connects to the

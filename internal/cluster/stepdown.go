@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
@@ -14,8 +15,13 @@ import (
 )
 
 // StepDownTimeout bounds StepDown as the broker calls it on SIGTERM: a part of the shutdown
-// grace period, so the clients are still drained within it.
-const StepDownTimeout = 5 * time.Second
+// grace period, so the clients are still drained within it. Moving the leaderships takes
+// at most leadershipTimeout of it; the hand-backs (OnStepDown) have the rest.
+const StepDownTimeout = 7 * time.Second
+
+// leadershipTimeout bounds the leadership moves of StepDown, leaving the hand-backs at
+// least StepDownTimeout - leadershipTimeout.
+const leadershipTimeout = 5 * time.Second
 
 // JetStream API subjects (nats-server's jsStreamLeaderStepDownT, jsConsumerLeaderStepDownT,
 // JSApiLeaderStepDown, JSApiRemoveServer).
@@ -35,14 +41,44 @@ type StepDownReport struct {
 	Meta bool
 }
 
-// StepDown moves every leadership this embedded node holds to another node before it stops
-// (a rolling restart, issue 27): each Titan stream and consumer it leads
-// ($JS.API.STREAM.LEADER.STEPDOWN, $JS.API.CONSUMER.LEADER.STEPDOWN), then the JetStream
-// meta group ($JS.API.META.LEADER.STEPDOWN); it waits until the streams have another
-// leader, so publishes in flight through this node go to a leader that stays. Bounded by
-// ctx; errors name what could not be moved (the rest is moved anyway). A node with an
-// external NATS leads nothing and returns at once.
+// StepDown prepares this node to stop while its clients are still connected (a rolling
+// restart, issue 27). First it moves every leadership this embedded node holds to another
+// node: each Titan stream and consumer it leads ($JS.API.STREAM.LEADER.STEPDOWN,
+// $JS.API.CONSUMER.LEADER.STEPDOWN), then the JetStream meta group
+// ($JS.API.META.LEADER.STEPDOWN); it waits until the consumers and streams have another
+// leader, so acknowledgements and publishes in flight through this node go to a leader
+// that stays (within
+// leadershipTimeout; a node with an external NATS leads nothing). Then it runs the
+// adapters' hand-backs (OnStepDown) concurrently and waits for them: what this node pulled
+// goes back to JetStream in order before a client can move to another node. Bounded by ctx;
+// errors name what could not be moved (the rest is moved anyway).
 func (n *Node) StepDown(ctx context.Context) (StepDownReport, error) {
+	lctx, cancel := context.WithTimeout(ctx, leadershipTimeout)
+	rep, err := n.stepDownLeaderships(lctx)
+	cancel()
+	n.hookMu.Lock()
+	hooks := append([]func(context.Context){}, n.handBacks...)
+	n.hookMu.Unlock()
+	var wg sync.WaitGroup
+	for _, f := range hooks {
+		wg.Go(func() { f(ctx) })
+	}
+	wg.Wait()
+	return rep, err
+}
+
+// OnStepDown registers f to run at the end of StepDown, after the leaderships moved and
+// before the broker closes its client connections: an adapter stops pulling and hands back,
+// in stream order, every message this node holds (issue 27: a rolling restart must not
+// reorder). f returns when done or when ctx ends. Safe for concurrent use.
+func (n *Node) OnStepDown(f func(ctx context.Context)) {
+	n.hookMu.Lock()
+	n.handBacks = append(n.handBacks, f)
+	n.hookMu.Unlock()
+}
+
+// stepDownLeaderships is StepDown's first part: the leaderships, bounded by ctx.
+func (n *Node) stepDownLeaderships(ctx context.Context) (StepDownReport, error) {
 	var rep StepDownReport
 	if n.srv == nil {
 		return rep, nil
@@ -50,6 +86,7 @@ func (n *Node) StepDown(ctx context.Context) (StepDownReport, error) {
 	self := n.Name()
 	var errs []error
 	var led []string
+	var paused []pausedConsumer
 	lister := n.js.ListStreams(ctx)
 	for si := range lister.Info() {
 		name := si.Config.Name
@@ -61,7 +98,13 @@ func (n *Node) StepDown(ctx context.Context) (StepDownReport, error) {
 			errs = append(errs, fmt.Errorf("stream %s: %w", name, err))
 		} else {
 			for ci := range s.ListConsumers(ctx).Info() {
-				if ci.Cluster != nil && ci.Cluster.Leader == self {
+				// A consumer with no replicas (R1, such as a key-value watcher) has no
+				// other node to lead it: it stops with this node.
+				if ci.Cluster != nil && ci.Cluster.Leader == self && len(ci.Cluster.Replicas) > 0 {
+					until := n.pauseForStepDown(ctx, name, ci)
+					if !until.IsZero() {
+						paused = append(paused, pausedConsumer{name, ci.Name, until})
+					}
 					if err := n.apiRequest(ctx, fmt.Sprintf(apiConsumerStepDown, name, ci.Name)); err != nil {
 						errs = append(errs, fmt.Errorf("consumer %s/%s: %w", name, ci.Name, err))
 					} else {
@@ -82,6 +125,28 @@ func (n *Node) StepDown(ctx context.Context) (StepDownReport, error) {
 	if err := lister.Err(); err != nil && !errors.Is(err, jetstream.ErrEndOfData) {
 		errs = append(errs, fmt.Errorf("listing streams: %w", err))
 	}
+	// Consumers too: the hand-backs that follow NAK to the consumers' leaders, and a NAK
+	// sent while a consumer has none is lost (its message comes back after the ack wait,
+	// behind newer ones).
+	cctx, ccancel := context.WithTimeout(ctx, consumerLeaderWait)
+	defer ccancel()
+	for _, sc := range rep.Consumers {
+		stream, name, _ := strings.Cut(sc, "/")
+		for cctx.Err() == nil {
+			c, err := consumerInfo(cctx, n.js, stream, name)
+			if err == nil && c.CachedInfo().Cluster != nil && c.CachedInfo().Cluster.Leader != "" && c.CachedInfo().Cluster.Leader != self {
+				break
+			}
+			select {
+			case <-cctx.Done():
+			case <-time.After(50 * time.Millisecond):
+			}
+		}
+	}
+	if cctx.Err() != nil && ctx.Err() == nil {
+		errs = append(errs, fmt.Errorf("consumers %v: no other leader within %v", rep.Consumers, consumerLeaderWait))
+	}
+	n.resumeAfterStepDown(paused) // before the meta group moves: resuming is a meta request
 	if n.srv.JetStreamIsLeader() {
 		if err := n.sysRequest(ctx, apiMetaStepDown, nil); err != nil {
 			errs = append(errs, fmt.Errorf("meta group: %w", err))
@@ -91,7 +156,9 @@ func (n *Node) StepDown(ctx context.Context) (StepDownReport, error) {
 	}
 	for _, name := range led {
 		for ctx.Err() == nil {
-			s, err := n.js.Stream(ctx, name)
+			ictx, icancel := context.WithTimeout(ctx, LookupTimeout)
+			s, err := n.js.Stream(ictx, name)
+			icancel()
 			if err == nil && s.CachedInfo().Cluster != nil && s.CachedInfo().Cluster.Leader != "" && s.CachedInfo().Cluster.Leader != self {
 				break
 			}
@@ -225,4 +292,101 @@ func (n *Node) sysRequest(ctx context.Context, subject string, body []byte) erro
 	}
 	defer nc.Close()
 	return apiAnswer(nc.RequestWithContext(ctx, subject, body))
+}
+
+// Consumer step-down without losing deliveries (issue 27). When a consumer's leader steps
+// down, the new leader answers every pull request it knows of with "409 Leadership
+// Change", and the Go client then drops its pull's inbox: messages the old leader sent to
+// that pull just before, which reach the puller after the 409 (they travel on another
+// route), are dropped, stay pending on the consumer and come back only after the ack wait,
+// behind newer messages. So the stepping-down leader pauses the consumer first (no
+// deliveries until stepDownPause from now, JetStream's consumer pause), waits until it
+// applied the pause, steps down, and resumes the consumer once another node leads it. An
+// operator's pause is left alone: a paused consumer delivers nothing and is not paused
+// again, and only a pause whose deadline is still this node's is resumed. If the node
+// stops before resuming, the pause ends by itself at its deadline.
+
+// stepDownPause bounds the delivery pause of a consumer whose leader steps down.
+const stepDownPause = 2 * time.Second
+
+// consumerLeaderWait bounds StepDown's wait for the consumers it stepped down to have a
+// new leader.
+const consumerLeaderWait = 2 * time.Second
+
+// pausedConsumer is a consumer StepDown paused, until its deadline.
+type pausedConsumer struct {
+	stream, name string
+	until        time.Time
+}
+
+// pauseForStepDown pauses the consumer of ci (this node leads it) until stepDownPause from
+// now and waits until its leader applied the pause (bounded by stepDownPause). It returns
+// the deadline, or zero when the consumer was paused already or could not be paused (it
+// steps down anyway).
+func (n *Node) pauseForStepDown(ctx context.Context, stream string, ci *jetstream.ConsumerInfo) time.Time {
+	// The consumer's own answer, not the listing's (which does not say it is paused).
+	if c, err := consumerInfo(ctx, n.js, stream, ci.Name); err == nil {
+		ci = c.CachedInfo()
+	}
+	if ci.Paused || ci.Config.PauseUntil != nil && ci.Config.PauseUntil.After(time.Now()) {
+		return time.Time{}
+	}
+	until := time.Now().Add(stepDownPause).UTC()
+	if _, err := n.js.PauseConsumer(ctx, stream, ci.Name, until); err != nil {
+		n.log.Warn("cluster: consumer not paused before its step-down", "stream", stream, "consumer", ci.Name, "err", err)
+		return time.Time{}
+	}
+	wctx, cancel := context.WithTimeout(ctx, stepDownPause)
+	defer cancel()
+	for wctx.Err() == nil {
+		if c, err := consumerInfo(wctx, n.js, stream, ci.Name); err == nil && c.CachedInfo().Paused {
+			break
+		}
+		select {
+		case <-wctx.Done():
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	return until
+}
+
+// resumeAfterStepDown resumes the consumers StepDown paused whose pause is still its own
+// (same deadline), each within AttemptTimeout (its look-ups retried every LookupTimeout); a failure is logged (the pause ends at its
+// deadline).
+func (n *Node) resumeAfterStepDown(paused []pausedConsumer) {
+	for _, p := range paused {
+		ctx, cancel := context.WithTimeout(context.Background(), AttemptTimeout)
+		var c jetstream.Consumer
+		var err error
+		for {
+			if c, err = consumerInfo(ctx, n.js, p.stream, p.name); err == nil || ctx.Err() != nil {
+				break
+			}
+		}
+		if err == nil {
+			pu := c.CachedInfo().Config.PauseUntil
+			if pu == nil || !pu.Equal(p.until) {
+				cancel()
+				continue // resumed already, or paused again by an operator
+			}
+			_, err = n.js.ResumeConsumer(ctx, p.stream, p.name)
+		}
+		cancel()
+		if err != nil {
+			n.log.Warn("cluster: consumer not resumed after its step-down; it resumes at its deadline", "stream", p.stream, "consumer", p.name, "until", p.until, "err", err)
+		}
+	}
+}
+
+// LookupTimeout bounds one stream or consumer info request while leaderships move: the
+// first such request a node sends after stepping down may go unanswered (seen: no answer
+// at all, from a consumer whose new leader was elected within a second), so each is
+// retried soon instead of waiting out a whole deadline.
+const LookupTimeout = 250 * time.Millisecond
+
+// consumerInfo looks consumer name of stream up within LookupTimeout (and ctx).
+func consumerInfo(ctx context.Context, js jetstream.JetStream, stream, name string) (jetstream.Consumer, error) {
+	ctx, cancel := context.WithTimeout(ctx, LookupTimeout)
+	defer cancel()
+	return js.Consumer(ctx, stream, name)
 }

@@ -1,6 +1,7 @@
 package router
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/titan-broker/titan/internal/dest"
@@ -147,5 +148,50 @@ func TestRequestReplyToIsAuthorized(t *testing.T) {
 	}
 	if len(seen) != 2 || seen[1] != "SEND secret" {
 		t.Fatalf("Authorize saw %v, want the request and then its reply-to", seen)
+	}
+}
+
+// everyQueueStore is a countingStore that is the only storage of queue messages
+// (QueueStorer, as cluster mode's Persister), recording the destinations it was given.
+type everyQueueStore struct {
+	countingStore
+	every bool
+	got   []string
+}
+
+func (s *everyQueueStore) StoresEveryQueueSend() bool { return s.every }
+
+func (s *everyQueueStore) PersistAsync(id dest.Identity, m *message.Message) (func() error, error) {
+	s.got = append(s.got, id.Channel)
+	return s.countingStore.PersistAsync(id, m)
+}
+
+func (s *everyQueueStore) Persist(id dest.Identity, m *message.Message) error {
+	s.got = append(s.got, id.Channel)
+	return s.countingStore.Persist(id, m)
+}
+
+// Issue 28: a Persister that stores every queue SEND (cluster mode) gets a queue's
+// persistent:false SENDs through the store stage too, so they are pipelined like
+// persistent ones; a single node's store does not, and topics are never stored.
+func TestStoreStageTakesEveryQueueSendWhenThePersisterAsks(t *testing.T) {
+	for _, every := range []bool{true, false} {
+		st := &everyQueueStore{every: every}
+		r, e, c, _ := newTest(Options{Store: st})
+		r.Handle(c, fr(frame.CmdSend, "x", "destination", "/queue/plain", "persistent", "false"))
+		r.Handle(c, fr(frame.CmdSend, "x", "destination", "/queue/receipted", "persistent", "false", "receipt", "r1"))
+		r.Handle(c, fr(frame.CmdSend, "x", "destination", "/queue/durable"))
+		r.Handle(c, fr(frame.CmdSend, "x", "destination", "/topic/news", "persistent", "false"))
+		r.Close(c)
+		want := []string{"durable"}
+		if every {
+			want = []string{"plain", "receipted", "durable"}
+		}
+		if !slices.Equal(st.got, want) {
+			t.Fatalf("every=%v: stored %v, want %v", every, st.got, want)
+		}
+		if len(e.published) != 4 {
+			t.Fatalf("every=%v: published %v, want all 4 SENDs", every, e.published)
+		}
 	}
 }

@@ -225,6 +225,16 @@ type LazyPersister interface {
 	PersistLazy(id dest.Identity, m *message.Message) (wait func() error, err error)
 }
 
+// QueueStorer is implemented by a Persister that is the only place a queue message lives
+// (cluster mode: a queue is a subject of a JetStream stream, so a persistent:false SEND is
+// published there too). When StoresEveryQueueSend is true the queue route's store stage
+// takes every SEND, persistent or not, so a connection's persistent:false SENDs are
+// pipelined like its persistent ones (issue 28) instead of published one at a time by the
+// publish stage; each RECEIPT still follows its own message's store, in SEND order.
+type QueueStorer interface {
+	StoresEveryQueueSend() bool
+}
+
 // Syncer is implemented by a Persister whose acknowledgements (store deletes) are synced
 // lazily: Sync returns once every acknowledgement so far is durable. The ACK and NACK
 // stages call it before writing a RECEIPT (and COMMIT, for a transaction holding ACKs), so a

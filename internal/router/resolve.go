@@ -102,7 +102,8 @@ func (r *Router) build() {
 		if p.ExistingQueues != nil {
 			qhead = append(qhead, existingQueueStage{port: p.ExistingQueues})
 		}
-		store := newStoreStage(o.Store, false)
+		qs, _ := o.Store.(QueueStorer) // cluster mode stores persistent:false SENDs too
+		store := newStoreStage(o.Store, qs != nil && qs.StoresEveryQueueSend())
 		send(RouteSendQueue, dest.PatternQueues, qhead, append(append(slices.Clone(replies), limit(false)...),
 			responseStage{requests: p.Requests}), &store, p.Queues, nil)
 		r.table[RouteSendQueue][dest.PatternQueues].early = true // published before its commit (deferTail)

@@ -435,6 +435,10 @@ func (s attachStage) Apply(c *Context) {
 		c.fail("duplicate subscription id", "subscription "+frame.Echo(sub.ID)+" is already active")
 	case errors.Is(err, ErrDurableSubscriptionLimit):
 		c.failWith("durable subscription limit reached", "the broker holds its maximum number of durable subscriptions (max-durable-subscriptions); reuse a durable-name or ask an operator to delete unused ones", err)
+	case errors.Is(err, ErrDurableSubscriptionInUse):
+		// Cluster mode: one live SUBSCRIBE per durable-name (README, cluster differences).
+		c.failWith("durable subscription in use", strings.TrimPrefix(err.Error(), "cluster: ")+
+			"; in cluster mode one SUBSCRIBE at a time reads a durable-name", err)
 	default:
 		c.fail("subscribe failed", "the subscription could not be started")
 	}

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"net"
 	"strconv"
@@ -11,6 +12,8 @@ import (
 	"time"
 
 	"github.com/go-stomp/stomp/v3"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 )
 
 // Pipelined SENDs in cluster mode (issue 13 on issue 15's adapters): one producer writes
@@ -150,4 +153,72 @@ func readFrameFrom(r *bufio.Reader) (*rawFrame, error) {
 		}
 	}
 	return f, nil
+}
+
+// Issue 28: a queue SEND with persistent:false is pipelined in cluster mode like a
+// persistent one (a queue message lives only in its stream). One producer on n0 writes
+// SENDs alternating persistent:false and persistent:true, each with a receipt, without
+// waiting; every RECEIPT comes in SEND order, the stream holds every message before anyone
+// consumes (so each RECEIPT followed its store), and a consumer on n1 receives them all in
+// SEND order.
+func TestClusterNonPersistentSendsPipelinedInOrder(t *testing.T) {
+	t.Parallel()
+	nodes := startCluster(t, "")
+	const dst = "/queue/pipe.nonpersistent"
+	const n = 600
+	c, err := net.Dial("tcp", "127.0.0.1:"+strconv.Itoa(nodes[0].stompPort))
+	requireNoError(t, err)
+	defer c.Close()
+	r := bufio.NewReader(c)
+	_, err = c.Write([]byte("CONNECT\naccept-version:1.2\nhost:/\nheart-beat:0,0\n\n\x00"))
+	requireNoError(t, err)
+	f, err := readFrameFrom(r)
+	requireNoError(t, err)
+	if f.command != "CONNECTED" {
+		t.Fatalf("CONNECT answered %s", f)
+	}
+	w := bufio.NewWriter(c)
+	for i := range n {
+		fmt.Fprintf(w, "SEND\ndestination:%s\npersistent:%v\nreceipt:%d\ncontent-type:text/plain\n\n%d\x00", dst, i%2 == 1, i, i)
+	}
+	requireNoError(t, w.Flush())
+	requireNoError(t, c.SetReadDeadline(time.Now().Add(60*time.Second)))
+	for i := range n {
+		f, err := readFrameFrom(r)
+		requireNoError(t, err, "RECEIPT %d", i)
+		if id, _ := f.get("receipt-id"); f.command != "RECEIPT" || id != strconv.Itoa(i) {
+			t.Fatalf("got %s, want RECEIPT %d (RECEIPTs come in SEND order)", f, i)
+		}
+	}
+	// Every RECEIPT followed its message's store: the queue's stream holds all of them.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	nc, err := nats.Connect(fmt.Sprintf("nats://127.0.0.1:%d", nodes[2].natsPort))
+	requireNoError(t, err)
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	requireNoError(t, err)
+	st, err := js.Stream(ctx, queueStream("default", "pipe.nonpersistent", 0))
+	requireNoError(t, err)
+	info, err := st.Info(ctx)
+	requireNoError(t, err)
+	requireEqual(t, int(info.State.Msgs), n, "messages stored in the queue stream after the last RECEIPT")
+
+	sc := goStompDial(nodes[1], nil)
+	defer func() { _ = sc.Disconnect() }()
+	sub, err := sc.Subscribe(dst, stomp.AckAuto)
+	requireNoError(t, err)
+	for i := range n {
+		select {
+		case m := <-sub.C:
+			if m.Err != nil {
+				t.Fatal(m.Err)
+			}
+			if got := strings.TrimSpace(string(m.Body)); got != strconv.Itoa(i) {
+				t.Fatalf("message %d is %q: not in SEND order", i, got)
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatalf("only %d of %d messages delivered", i, n)
+		}
+	}
 }

@@ -5,8 +5,7 @@ package logs
 import (
 	"cmp"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
+	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -22,6 +21,7 @@ import (
 	"github.com/titan-broker/titan/internal/cluster/pull"
 	"github.com/titan-broker/titan/internal/delivery"
 	"github.com/titan-broker/titan/internal/dest"
+	"github.com/titan-broker/titan/internal/dispatch"
 	"github.com/titan-broker/titan/internal/message"
 )
 
@@ -38,7 +38,8 @@ const autoCredit = 32
 // it is an ordered consumer (ephemeral, no acks); with one, a durable consumer
 // (es_<hash(durable-name, subject)>, explicit acks, replicated) that a later SUBSCRIBE with
 // the same durable-name resumes after the last acknowledged message (its start-position
-// is then ignored).
+// is then ignored). Durable subscriptions are listed, deleted, bounded and expired
+// cluster-wide, one live SUBSCRIBE per durable-name (durables.go, ManageDurables).
 type Pattern struct {
 	life     context.Context // the node's Context: bounds every publish and its retries
 	js       jetstream.JetStream
@@ -50,6 +51,14 @@ type Pattern struct {
 
 	mu      sync.Mutex
 	readers map[*delivery.Subscription]*reader // guarded by mu
+	live    map[string]int                     // live SUBSCRIBEs by durable consumer; guarded by mu
+
+	// The management of durable subscriptions (durables.go), set by ManageDurables.
+	nc      *nats.Conn
+	node    string
+	dopts   DurableOptions
+	liveSub *nats.Subscription
+	refused atomic.Uint64 // SUBSCRIBEs refused by the durable subscription limit
 
 	// Settings gives a log its retention (address settings retention-max-messages,
 	// -bytes, -age; cluster.PlaceLog); nil: none. DuplicateWindow is
@@ -71,7 +80,7 @@ func New(n *cluster.Node, log *slog.Logger) *Pattern {
 		log = slog.New(slog.DiscardHandler)
 	}
 	e := &Pattern{js: n.JetStream(), life: n.Context(), replicas: n.Replicas(), parts: n.Partitions(), streams: cluster.NewStreams(n.JetStream()), acks: n.Acks(), log: log,
-		readers: make(map[*delivery.Subscription]*reader)}
+		readers: make(map[*delivery.Subscription]*reader), live: map[string]int{}}
 	e.streams.Log = log
 	return e
 }
@@ -182,14 +191,18 @@ func (e *Pattern) Subscribe(sub *delivery.Subscription) error {
 			FilterSubjects: []string{subject}, DeliverPolicy: policy, OptStartSeq: startSeq, OptStartTime: startTime,
 		})
 	} else {
-		r.durable = true
-		h := sha256.Sum256([]byte(sub.DurableName + "\x00" + subject))
-		cfg := jetstream.ConsumerConfig{
-			Durable: "es_" + hex.EncodeToString(h[:16]), FilterSubject: subject,
-			DeliverPolicy: policy, OptStartSeq: startSeq, OptStartTime: startTime,
-			AckPolicy: jetstream.AckExplicitPolicy, AckWait: cluster.AckWait, MaxDeliver: -1,
+		// One live SUBSCRIBE per durable-name cluster-wide (durables.go): claimed first.
+		r.durable, r.stream, r.consumer = true, p.Stream, durableConsumer(sub.DurableName, subject)
+		if err := e.claim(ctx, r.consumer, sub.DurableName); err != nil {
+			return err
 		}
-		cons, err = cluster.GetOrCreateConsumer(ctx, e.js, p.Stream, cfg)
+		cons, err = e.bindDurable(ctx, p.Stream, durableConfig(id, sub.DurableName, subject, policy, startSeq, startTime))
+		if err != nil {
+			e.release(r.consumer)
+		}
+	}
+	if errors.Is(err, dispatch.ErrDurableSubscriptionLimit) {
+		return err
 	}
 	if err != nil {
 		return fmt.Errorf("cluster: events-store subscription on %s: %w", id, err)
@@ -206,6 +219,9 @@ func (e *Pattern) Subscribe(sub *delivery.Subscription) error {
 		delete(e.readers, sub)
 		e.mu.Unlock()
 		r.loop.Stop()
+		if r.durable {
+			e.release(r.consumer)
+		}
 		return err
 	}
 	return nil
@@ -225,6 +241,10 @@ func (e *Pattern) Detach(sub *delivery.Subscription, unacked []delivery.Unacked)
 	if !r.durable {
 		return
 	}
+	defer func() {
+		e.release(r.consumer)
+		go e.markOffline(r.stream, r.consumer)
+	}()
 	// Unacknowledged deliveries and what was pulled and not yet delivered are NAKed in
 	// stream order, so that a resume delivers them again.
 	_ = unacked // every one of them is in inflight
@@ -248,8 +268,11 @@ func streamSeq(m jetstream.Msg) uint64 {
 	return 0
 }
 
-// Close stops every reader.
+// Close stops every reader and stops answering live requests.
 func (e *Pattern) Close() {
+	if e.liveSub != nil {
+		_ = e.liveSub.Unsubscribe()
+	}
 	e.mu.Lock()
 	rs := make([]*reader, 0, len(e.readers))
 	for s, r := range e.readers {
@@ -270,6 +293,8 @@ type reader struct {
 	sub     *delivery.Subscription
 	durable bool
 	loop    *pull.Loop
+	// stream and consumer hold a durable subscription (its claim, durables.go).
+	stream, consumer string
 
 	mu       sync.Mutex
 	out      int                      // unsettled deliveries (client ack modes); guarded by mu

@@ -288,6 +288,12 @@ func (p *Persister) PersistAll(ids []dest.Identity, ms []*message.Message) error
 // RECEIPT only after the ACK is stored (issue 27). Errors: cluster.ErrAckUnconfirmed.
 func (p *Persister) Sync() error { return p.acks.Sync() }
 
+// StoresEveryQueueSend implements router.QueueStorer: a queue message lives only in its
+// JetStream stream, so a persistent:false queue SEND is published here too and pipelined
+// like a persistent one (issue 28); its RECEIPT follows its PubAck, as it followed the
+// publish stage's synchronous publish before (on a single node it follows the enqueue).
+func (p *Persister) StoresEveryQueueSend() bool { return true }
+
 // Forget does nothing: a stored JetStream message may already be delivered (see the type).
 func (p *Persister) Forget(dest.Identity, *message.Message) {}
 

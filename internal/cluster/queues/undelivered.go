@@ -106,17 +106,17 @@ func (u *undelivered) add(ctx context.Context, meta *jetstream.MsgMetadata) erro
 	})
 }
 
-// returnUndelivered NAKs a message this node pulled and handed to no client, recording the
-// trip first so the next delivery's count leaves it out.
-// ctx bounds the recording of every message a loop returns at once (a node shutting down
-// without a quorum must not wait for each); once it ended, messages are NAKed unrecorded.
-func (q *Pattern) returnUndelivered(ctx context.Context, jm jetstream.Msg) {
-	if meta, err := jm.Metadata(); err == nil && ctx.Err() == nil {
-		if err := q.undelivered.add(ctx, meta); err != nil {
-			q.log.Warn("undelivered trip not recorded; the next delivery-count includes it", "stream", meta.Stream, "stream_seq", meta.Sequence.Stream, "err", err)
-		}
+// record records one undelivered trip of jm, a message this node pulled and handed to no
+// client, so the next delivery's count leaves it out. Once ctx ended (a node shutting down
+// without a quorum must not wait for each) it records nothing.
+func (q *Pattern) record(ctx context.Context, jm jetstream.Msg) {
+	meta, err := jm.Metadata()
+	if err != nil || ctx.Err() != nil {
+		return
 	}
-	_ = jm.Nak()
+	if err := q.undelivered.add(ctx, meta); err != nil {
+		q.log.Warn("undelivered trip not recorded; the next delivery-count includes it", "stream", meta.Stream, "stream_seq", meta.Sequence.Stream, "err", err)
+	}
 }
 
 // deliveryCount is the message's delivery-count as a single node counts it: JetStream's

@@ -5,6 +5,7 @@ package status
 import (
 	"context"
 	"errors"
+	"math/bits"
 	"net"
 	"slices"
 	"strings"
@@ -136,6 +137,10 @@ type QueueStatus struct {
 	// Stored counts the messages the stream holds for it (undelivered and delivered but
 	// not yet acknowledged; a WorkQueue stream removes a message when it is acknowledged).
 	Stored uint64
+	// Bytes is the queue's share of the bytes its stream stores: JetStream keeps bytes per
+	// stream, not per subject, so it is exact when the queue holds every message of its
+	// stream and otherwise the stream's bytes in proportion to the queue's messages.
+	Bytes uint64
 	// Consumer is false for a queue with messages and no durable consumer yet (no node
 	// ever had a subscriber for it); the consumer fields are then zero.
 	Consumer bool
@@ -409,7 +414,8 @@ func queueStatuses(ctx context.Context, js jetstream.JetStream, st *Status, ss S
 	} else {
 		for subj, count := range si.State.Subjects {
 			if id, ok := cluster.IdentityOfSubject(subj); ok && id.Group == group {
-				get(id).Stored = count
+				qs := get(id)
+				qs.Stored, qs.Bytes = count, shareOf(si.State.Bytes, count, si.State.Msgs)
 			}
 		}
 	}
@@ -498,4 +504,17 @@ func replicas(ps []*jetstream.PeerInfo) []ReplicaStatus {
 	}
 	slices.SortFunc(out, func(a, b ReplicaStatus) int { return strings.Compare(a.Name, b.Name) })
 	return out
+}
+
+// shareOf is bytes×part/whole without overflow (bytes when part is whole; 0 when whole is 0).
+func shareOf(bytes, part, whole uint64) uint64 {
+	if whole == 0 || part >= whole {
+		if whole == 0 {
+			return 0
+		}
+		return bytes
+	}
+	hi, lo := bits.Mul64(bytes, part)
+	q, _ := bits.Div64(hi, lo, whole)
+	return q
 }

@@ -109,3 +109,16 @@ func TestReplicasOnDownNodesAreOffline(t *testing.T) {
 		t.Fatalf("replicas %+v: want a current, b offline", got)
 	}
 }
+
+// A queue's bytes are its share of its stream's bytes, exact when it holds them all, and
+// computed without overflow.
+func TestShareOf(t *testing.T) {
+	for _, c := range []struct{ bytes, part, whole, want uint64 }{
+		{3000, 3, 3, 3000}, {3000, 1, 3, 1000}, {3000, 0, 3, 0}, {3000, 2, 0, 0},
+		{1 << 62, 1 << 40, 1 << 41, 1 << 61},
+	} {
+		if got := shareOf(c.bytes, c.part, c.whole); got != c.want {
+			t.Errorf("shareOf(%d, %d, %d) = %d, want %d", c.bytes, c.part, c.whole, got, c.want)
+		}
+	}
+}
