@@ -40,6 +40,7 @@ type serveFlags struct {
 	clusterRoutes   string
 	clusterNode     string
 	clusterReplicas int
+	clusterParts    int
 	clientPort      int
 }
 
@@ -137,6 +138,7 @@ re-reads the file without dropping connections.`,
 	fl.StringVar(&f.clusterListen, "cluster-listen", "", "cluster mode: route listen HOST:PORT (default 0.0.0.0:6222)")
 	fl.StringVar(&f.clusterRoutes, "cluster-routes", "", "cluster mode: seed routes nats://HOST:PORT,... (the same list on every node)")
 	fl.IntVar(&f.clusterReplicas, "cluster-replicas", 0, "cluster mode: JetStream replicas per stream (default 3)")
+	fl.IntVar(&f.clusterParts, "cluster-partitions", 0, "cluster mode: streams per group and class that queues and logs are spread over (titan.cluster.partitions; default: the cluster's, 12 for a new one; fixed at its first start)")
 	fl.StringVar(&f.clusterNode, "cluster-node", "", "cluster mode: this node's unique, stable name")
 	fl.IntVar(&f.clientPort, "cluster-client-port", 0, "cluster mode: the embedded NATS server's client port on 127.0.0.1, for nats CLI and benchmarks (titan.cluster.client-port; default a free port)")
 	fl.BoolVar(&f.acceptDataLoss, "accept-data-loss", false, "start even though recovery found committed records missing (see 'titan store check'); the loss is logged")
@@ -228,6 +230,9 @@ func loadServeConfig(cmd *cobra.Command, f *serveFlags) (config.Config, error) {
 		return cfg, err
 	}
 	if err := num("cluster-client-port", "TITAN_CLUSTER_CLIENT_PORT", &cfg.Cluster.ClientPort); err != nil {
+		return cfg, err
+	}
+	if err := num("cluster-partitions", "TITAN_CLUSTER_PARTITIONS", &cfg.Cluster.Partitions); err != nil {
 		return cfg, err
 	}
 	for i := range cfg.Servers {

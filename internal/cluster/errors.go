@@ -31,3 +31,8 @@ var ErrPeerUp = errors.New("cluster: node is up (stop it before removing it)")
 // ErrNotPeer is returned by RemovePeer for a name or peer id that is not in the JetStream
 // meta group (never joined, or already removed).
 var ErrNotPeer = errors.New("cluster: not a member of the cluster")
+
+// ErrPartitionsChanged is returned by Start when cluster.partitions differs from the
+// partition count the cluster stored at its first start: destinations would map to other
+// streams and the messages already stored would be stranded (partition.go).
+var ErrPartitionsChanged = errors.New("cluster: partition count changed")

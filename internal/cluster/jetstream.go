@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync"
 	"time"
 
@@ -162,15 +163,19 @@ func LastSequence(ctx context.Context, js jetstream.JetStream, stream string) (u
 
 // Streams creates streams once per node. The zero value is not usable: NewStreams.
 type Streams struct {
-	js       jetstream.JetStream
-	createMu sync.Mutex // serializes creation; the others then find it made
-	mu       sync.Mutex
-	made     map[string]bool // guarded by mu
+	js   jetstream.JetStream
+	mu   sync.Mutex
+	made map[string]bool          // guarded by mu
+	busy map[string]chan struct{} // creations in progress, closed when done; guarded by mu
+
+	// Log, when set before the first Ensure, gets a warning when a new stream's leader
+	// could not be placed on its preferred node (PreferredLeader).
+	Log *slog.Logger
 }
 
 // NewStreams returns the stream maker over js.
 func NewStreams(js jetstream.JetStream) *Streams {
-	return &Streams{js: js, made: make(map[string]bool)}
+	return &Streams{js: js, made: make(map[string]bool), busy: make(map[string]chan struct{})}
 }
 
 // Has reports whether this node saw stream name made.
@@ -181,43 +186,75 @@ func (s *Streams) Has(name string) bool {
 }
 
 // Ensure creates the stream cfg unless this node saw it made (an existing stream is
-// reconciled to cfg's Titan-managed settings). Concurrent creations of one stream from
+// reconciled to cfg's Titan-managed settings). A replicated stream this node created gets
+// its leader moved to its PreferredLeader before Ensure returns (placeLeader: at most
+// leaderPlaceTimeout more, once per stream), so no publish of this node goes to the
+// leader being replaced. One stream is made by one call at a time (the others wait for
+// it); different streams are made in parallel. Concurrent creations of one stream from
 // several nodes can leave all but the first request unanswered: every attempt is bounded,
 // and each first looks the stream up. Errors: the JetStream API's, after retries until ctx
 // ends.
 func (s *Streams) Ensure(ctx context.Context, cfg jetstream.StreamConfig) error {
-	if s.Has(cfg.Name) {
-		return nil
+	for {
+		s.mu.Lock()
+		if s.made[cfg.Name] {
+			s.mu.Unlock()
+			return nil
+		}
+		if ch, ok := s.busy[cfg.Name]; ok {
+			s.mu.Unlock()
+			select {
+			case <-ch:
+				continue
+			case <-ctx.Done():
+				return fmt.Errorf("cluster: creating stream %s: %w", cfg.Name, ctx.Err())
+			}
+		}
+		ch := make(chan struct{})
+		s.busy[cfg.Name] = ch
+		s.mu.Unlock()
+		err := s.ensure(ctx, cfg)
+		s.mu.Lock()
+		delete(s.busy, cfg.Name)
+		if err == nil {
+			s.made[cfg.Name] = true
+		}
+		s.mu.Unlock()
+		close(ch)
+		return err
 	}
-	s.createMu.Lock()
-	defer s.createMu.Unlock()
-	if s.Has(cfg.Name) {
-		return nil
-	}
+}
+
+func (s *Streams) ensure(ctx context.Context, cfg jetstream.StreamConfig) error {
 	for {
 		actx, cancel := context.WithTimeout(ctx, AttemptTimeout)
 		st, err := s.js.Stream(actx, cfg.Name)
+		created := false
 		if errors.Is(err, jetstream.ErrStreamNotFound) {
 			_, err = s.js.CreateStream(actx, cfg)
 			if errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
 				err = nil
+			} else {
+				created = err == nil
 			}
 		} else if err == nil {
 			err = reconcile(actx, s.js, st.CachedInfo().Config, cfg)
 		}
 		cancel()
 		if err == nil {
-			break
+			if created && cfg.Replicas > 1 {
+				// This node made it: it places its leader (partition.go).
+				if perr := placeLeader(ctx, s.js, cfg.Name); perr != nil && s.Log != nil {
+					s.Log.Warn("stream leader left where JetStream elected it", "stream", cfg.Name, "err", perr)
+				}
+			}
+			return nil
 		}
 		if !Retryable(err) || ctx.Err() != nil {
 			return fmt.Errorf("cluster: creating stream %s: %w", cfg.Name, err)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	s.mu.Lock()
-	s.made[cfg.Name] = true
-	s.mu.Unlock()
-	return nil
 }
 
 // WithCancel returns a context under parent (the node's Context) bounded by timeout that

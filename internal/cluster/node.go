@@ -13,8 +13,9 @@
 // Mapping (docs/design.md "Cluster mode"): one subject namespace
 // t.<group>.<kind>.<tok1>.<tok2>… that keeps group and segment boundaries (Subject); events
 // are core NATS publishes (wildcard SUBSCRIBE filters pass through: Titan's `*` and `>` are
-// NATS's); queues are one WorkQueue stream per group (TITAN_<group>_Q, subjects
-// t.<group>.q.>) with one durable, explicitly acknowledged pull consumer per (group, queue),
+// NATS's); queues are WorkQueue streams per group (TITAN_<group>_Q, subjects t.<group>.q.>;
+// with cluster.partitions N > 1, N streams TITAN_<group>_Q_P<k>, a queue in one of them:
+// partition.go) with one durable, explicitly acknowledged pull consumer per (group, queue),
 // which gives one ordered stream of deliveries per destination cluster-wide.
 //
 // # Concurrency
@@ -66,6 +67,8 @@ type Node struct {
 	acks *Acks
 	disk *diskWatch // nil with an external NATS
 	log  *slog.Logger
+	// partitions is the cluster's partition count, settled at Start (partition.go).
+	partitions int
 
 	sysPass string // the embedded server's system-account user's password
 
@@ -78,7 +81,8 @@ type Node struct {
 
 // Start embeds a clustered nats-server with JetStream (cfg.Name set) or connects to the
 // external NATS at cfg.NatsURL, and returns once JetStream answers (a meta leader is
-// elected), or an error after ReadyTimeout / ctx. maxPayload is the largest message body
+// elected), or an error after ReadyTimeout / ctx; ErrPartitionsChanged when
+// cfg.Partitions differs from the count the cluster was started with (partition.go). maxPayload is the largest message body
 // the broker accepts (the embedded server's max_payload follows it). cfg has defaults
 // applied (config.Config.ApplyDefaults).
 func Start(ctx context.Context, cfg config.Cluster, maxPayload int, log *slog.Logger) (*Node, error) {
@@ -110,6 +114,10 @@ func Start(ctx context.Context, cfg config.Cluster, maxPayload int, log *slog.Lo
 		return nil, err
 	}
 	if err := n.waitReady(ctx); err != nil {
+		n.Close()
+		return nil, err
+	}
+	if err := n.settlePartitions(ctx); err != nil {
 		n.Close()
 		return nil, err
 	}

@@ -34,6 +34,14 @@ import (
 //     message, exact), MaxBytes B (the stream's total: every log of the group sharing
 //     these bounds), discard old; subjects t.<group>.es<h>.<channel> (bare: esb<h>).
 //
+// Partitions (partition.go): with cluster.partitions N > 1 every one of these classes is N
+// streams, a destination in partition k = PartitionOf(id, N) of its class. Partition k's
+// stream name ends in _P<k> (TITAN_<group>_Q_P3, TITAN_<group>_Q_R<N>_P3,
+// TITAN_<group>_ES_P3, TITAN_<group>_ES_<h>_P3) and its subject kinds end in _<k>
+// (t.<group>.q_3.<channel>, qb_3, qs_3, r<N>_3, rb<N>_3, rs<N>_3, es_3, esb_3, es<h>_3,
+// esb<h>_3), so the partitions of a class own disjoint subject spaces. With one partition
+// the names are the ones above, unchanged.
+//
 // Every node must run with the same address settings: a node that resolved a destination
 // to another class would store it in another stream (README "Running a cluster").
 
@@ -47,6 +55,9 @@ type Placement struct {
 	Stream string
 	// Subject is the destination's subject.
 	Subject string
+	// Partition is the stream's partition of its group and class, in [0, partitions);
+	// always 0 with one partition.
+	Partition int
 	// Holders is the subject prefix of scheduled (delay) holders, "t.<group>.<kind>."
 	// (queues only).
 	Holders string
@@ -55,15 +66,19 @@ type Placement struct {
 }
 
 // PlaceQueue returns queue id's placement: ringSize is its address setting ring-size (0:
-// none), replicas the streams' replica count, window the configured duplicate-detection
-// window (0: DefaultDuplicateWindow; the stream's Nats-Msg-Id window is
-// StreamWindow(window), see duplicates.go).
-func PlaceQueue(id dest.Identity, ringSize, replicas int, window time.Duration) Placement {
+// none), replicas the streams' replica count, partitions the group's partition count (the
+// node's Partitions; 0 or 1: one stream per class, the unpartitioned names), window the
+// configured duplicate-detection window (0: DefaultDuplicateWindow; the stream's
+// Nats-Msg-Id window is StreamWindow(window), see duplicates.go). The destination lives in
+// partition PartitionOf(id, partitions) of its class: its messages, its scheduled holders
+// and its consumer are all in that one stream, so its FIFO order is the stream's.
+func PlaceQueue(id dest.Identity, ringSize, replicas, partitions int, window time.Duration) Placement {
 	window = StreamWindow(window)
+	k := PartitionOf(id, partitions)
 	if n := ringSize; n > 0 {
-		k := strconv.Itoa(n)
-		kind, bare, hold := "r"+k, "rb"+k, "rs"+k
-		p := Placement{Stream: StreamName(id.Group) + "_R" + k, Holders: "t." + id.Group + "." + hold + "."}
+		r := strconv.Itoa(n)
+		kind, bare, hold := partKind("r"+r, k, partitions), partKind("rb"+r, k, partitions), partKind("rs"+r, k, partitions)
+		p := Placement{Stream: partStream(StreamName(id.Group)+"_R"+r, k, partitions), Partition: k, Holders: "t." + id.Group + "." + hold + "."}
 		if id.Bare {
 			p.Subject = SubjectOf(id, bare)
 		} else {
@@ -77,30 +92,36 @@ func PlaceQueue(id dest.Identity, ringSize, replicas int, window time.Duration) 
 		}
 		return p
 	}
-	return Placement{
-		Stream: StreamName(id.Group), Subject: Subject(id), Holders: "t." + id.Group + "." + KindSchedule + ".",
-		Config: jetstream.StreamConfig{
-			Name: StreamName(id.Group), Subjects: QueueSubjects(id.Group),
-			Retention: jetstream.WorkQueuePolicy, Storage: jetstream.FileStorage, Replicas: replicas,
-			Duplicates: window, AllowMsgTTL: true, AllowMsgSchedules: true, AllowAtomicPublish: true, MaxConsumers: -1,
-		},
+	kind, bare, hold := partKind(KindQueue, k, partitions), partKind(KindQueueBare, k, partitions), partKind(KindSchedule, k, partitions)
+	p := Placement{Stream: partStream(StreamName(id.Group), k, partitions), Partition: k, Holders: "t." + id.Group + "." + hold + "."}
+	if id.Bare {
+		p.Subject = SubjectOf(id, bare)
+	} else {
+		p.Subject = SubjectOf(id, kind)
 	}
+	p.Config = jetstream.StreamConfig{
+		Name: p.Stream, Subjects: []string{"t." + id.Group + "." + kind + ".>", "t." + id.Group + "." + bare + ".>", p.Holders + ">"},
+		Retention: jetstream.WorkQueuePolicy, Storage: jetstream.FileStorage, Replicas: replicas,
+		Duplicates: window, AllowMsgTTL: true, AllowMsgSchedules: true, AllowAtomicPublish: true, MaxConsumers: -1,
+	}
+	return p
 }
 
 // PlaceLog returns events-store log id's placement from its address settings s
-// (retention); replicas and window as PlaceQueue's.
-func PlaceLog(id dest.Identity, s address.Settings, replicas int, window time.Duration) Placement {
+// (retention); replicas, partitions and window as PlaceQueue's. A log lives in partition
+// PartitionOf(id, partitions) of its retention class: its sequences are that stream's
+// (monotonic per log, as before; not dense).
+func PlaceLog(id dest.Identity, s address.Settings, replicas, partitions int, window time.Duration) Placement {
 	window = StreamWindow(window)
-	if s.RetentionMaxMessages <= 0 && s.RetentionMaxBytes <= 0 && s.RetentionMaxAge <= 0 {
-		return Placement{Stream: StoreStreamName(id.Group), Subject: Subject(id), Config: jetstream.StreamConfig{
-			Name: StoreStreamName(id.Group), Subjects: storeSubjects(id.Group),
-			Retention: jetstream.LimitsPolicy, Storage: jetstream.FileStorage, Replicas: replicas,
-			Duplicates: window, AllowAtomicPublish: true, MaxConsumers: -1,
-		}}
+	k := PartitionOf(id, partitions)
+	base, h := StoreStreamName(id.Group), ""
+	retained := s.RetentionMaxMessages > 0 || s.RetentionMaxBytes > 0 || s.RetentionMaxAge > 0
+	if retained {
+		h = retentionClass(s)
+		base += "_" + h
 	}
-	h := retentionClass(s)
-	kind, bare := KindStore+h, KindStoreBare+h
-	p := Placement{Stream: StoreStreamName(id.Group) + "_" + h}
+	kind, bare := partKind(KindStore+h, k, partitions), partKind(KindStoreBare+h, k, partitions)
+	p := Placement{Stream: partStream(base, k, partitions), Partition: k}
 	if id.Bare {
 		p.Subject = SubjectOf(id, bare)
 	} else {
@@ -109,9 +130,13 @@ func PlaceLog(id dest.Identity, s address.Settings, replicas int, window time.Du
 	cfg := jetstream.StreamConfig{
 		Name: p.Stream, Subjects: []string{"t." + id.Group + "." + kind + ".>", "t." + id.Group + "." + bare + ".>"},
 		Retention: jetstream.LimitsPolicy, Storage: jetstream.FileStorage, Replicas: replicas,
-		Discard: jetstream.DiscardOld, MaxMsgs: -1, MaxMsgsPerSubject: -1, MaxBytes: -1,
 		Duplicates: window, AllowAtomicPublish: true, MaxConsumers: -1,
 	}
+	if !retained {
+		p.Config = cfg
+		return p
+	}
+	cfg.Discard, cfg.MaxMsgs, cfg.MaxMsgsPerSubject, cfg.MaxBytes = jetstream.DiscardOld, -1, -1, -1
 	if s.RetentionMaxMessages > 0 {
 		cfg.MaxMsgsPerSubject = s.RetentionMaxMessages
 	}

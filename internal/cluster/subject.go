@@ -106,37 +106,34 @@ func AppendToken(b *strings.Builder, tok string) {
 	}
 }
 
-// StreamName is the WorkQueue stream of a group's queues.
+// StreamName is the WorkQueue stream of a group's queues with one partition (with more,
+// partition k's is StreamName_P<k>: PlaceQueue).
 func StreamName(group string) string { return "TITAN_" + group + "_Q" }
 
-// QueueSubjects are the subjects of a group's queue stream.
+// QueueSubjects are the subjects of a group's queue stream with one partition.
 func QueueSubjects(group string) []string {
 	return []string{"t." + group + "." + KindQueue + ".>", "t." + group + "." + KindQueueBare + ".>", "t." + group + "." + KindSchedule + ".>"}
 }
 
-// StoreStreamName is the Limits stream of a group's events-store logs.
+// StoreStreamName is the Limits stream of a group's events-store logs with one partition
+// (with more, partition k's is StoreStreamName_P<k>: PlaceLog).
 func StoreStreamName(group string) string { return "TITAN_" + group + "_ES" }
 
-// storeSubjects are the subjects of a group's events-store stream.
-func storeSubjects(group string) []string {
-	return []string{"t." + group + "." + KindStore + ".>", "t." + group + "." + KindStoreBare + ".>"}
-}
-
 // IdentityOfSubject is Subject's inverse for a queue subject (t.<group>.q.<tokens> or
-// t.<group>.qb.<tokens>, and a ring queue's t.<group>.r<N>.<tokens> or rb<N>): it undoes
-// AppendToken's percent-encoding.
+// t.<group>.qb.<tokens>, and a ring queue's t.<group>.r<N>.<tokens> or rb<N>, each also
+// with a partition's _<k> suffix: q_3, rb10_3): it undoes AppendToken's percent-encoding.
 func IdentityOfSubject(subject string) (dest.Identity, bool) {
 	parts := strings.SplitN(subject, ".", 4)
 	if len(parts) != 4 || parts[0] != "t" {
 		return dest.Identity{}, false
 	}
 	id := dest.Identity{Group: parts[1], Pattern: dest.PatternQueues}
-	switch parts[2] {
+	switch splitKind(parts[2]) { // a partition's kind is its class's with _<k> (partition.go)
 	case KindQueue:
 	case KindQueueBare:
 		id.Bare = true
 	default:
-		switch k := parts[2]; {
+		switch k := splitKind(parts[2]); {
 		case len(k) > 2 && k[:2] == "rb" && digits(k[2:]):
 			id.Bare = true
 		case len(k) > 1 && k[0] == 'r' && digits(k[1:]):

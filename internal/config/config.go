@@ -142,6 +142,12 @@ type Cluster struct {
 	// Replicas is the JetStream replica count of every stream (default 3; at most the
 	// number of nodes).
 	Replicas int `yaml:"replicas"`
+	// Partitions is how many JetStream streams each group's queues (and, separately, its
+	// events-store logs, each ring size and retention class) are spread over, a destination
+	// in one of them by a hash of its name (1-256; 0, the default: the count the cluster
+	// was first started with, 12 for a new cluster). Fixed at the cluster's first start and
+	// stored in it: a node configured with another count refuses to start.
+	Partitions int `yaml:"partitions"`
 	// StoreDir is the JetStream store directory (default <data-dir>/jetstream).
 	StoreDir string `yaml:"store-dir"`
 	// Sync is "always" (default: every write fsync'd before the PubAck) or a Go duration

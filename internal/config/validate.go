@@ -123,6 +123,9 @@ func (c *Config) Validate() error {
 		if cl.Replicas < 1 || cl.Replicas > 5 {
 			add("titan.cluster: replicas %d out of range 1-5", cl.Replicas)
 		}
+		if cl.Partitions < 0 || cl.Partitions > 256 {
+			add("titan.cluster: partitions %d out of range 1-256 (0: the cluster's own)", cl.Partitions)
+		}
 		if cl.Name != "" {
 			if _, _, err := net.SplitHostPort(cl.Listen); err != nil {
 				add("titan.cluster: listen %q is not HOST:PORT", cl.Listen)

@@ -76,7 +76,8 @@ func TestClusterConsoleBytesAndDeadLetters(t *testing.T) {
 	if bytes < 3000 {
 		t.Fatalf("node 1 lists %s with %d bytes, want at least the 3,000 bytes of its bodies", jobs, bytes)
 	}
-	checkEqual(t, streamBytes(t, nodes[2], "TITAN_default_Q"), uint64(bytes), "bytes of %s (the only messages of TITAN_default_Q)", jobs)
+	jobsStream := queueStream("default", "ccons.jobs", 0) // cluster_partition_test.go
+	checkEqual(t, streamBytes(t, nodes[2], jobsStream), uint64(bytes), "bytes of %s (the only messages of %s)", jobs, jobsStream)
 
 	// One dead letter by node 1, one by node 2: each node's consumer NACKs its message once,
 	// and its redelivery is past max-deliveries.

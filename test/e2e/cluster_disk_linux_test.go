@@ -145,7 +145,7 @@ func TestClusterDiskFullDownThenRecovers(t *testing.T) {
 		if v, ok = getCluster(n1); !ok {
 			return false
 		}
-		s, ok := v.stream("TITAN_default_Q")
+		s, ok := v.stream(queueStream("default", "disk-full", 0))
 		if !ok || s.Leader == "" || len(s.Replicas) != 2 {
 			return false
 		}
@@ -155,7 +155,7 @@ func TestClusterDiskFullDownThenRecovers(t *testing.T) {
 			}
 		}
 		return true
-	}, "TITAN_default_Q's replicas current again (last %+v)", &v)
+	}, "%s's replicas current again (last %+v)", queueStream("default", "disk-full", 0), &v)
 	for _, l := range strings.Split(n0.stderr.String(), "\n") {
 		if strings.Contains(l, "DISABLED") || strings.Contains(l, "re-enabl") || strings.Contains(l, "writable") {
 			t.Logf("n0: %s", l)

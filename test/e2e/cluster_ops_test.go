@@ -91,6 +91,7 @@ func TestClusterOperatorView(t *testing.T) {
 	pythonClient.require(t)
 	nodes := startCluster(t, "")
 	const dest = "/queue/ops"
+	opsQ, opsES := queueStream("default", "ops", 0), logStream("default", "ops-log") // cluster_partition_test.go
 	var sent struct {
 		Error string `json:"error"`
 	}
@@ -115,7 +116,7 @@ func TestClusterOperatorView(t *testing.T) {
 						return false
 					}
 				}
-				s, ok := v.stream("TITAN_default_Q")
+				s, ok := v.stream(opsQ)
 				if !ok || s.Leader == "" || len(s.Replicas) != 2 {
 					return false
 				}
@@ -125,7 +126,7 @@ func TestClusterOperatorView(t *testing.T) {
 					}
 				}
 				return true
-			}, "node %s reports 3 nodes up and TITAN_default_Q with a leader and 2 current replicas (last %+v)", n.name, &v)
+			}, "node %s reports 3 nodes up and %s with a leader and 2 current replicas (last %+v)", n.name, opsQ, &v)
 			requireEqual(t, "embedded", v.Mode, "mode")
 			requireEqual(t, "titan-e2e", v.Cluster, "cluster name")
 			requireEqual(t, n.name, v.Node, "answering node")
@@ -139,17 +140,17 @@ func TestClusterOperatorView(t *testing.T) {
 			if !slices.Equal(names, got) {
 				t.Fatalf("node %s lists nodes %q, want %q", n.name, got, names)
 			}
-			q, _ := v.stream("TITAN_default_Q")
+			q, _ := v.stream(opsQ)
 			requireEqual(t, "default", q.Group, "queue stream group")
 			requireEqual(t, "queues", q.Kind, "queue stream kind")
-			requireEqual(t, uint64(3), q.Messages, "messages stored in TITAN_default_Q")
-			es, ok := v.stream("TITAN_default_ES")
+			requireEqual(t, uint64(3), q.Messages, "messages stored in "+opsQ)
+			es, ok := v.stream(opsES)
 			if !ok || es.Kind != "events-store" || es.Messages != 1 {
 				t.Errorf("node %s: events-store stream = %+v, %v", n.name, es, ok)
 			}
 			// The leader is listed as leading it, and is not among its replicas.
 			for _, x := range v.Nodes {
-				if slices.Contains(x.Leads, "TITAN_default_Q") != (x.Name == q.Leader) {
+				if slices.Contains(x.Leads, opsQ) != (x.Name == q.Leader) {
 					t.Errorf("node %s: %s leads %q but the stream's leader is %s", n.name, x.Name, x.Leads, q.Leader)
 				}
 			}
@@ -161,7 +162,7 @@ func TestClusterOperatorView(t *testing.T) {
 			leaders = append(leaders, q.Leader)
 		}
 		if leaders[0] != leaders[1] || leaders[1] != leaders[2] {
-			t.Errorf("nodes disagree on TITAN_default_Q's leader: %q", leaders)
+			t.Errorf("nodes disagree on %s's leader: %q", opsQ, leaders)
 		}
 	})
 
@@ -194,12 +195,12 @@ func TestClusterOperatorView(t *testing.T) {
 				t.Errorf("node %s: queue list table:\n%s", n.name, table)
 			}
 			out := requireCLIOK(t, n.broker(), "cluster").stdout
-			for _, want := range []string{"Cluster titan-e2e (embedded mode), answered by " + n.name, "TITAN_default_Q", "TITAN_default_ES", n.name + " (this node)"} {
+			for _, want := range []string{"Cluster titan-e2e (embedded mode), answered by " + n.name, opsQ, opsES, n.name + " (this node)"} {
 				if !strings.Contains(out, want) {
 					t.Errorf("node %s: `titan cluster` lacks %q:\n%s", n.name, want, out)
 				}
 			}
-			if !regexp.MustCompile(`(?m)^TITAN_default_Q\s+default\s+queues\s+n\d\s+3\s+3\s+n\d (current|lag \d+), n\d (current|lag \d+)\s*$`).MatchString(out) {
+			if !regexp.MustCompile(`(?m)^` + opsQ + `\s+default\s+queues\s+n\d\s+3\s+3\s+n\d (current|lag \d+), n\d (current|lag \d+)\s*$`).MatchString(out) {
 				t.Errorf("node %s: `titan cluster` stream row:\n%s", n.name, out)
 			}
 		}
@@ -230,7 +231,7 @@ func TestClusterOperatorView(t *testing.T) {
 			}, "node %s: titan_cluster_nodes_up 3", n.name)
 			for _, want := range []string{
 				fmt.Sprintf(`titan_cluster_nodes{node=%q} 3`, n.name),
-				fmt.Sprintf(`titan_cluster_stream_leader{node=%q,stream="TITAN_default_Q"}`, n.name),
+				fmt.Sprintf(`titan_cluster_stream_leader{node=%q,stream=%q}`, n.name, opsQ),
 				fmt.Sprintf(`titan_cluster_stream_replica_lag{node=%q,replica=`, n.name),
 				fmt.Sprintf(`titan_cluster_meta_leader{node=%q}`, n.name),
 				fmt.Sprintf(`go_goroutines{node=%q}`, n.name),
@@ -250,11 +251,11 @@ func TestClusterOperatorView(t *testing.T) {
 		// Exactly one node leads the stream.
 		leading := 0
 		for _, n := range nodes {
-			if strings.Contains(scrapeMetrics(t, n.broker()), fmt.Sprintf(`titan_cluster_stream_leader{node=%q,stream="TITAN_default_Q"} 1`, n.name)) {
+			if strings.Contains(scrapeMetrics(t, n.broker()), fmt.Sprintf(`titan_cluster_stream_leader{node=%q,stream=%q} 1`, n.name, opsQ)) {
 				leading++
 			}
 		}
-		requireEqual(t, 1, leading, "nodes reporting titan_cluster_stream_leader 1 for TITAN_default_Q")
+		requireEqual(t, 1, leading, "nodes reporting titan_cluster_stream_leader 1 for "+opsQ)
 	})
 
 	t.Run("console shows the nodes", func(t *testing.T) {
@@ -282,15 +283,15 @@ func TestClusterOperatorView(t *testing.T) {
 		}
 		// The stream's leader row and its replicas, as the API reports them.
 		v, ok := getCluster(n)
-		q, _ := v.stream("TITAN_default_Q")
+		q, _ := v.stream(opsQ)
 		if !ok || q.Leader == "" {
 			t.Fatalf("cluster view %+v", v)
 		}
 		eventually(t, 15*time.Second, func() bool {
 			rows := cdpEval[[]string](t, ctx, `Array.from(document.querySelectorAll("#nodes tbody tr, #streams tbody tr")).map(function (r) { return r.textContent; })`)
 			all := strings.Join(rows, "|")
-			return strings.Contains(all, q.Leader) && strings.Contains(all, "TITAN_default_Q") && strings.Contains(all, "current")
-		}, "the console shows TITAN_default_Q led by %s with current replicas", q.Leader)
+			return strings.Contains(all, q.Leader) && strings.Contains(all, opsQ) && strings.Contains(all, "current")
+		}, "the console shows %s led by %s with current replicas", opsQ, q.Leader)
 		// The destinations table lists the queue as JetStream holds it.
 		eventually(t, 15*time.Second, func() bool {
 			return strings.Contains(text("dests"), "/queue/ops")
@@ -325,7 +326,7 @@ func TestClusterOperatorView(t *testing.T) {
 
 // checkExternalClusterView checks the cluster view of titan nodes on an external NATS
 // cluster (servers ext0..ext2): mode external, the NATS servers as nodes, and the queue
-// stream with a leader among them and two replicas.
+// stream of /queue/xq with a leader among them and two replicas.
 func checkExternalClusterView(t *testing.T, nodes []*clusterNode) {
 	t.Helper()
 	for _, n := range nodes {
@@ -333,9 +334,9 @@ func checkExternalClusterView(t *testing.T, nodes []*clusterNode) {
 		eventually(t, 20*time.Second, func() bool {
 			var ok bool
 			v, ok = getCluster(n)
-			s, found := v.stream("TITAN_default_Q")
+			s, found := v.stream(queueStream("default", "xq", 0))
 			return ok && found && s.Leader != "" && len(s.Replicas) == 2 && len(v.Nodes) == 3
-		}, "titan %s on external NATS: a cluster view with 3 NATS servers and TITAN_default_Q (last %+v)", n.name, &v)
+		}, "titan %s on external NATS: a cluster view with 3 NATS servers and %s (last %+v)", n.name, queueStream("default", "xq", 0), &v)
 		requireEqual(t, "external", v.Mode, "mode")
 		for _, x := range v.Nodes {
 			if !strings.HasPrefix(x.Name, "ext") || !x.Up {

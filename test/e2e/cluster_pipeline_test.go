@@ -30,7 +30,7 @@ func TestClusterPipelinedSendsKeepOrderThroughLeaderKill(t *testing.T) {
 	first := goStompDial(nodes[0], nil)
 	requireNoError(t, first.Send(dst, "text/plain", []byte("-1"), stomp.SendOpt.Receipt))
 	_ = first.Disconnect()
-	leader := streamLeader(t, nodes, "TITAN_default_Q")
+	leader := streamLeader(t, nodes, queueStream("default", "pipe.order", 0))
 	prod, cons := (leader+1)%3, (leader+2)%3
 
 	c, err := net.Dial("tcp", "127.0.0.1:"+strconv.Itoa(nodes[prod].stompPort))
@@ -198,7 +198,7 @@ func TestClusterNonPersistentSendsPipelinedInOrder(t *testing.T) {
 	defer nc.Close()
 	js, err := jetstream.New(nc)
 	requireNoError(t, err)
-	st, err := js.Stream(ctx, "TITAN_default_Q")
+	st, err := js.Stream(ctx, queueStream("default", "pipe.nonpersistent", 0))
 	requireNoError(t, err)
 	info, err := st.Info(ctx)
 	requireNoError(t, err)

@@ -91,7 +91,7 @@ func TestClusterSemanticsAcrossThreeNodes(t *testing.T) {
 			t.Errorf("ERROR frames: %v", out.Errors)
 		}
 		cfgs := streamConfigs(t, nodes, "TITAN_default_Q_R")
-		c, ok := cfgs["TITAN_default_Q_R3"]
+		c, ok := cfgs[queueStream("default", "ring.orders", 3)]
 		if !ok || c.MaxMsgsPerSubject != 3 || c.Discard != jetstream.DiscardOld || c.Retention != jetstream.WorkQueuePolicy {
 			t.Errorf("ring stream config = %+v (found %v), want WorkQueue, MaxMsgsPerSubject 3, discard old", c, ok)
 		}
@@ -138,7 +138,7 @@ func TestClusterSemanticsAcrossThreeNodes(t *testing.T) {
 		if len(out.Errors) > 0 {
 			t.Errorf("ERROR frames: %v", out.Errors)
 		}
-		c := streamConfigs(t, nodes, "TITAN_default_Q")["TITAN_default_Q"]
+		c := streamConfigs(t, nodes, "TITAN_default_Q")[queueStream("default", "dd", 0)]
 		// The stream keeps broker ids for 1 minute; client ids are kept for the 2-minute
 		// duplicate-detection.window in the TITAN_DUPL bucket (issue 28).
 		requireEqual(t, time.Minute, c.Duplicates, "queue stream duplicate window (the broker-id window)")

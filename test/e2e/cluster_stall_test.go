@@ -28,7 +28,7 @@ func TestClusterStalledStreamDoesNotDelayAnotherStream(t *testing.T) {
 	for i := 0; i < 12 && other == ""; i++ {
 		g := "stall" + strconv.Itoa(i)
 		requireNoError(t, setup.Send(dst, "text/plain", []byte("setup"), stomp.SendOpt.Receipt, stomp.SendOpt.Header("group", g)))
-		l := streamLeader(t, nodes, "TITAN_"+g+"_Q")
+		l := streamLeader(t, nodes, queueStream(g, "stall", 0))
 		switch {
 		case stalled == "":
 			stalled, frozen = g, l

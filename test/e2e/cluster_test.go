@@ -421,9 +421,10 @@ func TestClusterKillNineLosesNoReceiptedMessage(t *testing.T) {
 	}
 	pythonClient.run(t, &broker{stompPort: nodes[0].stompPort}, "send_bodies", map[string]any{"dest": dest, "bodies": []string{"warm-up"}}, &warm)
 	requireEqual(t, "", warm.Error, "warm-up send")
-	leader := streamLeader(t, nodes, "TITAN_default_Q")
+	stream := queueStream("default", "crash", 0)
+	leader := streamLeader(t, nodes, stream)
 	victim, prodNode, consNode := nodes[leader], nodes[(leader+1)%3], nodes[(leader+2)%3]
-	t.Logf("stream TITAN_default_Q is led by %s: killing it; producers on %s, consumer on %s", victim.name, prodNode.name, consNode.name)
+	t.Logf("stream %s is led by %s: killing it; producers on %s, consumer on %s", stream, victim.name, prodNode.name, consNode.name)
 	type produced struct {
 		acked []string
 		at    []time.Time // when each RECEIPT line arrived
@@ -484,7 +485,7 @@ func TestClusterKillNineLosesNoReceiptedMessage(t *testing.T) {
 	victim.waitReady(t)
 	t.Logf("%s killed and back after %v", victim.name, time.Since(killedAt).Round(time.Millisecond))
 	wg.Wait()
-	t.Logf("stream leader after the producers finished: %s", nodes[streamLeader(t, nodes, "TITAN_default_Q")].name)
+	t.Logf("stream leader after the producers finished: %s", nodes[streamLeader(t, nodes, stream)].name)
 	for _, n := range nodes {
 		for _, l := range n.logs {
 			for _, line := range strings.Split(l.String(), "\n") {

@@ -18,6 +18,13 @@ import (
 // free test ports and closes them when t ends. It fails t when a node does not start.
 func StartNodes(t testing.TB) []*cluster.Node {
 	t.Helper()
+	return StartNodesWith(t, nil)
+}
+
+// StartNodesWith is StartNodes with node i's configuration changed by configure (nil:
+// unchanged) before it starts.
+func StartNodesWith(t testing.TB, configure func(i int, c *config.Cluster)) []*cluster.Node {
+	t.Helper()
 	ports := []int{testport.Free(t), testport.Free(t), testport.Free(t)}
 	var routes []string
 	for _, p := range ports {
@@ -33,6 +40,9 @@ func StartNodes(t testing.TB) []*cluster.Node {
 			defer wg.Done()
 			cfg := config.Cluster{Name: "unit", NodeName: fmt.Sprintf("u%d", i), Listen: fmt.Sprintf("127.0.0.1:%d", ports[i]),
 				Routes: routes, Replicas: 3, StoreDir: filepath.Join(dir, fmt.Sprint(i)), Sync: "always"}
+			if configure != nil {
+				configure(i, &cfg)
+			}
 			nodes[i], errs[i] = cluster.Start(context.Background(), cfg, 1<<20, nil)
 		}()
 	}

@@ -352,8 +352,10 @@ func (e *Pattern) markOffline(stream, consumer string) {
 }
 
 // isLogStream reports whether name is an events-store stream (TITAN_<g>_ES, or a retention
-// class's TITAN_<g>_ES_<8 hex>).
+// class's TITAN_<g>_ES_<8 hex>; each also as a partition, _P<k> appended:
+// cluster.PlaceLog).
 func isLogStream(name string) bool {
+	name, _, _ = cluster.SplitPartition(name)
 	if !strings.HasPrefix(name, "TITAN_") {
 		return false
 	}
@@ -448,7 +450,8 @@ func durableInfo(stream string, ci *jetstream.ConsumerInfo) DurableInfo {
 	d := DurableInfo{Group: md[metaGroup], Channel: md[metaChannel], Bare: md[metaBare] == "true", Name: md[metaName],
 		Stream: stream, Consumer: ci.Name, Position: ci.AckFloor.Stream, LastActive: ci.Created}
 	if d.Group == "" { // made before the metadata: the group from the stream
-		d.Group = strings.TrimSuffix(strings.TrimPrefix(stream, "TITAN_"), "_ES")
+		class, _, _ := cluster.SplitPartition(stream)
+		d.Group = strings.TrimSuffix(strings.TrimPrefix(class, "TITAN_"), "_ES")
 	}
 	for _, t := range []*time.Time{ci.Delivered.Last, ci.AckFloor.Last} {
 		if t != nil && t.After(d.LastActive) {

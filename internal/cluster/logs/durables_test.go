@@ -107,6 +107,7 @@ func TestIsLogStream(t *testing.T) {
 	for name, want := range map[string]bool{
 		"TITAN_default_ES": true, "TITAN_a_ES_0123abcd": true, "TITAN_default_Q": false,
 		"TITAN_a_ES_x": false, "OTHER_ES": false, "TITAN_DURABLE_TOPICS": false,
+		"TITAN_default_ES_P3": true, "TITAN_a_ES_0123abcd_P11": true, "TITAN_default_Q_P3": false, "TITAN_a_ES_x_P1": false,
 	} {
 		if got := isLogStream(name); got != want {
 			t.Errorf("isLogStream(%q) = %v, want %v", name, got, want)

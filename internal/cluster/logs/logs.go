@@ -28,8 +28,9 @@ import (
 // autoCredit is how many records an auto-ack subscription takes per pull.
 const autoCredit = 32
 
-// Pattern is the events-store pattern in cluster mode: one Limits stream per group
-// (TITAN_<group>_ES, subjects t.<group>.es.>), a log per channel subject. A SEND returns
+// Pattern is the events-store pattern in cluster mode: Limits streams per group
+// (TITAN_<group>_ES_P<k>, subjects t.<group>.es_<k>.>, the group's logs spread over the
+// cluster's partitions by a hash of the log: cluster.PlaceLog), a log per channel subject. A SEND returns
 // after the PubAck; the MESSAGE's sequence is the stream sequence (monotonic per channel,
 // not dense: the stream is shared by the group's channels). A subscription reads through
 // its own consumer filtered on its channel: start-position new/first/last/<seq>/time:/delta:
@@ -43,6 +44,7 @@ type Pattern struct {
 	life     context.Context // the node's Context: bounds every publish and its retries
 	js       jetstream.JetStream
 	replicas int
+	parts    int // the cluster's partition count (cluster.Node.Partitions)
 	streams  *cluster.Streams
 	acks     *cluster.Acks // the node's acknowledgements
 	log      *slog.Logger
@@ -77,8 +79,10 @@ func New(n *cluster.Node, log *slog.Logger) *Pattern {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Pattern{js: n.JetStream(), life: n.Context(), replicas: n.Replicas(), streams: cluster.NewStreams(n.JetStream()), acks: n.Acks(), log: log,
+	e := &Pattern{js: n.JetStream(), life: n.Context(), replicas: n.Replicas(), parts: n.Partitions(), streams: cluster.NewStreams(n.JetStream()), acks: n.Acks(), log: log,
 		readers: make(map[*delivery.Subscription]*reader), live: map[string]int{}}
+	e.streams.Log = log
+	return e
 }
 
 // Streams returns the streams this adapter made (the pipeline's port).
@@ -90,7 +94,7 @@ func (e *Pattern) Place(id dest.Identity) cluster.Placement {
 	if e.Settings != nil {
 		s = e.Settings.Settings(id)
 	}
-	return cluster.PlaceLog(id, s, e.replicas, e.DuplicateWindow)
+	return cluster.PlaceLog(id, s, e.replicas, e.parts, e.DuplicateWindow)
 }
 
 func (e *Pattern) ensureStream(ctx context.Context, p cluster.Placement) error {

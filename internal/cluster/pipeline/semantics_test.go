@@ -13,6 +13,7 @@ import (
 	"github.com/titan-broker/titan/internal/cluster/clustertest"
 	"github.com/titan-broker/titan/internal/cluster/logs"
 	"github.com/titan-broker/titan/internal/cluster/queues"
+	"github.com/titan-broker/titan/internal/config"
 	"github.com/titan-broker/titan/internal/dedup"
 	"github.com/titan-broker/titan/internal/dest"
 	"github.com/titan-broker/titan/internal/frame"
@@ -21,8 +22,12 @@ import (
 
 // The semantics cluster mode keeps in JetStream, on three embedded R3 nodes: ring size per
 // queue, events-store retention per log, _AMQ_DUPL_ID across nodes, atomic COMMIT batches.
+// They hold per stream; the cluster runs with one partition so that several destinations
+// share a stream here (a shared ring class, a batch over two queues) and a stream made by
+// an earlier version is found (cluster.PlaceQueue places partitions; its tests show each
+// partition a stream of its own with the same configuration).
 func TestClusterSemantics(t *testing.T) {
-	nodes := clustertest.StartNodes(t)
+	nodes := clustertest.StartNodesWith(t, func(_ int, c *config.Cluster) { c.Partitions = 1 })
 	qs := make([]*queues.Pattern, 3)
 	es := make([]*logs.Pattern, 3)
 	cs := make([]*Committer, 3)

@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/titan-broker/titan/internal/cluster"
 	"github.com/titan-broker/titan/internal/cluster/clustertest"
 	"github.com/titan-broker/titan/internal/message"
 )
@@ -65,7 +64,7 @@ func TestQueueOperatorActions(t *testing.T) {
 	if ok, err := op.MoveQueueHead(ctx, id, func(m *message.Message) error { moved = string(m.Body); return nil }); err != nil || !ok || moved != "m0" {
 		t.Fatalf("move head: %v %v %q", ok, err, moved)
 	}
-	if b := clustertest.BodiesOn(t, send.js, "TITAN_ops_Q", cluster.Subject(id)); !clustertest.Equal(b, []string{"m1", "m2"}) {
+	if b := clustertest.BodiesOn(t, send.js, send.Place(id).Stream, send.Place(id).Subject); !clustertest.Equal(b, []string{"m1", "m2"}) {
 		t.Fatalf("after the move the queue holds %v", b)
 	}
 
@@ -95,7 +94,7 @@ func TestQueueOperatorActions(t *testing.T) {
 	if ms, err := op.BrowseQueue(ctx, id, 10); err != nil || len(ms) != 0 {
 		t.Fatalf("after purge browse = %d messages, %v", len(ms), err)
 	}
-	if b := clustertest.BodiesOn(t, send.js, "TITAN_ops_Q", cluster.Subject(other)); !clustertest.Equal(b, []string{"keep"}) {
+	if b := clustertest.BodiesOn(t, send.js, send.Place(other).Stream, send.Place(other).Subject); !clustertest.Equal(b, []string{"keep"}) {
 		t.Fatalf("the other queue holds %v", b)
 	}
 	if _, err := send.Publish(id, clustertest.MsgFor(id, "again"), nil); err != nil {

@@ -33,8 +33,9 @@ const (
 	autoCredit = pull.MaxBatch
 )
 
-// Pattern is the queues pattern in cluster mode. Storage is one WorkQueue stream per group
-// (TITAN_<group>_Q, replicated Replicas times); each (group, queue) has one durable pull
+// Pattern is the queues pattern in cluster mode. Storage is WorkQueue streams per group
+// (TITAN_<group>_Q_P<k>, the group's queues spread over the cluster's partitions by a hash
+// of the queue: cluster.PlaceQueue; replicated Replicas times); each (group, queue) has one durable pull
 // consumer with explicit acks, so a destination has one ordered stream of deliveries
 // cluster-wide whichever node producer and consumer are on. A SEND returns only after the
 // PubAck (stored by a quorum of replicas), so the router's RECEIPT follows it.
@@ -51,6 +52,7 @@ type Pattern struct {
 	life     context.Context // the node's Context: bounds every publish and its retries
 	js       jetstream.JetStream
 	replicas int
+	parts    int // the cluster's partition count (cluster.Node.Partitions)
 	settings cluster.Settings
 	log      *slog.Logger
 	streams  *cluster.Streams
@@ -84,9 +86,10 @@ func New(n *cluster.Node, settings cluster.Settings, log *slog.Logger) *Pattern 
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	q := &Pattern{js: n.JetStream(), life: n.Context(), replicas: n.Replicas(), settings: settings, log: log,
+	q := &Pattern{js: n.JetStream(), life: n.Context(), replicas: n.Replicas(), parts: n.Partitions(), settings: settings, log: log,
 		streams: cluster.NewStreams(n.JetStream()), consumers: make(map[dest.Identity]*consumer),
 		undelivered: &undelivered{js: n.JetStream(), replicas: n.Replicas()}, acks: n.Acks()}
+	q.streams.Log = log
 	n.OnStepDown(q.HandBack) // handback.go
 	return q
 }
@@ -97,7 +100,7 @@ func (q *Pattern) settingsOf(id dest.Identity) address.Settings {
 
 // Place returns id's queue placement from its address settings (ring-size).
 func (q *Pattern) Place(id dest.Identity) cluster.Placement {
-	return cluster.PlaceQueue(id, q.settingsOf(id).RingSize, q.replicas, q.DuplicateWindow)
+	return cluster.PlaceQueue(id, q.settingsOf(id).RingSize, q.replicas, q.parts, q.DuplicateWindow)
 }
 
 // Streams returns the streams this adapter made (the pipeline's port).

@@ -457,10 +457,11 @@ func streamStatus(si *jetstream.StreamInfo) StreamStatus {
 }
 
 // streamKind is the group and kind ("queues", "events-store" or "other") of a Titan stream
-// name (semantics.go): TITAN_<g>_Q and ring queues' TITAN_<g>_Q_R<N>; TITAN_<g>_ES and
-// retention classes' TITAN_<g>_ES_<8 hex>.
+// name (cluster/placement.go): TITAN_<g>_Q and ring queues' TITAN_<g>_Q_R<N>; TITAN_<g>_ES
+// and retention classes' TITAN_<g>_ES_<8 hex>; each also as a partition, _P<k> appended.
 func streamKind(name string) (group, kind string) {
-	rest := strings.TrimPrefix(name, "TITAN_")
+	class, _, _ := cluster.SplitPartition(name)
+	rest := strings.TrimPrefix(class, "TITAN_")
 	if i := strings.LastIndex(rest, "_"); i > 0 {
 		switch tail := rest[i+1:]; {
 		case len(tail) > 1 && tail[0] == 'R' && digits(tail[1:]) && strings.HasSuffix(rest[:i], "_Q"):

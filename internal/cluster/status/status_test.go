@@ -22,42 +22,51 @@ func TestStatusKnowsRingAndRetentionPlacements(t *testing.T) {
 		{Group: "g_1", Pattern: dest.PatternQueues, Channel: "orders.eu"},
 		{Group: "g", Pattern: dest.PatternQueues, Channel: "a b", Bare: true},
 	} {
-		p := cluster.PlaceQueue(id, 3, 3, 0)
-		if got, ok := cluster.IdentityOfSubject(p.Subject); !ok || got != id {
-			t.Errorf("cluster.IdentityOfSubject(%q) = %+v, %v; want %+v", p.Subject, got, ok, id)
-		}
-		if g, k := streamKind(p.Stream); g != id.Group || k != "queues" {
-			t.Errorf("streamKind(%q) = %q, %q; want %q, queues", p.Stream, g, k, id.Group)
+		for _, parts := range []int{1, 12} {
+			for _, ring := range []int{0, 3} {
+				p := cluster.PlaceQueue(id, ring, 3, parts, 0)
+				if got, ok := cluster.IdentityOfSubject(p.Subject); !ok || got != id {
+					t.Errorf("cluster.IdentityOfSubject(%q) = %+v, %v; want %+v", p.Subject, got, ok, id)
+				}
+				if g, k := streamKind(p.Stream); g != id.Group || k != "queues" {
+					t.Errorf("streamKind(%q) = %q, %q; want %q, queues", p.Stream, g, k, id.Group)
+				}
+			}
 		}
 	}
 	for name, want := range map[string][2]string{
-		"TITAN_a_b_ES":          {"a_b", "events-store"},
-		"TITAN_a_ES_0123abcd":   {"a", "events-store"},
-		"TITAN_x_Q_R10":         {"x", "queues"},
-		"TITAN_x_R10":           {"x_R10", "other"},
-		"TITAN_odd_ES_notahash": {"odd_ES_notahash", "other"},
+		"TITAN_a_b_ES":           {"a_b", "events-store"},
+		"TITAN_a_ES_0123abcd":    {"a", "events-store"},
+		"TITAN_x_Q_R10":          {"x", "queues"},
+		"TITAN_x_Q_P11":          {"x", "queues"},
+		"TITAN_x_Q_R10_P0":       {"x", "queues"},
+		"TITAN_a_b_ES_P3":        {"a_b", "events-store"},
+		"TITAN_a_ES_0123abcd_P7": {"a", "events-store"},
+		"TITAN_x_R10":            {"x_R10", "other"},
+		"TITAN_odd_ES_notahash":  {"odd_ES_notahash", "other"},
 	} {
 		if g, k := streamKind(name); g != want[0] || k != want[1] {
 			t.Errorf("streamKind(%q) = %q, %q; want %q", name, g, k, want)
 		}
 	}
-	for _, s := range []string{"t.g.rs3.abc", "t.g.r.x", "t.g.rbx.y"} {
+	for _, s := range []string{"t.g.rs3.abc", "t.g.r.x", "t.g.rbx.y", "t.g.qs_3.abc", "t.g.rs3_1.abc", "t.g.q_.x", "t.g.q_x.y"} {
 		if _, ok := cluster.IdentityOfSubject(s); ok {
 			t.Errorf("cluster.IdentityOfSubject(%q) accepted a subject that is no queue's", s)
 		}
 	}
 }
 
-// The Raft groups gauge (issue 27) counts the groups a node takes part in: the meta group,
-// then one per replicated stream and one per replicated consumer it hosts.
+// The Raft groups gauge (issue 27) counts the groups a node takes part in: the meta group
+// and the layout bucket's stream (cluster.LayoutBucket, made at start), then one per
+// replicated stream and one per replicated consumer it hosts.
 func TestStatusCountsRaftGroups(t *testing.T) {
 	nodes := clustertest.StartNodes(t)
 	groups := func() int {
 		st, _ := Of(context.Background(), nodes[0])
 		return st.RaftGroups
 	}
-	if got := groups(); got != 1 {
-		t.Fatalf("%d Raft groups before any stream, want 1 (the meta group)", got)
+	if got := groups(); got != 2 {
+		t.Fatalf("%d Raft groups before any stream, want 2 (the meta group, the layout bucket)", got)
 	}
 	q := queues.New(nodes[1], nil, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -66,11 +75,11 @@ func TestStatusCountsRaftGroups(t *testing.T) {
 		t.Fatal(err)
 	}
 	deadline := time.Now().Add(15 * time.Second)
-	for groups() != 3 && time.Now().Before(deadline) {
+	for groups() != 4 && time.Now().Before(deadline) {
 		time.Sleep(50 * time.Millisecond)
 	}
-	if got := groups(); got != 3 {
-		t.Fatalf("%d Raft groups with one R3 queue stream and its consumer, want 3", got)
+	if got := groups(); got != 4 {
+		t.Fatalf("%d Raft groups with one R3 queue stream and its consumer, want 4", got)
 	}
 	var buf strings.Builder
 	reg := prometheus.NewRegistry()
@@ -84,8 +93,8 @@ func TestStatusCountsRaftGroups(t *testing.T) {
 			fmt.Fprint(&buf, mf.GetMetric()[0].GetGauge().GetValue())
 		}
 	}
-	if buf.String() != "3" {
-		t.Fatalf("titan_cluster_raft_groups %q, want 3", buf.String())
+	if buf.String() != "4" {
+		t.Fatalf("titan_cluster_raft_groups %q, want 4", buf.String())
 	}
 }
 
