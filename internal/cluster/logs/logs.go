@@ -25,8 +25,9 @@ import (
 	"github.com/titan-broker/titan/internal/message"
 )
 
-// autoCredit is how many records an auto-ack subscription takes per pull.
-const autoCredit = 32
+// autoCredit is how many records an auto-ack subscription takes per pull: a whole batch,
+// as a raw JetStream consumer would.
+const autoCredit = pull.MaxBatch
 
 // Pattern is the events-store pattern in cluster mode: Limits streams per group
 // (TITAN_<group>_ES_P<k>, subjects t.<group>.es_<k>.>, the group's logs spread over the
@@ -207,7 +208,11 @@ func (e *Pattern) Subscribe(sub *delivery.Subscription) error {
 	if err != nil {
 		return fmt.Errorf("cluster: events-store subscription on %s: %w", id, err)
 	}
-	r.loop = pull.New(cons, r, r.durable, cluster.KeepAlive)
+	if r.durable {
+		r.loop = pull.New(cons, r, true, cluster.KeepAlive)
+	} else {
+		r.loop = pull.NewOrdered(cons, r)
+	}
 	sub.Owner = e
 	sub.SetFeed(r)
 	e.mu.Lock()

@@ -2,7 +2,9 @@
 // adapters (issue 28: one component, not one copy per pattern). A Loop pulls from one
 // consumer only as many messages as its Handler has credit for, holds what it pulled until
 // the handler takes it (in order), keeps explicitly acknowledged messages alive with +WPI
-// while it holds them or a client does, and waits for a Kick when there is no credit.
+// while it holds them or a client does, and waits for a Kick when there is no credit. A
+// loop over an ordered consumer (NewOrdered: a live events-store tail) reads instead
+// through one Messages iterator that pulls up to MaxBatch ahead of the handler.
 //
 // # Concurrency
 //
@@ -12,6 +14,8 @@
 package pull
 
 import (
+	"context"
+	"errors"
 	"sync"
 	"time"
 
@@ -59,6 +63,13 @@ type Loop struct {
 	// deleted consumer anew with SetConsumer).
 	OnError func(err error)
 
+	// ordered: cons is an ordered consumer, read through one Messages iterator (it);
+	// ctx is cancelled by Stop, ending a Next that waits (NewOrdered).
+	ordered bool
+	it      jetstream.MessagesContext
+	ctx     context.Context
+	cancel  context.CancelFunc
+
 	kick chan struct{}
 	stop chan struct{}
 	done chan struct{}
@@ -79,6 +90,19 @@ func New(cons jetstream.Consumer, h Handler, acked bool, keepAlive time.Duration
 		kick: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
 }
 
+// NewOrdered returns a loop reading the ordered consumer cons (no acks: nothing is kept
+// alive) for h through one Messages iterator that keeps up to MaxBatch messages pulled
+// ahead. nats.go's ordered Fetch re-creates the server-side consumer on every call (one
+// JetStream API round trip per pull: issue 28's scenario g ran at a fifth of its rate);
+// an iterator keeps one consumer and re-creates it only after a gap. Handler.Done is
+// asked once per message or Kick; Stop ends a wait for the next message at once.
+func NewOrdered(cons jetstream.Consumer, h Handler) *Loop {
+	l := New(cons, h, false, time.Hour)
+	l.ordered = true
+	l.ctx, l.cancel = context.WithCancel(context.Background())
+	return l
+}
+
 // SetConsumer replaces the consumer pulled from (loop's goroutine only: OnError).
 func (l *Loop) SetConsumer(c jetstream.Consumer) { l.cons = c }
 
@@ -95,7 +119,12 @@ func (l *Loop) Kick() {
 
 // Stop ends the loop and waits for Run to return. Idempotent.
 func (l *Loop) Stop() {
-	l.once.Do(func() { close(l.stop) })
+	l.once.Do(func() {
+		close(l.stop)
+		if l.cancel != nil {
+			l.cancel()
+		}
+	})
 	<-l.done
 }
 
@@ -116,6 +145,10 @@ func (l *Loop) Held() []jetstream.Msg {
 // when the handler is Done or Stop was called.
 func (l *Loop) Run() {
 	defer close(l.done)
+	if l.ordered {
+		l.runOrdered()
+		return
+	}
 	tick := time.NewTicker(l.keepAlive)
 	defer tick.Stop()
 	for {
@@ -203,4 +236,73 @@ func (l *Loop) keepAliveAll() {
 		_ = m.InProgress()
 	}
 	clear(l.alive) // hold no settled message past this call
+}
+
+// runOrdered is Run for NewOrdered: one message per round from the iterator, handed on at
+// once; with no credit, or holding a message the handler could not take, it waits for a
+// Kick without reading.
+func (l *Loop) runOrdered() {
+	defer func() {
+		if l.it != nil {
+			l.it.Stop()
+		}
+	}()
+	for {
+		select {
+		case <-l.stop:
+			return
+		default:
+		}
+		if l.h.Done() {
+			return
+		}
+		l.deliverHeld()
+		if l.h.Credit() == 0 || l.head < len(l.held) {
+			select {
+			case <-l.stop:
+				return
+			case <-l.kick:
+			}
+			continue
+		}
+		if l.it == nil {
+			it, err := l.cons.Messages(jetstream.PullMaxMessages(MaxBatch))
+			if err != nil {
+				if !l.failed(err) {
+					return
+				}
+				continue
+			}
+			l.it = it
+		}
+		m, err := l.it.Next(jetstream.NextContext(l.ctx))
+		if err != nil {
+			if l.ctx.Err() != nil {
+				return
+			}
+			if errors.Is(err, jetstream.ErrMsgIteratorClosed) {
+				l.it = nil // a new iterator at the next round
+			}
+			if !l.failed(err) {
+				return
+			}
+			continue
+		}
+		l.held = append(l.held, m)
+		l.deliverHeld()
+	}
+}
+
+// failed tells OnError of err and waits retryWait or a Kick; false when stopped meanwhile.
+func (l *Loop) failed(err error) bool {
+	if l.OnError != nil {
+		l.OnError(err)
+	}
+	select {
+	case <-l.stop:
+		return false
+	case <-l.kick:
+	case <-time.After(retryWait):
+	}
+	return true
 }
