@@ -33,9 +33,12 @@ import (
 //     (each trip recorded first, undelivered.go) and what its clients have not
 //     acknowledged. JetStream queues NAKed messages for redelivery in NAK order, ahead of
 //     any newer message, and no pull request of this node is left to take them back.
-//  3. The last NAK is a request: the consumer leader answers once it processed every NAK
-//     before it (one ack queue per consumer), so the messages are queued for redelivery
-//     before the client is closed and can subscribe on another node.
+//  3. The first NAK is a request, so the others are sent only once the new consumer
+//     leader's interest in the acknowledgement subjects has reached this node (a NAK sent
+//     before is dropped silently); the last NAK is a request too: the consumer leader
+//     answers once it processed every NAK before it (one ack queue per consumer), so the
+//     messages are queued for redelivery before the client is closed and can subscribe on
+//     another node.
 //
 // A client's ACK of a message already handed back still acknowledges it (JetStream takes
 // the ack of a pending message whatever delivery it names); its NACK or detach NAKs it no
@@ -97,9 +100,11 @@ func (c *consumer) handBack(ctx context.Context, held []jetstream.Msg) {
 // them in that order ahead of newer messages. confirm (cons is their consumer): the NAKs
 // go out once the consumer's leader answers (a leader election after a step-down may be
 // under way: a NAK sent without a leader is lost, and its message comes back only after
-// the ack wait, behind newer ones); the last NAK is a request, and giveBack returns once
-// the leader answered it, that is once every NAK was processed, or when ctx ends. A
-// request nobody answers (the leader left meanwhile) sends them all again.
+// the ack wait, behind newer ones); the first and the last NAK are requests (the first
+// shows the leader's interest reached this node, see below), and giveBack returns once
+// the leader answered the last, that is once every NAK was processed, or when ctx ends. A
+// request nobody answers (no leader's interest yet, or the leader left) sends them all
+// again.
 func (q *Pattern) giveBack(ctx context.Context, cons jetstream.Consumer, undelivered, delivered []jetstream.Msg, confirm bool) {
 	if len(undelivered)+len(delivered) == 0 {
 		return
@@ -138,15 +143,28 @@ func (q *Pattern) giveBack(ctx context.Context, cons jetstream.Consumer, undeliv
 		}
 		return
 	}
+	nak := func(b back) error {
+		_, err := q.js.Conn().RequestWithContext(ctx, b.jm.Reply(), ackNak)
+		return err
+	}
 	var err error
 	for ctx.Err() == nil {
 		if err = leaderAnswers(ctx, cons); err != nil {
 			break
 		}
-		for _, b := range all[:last] {
-			_ = b.jm.Nak()
+		// The first NAK is a request too. A new leader's interest in the consumer's
+		// acknowledgement subjects reaches this node's server some time after the leader
+		// answers an info request (interest travels between servers asynchronously), and a
+		// NAK published before it arrived is dropped without a word: its message then came
+		// back only after the ack wait, behind newer ones (2 of 4,407 in a rolling restart).
+		// Once the first NAK is answered the interest is here, and the others (one
+		// subscription at the leader takes them all) are not dropped.
+		if err = nak(all[0]); err == nil && last > 0 {
+			for _, b := range all[1:last] {
+				_ = b.jm.Nak()
+			}
+			err = nak(all[last])
 		}
-		_, err = q.js.Conn().RequestWithContext(ctx, all[last].jm.Reply(), ackNak)
 		if !errors.Is(err, nats.ErrNoResponders) {
 			break
 		}
