@@ -112,10 +112,13 @@ func (p *patterns) wireCluster(n *cluster.Node, settings cluster.Settings, maxDu
 	if err := c.store.ManageDurables(n.Conn(), n.Name(), lo); err != nil {
 		return err
 	}
-	// Every node answers for its dead-letter count, so the console's is the cluster's.
+	// A cluster queue's dead-letters count in titan_messages_dead_lettered_total with the
+	// dispatcher's (durable topic subscriptions, local queues), and every node answers for
+	// that count, so the console's is the cluster's.
 	dispatcher := p.dispatcher
+	c.queues.OnDeadLetter = func() { dispatcher.DeadLettered.Add(1) }
 	if c.counters, err = status.ServeCounters(n.Conn(), n.Name(), func() status.Counters {
-		return status.Counters{DeadLettered: c.queues.DeadLettered.Load() + dispatcher.DeadLettered.Load()}
+		return status.Counters{DeadLettered: dispatcher.DeadLettered.Load()}
 	}); err != nil {
 		return err
 	}

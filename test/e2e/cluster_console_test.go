@@ -55,7 +55,8 @@ func streamBytes(t *testing.T, n *clusterNode, stream string) uint64 {
 // TestClusterConsoleBytesAndDeadLetters: three 1,000-byte messages sent through node 0 are
 // listed by node 1 with the bytes their stream stores (they are its only messages); a
 // message dead-lettered by node 1 and one by node 2 (max-deliveries 1, each NACKed once)
-// make node 0's snapshot count 2 dead letters.
+// make node 0's snapshot count 2 dead letters, and each of nodes 1 and 2 count its one in
+// titan_messages_dead_lettered_total.
 func TestClusterConsoleBytesAndDeadLetters(t *testing.T) {
 	t.Parallel()
 	nodes := startCluster(t, `    - {match: "ccons.dead", max-deliveries: 1}
@@ -109,4 +110,8 @@ func TestClusterConsoleBytesAndDeadLetters(t *testing.T) {
 	}
 	requireMonitor(t, nodes[0].broker(), http.MethodGet, "/titan/monitor/snapshot", nil, &snap)
 	checkEqual(t, uint64(2), snap.Counters.DeadLettered, "dead letters in node 0's snapshot (one by node 1, one by node 2)")
+	for _, n := range []*clusterNode{nodes[1], nodes[2]} {
+		checkEqual(t, 1.0, metricSum(scrapeMetrics(t, n.broker()), "titan_messages_dead_lettered_total"),
+			"titan_messages_dead_lettered_total on %s", n.name)
+	}
 }

@@ -79,6 +79,11 @@ type Pattern struct {
 	// and NACK redeliveries requested by this node. Duplicates counts SENDs JetStream
 	// answered as duplicates of a stored message (same _AMQ_DUPL_ID, any node).
 	Published, DeadLettered, Redelivered, Duplicates atomic.Uint64
+
+	// OnDeadLetter (nil: none) is called once per message this node moved to a dead-letter
+	// queue, after DeadLettered counted it, from the consumer's goroutine: the broker adds it
+	// to titan_messages_dead_lettered_total. Set before first use.
+	OnDeadLetter func()
 }
 
 // New returns the queues adapter over n. settings may be nil (built-in defaults).
@@ -607,6 +612,9 @@ func (q *Pattern) deadLetter(id dest.Identity, jm jetstream.Msg, m *message.Mess
 	}
 	_ = jm.Term()
 	q.DeadLettered.Add(1)
+	if q.OnDeadLetter != nil {
+		q.OnDeadLetter()
+	}
 }
 
 // ensureStream creates (or confirms) the stream of placement p.
