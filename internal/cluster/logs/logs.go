@@ -3,12 +3,10 @@
 package logs
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -251,7 +249,9 @@ func (e *Pattern) Detach(sub *delivery.Subscription, unacked []delivery.Unacked)
 		go e.markOffline(r.stream, r.consumer)
 	}()
 	// Unacknowledged deliveries and what was pulled and not yet delivered are NAKed in
-	// stream order, so that a resume delivers them again.
+	// stream order, so that a resume delivers them again first; confirmed (pull.GiveBack),
+	// so a NAK sent just after a leader change is not dropped and its record does not
+	// come back behind newer ones after the ack wait.
 	_ = unacked // every one of them is in inflight
 	rest := r.loop.Held()
 	r.mu.Lock()
@@ -260,17 +260,12 @@ func (e *Pattern) Detach(sub *delivery.Subscription, unacked []delivery.Unacked)
 	}
 	r.inflight = map[uint64]jetstream.Msg{}
 	r.mu.Unlock()
-	slices.SortFunc(rest, func(a, b jetstream.Msg) int { return cmp.Compare(streamSeq(a), streamSeq(b)) })
-	for _, m := range rest {
-		_ = m.Nak()
+	// (not bounded by the node's life: a node shutting down still hands them back)
+	ctx, cancel := context.WithTimeout(context.Background(), cluster.AttemptTimeout)
+	defer cancel()
+	if err := pull.GiveBack(ctx, e.js.Conn(), r.loop.Consumer(), rest); err != nil {
+		e.log.Warn("events-store durable subscription's records not handed back; they come back after the ack wait", "consumer", r.consumer, "records", len(rest), "err", err, "ack_wait", cluster.AckWait)
 	}
-}
-
-func streamSeq(m jetstream.Msg) uint64 {
-	if meta, err := m.Metadata(); err == nil {
-		return meta.Sequence.Stream
-	}
-	return 0
 }
 
 // Close stops every reader and stops answering live requests.

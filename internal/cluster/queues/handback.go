@@ -1,17 +1,13 @@
 package queues
 
 import (
-	"cmp"
 	"context"
-	"errors"
-	"slices"
 	"sync"
-	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/titan-broker/titan/internal/cluster"
+	"github.com/titan-broker/titan/internal/cluster/pull"
 )
 
 // Hand-back (issue 27: a rolling restart reorders nothing on a connection). A node that
@@ -97,14 +93,9 @@ func (c *consumer) handBack(ctx context.Context, held []jetstream.Msg) {
 // giveBack NAKs undelivered (messages this node handed to no client: each trip is recorded
 // first, concurrently, so the next delivery-count leaves it out) and delivered (messages
 // a client had and did not acknowledge) together in stream order, so JetStream redelivers
-// them in that order ahead of newer messages. confirm (cons is their consumer): the NAKs
-// go out once the consumer's leader answers (a leader election after a step-down may be
-// under way: a NAK sent without a leader is lost, and its message comes back only after
-// the ack wait, behind newer ones); the first and the last NAK are requests (the first
-// shows the leader's interest reached this node, see below), and giveBack returns once
-// the leader answered the last, that is once every NAK was processed, or when ctx ends. A
-// request nobody answers (no leader's interest yet, or the leader left) sends them all
-// again.
+// them in that order ahead of newer messages. confirm (cons is their consumer): through
+// pull.GiveBack, which sends them once the consumer's leader and its interest are here
+// and returns once the leader processed them, or when ctx ends.
 func (q *Pattern) giveBack(ctx context.Context, cons jetstream.Consumer, undelivered, delivered []jetstream.Msg, confirm bool) {
 	if len(undelivered)+len(delivered) == 0 {
 		return
@@ -121,85 +112,12 @@ func (q *Pattern) giveBack(ctx context.Context, cons jetstream.Consumer, undeliv
 		}
 		wg.Wait()
 	}
-	type back struct {
-		seq uint64
-		jm  jetstream.Msg
-	}
-	all := make([]back, 0, len(undelivered)+len(delivered))
-	for _, list := range [][]jetstream.Msg{undelivered, delivered} {
-		for _, jm := range list {
-			var seq uint64
-			if meta, err := jm.Metadata(); err == nil {
-				seq = meta.Sequence.Stream
-			}
-			all = append(all, back{seq, jm})
-		}
-	}
-	slices.SortFunc(all, func(a, b back) int { return cmp.Compare(a.seq, b.seq) })
-	last := len(all) - 1
+	all := append(append(make([]jetstream.Msg, 0, len(undelivered)+len(delivered)), undelivered...), delivered...)
 	if !confirm {
-		for _, b := range all {
-			_ = b.jm.Nak()
-		}
+		pull.NakInOrder(all)
 		return
 	}
-	nak := func(b back) error {
-		_, err := q.js.Conn().RequestWithContext(ctx, b.jm.Reply(), ackNak)
-		return err
-	}
-	var err error
-	for ctx.Err() == nil {
-		if err = leaderAnswers(ctx, cons); err != nil {
-			break
-		}
-		// The first NAK is a request too. A new leader's interest in the consumer's
-		// acknowledgement subjects reaches this node's server some time after the leader
-		// answers an info request (interest travels between servers asynchronously), and a
-		// NAK published before it arrived is dropped without a word: its message then came
-		// back only after the ack wait, behind newer ones (2 of 4,407 in a rolling restart).
-		// Once the first NAK is answered the interest is here, and the others (one
-		// subscription at the leader takes them all) are not dropped.
-		if err = nak(all[0]); err == nil && last > 0 {
-			for _, b := range all[1:last] {
-				_ = b.jm.Nak()
-			}
-			err = nak(all[last])
-		}
-		if !errors.Is(err, nats.ErrNoResponders) {
-			break
-		}
-		select {
-		case <-ctx.Done():
-		case <-time.After(handBackRetry):
-		}
-	}
-	if err != nil {
+	if err := pull.GiveBack(ctx, q.js.Conn(), cons, all); err != nil {
 		q.log.Warn("queue hand-back not confirmed; its messages may come back after the ack wait", "messages", len(all), "err", err, "ack_wait", cluster.AckWait)
 	}
 }
-
-// leaderAnswers returns once cons's leader answers an info request, each request bounded
-// by cluster.LookupTimeout (just after a step-down a request can go unanswered), or ctx's
-// error.
-func leaderAnswers(ctx context.Context, cons jetstream.Consumer) error {
-	for {
-		ictx, cancel := context.WithTimeout(ctx, cluster.LookupTimeout)
-		_, err := cons.Info(ictx)
-		cancel()
-		if err == nil || ctx.Err() != nil {
-			return err
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(handBackRetry):
-		}
-	}
-}
-
-// handBackRetry is the pause before a hand-back whose confirmation nobody answered is
-// sent again.
-const handBackRetry = 50 * time.Millisecond
-
-// ackNak is JetStream's NAK acknowledgement body (nats-server AckNak).
-var ackNak = []byte("-NAK")
