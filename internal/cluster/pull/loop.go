@@ -31,6 +31,14 @@ const (
 	fetchWait = time.Second
 	// retryWait is the pause after a failed pull (no leader, no quorum).
 	retryWait = 250 * time.Millisecond
+	// orderedExpiry and orderedHeartbeat are an ordered loop's pull request lifetime and
+	// idle heartbeat: an ordered consumer lives on its stream's leader only (R1, memory),
+	// so the leader's crash removes it without a word to the reader, and the iterator
+	// re-creates it from the next sequence once heartbeats are missed. With nats.go's
+	// defaults (30 s expiry) a live tail stayed silent 9.4 s after its leader died, with
+	// these 0.4 s (TestOrderedLoopFollowsALeaderCrash).
+	orderedExpiry    = 2 * time.Second
+	orderedHeartbeat = 500 * time.Millisecond
 )
 
 // Handler is the adapter side of a Loop (declared here, implemented by the queues and
@@ -266,7 +274,8 @@ func (l *Loop) runOrdered() {
 			continue
 		}
 		if l.it == nil {
-			it, err := l.cons.Messages(jetstream.PullMaxMessages(MaxBatch))
+			it, err := l.cons.Messages(jetstream.PullMaxMessages(MaxBatch),
+				jetstream.PullExpiry(orderedExpiry), jetstream.PullHeartbeat(orderedHeartbeat))
 			if err != nil {
 				if !l.failed(err) {
 					return
