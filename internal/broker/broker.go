@@ -207,6 +207,13 @@ func New(cfg config.Config, opts Options) (*Broker, error) {
 			_ = st.Close()
 			return nil, err
 		}
+		// A stepping-down node asks every node to hold its publishes to the streams it
+		// hands over (cluster/holds.go): this node's are cp's.
+		if err := n.ServePublishHolds(cp); err != nil {
+			n.Close()
+			_ = st.Close()
+			return nil, err
+		}
 		persister = cp
 		journal = nil // JetStream's Nats-Msg-Id window is the durable record of duplicate ids
 		idPrefix = "titan-" + n.Name() + "-" + strconv.FormatInt(time.Now().UnixNano()%1e9, 36)

@@ -47,7 +47,9 @@ type StepDownReport struct {
 // $JS.API.CONSUMER.LEADER.STEPDOWN), then the JetStream meta group
 // ($JS.API.META.LEADER.STEPDOWN); it waits until the consumers and streams have another
 // leader, so acknowledgements and publishes in flight through this node go to a leader
-// that stays (within
+// that stays. While its streams hand over, every node holds its publishes to them
+// (holds.go: none is in flight to a leader that hands over, so none is stored after a
+// later one) (all within
 // leadershipTimeout; a node with an external NATS leads nothing). Then it runs the
 // adapters' hand-backs (OnStepDown) concurrently and waits for them: what this node pulled
 // goes back to JetStream in order before a client can move to another node. Bounded by ctx;
@@ -85,8 +87,8 @@ func (n *Node) stepDownLeaderships(ctx context.Context) (StepDownReport, error) 
 	}
 	self := n.Name()
 	var errs []error
-	var led []string
 	var paused []pausedConsumer
+	var lead []string // streams this node leads
 	lister := n.js.ListStreams(ctx)
 	for si := range lister.Info() {
 		name := si.Config.Name
@@ -114,17 +116,25 @@ func (n *Node) stepDownLeaderships(ctx context.Context) (StepDownReport, error) 
 			}
 		}
 		if si.Cluster != nil && si.Cluster.Leader == self {
-			if err := n.apiRequest(ctx, fmt.Sprintf(apiStreamStepDown, name)); err != nil {
-				errs = append(errs, fmt.Errorf("stream %s: %w", name, err))
-			} else {
-				rep.Streams = append(rep.Streams, name)
-				led = append(led, name)
-			}
+			lead = append(lead, name)
 		}
 	}
 	if err := lister.Err(); err != nil && !errors.Is(err, jetstream.ErrEndOfData) {
 		errs = append(errs, fmt.Errorf("listing streams: %w", err))
 	}
+	// The streams: every node holds its publishes to them first (holds.go), so that none is
+	// in flight to this node when it hands over, then they step down, and the holds end
+	// once each has its new leader.
+	release := n.holdPublishes(ctx, lead)
+	for _, name := range lead {
+		if err := n.apiRequest(ctx, fmt.Sprintf(apiStreamStepDown, name)); err != nil {
+			errs = append(errs, fmt.Errorf("stream %s: %w", name, err))
+		} else {
+			rep.Streams = append(rep.Streams, name)
+		}
+	}
+	n.waitStreamLeaders(ctx, rep.Streams)
+	release()
 	// Consumers too: the hand-backs that follow NAK to the consumers' leaders, and a NAK
 	// sent while a consumer has none is lost (its message comes back after the ack wait,
 	// behind newer ones).
@@ -154,7 +164,17 @@ func (n *Node) stepDownLeaderships(ctx context.Context) (StepDownReport, error) 
 			rep.Meta = true
 		}
 	}
-	for _, name := range led {
+	if ctx.Err() != nil {
+		errs = append(errs, fmt.Errorf("waiting for new leaders: %w", ctx.Err()))
+	}
+	return rep, errors.Join(errs...)
+}
+
+// waitStreamLeaders returns once each of streams has a leader other than this node, or
+// when ctx ends.
+func (n *Node) waitStreamLeaders(ctx context.Context, streams []string) {
+	self := n.Name()
+	for _, name := range streams {
 		for ctx.Err() == nil {
 			ictx, icancel := context.WithTimeout(ctx, LookupTimeout)
 			s, err := n.js.Stream(ictx, name)
@@ -168,10 +188,6 @@ func (n *Node) stepDownLeaderships(ctx context.Context) (StepDownReport, error) 
 			}
 		}
 	}
-	if ctx.Err() != nil {
-		errs = append(errs, fmt.Errorf("waiting for new leaders: %w", ctx.Err()))
-	}
-	return rep, errors.Join(errs...)
 }
 
 // apiResponse is the part of a JetStream API answer Titan reads.
