@@ -49,21 +49,28 @@ func PartitionOf(id dest.Identity, n int) int {
 	if n <= 1 {
 		return 0
 	}
-	h := uint64(14695981039346656037)
-	mix := func(s string) {
-		for i := 0; i < len(s); i++ {
-			h ^= uint64(s[i])
-			h *= 1099511628211
-		}
-		h *= 1099511628211 // a zero byte between the parts
-	}
-	mix(id.Group)
-	mix(id.Channel)
+	h := fnvString(fnvString(fnvOffset, id.Group), id.Channel)
 	if id.Bare {
-		h ^= 'b'
-		h *= 1099511628211
+		h = fnvByte(h, 'b')
 	}
 	return int(h % uint64(n))
+}
+
+// FNV-1a, 64 bit: the offset basis and the prime.
+const (
+	fnvOffset uint64 = 14695981039346656037
+	fnvPrime  uint64 = 1099511628211
+)
+
+// fnvByte mixes b into the FNV-1a hash h.
+func fnvByte(h uint64, b byte) uint64 { return (h ^ uint64(b)) * fnvPrime }
+
+// fnvString mixes s and then a zero byte (a separator between parts) into h.
+func fnvString(h uint64, s string) uint64 {
+	for i := 0; i < len(s); i++ {
+		h = fnvByte(h, s[i])
+	}
+	return h * fnvPrime
 }
 
 // partKind is subject kind kind of partition k among n: kind itself with one partition,

@@ -189,21 +189,9 @@ func MsgID(id dest.Identity, m *message.Message) string {
 
 // identityHash is FNV-1a of id's group, pattern, channel and bare-ness (no allocation).
 func identityHash(id dest.Identity) uint64 {
-	h := uint64(14695981039346656037)
-	mix := func(s string) {
-		for i := 0; i < len(s); i++ {
-			h ^= uint64(s[i])
-			h *= 1099511628211
-		}
-		h *= 1099511628211 // a zero byte between the parts
-	}
-	mix(id.Group)
-	mix(id.Channel)
-	h ^= uint64(id.Pattern)
-	h *= 1099511628211
+	h := fnvByte(fnvString(fnvString(fnvOffset, id.Group), id.Channel), byte(id.Pattern))
 	if id.Bare {
-		h ^= 'b'
-		h *= 1099511628211
+		h = fnvByte(h, 'b')
 	}
 	return h
 }

@@ -30,28 +30,9 @@ func (noHolds) Hold(context.Context, []string) func() { return func() {} }
 func TestStepDownHoldsPublishesInOrder(t *testing.T) {
 	nodes := clustertest.StartNodes(t)
 	id := dest.Identity{Group: "pipe", Pattern: dest.PatternQueues, Channel: "jobs"}
-	q0 := queues.New(nodes[0], nil, nil)
-	pl := q0.Place(id)
+	pl, leader, producer := leaderAndProducer(t, nodes, id)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	if err := q0.Streams().Ensure(ctx, pl.Config); err != nil {
-		t.Fatal(err)
-	}
-	st, err := nodes[0].JetStream().Stream(ctx, pl.Stream)
-	if err != nil {
-		t.Fatal(err)
-	}
-	leader, producer := -1, -1
-	for i, n := range nodes {
-		if n.Name() == st.CachedInfo().Cluster.Leader {
-			leader = i
-		} else if producer < 0 {
-			producer = i
-		}
-	}
-	if leader < 0 {
-		t.Fatalf("leader %q not found", st.CachedInfo().Cluster.Leader)
-	}
 	q := queues.New(nodes[producer], nil, nil)
 	p, err := NewPersister(nodes[producer], q, logs.New(nodes[producer], nil), nil, nil)
 	if err != nil {

@@ -198,32 +198,7 @@ func checkStreamOrder(t *testing.T, n *cluster.Node, pl cluster.Placement, want 
 func TestPersisterLeaderLossStoresOnce(t *testing.T) {
 	nodes := clustertest.StartNodes(t)
 	id := dest.Identity{Group: "pipe", Pattern: dest.PatternQueues, Channel: "jobs"}
-	q0 := queues.New(nodes[0], nil, nil)
-	pl := q0.Place(id)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if err := q0.Streams().Ensure(ctx, pl.Config); err != nil {
-		t.Fatal(err)
-	}
-	st, err := nodes[0].JetStream().Stream(ctx, pl.Stream)
-	if err != nil {
-		t.Fatal(err)
-	}
-	info, err := st.Info(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	leader, producer := -1, -1
-	for i, n := range nodes {
-		if n.Name() == info.Cluster.Leader {
-			leader = i
-		} else if producer < 0 {
-			producer = i
-		}
-	}
-	if leader < 0 {
-		t.Fatalf("leader %q not found", info.Cluster.Leader)
-	}
+	pl, leader, producer := leaderAndProducer(t, nodes, id)
 	q := queues.New(nodes[producer], nil, nil)
 	p, err := NewPersister(nodes[producer], q, logs.New(nodes[producer], nil), nil, nil)
 	if err != nil {
@@ -248,6 +223,39 @@ func TestPersisterLeaderLossStoresOnce(t *testing.T) {
 	}
 	t.Logf("retried %d, reordered %d, duplicates answered %d", p.Retried.Load(), p.Reordered.Load(), q.Duplicates.Load())
 	checkStoredOnce(t, streamBodies(t, nodes[producer], pl), n, p)
+}
+
+// leaderAndProducer makes id's queue stream and returns its placement, the index of the
+// node that leads it and of another node.
+func leaderAndProducer(t *testing.T, nodes []*cluster.Node, id dest.Identity) (pl cluster.Placement, leader, producer int) {
+	t.Helper()
+	q0 := queues.New(nodes[0], nil, nil)
+	pl = q0.Place(id)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := q0.Streams().Ensure(ctx, pl.Config); err != nil {
+		t.Fatal(err)
+	}
+	st, err := nodes[0].JetStream().Stream(ctx, pl.Stream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := st.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	leader, producer = -1, -1
+	for i, n := range nodes {
+		if n.Name() == info.Cluster.Leader {
+			leader = i
+		} else if producer < 0 {
+			producer = i
+		}
+	}
+	if leader < 0 {
+		t.Fatalf("leader %q not found", info.Cluster.Leader)
+	}
+	return pl, leader, producer
 }
 
 // BenchmarkConnectionSends measures one connection's durable queue SENDs to a three-node,
