@@ -461,11 +461,11 @@ func (p *Persister) Hold(ctx context.Context, streams []string) (release func())
 	}
 	// Wake the waits below when ctx ends (a lane's cond is on p.mu).
 	stop := context.AfterFunc(ctx, func() {
-		p.mu.Lock()
-		p.mu.Unlock()
+		p.mu.Lock() // under the lock: no waiter between its check and its Wait misses it
 		for _, l := range ls {
 			l.cond.Broadcast()
 		}
+		p.mu.Unlock()
 	})
 	defer stop()
 	p.mu.Lock()
