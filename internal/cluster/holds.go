@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -29,6 +30,8 @@ const (
 	holdWait = time.Second
 	// holdMax ends a hold whose release never came.
 	holdMax = 3 * time.Second
+	// maxHeldStreams bounds the streams one hold request names (a node leads far fewer).
+	maxHeldStreams = 4096
 )
 
 // PublishHolder is a node's publisher as a step-down needs it (declared here, implemented
@@ -51,11 +54,16 @@ type holdRelease struct {
 // the node's connection closes. Errors: the subscriptions'.
 func (n *Node) ServePublishHolds(h PublishHolder) error {
 	var mu sync.Mutex
-	releases := map[string]func(){} // by hold id; guarded by mu
+	releases := map[string]func(){} // holds in force by id; guarded by mu
+	ended := map[string]bool{}      // releases that came before their hold was in force; guarded by mu
 	end := func(id string) {
 		mu.Lock()
-		r := releases[id]
+		r, ok := releases[id]
 		delete(releases, id)
+		if !ok {
+			ended[id] = true
+			time.AfterFunc(holdMax, func() { mu.Lock(); delete(ended, id); mu.Unlock() })
+		}
 		mu.Unlock()
 		if r != nil {
 			r()
@@ -63,8 +71,13 @@ func (n *Node) ServePublishHolds(h PublishHolder) error {
 	}
 	if _, err := n.nc.Subscribe(HoldSubject, func(m *nats.Msg) {
 		var req holdRequest
-		if json.Unmarshal(m.Data, &req) != nil || req.ID == "" || len(req.Streams) == 0 {
+		if json.Unmarshal(m.Data, &req) != nil || req.ID == "" || len(req.Streams) == 0 || len(req.Streams) > maxHeldStreams {
 			return
+		}
+		for _, s := range req.Streams {
+			if !strings.HasPrefix(s, "TITAN_") {
+				return // only Titan's streams: a lane is made for each name
+			}
 		}
 		// The publishes' answers arrive on this connection's other subscriptions: hold on
 		// a goroutine of its own, not the one delivering this connection's messages.
@@ -73,6 +86,12 @@ func (n *Node) ServePublishHolds(h PublishHolder) error {
 			release := h.Hold(ctx, req.Streams)
 			cancel()
 			mu.Lock()
+			if ended[req.ID] { // the requester gave up waiting and released already
+				delete(ended, req.ID)
+				mu.Unlock()
+				release()
+				return
+			}
 			releases[req.ID] = release
 			mu.Unlock()
 			time.AfterFunc(holdMax, func() { end(req.ID) })
