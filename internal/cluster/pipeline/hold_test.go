@@ -49,27 +49,14 @@ func TestStepDownHoldsPublishesInOrder(t *testing.T) {
 			}
 		}
 	}
-	c := newConnection(256)
 	const n = 3000
 	stepped := make(chan error, 1)
-	for i := range n {
-		if i == n/3 {
-			go func() {
-				_, err := nodes[leader].StepDown(ctx)
-				stepped <- err
-			}()
-		}
-		w, err := p.PersistAsync(id, testMessage(i))
-		if err != nil {
-			t.Fatal(err)
-		}
-		c.waits <- w
-	}
-	for i, err := range c.close() {
-		if err != nil {
-			t.Fatalf("send %d: %v", i, err)
-		}
-	}
+	sendWithFault(t, p, id, n, func() {
+		go func() {
+			_, err := nodes[leader].StepDown(ctx)
+			stepped <- err
+		}()
+	})
 	if err := <-stepped; err != nil {
 		t.Logf("step-down: %v", err)
 	}

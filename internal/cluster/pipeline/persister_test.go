@@ -204,11 +204,20 @@ func TestPersisterLeaderLossStoresOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := newConnection(256)
 	const n = 3000
+	sendWithFault(t, p, id, n, nodes[leader].Close) // the stream's leader goes with publishes in flight
+	t.Logf("retried %d, reordered %d, duplicates answered %d", p.Retried.Load(), p.Reordered.Load(), q.Duplicates.Load())
+	checkStoredOnce(t, streamBodies(t, nodes[producer], pl), n, p)
+}
+
+// sendWithFault pipelines n SENDs to id through p on one connection, calls fault just
+// before SEND n/3, and fails t unless every SEND is stored.
+func sendWithFault(t *testing.T, p *Persister, id dest.Identity, n int, fault func()) {
+	t.Helper()
+	c := newConnection(256)
 	for i := range n {
 		if i == n/3 {
-			nodes[leader].Close() // the stream's leader goes with publishes in flight
+			fault()
 		}
 		w, err := p.PersistAsync(id, testMessage(i))
 		if err != nil {
@@ -221,8 +230,6 @@ func TestPersisterLeaderLossStoresOnce(t *testing.T) {
 			t.Fatalf("send %d: %v", i, err)
 		}
 	}
-	t.Logf("retried %d, reordered %d, duplicates answered %d", p.Retried.Load(), p.Reordered.Load(), q.Duplicates.Load())
-	checkStoredOnce(t, streamBodies(t, nodes[producer], pl), n, p)
 }
 
 // leaderAndProducer makes id's queue stream and returns its placement, the index of the

@@ -160,36 +160,17 @@ func (l *Loop) Run() {
 	tick := time.NewTicker(l.keepAlive)
 	defer tick.Stop()
 	for {
-		select {
-		case <-l.stop:
-			return
-		default:
-		}
-		if l.h.Done() {
+		credit, ok := l.begin(tick.C)
+		if !ok {
 			return
 		}
-		l.deliverHeld()
-		credit := l.h.Credit()
-		if credit == 0 || l.head < len(l.held) {
-			select {
-			case <-l.stop:
-				return
-			case <-l.kick:
-			case <-tick.C:
-				l.keepAliveAll()
-			}
+		if credit == 0 {
 			continue
 		}
 		batch, err := l.cons.Fetch(min(credit, MaxBatch), jetstream.FetchMaxWait(fetchWait))
 		if err != nil {
-			if l.OnError != nil {
-				l.OnError(err)
-			}
-			select {
-			case <-l.stop:
+			if !l.failed(err) {
 				return
-			case <-l.kick:
-			case <-time.After(retryWait):
 			}
 			continue
 		}
@@ -256,21 +237,11 @@ func (l *Loop) runOrdered() {
 		}
 	}()
 	for {
-		select {
-		case <-l.stop:
-			return
-		default:
-		}
-		if l.h.Done() {
+		credit, ok := l.begin(nil) // nothing to keep alive: no acks
+		if !ok {
 			return
 		}
-		l.deliverHeld()
-		if l.h.Credit() == 0 || l.head < len(l.held) {
-			select {
-			case <-l.stop:
-				return
-			case <-l.kick:
-			}
+		if credit == 0 {
 			continue
 		}
 		if l.it == nil {
@@ -300,6 +271,34 @@ func (l *Loop) runOrdered() {
 		l.held = append(l.held, m)
 		l.deliverHeld()
 	}
+}
+
+// begin is the start of a round of either loop: ok is false when the loop is to end (Stop,
+// or the handler is Done); otherwise it hands held messages on and returns the handler's
+// credit, or 0 after waiting for a Kick (or a tick, which keeps what is held alive) when
+// it has none or holds a message the handler could not take.
+func (l *Loop) begin(tick <-chan time.Time) (credit int, ok bool) {
+	select {
+	case <-l.stop:
+		return 0, false
+	default:
+	}
+	if l.h.Done() {
+		return 0, false
+	}
+	l.deliverHeld()
+	credit = l.h.Credit()
+	if credit > 0 && l.head == len(l.held) {
+		return credit, true
+	}
+	select {
+	case <-l.stop:
+		return 0, false
+	case <-l.kick:
+	case <-tick:
+		l.keepAliveAll()
+	}
+	return 0, true
 }
 
 // failed tells OnError of err and waits retryWait or a Kick; false when stopped meanwhile.
