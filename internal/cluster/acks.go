@@ -21,8 +21,11 @@ import (
 // before the RECEIPT of an ACK that asked for one, waits until every ack sent so far is
 // answered.
 
-// ackResend is how long an ack may wait for its answer before Sync sends it again (the
-// consumer leader may have changed); acks are idempotent.
+// ackResend is how long an ack may wait for its answer before it is sent again, by Sync or
+// by the node's resend timer (the consumer leader may have changed: a leader that steps
+// down drops the acks it has queued and not applied, nats-server's consumer.setLeader, and
+// a message whose ack is lost comes back after the ack wait as a duplicate); acks are
+// idempotent.
 const ackResend = 2 * time.Second
 
 // ackForget is how long an unanswered ack is kept before it is forgotten (its consumer was
@@ -55,8 +58,9 @@ type Acks struct {
 type pendingAck struct {
 	reply string // the message's ack subject
 	body  []byte
-	sent  time.Time
-	done  bool // answered
+	first time.Time // first sent (ackForget counts from it)
+	sent  time.Time // last sent (ackResend counts from it)
+	done  bool      // answered
 }
 
 func newAcks(nc *nats.Conn, life context.Context) *Acks {
@@ -97,15 +101,13 @@ func (a *Acks) send(jm jetstream.Msg, body []byte) error {
 			return err
 		}
 		a.sub = sub
+		go a.resendLoop()
 	}
 	a.next++
 	token := a.next
 	now := time.Now()
-	a.queue = append(a.queue, pendingAck{reply: reply, body: body, sent: now})
-	// Answers lost for good (a deleted consumer) are forgotten once they reach the head.
-	for len(a.queue) > 0 && (a.queue[0].done || now.Sub(a.queue[0].sent) > ackForget) {
-		a.popLocked()
-	}
+	a.queue = append(a.queue, pendingAck{reply: reply, body: body, first: now, sent: now})
+	a.forgetLocked(now)
 	a.mu.Unlock()
 	return a.nc.PublishRequest(reply, a.replyTo(token), body)
 }
@@ -116,6 +118,50 @@ func (a *Acks) replyTo(token uint64) string {
 	b = append(b, a.prefix...)
 	b = append(b, '.')
 	return string(strconv.AppendUint(b, token, 10))
+}
+
+// forgetLocked pops answered acks, and those unanswered for ackForget (answers lost for
+// good: a deleted consumer), off the head of the queue. a.mu held.
+func (a *Acks) forgetLocked(now time.Time) {
+	for len(a.queue) > 0 && (a.queue[0].done || now.Sub(a.queue[0].first) > ackForget) {
+		a.popLocked()
+	}
+}
+
+// resendDueLocked sends again every unanswered ack up to token mark that was last sent
+// ackResend or more ago. a.mu held.
+func (a *Acks) resendDueLocked(now time.Time, mark uint64) {
+	for i := range a.queue {
+		if a.base+uint64(i) > mark {
+			break
+		}
+		if p := &a.queue[i]; !p.done && now.Sub(p.sent) >= ackResend {
+			p.sent = now
+			_ = a.nc.PublishRequest(p.reply, a.replyTo(a.base+uint64(i)), p.body)
+		}
+	}
+}
+
+// resendLoop resends unanswered acks every ackResend/2 until the node's Context ends, so an
+// ack a stepping-down or crashed consumer leader dropped reaches the next leader within
+// about ackResend (well within the ack wait), whether or not a receipted ACK waits for it.
+// One goroutine per node, started with the answers' subscription; each round walks the
+// acks in flight (those sent in the last few milliseconds at most, unless a leader is
+// gone).
+func (a *Acks) resendLoop() {
+	t := time.NewTicker(ackResend / 2)
+	defer t.Stop()
+	for {
+		select {
+		case <-a.life.Done():
+			return
+		case now := <-t.C:
+			a.mu.Lock()
+			a.forgetLocked(now)
+			a.resendDueLocked(now, a.next)
+			a.mu.Unlock()
+		}
+	}
 }
 
 // popLocked drops the head of the queue. a.mu held.
@@ -172,15 +218,7 @@ func (a *Acks) Sync() error {
 		}
 		now := time.Now()
 		if now.Sub(a.queue[0].sent) >= ackResend { // the oldest is due: resend every due one up to mark
-			for i := range a.queue {
-				if a.base+uint64(i) > mark {
-					break
-				}
-				if p := &a.queue[i]; !p.done && now.Sub(p.sent) >= ackResend {
-					p.sent = now
-					_ = a.nc.PublishRequest(p.reply, a.replyTo(a.base+uint64(i)), p.body)
-				}
-			}
+			a.resendDueLocked(now, mark)
 		}
 		if now.After(deadline) || a.life.Err() != nil {
 			return ErrAckUnconfirmed
