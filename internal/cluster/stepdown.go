@@ -363,7 +363,67 @@ func (n *Node) pauseForStepDown(ctx context.Context, stream string, ci *jetstrea
 		case <-time.After(10 * time.Millisecond):
 		}
 	}
+	if ci.Cluster != nil {
+		n.waitApplied(wctx, ci.Cluster.RaftGroup)
+	}
 	return until
+}
+
+// Deliveries waiting for their quorum. A replicated consumer's leader sends a message only
+// once the Raft entry recording its delivery is applied (nats-server's
+// consumer.pendingDeliveries); a leader that steps down drops the messages still waiting,
+// while their entries may yet commit, so the next leader counts them delivered and they
+// come back only after the ack wait, behind newer ones (seen in a rolling restart: all 256
+// messages of the stopping node's own pull, none of them ever sent). After the pause, so
+// that nothing more is delivered, StepDown therefore waits until this node's copy of the
+// consumer's Raft group applied every entry appended before it: the waiting messages are
+// then sent, and the pull that asked for them receives them before the step-down.
+
+// appliedPoll is how often waitApplied reads the Raft group's state, and proposalsSettle
+// how long it waits for the proposals queued before it to be appended (the consumer
+// forwards its proposals from its own queue; acknowledgements go on being proposed).
+const (
+	appliedPoll     = 2 * time.Millisecond
+	proposalsSettle = 100 * time.Millisecond
+)
+
+// waitApplied returns once this node's member of Raft group (a consumer it leads) applied
+// every entry appended when the proposals queued at the call were appended, or when ctx
+// ends, or at once when the group is not on this node.
+func (n *Node) waitApplied(ctx context.Context, group string) {
+	if group == "" || n.srv == nil {
+		return
+	}
+	acc := n.srv.GlobalAccount().GetName()
+	state := func() (server.RaftzGroup, bool) {
+		st := n.srv.Raftz(&server.RaftzOptions{AccountFilter: acc, GroupFilter: group})
+		if st == nil {
+			return server.RaftzGroup{}, false
+		}
+		g, ok := (*st)[acc][group]
+		return g, ok
+	}
+	settle := time.Now().Add(proposalsSettle)
+	var target uint64
+	for ctx.Err() == nil {
+		g, ok := state()
+		if !ok {
+			return
+		}
+		if target == 0 && (g.IPQPropLen == 0 || time.Now().After(settle)) {
+			if g.PIndex == 0 {
+				return // nothing appended yet
+			}
+			target = g.PIndex
+		}
+		if target != 0 && g.Applied >= target {
+			return
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(appliedPoll):
+		}
+	}
 }
 
 // resumeAfterStepDown resumes the consumers StepDown paused whose pause is still its own
