@@ -202,6 +202,16 @@ func (n *Node) embed(maxPayload int) error {
 	if err := os.MkdirAll(c.StoreDir, 0o755); err != nil {
 		return fmt.Errorf("cluster: store dir: %w", err)
 	}
+	// nats-server only logs a port it cannot bind and then never becomes ready: a node
+	// whose route or client port is taken would wait 30 s and not say why.
+	if err := canListen("route listen", c.Listen); err != nil {
+		return err
+	}
+	if clientPort > 0 {
+		if err := canListen("client port", net.JoinHostPort("127.0.0.1", strconv.Itoa(clientPort))); err != nil {
+			return err
+		}
+	}
 	s, err := server.NewServer(o)
 	if err != nil {
 		return fmt.Errorf("cluster: nats-server: %w", err)
@@ -215,6 +225,16 @@ func (n *Node) embed(maxPayload int) error {
 	n.srv = s
 	n.log.Info("cluster node started", "node", name, "cluster", c.Name, "routes_listen", c.Listen, "routes", c.Routes, "sync", c.Sync)
 	return nil
+}
+
+// canListen returns an error naming what (a setting) and addr when addr cannot be bound
+// now (in use, not a local address, no permission); the listener is closed at once.
+func canListen(what, addr string) error {
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("cluster: %s %s: %w", what, addr, err)
+	}
+	return l.Close()
 }
 
 // waitReady polls JetStream until its account info answers, which in a cluster needs an
