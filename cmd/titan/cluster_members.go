@@ -37,7 +37,9 @@ cluster's name and routes; this prints the settings NODE needs (from the node at
 after checking that no member has the name. Start NODE with them on an empty store-dir,
 then run the command again with --wait: it returns once NODE is a member, up, and every
 stream's replicas are current, and prints the cluster's new size and quorum. For a member
-already up it says so and exits 0. Embedded NATS only.`,
+already up it says so and exits 0; with --wait it waits until every replica is current
+(the step between two nodes of a rolling restart: a restarted node has rejoined). Embedded
+NATS only.`,
 		Example: "  titan cluster add d\n  titan cluster add d --wait 2m",
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
