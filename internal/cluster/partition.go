@@ -195,13 +195,18 @@ func leaderState(ctx context.Context, js jetstream.JetStream, stream string) (le
 	return c.Leader, want, ready
 }
 
+// defaultPartitionsDefer is how long a node without cluster.partitions, finding no count
+// stored, waits for a configured node to store one before it stores DefaultPartitions.
+const defaultPartitionsDefer = time.Second
+
 // settlePartitions fixes the node's partition count from the cluster's layout bucket: the
 // stored count when there is one (cluster.partitions, when set, must equal it:
 // ErrPartitionsChanged otherwise); else, on the cluster's first start, the configured
 // count (DefaultPartitions when unset), or 1 when the cluster already holds streams of a
 // version before partitions (their destinations stay where they are), stored for every
 // later start of every node. Several nodes starting at once agree through the bucket's
-// create-if-absent. Bounded by ctx.
+// create-if-absent; one without a configured count first waits defaultPartitionsDefer for
+// a configured one to store its count. Bounded by ctx.
 func (n *Node) settlePartitions(ctx context.Context) error {
 	var kv jetstream.KeyValue
 	err := Attempt(ctx, func(ctx context.Context) error {
@@ -216,6 +221,7 @@ func (n *Node) settlePartitions(ctx context.Context) error {
 		return fmt.Errorf("cluster: layout bucket: %w", err)
 	}
 	configured := n.cfg.Partitions
+	deferred := false
 	for {
 		stored, found, err := readPartitions(ctx, kv)
 		if err != nil {
@@ -229,6 +235,19 @@ func (n *Node) settlePartitions(ctx context.Context) error {
 			n.partitions = stored
 			n.log.Info("cluster partitions", "partitions", stored)
 			return nil
+		}
+		if configured == 0 && !deferred {
+			// A node left at the default defers to a node of the same first start that
+			// was configured (nodes start within moments of each other, in any order):
+			// whichever stored first used to win, so two nodes set to 4 and one unset could
+			// end with 12.
+			deferred = true
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(defaultPartitionsDefer):
+			}
+			continue
 		}
 		legacy, err := n.unpartitionedStreams(ctx)
 		if err != nil {
