@@ -45,7 +45,8 @@ type Pattern struct {
 	replicas int
 	parts    int // the cluster's partition count (cluster.Node.Partitions)
 	streams  *cluster.Streams
-	acks     *cluster.Acks // the node's acknowledgements
+	placed   cluster.PlacementCache // Place's results
+	acks     *cluster.Acks          // the node's acknowledgements
 	log      *slog.Logger
 
 	mu      sync.Mutex
@@ -93,7 +94,14 @@ func (e *Pattern) Place(id dest.Identity) cluster.Placement {
 	if e.Settings != nil {
 		s = e.Settings.Settings(id)
 	}
-	return cluster.PlaceLog(id, s, e.replicas, e.parts, e.DuplicateWindow)
+	k := cluster.PlacementKey{ID: id, RetentionMessages: s.RetentionMaxMessages, RetentionBytes: s.RetentionMaxBytes,
+		RetentionAge: s.RetentionMaxAge, Replicas: e.replicas, Partitions: e.parts, DuplicateWindow: e.DuplicateWindow}
+	if p, ok := e.placed.Get(k); ok {
+		return p
+	}
+	p := cluster.PlaceLog(id, s, e.replicas, e.parts, e.DuplicateWindow)
+	e.placed.Put(k, p)
+	return p
 }
 
 func (e *Pattern) ensureStream(ctx context.Context, p cluster.Placement) error {

@@ -56,6 +56,7 @@ type Pattern struct {
 	settings cluster.Settings
 	log      *slog.Logger
 	streams  *cluster.Streams
+	placed   cluster.PlacementCache // Place's results
 	// undelivered records deliveries no client received (undelivered.go).
 	undelivered *undelivered
 	acks        *cluster.Acks // the node's acknowledgements
@@ -104,8 +105,15 @@ func (q *Pattern) settingsOf(id dest.Identity) address.Settings {
 }
 
 // Place returns id's queue placement from its address settings (ring-size).
+// Placements are cached (cluster.PlacementCache): a SEND to a queue in use builds none.
 func (q *Pattern) Place(id dest.Identity) cluster.Placement {
-	return cluster.PlaceQueue(id, q.settingsOf(id).RingSize, q.replicas, q.parts, q.DuplicateWindow)
+	k := cluster.PlacementKey{ID: id, RingSize: q.settingsOf(id).RingSize, Replicas: q.replicas, Partitions: q.parts, DuplicateWindow: q.DuplicateWindow}
+	if p, ok := q.placed.Get(k); ok {
+		return p
+	}
+	p := cluster.PlaceQueue(id, k.RingSize, q.replicas, q.parts, q.DuplicateWindow)
+	q.placed.Put(k, p)
+	return p
 }
 
 // Streams returns the streams this adapter made (the pipeline's port).
