@@ -136,6 +136,12 @@ type Persister struct {
 	Pipelined, Retried, Reordered atomic.Uint64
 }
 
+// asyncPublishOpts are PersistAsync's publish options, made once (each option is a closure
+// nats.go would otherwise get freshly allocated per SEND): wait for room in the node's
+// window up to PublishTimeout, and no silent retry of a no-responders publish (see the
+// type's "Interest").
+var asyncPublishOpts = []jetstream.PublishOpt{jetstream.WithStallWait(cluster.PublishTimeout), jetstream.WithRetryAttempts(0)}
+
 // lane is one stream's publishing state on this node: its send order, its unresolved
 // publishes and its gate (see Persister).
 type lane struct {
@@ -347,7 +353,7 @@ func (p *Persister) PersistAsync(id dest.Identity, m *message.Message) (wait fun
 	l.pending++
 	first := !l.reached
 	p.mu.Unlock()
-	fut, err := p.js.PublishMsgAsync(msg, jetstream.WithStallWait(cluster.PublishTimeout), jetstream.WithRetryAttempts(0))
+	fut, err := p.js.PublishMsgAsync(msg, asyncPublishOpts...)
 	l.sendMu.Unlock()
 	if err != nil {
 		p.resolve(pp, nil)
