@@ -46,6 +46,7 @@ func (a *Admin) Handler() http.Handler {
 	mux.Handle(PathPublish, methods{http.MethodPost: a.servePublish})
 	mux.Handle(PathUsersReload, methods{http.MethodPost: a.broker(true, "reloading the users file", a.serveUsersReload)})
 	mux.Handle(PathMetrics, methods{http.MethodGet: a.broker(false, "/metrics", metrics.Handler(reg).ServeHTTP)})
+	mux.Handle(PathPprof, methods{http.MethodGet: a.broker(true, "runtime profiles", servePprof)})
 	mux.Handle(PathConsole+"{$}", methods{http.MethodGet: serveConsole})
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, newError(CodeNotFound, "no such endpoint: "+r.URL.Path, ErrNotFound))

@@ -40,6 +40,10 @@ const (
 	PathPublish = "/publish"
 	// PathMetrics serves Prometheus metrics (text format).
 	PathMetrics = "/metrics"
+	// PathPprof serves Go's runtime profiles (net/http/pprof's index, named profiles,
+	// cmdline, profile, symbol and trace below it) to a holder of the broker-wide manage
+	// right.
+	PathPprof = "/debug/pprof/"
 	// PathConsole serves the web console (GET, exactly "/").
 	PathConsole = "/"
 )
