@@ -190,9 +190,6 @@ func appendText12(b []byte, s string, esc int) []byte {
 	return appendEscaped12(b, s)
 }
 
-// noop marks a sync.Once as done.
-func noop() {}
-
 // headerLen is one header's escaped key and value lengths; kEsc < 0 marks a header 1.2
 // cannot carry (an empty name, a NUL), which the tail leaves out (see frame.Representable).
 type headerLen struct{ kEsc, vEsc, at int }
@@ -332,8 +329,7 @@ func Pack(p *Parts) *Message {
 		m.Body = tail[bodyAt : bodyAt+len(p.Body) : bodyAt+len(p.Body)]
 	}
 	m.TimestampMs, m.ExpiresMs, m.DeliverAtMs, m.Persistent = p.TimestampMs, p.ExpiresMs, p.DeliverAtMs, p.Persistent
-	m.tail12, m.dropped12 = tail, int32(dropped)
-	m.once12.Do(noop)
+	m.tail12, m.dropped12, m.packed = tail, int32(dropped), true
 	return m
 }
 
