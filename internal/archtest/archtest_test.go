@@ -151,6 +151,7 @@ func TestRulesCatchAViolation(t *testing.T) {
 		"internal/cluster":    nil,
 		"internal/rpc":        nil,
 		"internal/selector":   nil,
+		"internal/slotcache":  {"internal/dest"},
 		// A cluster pattern reaching another one, and the pull loop reaching a pattern.
 		"internal/cluster/events":        {"internal/cluster", "internal/cluster/queues"},
 		"internal/cluster/queues":        {"internal/cluster", "internal/cluster/pull"},
@@ -174,6 +175,7 @@ func TestRulesCatchAViolation(t *testing.T) {
 	}
 	want := []string{
 		"import rule violated: internal/frame imports internal/dest\n\trule: frame imports nothing of ours",
+		"import rule violated: internal/slotcache imports internal/dest\n\trule: slotcache imports nothing of ours",
 		"import rule violated: internal/router imports internal/delivery imports internal/event\n\trule: the router imports no adapter (pattern implementations, store implementations, admin, broker)",
 		"import rule violated: internal/cluster/events imports internal/cluster/queues\n\trule: cluster pattern packages import each other only through declared ports (they may wrap a single-node pattern)",
 		"import rule violated: internal/cluster/queues imports internal/cluster/pull imports internal/cluster/logs\n\trule: cluster pattern packages import each other only through declared ports (they may wrap a single-node pattern)",

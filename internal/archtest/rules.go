@@ -44,6 +44,11 @@ var Rules = []Rule{
 		Forbidden: []string{"..."},
 	},
 	{
+		Name:      "slotcache imports nothing of ours",
+		From:      []string{"internal/slotcache"},
+		Forbidden: []string{"..."},
+	},
+	{
 		Name:      "the transport and session never import the router or a pattern package",
 		From:      []string{"internal/transport", "internal/session"},
 		Forbidden: append([]string{"internal/router", "internal/cluster/..."}, Patterns...),

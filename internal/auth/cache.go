@@ -2,20 +2,20 @@ package auth
 
 import (
 	"hash/maphash"
-	"sync/atomic"
 
 	"github.com/titan-broker/titan/internal/dest"
+	"github.com/titan-broker/titan/internal/slotcache"
 )
 
 // cacheSlots is the size of the decision cache (a power of two). A slot holds one decision;
 // a colliding decision replaces it, so memory is bounded whatever the traffic.
 const cacheSlots = 1 << 14
 
-// decisionCache caches Allowed decisions for one snapshot: a direct-mapped table of
-// immutable entries behind atomic pointers. Lookups take no lock and do not allocate.
+// decisionCache caches Allowed decisions for one snapshot in a slotcache.Table. Lookups
+// take no lock and do not allocate.
 type decisionCache struct {
 	seed  maphash.Seed
-	slots [cacheSlots]atomic.Pointer[decision]
+	slots *slotcache.Table[decision]
 }
 
 type decision struct {
@@ -24,7 +24,9 @@ type decision struct {
 	perm                 Permission
 }
 
-func newDecisionCache() *decisionCache { return &decisionCache{seed: maphash.MakeSeed()} }
+func newDecisionCache() *decisionCache {
+	return &decisionCache{seed: maphash.MakeSeed(), slots: slotcache.New[decision](cacheSlots)}
+}
 
 func (c *decisionCache) hash(user, group string, pattern dest.Pattern, channel string) uint64 {
 	var h maphash.Hash
@@ -38,7 +40,7 @@ func (c *decisionCache) hash(user, group string, pattern dest.Pattern, channel s
 }
 
 func (c *decisionCache) get(h uint64, user, group string, pattern dest.Pattern, channel string) (Permission, bool) {
-	d := c.slots[h&(cacheSlots-1)].Load()
+	d := c.slots.Load(h)
 	if d == nil || d.pattern != pattern || d.channel != channel || d.user != user || d.group != group {
 		return 0, false
 	}
@@ -48,7 +50,7 @@ func (c *decisionCache) get(h uint64, user, group string, pattern dest.Pattern, 
 func (c *decisionCache) put(h uint64, user, group string, pattern dest.Pattern, channel string, p Permission) {
 	// The strings may point into a read buffer: keep copies.
 	d := &decision{user: clone(user), group: clone(group), channel: clone(channel), pattern: pattern, perm: p}
-	c.slots[h&(cacheSlots-1)].Store(d)
+	c.slots.Store(h, d)
 }
 
 func clone(s string) string { return string([]byte(s)) }
