@@ -45,8 +45,8 @@ type Pattern struct {
 	replicas int
 	parts    int // the cluster's partition count (cluster.Node.Partitions)
 	streams  *cluster.Streams
-	placed   cluster.PlacementCache // Place's results
-	acks     *cluster.Acks          // the node's acknowledgements
+	placed   *cluster.PlacementCache // Place's results
+	acks     *cluster.Acks           // the node's acknowledgements
 	log      *slog.Logger
 
 	mu      sync.Mutex
@@ -79,7 +79,7 @@ func New(n *cluster.Node, log *slog.Logger) *Pattern {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	e := &Pattern{js: n.JetStream(), life: n.Context(), replicas: n.Replicas(), parts: n.Partitions(), streams: cluster.NewStreams(n.JetStream()), acks: n.Acks(), log: log,
+	e := &Pattern{js: n.JetStream(), life: n.Context(), replicas: n.Replicas(), parts: n.Partitions(), streams: cluster.NewStreams(n.JetStream()), placed: cluster.NewPlacementCache(), acks: n.Acks(), log: log,
 		readers: make(map[*delivery.Subscription]*reader), live: map[string]int{}}
 	e.streams.Log = log
 	return e
@@ -96,12 +96,9 @@ func (e *Pattern) Place(id dest.Identity) cluster.Placement {
 	}
 	k := cluster.PlacementKey{ID: id, RetentionMessages: s.RetentionMaxMessages, RetentionBytes: s.RetentionMaxBytes,
 		RetentionAge: s.RetentionMaxAge, Replicas: e.replicas, Partitions: e.parts, DuplicateWindow: e.DuplicateWindow}
-	if p, ok := e.placed.Get(k); ok {
-		return p
-	}
-	p := cluster.PlaceLog(id, s, e.replicas, e.parts, e.DuplicateWindow)
-	e.placed.Put(k, p)
-	return p
+	return e.placed.Place(k, func() cluster.Placement {
+		return cluster.PlaceLog(id, s, k.Replicas, k.Partitions, k.DuplicateWindow)
+	})
 }
 
 func (e *Pattern) ensureStream(ctx context.Context, p cluster.Placement) error {

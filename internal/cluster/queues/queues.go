@@ -56,7 +56,7 @@ type Pattern struct {
 	settings cluster.Settings
 	log      *slog.Logger
 	streams  *cluster.Streams
-	placed   cluster.PlacementCache // Place's results
+	placed   *cluster.PlacementCache // Place's results
 	// undelivered records deliveries no client received (undelivered.go).
 	undelivered *undelivered
 	acks        *cluster.Acks // the node's acknowledgements
@@ -93,7 +93,7 @@ func New(n *cluster.Node, settings cluster.Settings, log *slog.Logger) *Pattern 
 		log = slog.New(slog.DiscardHandler)
 	}
 	q := &Pattern{js: n.JetStream(), life: n.Context(), replicas: n.Replicas(), parts: n.Partitions(), settings: settings, log: log,
-		streams: cluster.NewStreams(n.JetStream()), consumers: make(map[dest.Identity]*consumer),
+		streams: cluster.NewStreams(n.JetStream()), placed: cluster.NewPlacementCache(), consumers: make(map[dest.Identity]*consumer),
 		undelivered: &undelivered{js: n.JetStream(), replicas: n.Replicas()}, acks: n.Acks()}
 	q.streams.Log = log
 	n.OnStepDown(q.HandBack) // handback.go
@@ -108,12 +108,9 @@ func (q *Pattern) settingsOf(id dest.Identity) address.Settings {
 // Placements are cached (cluster.PlacementCache): a SEND to a queue in use builds none.
 func (q *Pattern) Place(id dest.Identity) cluster.Placement {
 	k := cluster.PlacementKey{ID: id, RingSize: q.settingsOf(id).RingSize, Replicas: q.replicas, Partitions: q.parts, DuplicateWindow: q.DuplicateWindow}
-	if p, ok := q.placed.Get(k); ok {
-		return p
-	}
-	p := cluster.PlaceQueue(id, k.RingSize, q.replicas, q.parts, q.DuplicateWindow)
-	q.placed.Put(k, p)
-	return p
+	return q.placed.Place(k, func() cluster.Placement {
+		return cluster.PlaceQueue(id, k.RingSize, k.Replicas, k.Partitions, k.DuplicateWindow)
+	})
 }
 
 // Streams returns the streams this adapter made (the pipeline's port).
