@@ -51,9 +51,9 @@ type Message struct {
 	// the message, and nearly every client speaks 1.2. Those of 1.0 and 1.1 live in a block
 	// made on first use, so a message no 1.0 or 1.1 subscriber sees does not carry their
 	// room (72 bytes per message: the Message is 184 bytes, not 256).
-	tail12    []byte                    // STOMP 1.2 tail; written in once12
+	tail12    []byte                    // STOMP 1.2 tail; written by Pack (packed) or in once12
 	legacy    atomic.Pointer[legacyEnc] // 1.0 and 1.1 tails; set once, by compare-and-swap
-	dropped12 int32                     // headers 1.2 could not represent; written in once12
+	dropped12 int32                     // headers 1.2 could not represent; written with tail12
 	once12    sync.Once                 // Do's return orders the writes above before every read
 	// packed is set by Pack, which writes tail12 and dropped12 before the message is
 	// shared: Shared then reads them without once12 (marking a fresh sync.Once done takes
