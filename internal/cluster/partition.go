@@ -196,8 +196,12 @@ func leaderState(ctx context.Context, js jetstream.JetStream, stream string) (le
 }
 
 // defaultPartitionsDefer is how long a node without cluster.partitions, finding no count
-// stored, waits for a configured node to store one before it stores DefaultPartitions.
-const defaultPartitionsDefer = time.Second
+// stored, waits for a configured node to store one before it stores DefaultPartitions; it
+// looks again every partitionsPoll meanwhile. A variable for the tests (export_test.go).
+var defaultPartitionsDefer = time.Second
+
+// partitionsPoll is how often a deferring node reads the stored count again.
+const partitionsPoll = 50 * time.Millisecond
 
 // settlePartitions fixes the node's partition count from the cluster's layout bucket: the
 // stored count when there is one (cluster.partitions, when set, must equal it:
@@ -221,7 +225,7 @@ func (n *Node) settlePartitions(ctx context.Context) error {
 		return fmt.Errorf("cluster: layout bucket: %w", err)
 	}
 	configured := n.cfg.Partitions
-	deferred := false
+	var deferUntil time.Time
 	for {
 		stored, found, err := readPartitions(ctx, kv)
 		if err != nil {
@@ -236,18 +240,23 @@ func (n *Node) settlePartitions(ctx context.Context) error {
 			n.log.Info("cluster partitions", "partitions", stored)
 			return nil
 		}
-		if configured == 0 && !deferred {
+		if configured == 0 {
 			// A node left at the default defers to a node of the same first start that
 			// was configured (nodes start within moments of each other, in any order):
 			// whichever stored first used to win, so two nodes set to 4 and one unset could
-			// end with 12.
-			deferred = true
-			select {
-			case <-ctx.Done():
-				return ctx.Err()
-			case <-time.After(defaultPartitionsDefer):
+			// end with 12. It looks again every partitionsPoll, so a configured node's
+			// count is taken up as soon as it is stored.
+			if deferUntil.IsZero() {
+				deferUntil = time.Now().Add(defaultPartitionsDefer)
 			}
-			continue
+			if time.Now().Before(deferUntil) {
+				select {
+				case <-ctx.Done():
+					return ctx.Err()
+				case <-time.After(partitionsPoll):
+				}
+				continue
+			}
 		}
 		legacy, err := n.unpartitionedStreams(ctx)
 		if err != nil {

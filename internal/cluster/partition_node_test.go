@@ -21,6 +21,10 @@ import (
 // refuses to start (ErrPartitionsChanged), and a cluster holding streams made before
 // partitions keeps one partition.
 func TestPartitionCountIsFixedAtFirstStart(t *testing.T) {
+	// The unset node defers to the configured ones for as long as they take to store
+	// their count (it polls, so this costs nothing when they are quick): with the default
+	// second, a slow machine let it store 12 first (CI, stop 39).
+	cluster.SetPartitionsDefer(t, 30*time.Second)
 	nodes := clustertest.StartNodesWith(t, func(i int, c *config.Cluster) {
 		if i < 2 {
 			c.Partitions = 4
@@ -31,6 +35,7 @@ func TestPartitionCountIsFixedAtFirstStart(t *testing.T) {
 			t.Errorf("node %d: %d partitions, want 4 (two nodes configured 4, one unset)", i, got)
 		}
 	}
+	cluster.SetPartitionsDefer(t, 200*time.Millisecond) // the later joins find nothing stored at times
 	url := nodes[0].Server().ClientURL()
 	join := func(partitions int) (*cluster.Node, error) {
 		n, err := cluster.Start(context.Background(), config.Cluster{NatsURL: url, Replicas: 3, Partitions: partitions}, 1<<20, nil)
