@@ -225,7 +225,7 @@ func (n *Node) settlePartitions(ctx context.Context) error {
 		return fmt.Errorf("cluster: layout bucket: %w", err)
 	}
 	configured := n.cfg.Partitions
-	var deferUntil time.Time
+	deferUntil := time.Now().Add(defaultPartitionsDefer) // for a node with configured == 0
 	for {
 		stored, found, err := readPartitions(ctx, kv)
 		if err != nil {
@@ -240,23 +240,18 @@ func (n *Node) settlePartitions(ctx context.Context) error {
 			n.log.Info("cluster partitions", "partitions", stored)
 			return nil
 		}
-		if configured == 0 {
+		if configured == 0 && time.Now().Before(deferUntil) {
 			// A node left at the default defers to a node of the same first start that
 			// was configured (nodes start within moments of each other, in any order):
 			// whichever stored first used to win, so two nodes set to 4 and one unset could
 			// end with 12. It looks again every partitionsPoll, so a configured node's
 			// count is taken up as soon as it is stored.
-			if deferUntil.IsZero() {
-				deferUntil = time.Now().Add(defaultPartitionsDefer)
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(partitionsPoll):
 			}
-			if time.Now().Before(deferUntil) {
-				select {
-				case <-ctx.Done():
-					return ctx.Err()
-				case <-time.After(partitionsPoll):
-				}
-				continue
-			}
+			continue
 		}
 		legacy, err := n.unpartitionedStreams(ctx)
 		if err != nil {

@@ -32,9 +32,10 @@
 // Streams are file-stored with --replicas replicas (default 3) and the server's own sync
 // setting (Titan's cluster.sync: always by default), like Titan's queue streams; messages
 // carry no Nats-Msg-Id unless --msgid (without: the engine's ceiling). Each scenario
-// prints one JSON line on stdout: published and consumed counts, their rates in msg/s over the scenario's own time, and for
-// synchronous publishes the PubAck latency p50/p99 in µs. Rates vary with the machine's
-// load: compare Titan and jsbench run back to back on the same servers, as ratios.
+// prints one JSON line on stdout: published and consumed counts, their rates in msg/s over
+// the scenario's own time, and for synchronous publishes the PubAck latency p50/p99 in µs.
+// Rates vary with the machine's load: compare Titan and jsbench run back to back on the
+// same servers, as ratios.
 package main
 
 import (
