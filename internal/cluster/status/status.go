@@ -189,10 +189,15 @@ func read(ctx context.Context, n *cluster.Node, queues bool) (*Status, error) {
 		}
 		return ns
 	}
+	// names names a peer nats-server could not name; the node list and every replica list
+	// use it before a node is made from a replica's name, or a peer this node never heard
+	// from shows twice: once named, once as nats-server's placeholder (issue 27).
+	names := func(name, _ string) string { return name }
 	if n.Embedded() {
+		names = peerNamer(ctx, n)
 		st.Mode = ModeEmbedded
 		st.Routes = joinRoutes(n.Config().Listen, n.Config().Routes)
-		embeddedNodes(ctx, n, st, node)
+		embeddedNodes(n, st, node, names)
 		if d := n.DiskHealth(); !d.OK {
 			self := node(st.Node)
 			self.Up, self.Cause = false, d.Cause.Error()
@@ -217,6 +222,9 @@ func read(ctx context.Context, n *cluster.Node, queues bool) (*Status, error) {
 	}
 	for _, si := range infos {
 		ss := streamStatus(si)
+		for i := range ss.Replicas {
+			ss.Replicas[i].Name = names(ss.Replicas[i].Name, ss.Replicas[i].Peer)
+		}
 		st.Streams = append(st.Streams, ss)
 		if l := node(ss.Leader); l != nil {
 			l.Leads = append(l.Leads, ss.Name)
@@ -248,7 +256,7 @@ func read(ctx context.Context, n *cluster.Node, queues bool) (*Status, error) {
 	}
 	slices.SortFunc(st.Nodes, func(a, b NodeStatus) int { return strings.Compare(a.Name, b.Name) })
 	if n.Embedded() {
-		nameReplicas(ctx, n, st)
+		nameReplicas(st, names)
 		markDown(st, nodes)
 	}
 	return st, listErr
@@ -276,7 +284,7 @@ func markDown(st *Status, nodes map[string]*NodeStatus) {
 // embeddedNodes fills the meta leader and the nodes from the embedded server: the meta
 // group's peers, up when a route to them is connected and the meta group does not report
 // them offline. Peers this node cannot name are named by the other nodes (peerNamer).
-func embeddedNodes(ctx context.Context, n *cluster.Node, st *Status, node func(string) *NodeStatus) {
+func embeddedNodes(n *cluster.Node, st *Status, node func(string) *NodeStatus, names func(name, peer string) string) {
 	srv := n.Server()
 	self := node(st.Node)
 	self.Up, self.Peer = true, n.PeerID()
@@ -291,7 +299,6 @@ func embeddedNodes(ctx context.Context, n *cluster.Node, st *Status, node func(s
 		if l := node(jsi.Meta.Leader); l != nil && jsi.Meta.Peer != "" {
 			l.Peer = jsi.Meta.Peer
 		}
-		names := peerNamer(ctx, n)
 		for _, p := range jsi.Meta.Replicas {
 			name := names(p.Name, p.Peer)
 			node(name).Peer = p.Peer
@@ -330,10 +337,9 @@ func peerNamer(ctx context.Context, n *cluster.Node) func(name, peer string) str
 	}
 }
 
-// nameReplicas names the stream and queue replicas their leader could not name (see
-// peerNamer).
-func nameReplicas(ctx context.Context, n *cluster.Node, st *Status) {
-	names := peerNamer(ctx, n)
+// nameReplicas names the stream and queue replicas their leader could not name with names
+// (see peerNamer) and sorts them by name.
+func nameReplicas(st *Status, names func(name, peer string) string) {
 	fix := func(rs []ReplicaStatus) {
 		for i := range rs {
 			rs[i].Name = names(rs[i].Name, rs[i].Peer)
