@@ -129,8 +129,11 @@
 //
 // # Concurrency
 //
-// A Store is safe for concurrent use. Lock order: Store.mu (call accounting, sticky error;
-// never held across Pebble calls) is a leaf; Store.smu (stream map) is never held while a
+// A Store is safe for concurrent use. Calls are counted without a lock while the store is
+// up (an atomic count and a gate word that mirrors the closed, reopening and down states);
+// Close and the recoverer set the gate under Store.mu and wait for the count to reach 0.
+// Lock order: Store.mu (state changes, health, the drain wait; never held across Pebble
+// calls) is a leaf; Store.smu (stream map) is never held while a
 // stream's mutex is acquired, except by Check; a stream's mu is held across Pebble batch
 // application but never across an fsync wait or a Scan callback. A background goroutine
 // (the delete syncer) runs from Open to Close, and one (the recoverer) while the store is

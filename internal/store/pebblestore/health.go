@@ -110,6 +110,7 @@ func (s *Store) fail(err error) error {
 		return &store.UnavailableError{Cause: err}
 	}
 	changed := s.health.set(store.StateDown, err, time.Now())
+	s.syncGate()
 	if corrupt && !errors.Is(s.health.cause, store.ErrCorrupt) {
 		s.health.cause = err // corruption outranks an I/O error: no recovery
 	}
@@ -242,6 +243,7 @@ func (s *Store) recover() error {
 		return store.ErrClosed
 	}
 	s.reopening = true
+	s.syncGate()
 	// Bounded: a call that does not return (a Scan callback that blocks) must not keep
 	// reads refused for long; give up this attempt and retry later.
 	deadline := time.Now().Add(drainTimeout)
@@ -250,13 +252,13 @@ func (s *Store) recover() error {
 		s.idle.Broadcast()
 		s.mu.Unlock()
 	})
-	for s.inflight > 0 && time.Now().Before(deadline) {
+	for s.inflight.Load() > 0 && time.Now().Before(deadline) {
 		s.idle.Wait()
 	}
 	wake.Stop()
-	if s.inflight > 0 {
+	if n := s.inflight.Load(); n > 0 {
 		s.reopening = false
-		n := s.inflight
+		s.syncGate()
 		s.mu.Unlock()
 		return fmt.Errorf("pebblestore: %d calls still in progress after %v; reopen postponed", n, drainTimeout)
 	}
@@ -271,12 +273,14 @@ func (s *Store) recover() error {
 	s.reopening = false
 	if err != nil {
 		s.health.cause = err
+		s.syncGate()
 		s.mu.Unlock()
 		return err
 	}
 	down := s.health.since
 	s.health.recovering = false
 	s.health.set(store.StateOK, nil, time.Now())
+	s.syncGate()
 	s.mu.Unlock()
 	s.log.Warn("store recovered: durable writes are accepted again", "state", store.StateOK.String(),
 		"down_for", time.Since(down).Round(time.Millisecond))

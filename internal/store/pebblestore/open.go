@@ -92,6 +92,7 @@ func Open(dir string, opts Options) (*Store, error) {
 	s.startLoops()
 	s.mu.Lock()
 	s.opening = false
+	s.syncGate()
 	s.mu.Unlock()
 	return s, nil
 }
@@ -140,6 +141,7 @@ func newStore(dir string, opts Options) *Store {
 	}
 	s.idle.L = &s.mu
 	s.health = newHealth(time.Now())
+	s.gate.Store(gateNoDB) // the slow path until Open has a database (syncGate)
 	return s
 }
 
@@ -196,6 +198,7 @@ func (s *Store) openDegraded(cause error) (*Store, error) {
 	s.startLoops()
 	s.mu.Lock()
 	s.opening = false
+	s.syncGate()
 	s.mu.Unlock()
 	s.fail(wrapErr("open", cause))
 	s.mu.Lock()

@@ -45,8 +45,13 @@ type Store struct {
 	closed    bool      // guarded by mu
 	reopening bool      // guarded by mu: the recoverer is replacing db
 	opening   bool      // guarded by mu: Open runs; a fault does not start the recoverer yet
-	inflight  int       // guarded by mu: calls between enter and exit
 	health    health    // guarded by mu
+
+	// inflight counts calls between enter and exit; gate mirrors closed, reopening, a nil db
+	// and a down health as gate* bits (written under mu by syncGate), so that enter and exit
+	// take no lock while the store is up (see enter).
+	inflight atomic.Int64
+	gate     atomic.Uint32
 
 	smu        sync.RWMutex
 	streams    map[string]*stream     // guarded by smu
@@ -120,11 +125,56 @@ func wrapErr(op string, err error) error {
 	return fmt.Errorf("pebblestore: %s: %w", op, err)
 }
 
+// The bits of Store.gate: set while a call must take enter's slow path.
+const (
+	gateClosed    = 1 << iota // Close has begun
+	gateReopening             // the recoverer replaces db
+	gateNoDB                  // db is nil (a reopen failed, or Open has not finished)
+	gateDown                  // health is StateDown: writes are refused
+
+	gateDrain = gateClosed | gateReopening // a drainer waits for inflight to reach 0
+)
+
+// syncGate sets gate from the fields it mirrors. Called with mu held after every change
+// that refuses calls (so the fast path never admits a call the fields refuse) and after
+// those that admit them again (or the calls would keep taking the slow path).
+func (s *Store) syncGate() {
+	var g uint32
+	if s.closed {
+		g |= gateClosed
+	}
+	if s.reopening {
+		g |= gateReopening
+	}
+	if s.db == nil {
+		g |= gateNoDB
+	}
+	if s.health.state == store.StateDown {
+		g |= gateDown
+	}
+	s.gate.Store(g)
+}
+
 // enter registers a call in progress. It refuses every call once Close has begun
 // (store.ErrClosed) and while the recoverer replaces the database or after a reopen failed
 // (store.ErrUnavailable), and refuses writes while the store is down. Every successful
 // enter must be paired with exit.
+//
+// While the store is up it takes no lock: it counts the call in inflight, then reads gate.
+// A drainer (Close, the recoverer) sets its gate bit under mu, then reads inflight under
+// mu; both are sequentially consistent atomics, so either the call sees the bit (and backs
+// out to the slow path) or the drainer sees the call (and waits for its exit).
 func (s *Store) enter(write bool) error {
+	s.inflight.Add(1)
+	if g := s.gate.Load(); g == 0 || (g == gateDown && !write) {
+		return nil
+	}
+	s.exit()
+	return s.enterLocked(write)
+}
+
+// enterLocked is enter's slow path: the fields themselves, read under mu.
+func (s *Store) enterLocked(write bool) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
@@ -133,17 +183,17 @@ func (s *Store) enter(write bool) error {
 	if s.reopening || s.db == nil || (write && s.health.state == store.StateDown) {
 		return s.health.refusal()
 	}
-	s.inflight++
+	s.inflight.Add(1)
 	return nil
 }
 
+// exit ends a call that enter admitted; the last call out wakes a drainer.
 func (s *Store) exit() {
-	s.mu.Lock()
-	s.inflight--
-	if s.inflight == 0 && (s.closed || s.reopening) {
+	if s.inflight.Add(-1) == 0 && s.gate.Load()&gateDrain != 0 {
+		s.mu.Lock()
 		s.idle.Broadcast()
+		s.mu.Unlock()
 	}
-	s.mu.Unlock()
 }
 
 // stream returns the named stream, creating it when create is set, or nil. The stream last
@@ -749,7 +799,8 @@ func (s *Store) Close() error {
 		return store.ErrClosed
 	}
 	s.closed = true
-	for s.inflight > 0 {
+	s.syncGate()
+	for s.inflight.Load() > 0 {
 		s.idle.Wait()
 	}
 	recoverDone := s.recoverDone
