@@ -101,8 +101,10 @@ type group struct {
 // s.gmu must be held.
 func (s *Store) newGroupLocked() *group {
 	var g *group
-	if sp := s.spare; sp != nil {
-		s.spare = nil
+	if n := len(s.spares); n > 0 {
+		sp := s.spares[n-1]
+		s.spares[n-1] = nil
+		s.spares = s.spares[:n-1]
 		g = &group{recs: sp.recs, arena: sp.arena, states: sp.states, pend: sp.pend, free: sp.free, done: make(chan struct{})}
 	} else {
 		g = &group{
@@ -131,8 +133,17 @@ func (s *Store) newGroupLocked() *group {
 // group touched; a group touching more allocates the rest).
 const maxFreePend = 64
 
+// maxSpares bounds the recycled groups kept: at most two groups are ever in use, one in
+// flight and one filling, so two spares let every group reuse buffers. With one spare, a
+// commit that landed while no group was filling (a producer between its bursts) found the
+// spare still held from the commit before and dropped one of them, and the next group that
+// filled during a flight allocated its buffers anew: one group in four in an events-store
+// live tail (130 MB of record arena allocated for 60 MB of records, 300,000 SENDs).
+const maxSpares = 2
+
 // recycle keeps g's buffers for the next group. Waiters read only done and err, so the
-// buffers are free once g is committed. Very large buffers are let go.
+// buffers are free once g is committed. Very large buffers are let go, and so are buffers
+// beyond maxSpares.
 func (s *Store) recycle(g *group) {
 	if cap(g.arena) > 4<<20 {
 		return
@@ -148,7 +159,9 @@ func (s *Store) recycle(g *group) {
 	sp := &group{recs: g.recs[:0], arena: g.arena[:0], states: g.states, pend: g.pend, free: g.free}
 	g.recs, g.arena, g.states, g.pend, g.free = nil, nil, nil, nil, nil
 	s.gmu.Lock()
-	s.spare = sp
+	if len(s.spares) < maxSpares {
+		s.spares = append(s.spares, sp)
+	}
 	s.gmu.Unlock()
 }
 

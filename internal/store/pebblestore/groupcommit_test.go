@@ -6,6 +6,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 )
@@ -92,5 +93,46 @@ func TestGroupCommit(t *testing.T) {
 				t.Errorf("16 producers: %.3f fsyncs/msg, want <= 0.1 (0.0625 when every fsync serves all sixteen; 0.125 means they alternate between two groups)", r.fsyncsPerMsg())
 			}
 		})
+	}
+}
+
+// TestGroupBuffersReusedAcrossAnIdleCommit is the rule that every group reuses the buffers
+// of an earlier one, also after a commit that landed while no group was filling (a producer
+// between bursts). At most two groups are in use, one in flight and one filling: when both
+// land with nothing appended meanwhile, the two groups filled next (one in flight, one
+// filling behind it) must both get recycled buffers rather than new ones.
+func TestGroupBuffersReusedAcrossAnIdleCommit(t *testing.T) {
+	s := openT(t, t.TempDir(), Options{})
+	defer closeT(t, s)
+	rec := make([]byte, 100)
+	filled := func() *group {
+		s.gmu.Lock()
+		defer s.gmu.Unlock()
+		g := s.newGroupLocked()
+		g.arena = append(g.arena, rec...)
+		g.recs = append(g.recs, pendingRecord{n: len(rec)})
+		return g
+	}
+	s.gmu.Lock()
+	s.spares = nil // whatever Open's own writes left
+	s.gmu.Unlock()
+	g1, g2 := filled(), filled() // one in flight, one filling behind it
+	a, b := unsafe.SliceData(g1.arena), unsafe.SliceData(g2.arena)
+	s.recycle(g1) // g1 lands; g2 is taken and lands too, with nothing appended meanwhile
+	s.recycle(g2)
+	g3, g4 := filled(), filled() // the next burst: again one in flight, one filling
+	c, d := unsafe.SliceData(g3.arena), unsafe.SliceData(g4.arena)
+	if c == d || (c != a && c != b) || (d != a && d != b) {
+		t.Fatalf("the next burst's groups have arenas %p and %p, want the recycled %p and %p", c, d, a, b)
+	}
+	// A third spare is not kept: buffers beyond two groups' are let go.
+	s.recycle(g3)
+	s.recycle(g4)
+	s.recycle(&group{states: map[*stream]streamState{}, pend: map[*stream]*pendStream{}, arena: slices.Clone(rec)})
+	s.gmu.Lock()
+	n := len(s.spares)
+	s.gmu.Unlock()
+	if n != maxSpares {
+		t.Fatalf("%d spare groups kept, want at most %d", n, maxSpares)
 	}
 }

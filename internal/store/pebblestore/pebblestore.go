@@ -73,7 +73,7 @@ type Store struct {
 	commitMu      sync.Mutex    // held by the committer from taking a group until Pebble applied it
 	gmu           sync.Mutex    // guards cur
 	cur           *group        // the group appends join; nil when none waits
-	spare         *group        // guarded by gmu: buffers of the last committed group, for reuse
+	spares        []*group      // guarded by gmu: buffers of committed groups, for reuse (at most maxSpares)
 	busy          bool          // guarded by gmu: a group is being applied or is in flight
 	flights       chan flight   // the applied group whose fsync the committer awaits (capacity 1)
 	committerDone chan struct{} // closed by the committer when it returns
