@@ -43,6 +43,8 @@ type patterns struct {
 	topics *topicsub.Registry
 	// rpcOptions configured requests; cluster mode builds its request/response on them.
 	rpcOptions rpc.Options
+	// eventOptions configured events; cluster mode applies the same slow-consumer rules.
+	eventOptions event.Options
 	// cluster is set in cluster mode: the NATS JetStream node and its adapters, which
 	// replace events and queues behind the router's ports (issue 15).
 	cluster *clusterPatterns
@@ -85,7 +87,13 @@ func (p *patterns) wireCluster(n *cluster.Node, settings cluster.Settings, maxDu
 	if err != nil {
 		return err
 	}
-	c := &clusterPatterns{node: n, events: clusterevents.New(n), queues: clusterqueues.New(n, settings, log.With("component", "cluster-queues")),
+	eo := p.eventOptions
+	ceo := clusterevents.Options{SlowConsumerTimeout: eo.SlowConsumerTimeout, MaxBufferBytes: eo.MaxBufferBytes,
+		EventsDropped: &p.dispatcher.EventsDropped, DroppedByPolicy: &eo.Flow.Dropped, Logger: eo.Logger}
+	if eo.DropPolicy != nil {
+		ceo.DropPolicy = eo.DropPolicy
+	}
+	c := &clusterPatterns{node: n, events: clusterevents.New(n, ceo), queues: clusterqueues.New(n, settings, log.With("component", "cluster-queues")),
 		store: logs.New(n, log.With("component", "cluster-events-store")), requests: reqs}
 	p.cluster = c
 	p.requests = reqs.Pattern
@@ -186,6 +194,7 @@ func (b *Broker) wire(fanout bool, settings dispatch.SettingsSource, clk clock.C
 		eo.DropPolicy = r
 	}
 	p.events = event.New(d, eo)
+	p.eventOptions = eo
 	p.queues = pointqueue.New(d, pointqueue.Options{Clock: clk, Retirer: b.durable, Persister: b.durable, Logger: log.With("component", "queues")})
 	p.topics = topicsub.New(topicsub.Options{Dispatcher: d, Meta: b.store, Max: b.maxDurableSubscriptions(), Others: func() int {
 		n, _ := p.log.DurableCount()

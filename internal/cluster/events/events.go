@@ -3,9 +3,11 @@
 package events
 
 import (
+	"log/slog"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/nats-io/nats.go"
 
@@ -26,14 +28,18 @@ import (
 // filter, whatever its number of subscribers. Order is FIFO per publishing node (NATS
 // orders per connection); see README "Running a cluster".
 type Pattern struct {
-	nc *nats.Conn
+	nc   *nats.Conn
+	opts Options
+	// dropLog is when the drop-by-policy line was last logged (unix ns).
+	dropLog atomic.Int64
 
 	mu       sync.Mutex                           // guards interest and subs
 	interest map[string]*interest                 // by subject; guarded by mu
 	subs     map[*delivery.Subscription]*interest // guarded by mu
 
-	// Published counts SENDs published; Dropped counts deliveries a subscription had no
-	// room for; Undecodable counts payloads that were not a Titan message record.
+	// Published counts SENDs published; Dropped counts deliveries not made (a connection
+	// closing or closed as a slow consumer, or slow-consumer-policy DROP); Undecodable counts
+	// payloads that were not a Titan message record.
 	Published, Dropped, Undecodable atomic.Uint64
 	// Interests counts the NATS subscriptions this node holds for events (one per
 	// distinct (group, filter) subscribed here).
@@ -50,9 +56,32 @@ type interest struct {
 	local atomic.Pointer[[]*delivery.Subscription]
 }
 
+// Options is how a node treats a subscriber that cannot take an event now: the single
+// node's rules (package event, delivery.DeliverEvent), because a node cannot pause a
+// producer on another node. The zero value is slow-consumer-policy CLOSE everywhere with
+// the default bounds, nothing counted beyond Pattern's own counters, nothing logged.
+type Options struct {
+	// DropPolicy, when set, names the destinations whose slow-consumer-policy is DROP
+	// (config.Resolver); nil means none.
+	DropPolicy interface{ DropWhenFull(id dest.Identity) bool }
+	// SlowConsumerTimeout and MaxBufferBytes are delivery.EventPolicy's SlowAfter and
+	// MaxBytes (flow-control.subscriber.slow-consumer-timeout and max-buffer-bytes).
+	SlowConsumerTimeout time.Duration
+	MaxBufferBytes      int64
+	// EventsDropped, when set, also counts every delivery not made (the dispatcher's
+	// counter: titan_events_dropped_total); DroppedByPolicy, when set, those dropped under
+	// slow-consumer-policy DROP (flow.Stats.Dropped: titan_events_dropped_by_policy_total).
+	EventsDropped, DroppedByPolicy *atomic.Uint64
+	// Logger receives the drop-by-policy line, at most every 10 s (nil: discarded).
+	Logger *slog.Logger
+}
+
 // New returns the events adapter over n's connection.
-func New(n *cluster.Node) *Pattern {
-	return &Pattern{nc: n.Conn(), interest: make(map[string]*interest), subs: make(map[*delivery.Subscription]*interest)}
+func New(n *cluster.Node, opts Options) *Pattern {
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	return &Pattern{nc: n.Conn(), opts: opts, interest: make(map[string]*interest), subs: make(map[*delivery.Subscription]*interest)}
 }
 
 // Publish sends m to id's subject. It never blocks on subscribers (no cluster-wide
@@ -119,6 +148,7 @@ func (e *Pattern) fanOut(in *interest, msg *nats.Msg) {
 	}
 	var d dest.Destination
 	parsed, bad := false, false
+	var policy int8 // 0 not looked up yet, 1 CLOSE, 2 DROP
 	for _, sub := range local {
 		// A '#' filter's subject is wider than the filter (cluster.FilterSubject): its
 		// channels are checked here.
@@ -141,12 +171,59 @@ func (e *Pattern) fanOut(in *interest, msg *nats.Msg) {
 		if !sub.Selects(m) {
 			continue // not selected by its JMS selector: skipped, not dropped
 		}
-		if !sub.HasCredit() || !sub.Conn.Deliver(sub, m, nil, 0, 1) {
-			sub.Dropped.Add(1)
-			e.Dropped.Add(1)
+		if policy == 0 {
+			policy = e.policy(m)
+		}
+		pol := delivery.EventPolicy{Drop: policy == 2, MaxBytes: e.opts.MaxBufferBytes, SlowAfter: e.opts.SlowConsumerTimeout}
+		switch sub.Conn.DeliverEvent(sub, m, pol) {
+		case delivery.EventWritten, delivery.EventHeld:
+		case delivery.EventDropped:
+			e.drop(sub, m, true)
+		default: // EventRefused, EventOverflow (closed as a slow consumer, counted by its session)
+			e.drop(sub, m, false)
 		}
 	}
 }
+
+// policy returns m's slow-consumer policy: 1 CLOSE, 2 DROP (Options.DropPolicy on m's
+// destination).
+func (e *Pattern) policy(m *message.Message) int8 {
+	if e.opts.DropPolicy == nil {
+		return 1
+	}
+	d, err := dest.Parse(m.Destination, dest.PatternEvents)
+	if err == nil && e.opts.DropPolicy.DropWhenFull(dest.Identity{Group: m.Group, Pattern: dest.PatternEvents, Channel: d.Channel, Bare: d.Bare}) {
+		return 2
+	}
+	return 1
+}
+
+// drop counts m not delivered to sub: its connection is closing (or was closed as a slow
+// consumer), or (byPolicy) it is over its limit or at its prefetch under
+// slow-consumer-policy DROP, which is also logged at most every dropLogEvery.
+func (e *Pattern) drop(sub *delivery.Subscription, m *message.Message, byPolicy bool) {
+	sub.Dropped.Add(1)
+	e.Dropped.Add(1)
+	if c := e.opts.EventsDropped; c != nil {
+		c.Add(1)
+	}
+	if !byPolicy {
+		return
+	}
+	var total uint64
+	if c := e.opts.DroppedByPolicy; c != nil {
+		total = c.Add(1)
+	}
+	now := time.Now().UnixNano()
+	last := e.dropLog.Load()
+	if now-last >= int64(dropLogEvery) && e.dropLog.CompareAndSwap(last, now) {
+		e.opts.Logger.Warn("events dropped for a subscriber over its outbound limit (slow-consumer-policy DROP)",
+			"destination", m.Destination, "group", m.Group, "subscription", sub.ID, "dropped_total", total)
+	}
+}
+
+// dropLogEvery rate-limits the drop-by-policy log line (as the single node's).
+const dropLogEvery = 10 * time.Second
 
 // Detach implements delivery.Owner: sub leaves its interest; the last one to leave ends
 // the NATS subscription. Events are not redelivered.

@@ -1,11 +1,14 @@
 package events
 
 import (
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/titan-broker/titan/internal/cluster/clustertest"
 	"github.com/titan-broker/titan/internal/delivery"
+	"github.com/titan-broker/titan/internal/delivery/deliverytest"
 	"github.com/titan-broker/titan/internal/dest"
 	"github.com/titan-broker/titan/internal/message"
 )
@@ -15,7 +18,7 @@ import (
 // node, a different filter or group makes its own, and the last one to leave ends it.
 func TestEventsInterestPerNode(t *testing.T) {
 	nodes := clustertest.StartNodes(t)
-	sub, pub := New(nodes[0]), New(nodes[1])
+	sub, pub := New(nodes[0], Options{}), New(nodes[1], Options{})
 	reg := &delivery.Registry{}
 	subscribe := func(id, group, channel string) (*delivery.Subscription, *clustertest.CountingWriter) {
 		w := &clustertest.CountingWriter{}
@@ -76,7 +79,7 @@ func TestEventsInterestPerNode(t *testing.T) {
 // BenchmarkEventsPublish measures one events SEND (a core NATS publish, no subscriber).
 func BenchmarkEventsPublish(b *testing.B) {
 	nodes := clustertest.StartNodes(b)
-	e := New(nodes[0])
+	e := New(nodes[0], Options{})
 	id := dest.Identity{Group: "bench", Pattern: dest.PatternEvents, Channel: "prices.eu"}
 	m := &message.Message{ID: "bench-1", Group: "bench", Destination: "/topic/prices/eu", Body: make([]byte, 128)}
 	b.ReportAllocs()
@@ -93,7 +96,7 @@ func BenchmarkEventsPublish(b *testing.B) {
 // "b"; "#.eu" receives "x.eu" and "a.eu".
 func TestEventsHashFilter(t *testing.T) {
 	nodes := clustertest.StartNodes(t)
-	sub, pub := New(nodes[0]), New(nodes[1])
+	sub, pub := New(nodes[0], Options{}), New(nodes[1], Options{})
 	reg := &delivery.Registry{}
 	subscribe := func(id, channel string) *clustertest.CountingWriter {
 		w := &clustertest.CountingWriter{}
@@ -137,5 +140,84 @@ func TestEventsHashFilter(t *testing.T) {
 	}
 	if got := aHash.N.Load(); got != 3 {
 		t.Fatalf("a.# got %d events, want 3 (a, a.b.c, a.eu)", got)
+	}
+}
+
+// dropAll is a DropPolicy with slow-consumer-policy DROP on every destination.
+type dropAll struct{}
+
+func (dropAll) DropWhenFull(dest.Identity) bool { return true }
+
+// A topic subscriber on a cluster node that reads nothing is treated as on a single node
+// (delivery.DeliverEvent), never dropped without a word: under slow-consumer-policy CLOSE
+// (the default) its connection keeps taking events past its high watermark up to
+// max-buffer-bytes, then is closed as a slow consumer with an ERROR; under DROP what it has
+// no room for is dropped, counted (titan_events_dropped_total and
+// titan_events_dropped_by_policy_total) and logged. Before, a delivery the connection
+// refused was dropped and counted only in a counter nothing read.
+func TestSlowEventsSubscriberAsOnSingleNode(t *testing.T) {
+	nodes := clustertest.StartNodes(t)
+	for _, tc := range []struct {
+		name string
+		drop bool
+	}{{"close", false}, {"drop", true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			var eventsDropped, byPolicy atomic.Uint64
+			opts := Options{MaxBufferBytes: 16 << 10, EventsDropped: &eventsDropped, DroppedByPolicy: &byPolicy}
+			if tc.drop {
+				opts.DropPolicy = dropAll{}
+			}
+			sub, pub := New(nodes[0], opts), New(nodes[1], Options{})
+			w := &deliverytest.Buffered{Limit: 4 << 10} // a client that reads nothing
+			s := &delivery.Subscription{ID: "s", Conn: (&delivery.Registry{}).NewConn(w), Group: "g",
+				Dest: dest.Destination{Pattern: dest.PatternEvents, Channel: "slow." + tc.name}, Ack: delivery.AckAuto}
+			if err := sub.Subscribe(s); err != nil {
+				t.Fatal(err)
+			}
+			defer sub.Detach(s, nil)
+			id := dest.Identity{Group: "g", Pattern: dest.PatternEvents, Channel: "slow." + tc.name}
+			m := &message.Message{ID: "e-1", Group: "g", Destination: "/topic/slow/" + tc.name, Body: make([]byte, 1000)}
+			deadline := time.Now().Add(15 * time.Second)
+			for len(w.Bodies()) == 0 { // the interest may take a moment to reach the publishing node
+				if time.Now().After(deadline) {
+					t.Fatal("no event reached the subscribing node")
+				}
+				if _, err := pub.Publish(id, m, nil); err != nil {
+					t.Fatal(err)
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+			const sends = 100 // 100 KB: past the high watermark (4 KiB) and max-buffer-bytes (16 KiB)
+			for range sends {
+				if _, err := pub.Publish(id, m, nil); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for time.Now().Before(deadline) && uint64(len(w.Bodies()))+sub.Dropped.Load() < sends {
+				time.Sleep(10 * time.Millisecond)
+			}
+			written, slow := len(w.Bodies()), strings.Join(w.SlowCloses(), "; ")
+			t.Logf("written %d, dropped %d (by policy %d), slow-consumer ERROR %q", written, sub.Dropped.Load(), byPolicy.Load(), slow)
+			if eventsDropped.Load() != sub.Dropped.Load() || s.Dropped.Load() != sub.Dropped.Load() {
+				t.Errorf("dropped: pattern %d, subscription %d, titan_events_dropped_total %d; want all equal",
+					sub.Dropped.Load(), s.Dropped.Load(), eventsDropped.Load())
+			}
+			if tc.drop {
+				if slow != "" || byPolicy.Load() == 0 || byPolicy.Load() != sub.Dropped.Load() {
+					t.Errorf("DROP: %d dropped, %d by policy, closed %q; want drops, all by policy, no close",
+						sub.Dropped.Load(), byPolicy.Load(), slow)
+				}
+				if written == 0 || w.QueuedBytes() > 4<<10 {
+					t.Errorf("DROP: %d written (%d bytes queued); want the connection filled to its high watermark and no further", written, w.QueuedBytes())
+				}
+				return
+			}
+			if !strings.Contains(slow, "max-buffer-bytes") || byPolicy.Load() != 0 {
+				t.Errorf("CLOSE: slow-consumer ERROR %q, %d dropped by policy; want the connection closed as a slow consumer, none by policy", slow, byPolicy.Load())
+			}
+			if q := w.QueuedBytes(); q <= 4<<10 || q > 16<<10 {
+				t.Errorf("CLOSE: %d bytes queued before the close; want past the 4 KiB high watermark, within the 16 KiB bound", q)
+			}
+		})
 	}
 }

@@ -50,7 +50,7 @@ func (w *bodyWriter) got() []string {
 // claim to honour selectors (the router refuses them there).
 func TestEventsSelector(t *testing.T) {
 	nodes := clustertest.StartNodes(t)
-	pub, subNode := New(nodes[0]), New(nodes[1])
+	pub, subNode := New(nodes[0], Options{}), New(nodes[1], Options{})
 	if !subNode.HonoursSelectors() {
 		t.Fatal("cluster events must honour selectors")
 	}
