@@ -1,6 +1,8 @@
 package events
 
 import (
+	"slices"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -219,5 +221,76 @@ func TestSlowEventsSubscriberAsOnSingleNode(t *testing.T) {
 				t.Errorf("CLOSE: %d bytes queued before the close; want past the 4 KiB high watermark, within the 16 KiB bound", q)
 			}
 		})
+	}
+}
+
+// A client-ack topic subscriber at its prefetch on a cluster node gets every event, in
+// order, as it acknowledges: what it has no credit for is held, as on a single node. Before,
+// those events were dropped: with prefetch-count 2, a client acknowledging each MESSAGE got
+// 3 of 20 events through a real cluster node.
+func TestClientAckEventsSubscriberHeldAtPrefetch(t *testing.T) {
+	nodes := clustertest.StartNodes(t)
+	var eventsDropped atomic.Uint64
+	sub, pub := New(nodes[0], Options{SlowConsumerTimeout: time.Minute, EventsDropped: &eventsDropped}), New(nodes[1], Options{})
+	reg := &delivery.Registry{}
+	newSub := func(id string, w delivery.Writer, ack delivery.AckMode) *delivery.Subscription {
+		t.Helper()
+		s := &delivery.Subscription{ID: id, Conn: reg.NewConn(w), Group: "g",
+			Dest: dest.Destination{Pattern: dest.PatternEvents, Channel: "acked"}, Ack: ack, Prefetch: 2}
+		if err := sub.Subscribe(s); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { sub.Detach(s, nil) })
+		return s
+	}
+	id := dest.Identity{Group: "g", Pattern: dest.PatternEvents, Channel: "acked"}
+	send := func(body string) {
+		t.Helper()
+		m := &message.Message{ID: "e-" + body, Group: "g", Destination: "/topic/acked", Body: []byte(body)}
+		if _, err := pub.Publish(id, m, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// An auto-ack watcher makes the node's interest and shows when it reached the
+	// publishing node; the client-ack subscription then joins that interest.
+	watch := &deliverytest.Buffered{}
+	newSub("watch", watch, delivery.AckAuto)
+	deadline := time.Now().Add(15 * time.Second)
+	for len(watch.Bodies()) == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("no event reached the subscribing node")
+		}
+		send("probe")
+		time.Sleep(20 * time.Millisecond)
+	}
+	w := &deliverytest.Buffered{}
+	s := newSub("s", w, delivery.AckClientIndividual)
+	const n = 20
+	for i := range n {
+		send(strconv.Itoa(i))
+	}
+	// Before any ACK: two written (the prefetch), the other 18 held, none dropped.
+	for s.HeldCount()+len(w.Bodies()) < n && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if held, written := s.HeldCount(), len(w.Bodies()); held != n-2 || written != 2 {
+		t.Fatalf("before any ACK: %d held, %d written; want %d held, 2 written", held, written, n-2)
+	}
+	var want []string
+	for i := range n {
+		want = append(want, strconv.Itoa(i))
+	}
+	for time.Now().Before(deadline) && len(w.Bodies()) < n {
+		key, ok := s.OldestPending()
+		if !ok {
+			time.Sleep(time.Millisecond) // the next event is on its way
+			continue
+		}
+		if err := s.Conn.Ack(key, s.ID, false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := w.Bodies(); !slices.Equal(got, want) || eventsDropped.Load() != 0 || sub.Dropped.Load() != 0 {
+		t.Fatalf("got %q (dropped %d, held %d); want 0 to %d in order, none dropped", got, sub.Dropped.Load(), s.HeldCount(), n-1)
 	}
 }
