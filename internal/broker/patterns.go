@@ -87,12 +87,9 @@ func (p *patterns) wireCluster(n *cluster.Node, settings cluster.Settings, maxDu
 	if err != nil {
 		return err
 	}
-	eo := p.eventOptions
-	ceo := clusterevents.Options{SlowConsumerTimeout: eo.SlowConsumerTimeout, MaxBufferBytes: eo.MaxBufferBytes,
-		EventsDropped: &p.dispatcher.EventsDropped, DroppedByPolicy: &eo.Flow.Dropped, Logger: eo.Logger}
-	if eo.DropPolicy != nil {
-		ceo.DropPolicy = eo.DropPolicy
-	}
+	eo := p.eventOptions // the single node's slow-consumer rules; its drop accounting is shared
+	ceo := clusterevents.Options{DropPolicy: eo.DropPolicy, SlowConsumerTimeout: eo.SlowConsumerTimeout,
+		MaxBufferBytes: eo.MaxBufferBytes, Drops: p.events.Drops()}
 	c := &clusterPatterns{node: n, events: clusterevents.New(n, ceo), queues: clusterqueues.New(n, settings, log.With("component", "cluster-queues")),
 		store: logs.New(n, log.With("component", "cluster-events-store")), requests: reqs}
 	p.cluster = c

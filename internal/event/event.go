@@ -95,7 +95,9 @@ type Pattern struct {
 	// is 0, a direct-mode publication need not look for an operator-made queue.
 	queues atomic.Int64
 
-	dropLog atomic.Int64 // unix nanoseconds of the last drop-by-policy log line
+	// drops accounts for deliveries not made: the dispatcher's EventsDropped, Flow.Dropped
+	// and the rate-limited log line (Drops).
+	drops *delivery.EventDrops
 }
 
 // New returns the events pattern over d and registers its queue factory for
@@ -110,11 +112,16 @@ func New(d *dispatch.Dispatcher, o Options) *Pattern {
 	if o.ConsumerLinger <= 0 {
 		o.ConsumerLinger = DefaultConsumerLinger
 	}
-	p := &Pattern{d: d, opts: o}
+	p := &Pattern{d: d, opts: o, drops: &delivery.EventDrops{Total: &d.EventsDropped, ByPolicy: &o.Flow.Dropped, Logger: o.Logger}}
 	p.subs.Store(&map[subsKey]*sublist.Sublist[*delivery.Subscription]{})
 	d.Register(dest.PatternEvents, p, true) // operator-made queues and their state survive restarts
 	return p
 }
+
+// Drops returns the accounting of the events this pattern did not deliver, for a cluster
+// node's events fan-out to share (one counter set and one rate-limited log line per
+// broker).
+func (p *Pattern) Drops() *delivery.EventDrops { return p.drops }
 
 // key keys the subscription indexes: one per group, and within a group one for prefixed
 // (/topic/...) and one for bare destinations, which are different identities.
@@ -206,40 +213,14 @@ func (f *fan) deliver(sub *delivery.Subscription) {
 	f.write(sub)
 }
 
-// write delivers f.m to sub under the destination's slow-consumer policy.
+// write delivers f.m to sub under the destination's slow-consumer policy; what it does not
+// deliver is accounted for by the pattern's EventDrops.
 func (f *fan) write(sub *delivery.Subscription) {
 	pol := delivery.EventPolicy{Drop: f.policy == 2, MaxBytes: f.p.opts.MaxBufferBytes, SlowAfter: f.p.opts.SlowConsumerTimeout}
-	switch sub.Conn.DeliverEvent(sub, f.m, pol) {
-	case delivery.EventWritten, delivery.EventHeld:
+	if f.p.drops.Note(sub, sub.Conn.DeliverEvent(sub, f.m, pol), f.m.Destination, f.id.Group) {
 		f.n++
-	case delivery.EventDropped:
-		f.drop(sub, true)
-	default: // EventRefused, EventOverflow (closed as a slow consumer, counted by its session)
-		f.drop(sub, false)
 	}
 }
-
-// drop counts a message not delivered to sub: its connection is closing (or was closed as
-// a slow consumer), or (byPolicy) it is over its limit or at its prefetch under
-// slow-consumer-policy DROP.
-func (f *fan) drop(sub *delivery.Subscription, byPolicy bool) {
-	sub.Dropped.Add(1)
-	f.p.d.EventsDropped.Add(1)
-	if !byPolicy {
-		return
-	}
-	f.p.opts.Flow.Dropped.Add(1)
-	now := time.Now().UnixNano()
-	last := f.p.dropLog.Load()
-	if now-last >= int64(dropLogEvery) && f.p.dropLog.CompareAndSwap(last, now) {
-		f.p.opts.Logger.Warn("events dropped for a subscriber over its outbound limit (slow-consumer-policy DROP)",
-			"destination", f.id.Channel, "group", f.id.Group, "subscription", sub.ID,
-			"dropped_total", f.p.opts.Flow.Dropped.Load())
-	}
-}
-
-// dropLogEvery rate-limits the drop-by-policy log line.
-const dropLogEvery = 10 * time.Second
 
 // HonoursSelectors implements router.Selecting: a subscription's selector filters the
 // fan-out (a message it does not select is skipped for it, not counted as dropped).

@@ -3,7 +3,6 @@
 package events
 
 import (
-	"log/slog"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -30,8 +29,6 @@ import (
 type Pattern struct {
 	nc   *nats.Conn
 	opts Options
-	// dropLog is when the drop-by-policy line was last logged (unix ns).
-	dropLog atomic.Int64
 
 	mu       sync.Mutex                           // guards interest and subs
 	interest map[string]*interest                 // by subject; guarded by mu
@@ -68,18 +65,17 @@ type Options struct {
 	// MaxBytes (flow-control.subscriber.slow-consumer-timeout and max-buffer-bytes).
 	SlowConsumerTimeout time.Duration
 	MaxBufferBytes      int64
-	// EventsDropped, when set, also counts every delivery not made (the dispatcher's
-	// counter: titan_events_dropped_total); DroppedByPolicy, when set, those dropped under
-	// slow-consumer-policy DROP (flow.Stats.Dropped: titan_events_dropped_by_policy_total).
-	EventsDropped, DroppedByPolicy *atomic.Uint64
-	// Logger receives the drop-by-policy line, at most every 10 s (nil: discarded).
-	Logger *slog.Logger
+	// Drops accounts for the deliveries not made, beyond Pattern.Dropped: the broker passes
+	// its single-node events pattern's (titan_events_dropped_total,
+	// titan_events_dropped_by_policy_total, the rate-limited log line). nil: nothing beyond
+	// the subscriptions' and Pattern's counters.
+	Drops *delivery.EventDrops
 }
 
 // New returns the events adapter over n's connection.
 func New(n *cluster.Node, opts Options) *Pattern {
-	if opts.Logger == nil {
-		opts.Logger = slog.New(slog.DiscardHandler)
+	if opts.Drops == nil {
+		opts.Drops = &delivery.EventDrops{}
 	}
 	return &Pattern{nc: n.Conn(), opts: opts, interest: make(map[string]*interest), subs: make(map[*delivery.Subscription]*interest)}
 }
@@ -148,7 +144,8 @@ func (e *Pattern) fanOut(in *interest, msg *nats.Msg) {
 	}
 	var d dest.Destination
 	parsed, bad := false, false
-	var policy int8 // 0 not looked up yet, 1 CLOSE, 2 DROP
+	var pol delivery.EventPolicy // m's slow-consumer policy, looked up for its first subscriber
+	looked := false
 	for _, sub := range local {
 		// A '#' filter's subject is wider than the filter (cluster.FilterSubject): its
 		// channels are checked here.
@@ -171,59 +168,24 @@ func (e *Pattern) fanOut(in *interest, msg *nats.Msg) {
 		if !sub.Selects(m) {
 			continue // not selected by its JMS selector: skipped, not dropped
 		}
-		if policy == 0 {
-			policy = e.policy(m)
+		if !looked {
+			pol, looked = delivery.EventPolicy{Drop: e.dropWhenFull(m), MaxBytes: e.opts.MaxBufferBytes, SlowAfter: e.opts.SlowConsumerTimeout}, true
 		}
-		pol := delivery.EventPolicy{Drop: policy == 2, MaxBytes: e.opts.MaxBufferBytes, SlowAfter: e.opts.SlowConsumerTimeout}
-		switch sub.Conn.DeliverEvent(sub, m, pol) {
-		case delivery.EventWritten, delivery.EventHeld:
-		case delivery.EventDropped:
-			e.drop(sub, m, true)
-		default: // EventRefused, EventOverflow (closed as a slow consumer, counted by its session)
-			e.drop(sub, m, false)
+		if !e.opts.Drops.Note(sub, sub.Conn.DeliverEvent(sub, m, pol), m.Destination, m.Group) {
+			e.Dropped.Add(1)
 		}
 	}
 }
 
-// policy returns m's slow-consumer policy: 1 CLOSE, 2 DROP (Options.DropPolicy on m's
-// destination).
-func (e *Pattern) policy(m *message.Message) int8 {
+// dropWhenFull reports whether m's destination has slow-consumer-policy DROP
+// (Options.DropPolicy).
+func (e *Pattern) dropWhenFull(m *message.Message) bool {
 	if e.opts.DropPolicy == nil {
-		return 1
+		return false
 	}
 	d, err := dest.Parse(m.Destination, dest.PatternEvents)
-	if err == nil && e.opts.DropPolicy.DropWhenFull(dest.Identity{Group: m.Group, Pattern: dest.PatternEvents, Channel: d.Channel, Bare: d.Bare}) {
-		return 2
-	}
-	return 1
+	return err == nil && e.opts.DropPolicy.DropWhenFull(dest.Identity{Group: m.Group, Pattern: dest.PatternEvents, Channel: d.Channel, Bare: d.Bare})
 }
-
-// drop counts m not delivered to sub: its connection is closing (or was closed as a slow
-// consumer), or (byPolicy) it is over its limit or at its prefetch under
-// slow-consumer-policy DROP, which is also logged at most every dropLogEvery.
-func (e *Pattern) drop(sub *delivery.Subscription, m *message.Message, byPolicy bool) {
-	sub.Dropped.Add(1)
-	e.Dropped.Add(1)
-	if c := e.opts.EventsDropped; c != nil {
-		c.Add(1)
-	}
-	if !byPolicy {
-		return
-	}
-	var total uint64
-	if c := e.opts.DroppedByPolicy; c != nil {
-		total = c.Add(1)
-	}
-	now := time.Now().UnixNano()
-	last := e.dropLog.Load()
-	if now-last >= int64(dropLogEvery) && e.dropLog.CompareAndSwap(last, now) {
-		e.opts.Logger.Warn("events dropped for a subscriber over its outbound limit (slow-consumer-policy DROP)",
-			"destination", m.Destination, "group", m.Group, "subscription", sub.ID, "dropped_total", total)
-	}
-}
-
-// dropLogEvery rate-limits the drop-by-policy log line (as the single node's).
-const dropLogEvery = 10 * time.Second
 
 // Detach implements delivery.Owner: sub leaves its interest; the last one to leave ends
 // the NATS subscription. Events are not redelivered.

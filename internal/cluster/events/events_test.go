@@ -165,7 +165,7 @@ func TestSlowEventsSubscriberAsOnSingleNode(t *testing.T) {
 	}{{"close", false}, {"drop", true}} {
 		t.Run(tc.name, func(t *testing.T) {
 			var eventsDropped, byPolicy atomic.Uint64
-			opts := Options{MaxBufferBytes: 16 << 10, EventsDropped: &eventsDropped, DroppedByPolicy: &byPolicy}
+			opts := Options{MaxBufferBytes: 16 << 10, Drops: &delivery.EventDrops{Total: &eventsDropped, ByPolicy: &byPolicy}}
 			if tc.drop {
 				opts.DropPolicy = dropAll{}
 			}
@@ -231,7 +231,8 @@ func TestSlowEventsSubscriberAsOnSingleNode(t *testing.T) {
 func TestClientAckEventsSubscriberHeldAtPrefetch(t *testing.T) {
 	nodes := clustertest.StartNodes(t)
 	var eventsDropped atomic.Uint64
-	sub, pub := New(nodes[0], Options{SlowConsumerTimeout: time.Minute, EventsDropped: &eventsDropped}), New(nodes[1], Options{})
+	sub, pub := New(nodes[0], Options{SlowConsumerTimeout: time.Minute, Drops: &delivery.EventDrops{Total: &eventsDropped}}),
+		New(nodes[1], Options{})
 	reg := &delivery.Registry{}
 	newSub := func(id string, w delivery.Writer, ack delivery.AckMode) *delivery.Subscription {
 		t.Helper()
