@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/go-stomp/stomp/v3"
+	"github.com/go-stomp/stomp/v3/frame"
 )
 
 // pyMigrate runs clients/pymigrate.py (python3-stomp with RabbitMQ's headers, issue 26).
@@ -155,9 +156,9 @@ func dialActiveMQ(t *testing.T, addr, clientID string) *stomp.Conn {
 // load). The two cases differ in the subscription's channel: after a handled RECEIPT it
 // is closed with no error message in it, after a RECEIPT that never came go-stomp puts an error
 // message in it and leaves it open.
-func unsubscribeGoStomp(t *testing.T, sub *stomp.Subscription, what string) {
+func unsubscribeGoStomp(t *testing.T, sub *stomp.Subscription, what string, opts ...func(*frame.Frame) error) {
 	t.Helper()
-	err := sub.Unsubscribe()
+	err := sub.Unsubscribe(opts...)
 	if err == nil {
 		return
 	}
@@ -224,7 +225,7 @@ func TestMigrateActiveMQGo(t *testing.T) {
 		want[i] = fmt.Sprint("a", i)
 	}
 	checkEqual(t, true, slices.Equal(want, got), "bodies %v", got)
-	requireNoError(t, sub.Unsubscribe(stomp.SubscribeOpt.Header("activemq.subscriptionName", name)), "UNSUBSCRIBE deleting it")
+	unsubscribeGoStomp(t, sub, "UNSUBSCRIBE deleting it", stomp.SubscribeOpt.Header("activemq.subscriptionName", name))
 	// Deleted: a SUBSCRIBE with the name starts a fresh, empty subscription.
 	sendGoStomp(t, p, "/topic/mig/go/orders", "while-deleted")
 	sub = subscribeDurableActiveMQ(t, c, topic, name)
