@@ -77,6 +77,8 @@ type Node struct {
 
 	hookMu    sync.Mutex
 	handBacks []func(context.Context) // OnStepDown's; guarded by hookMu
+
+	slow slowHooks // OnSlowConsumer's
 }
 
 // Start embeds a clustered nats-server with JetStream (cfg.Name set) or connects to the
@@ -101,7 +103,8 @@ func Start(ctx context.Context, cfg config.Cluster, maxPayload int, log *slog.Lo
 		if err := n.embed(maxPayload); err != nil {
 			return nil, err
 		}
-		n.nc, err = nats.Connect("", nats.InProcessServer(n.srv), nats.Name("titan-"+n.srv.Name()), nats.MaxReconnects(-1))
+		n.nc, err = nats.Connect("", nats.InProcessServer(n.srv), nats.Name("titan-"+n.srv.Name()), nats.MaxReconnects(-1),
+			nats.ErrorHandler(n.asyncError))
 		if err != nil {
 			n.srv.Shutdown()
 			return nil, fmt.Errorf("cluster: in-process connection: %w", err)
@@ -130,7 +133,8 @@ func Start(ctx context.Context, cfg config.Cluster, maxPayload int, log *slog.Lo
 func (n *Node) externalOptions() []nats.Option {
 	c := n.cfg
 	// RetryOnFailedConnect: a node started before NATS waits for it (bounded by ReadyTimeout).
-	opts := []nats.Option{nats.Name("titan"), nats.MaxReconnects(-1), nats.ReconnectWait(250 * time.Millisecond), nats.RetryOnFailedConnect(true)}
+	opts := []nats.Option{nats.Name("titan"), nats.MaxReconnects(-1), nats.ReconnectWait(250 * time.Millisecond), nats.RetryOnFailedConnect(true),
+		nats.ErrorHandler(n.asyncError)}
 	if c.Credentials != "" {
 		opts = append(opts, nats.UserCredentials(c.Credentials))
 	}

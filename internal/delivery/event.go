@@ -124,6 +124,26 @@ func (c *Conn) DeliverEvent(sub *Subscription, m *message.Message, pol EventPoli
 	return EventRefused
 }
 
+// LoseEvents is DeliverEvent for events meant for sub that never reached this connection:
+// in cluster mode, the node's NATS subscription dropped them at its pending limits because
+// the node fell behind (cluster/events). Under pol.Drop they are dropped like any event the
+// subscriber had no room for (EventDropped; the caller counts them). Otherwise (CLOSE) the
+// connection is closed as a slow consumer with an ERROR carrying detail (EventOverflow): a
+// subscriber under CLOSE never misses an event without being told. EventRefused when sub or
+// its connection is closed or closing. Never blocks; must be called without c.mu held.
+func (c *Conn) LoseEvents(sub *Subscription, pol EventPolicy, detail string) EventResult {
+	c.mu.Lock()
+	if c.closed || c.slow || sub.closed {
+		c.mu.Unlock()
+		return EventRefused
+	}
+	if pol.Drop {
+		c.mu.Unlock()
+		return EventDropped
+	}
+	return c.closeSlowUnlock(detail)
+}
+
 // eventBytes is what m accounts for in a connection's events bound at version v.
 func eventBytes(m *message.Message, v frame.Version) int64 {
 	shared, _ := m.Shared(v)
@@ -201,24 +221,26 @@ func (c *Conn) heldExpired(sub *Subscription, after time.Duration) {
 		c.mu.Unlock()
 		return
 	}
-	c.slow = true
-	c.mu.Unlock()
-	if sc, ok := c.w.(SlowCloser); ok {
-		sc.CloseSlowConsumer("subscription " + sub.ID + " kept " + strconv.Itoa(sub.Prefetch) +
-			" messages unacknowledged (its prefetch) for " + after.String() +
-			" while messages for it were held (flow-control slow-consumer-timeout)")
-	}
+	c.closeSlowUnlock("subscription " + sub.ID + " kept " + strconv.Itoa(sub.Prefetch) +
+		" messages unacknowledged (its prefetch) for " + after.String() +
+		" while messages for it were held (flow-control slow-consumer-timeout)")
 }
 
 // overflowUnlock closes the connection as a slow consumer: total bytes would be queued or
 // held for it, over pol's bound. It releases c.mu.
 func (c *Conn) overflowUnlock(total int64, pol EventPolicy) EventResult {
+	return c.closeSlowUnlock("the connection's pending events output reached " + strconv.FormatInt(total, 10) +
+		" bytes, over " + strconv.FormatInt(pol.maxBytes(), 10) +
+		" (flow-control subscriber max-buffer-bytes), without the client reading")
+}
+
+// closeSlowUnlock marks c slow, releases c.mu and closes the connection as a slow consumer
+// with detail (SlowCloser). c.mu held on entry.
+func (c *Conn) closeSlowUnlock(detail string) EventResult {
 	c.slow = true
 	c.mu.Unlock()
 	if sc, ok := c.w.(SlowCloser); ok {
-		sc.CloseSlowConsumer("the connection's pending events output reached " + strconv.FormatInt(total, 10) +
-			" bytes, over " + strconv.FormatInt(pol.maxBytes(), 10) +
-			" (flow-control subscriber max-buffer-bytes), without the client reading")
+		sc.CloseSlowConsumer(detail)
 	}
 	return EventOverflow
 }

@@ -30,24 +30,30 @@ func (d *EventDrops) Note(sub *Subscription, r EventResult, destination, group s
 	if r == EventWritten || r == EventHeld {
 		return true
 	}
-	d.count(sub, r == EventDropped, destination, group)
+	d.count(sub, 1, r == EventDropped, destination, group)
 	return false
 }
 
-// count is Note's path for an event not delivered: its connection is closing (or was closed
-// as a slow consumer, EventRefused and EventOverflow), or (byPolicy) it is over its limit or
-// at its prefetch under slow-consumer-policy DROP.
-func (d *EventDrops) count(sub *Subscription, byPolicy bool, destination, group string) {
-	sub.Dropped.Add(1)
+// NoteLost takes r, LoseEvents' result for n events meant for sub, and counts all n as
+// not delivered (see EventDrops), by policy when r is EventDropped.
+func (d *EventDrops) NoteLost(sub *Subscription, r EventResult, n uint64, destination, group string) {
+	d.count(sub, n, r == EventDropped, destination, group)
+}
+
+// count is Note's path for n events not delivered: their connection is closing (or was
+// closed as a slow consumer, EventRefused and EventOverflow), or (byPolicy) it is over its
+// limit or at its prefetch under slow-consumer-policy DROP.
+func (d *EventDrops) count(sub *Subscription, n uint64, byPolicy bool, destination, group string) {
+	sub.Dropped.Add(n)
 	if d.Total != nil {
-		d.Total.Add(1)
+		d.Total.Add(n)
 	}
 	if !byPolicy {
 		return
 	}
 	var total uint64
 	if d.ByPolicy != nil {
-		total = d.ByPolicy.Add(1)
+		total = d.ByPolicy.Add(n)
 	}
 	now := time.Now().UnixNano()
 	last := d.lastLog.Load()

@@ -3,6 +3,7 @@
 package events
 
 import (
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -28,6 +29,7 @@ import (
 // orders per connection); see README "Running a cluster".
 type Pattern struct {
 	nc   *nats.Conn
+	node *cluster.Node
 	opts Options
 
 	mu       sync.Mutex                           // guards interest and subs
@@ -48,6 +50,11 @@ type Pattern struct {
 type interest struct {
 	subject string
 	ns      *nats.Subscription
+	unhook  func() // ends the node's OnSlowConsumer registration of ns
+	// lossy is set once nats.go reported ns a slow consumer (it dropped messages at its
+	// pending limits); from then on every fan-out compares ns.Dropped with lost.
+	lossy atomic.Bool
+	lost  uint64 // ns.Dropped already accounted to the local subscriptions; the NATS callback's goroutine only
 	// local is the fan-out list, replaced whole (copy on write, under Pattern.mu) so the
 	// NATS callback reads it without a lock.
 	local atomic.Pointer[[]*delivery.Subscription]
@@ -77,7 +84,7 @@ func New(n *cluster.Node, opts Options) *Pattern {
 	if opts.Drops == nil {
 		opts.Drops = &delivery.EventDrops{}
 	}
-	return &Pattern{nc: n.Conn(), opts: opts, interest: make(map[string]*interest), subs: make(map[*delivery.Subscription]*interest)}
+	return &Pattern{nc: n.Conn(), node: n, opts: opts, interest: make(map[string]*interest), subs: make(map[*delivery.Subscription]*interest)}
 }
 
 // Publish sends m to id's subject. It never blocks on subscribers (no cluster-wide
@@ -113,11 +120,18 @@ func (e *Pattern) Subscribe(sub *delivery.Subscription) error {
 		in = &interest{subject: subject}
 		in.local.Store(&[]*delivery.Subscription{})
 		ns, err := e.nc.Subscribe(subject, func(msg *nats.Msg) { e.fanOut(in, msg) })
+		if err == nil && pendingLimits != [2]int{nats.DefaultSubPendingMsgsLimit, nats.DefaultSubPendingBytesLimit} {
+			err = ns.SetPendingLimits(pendingLimits[0], pendingLimits[1])
+		}
 		if err != nil {
+			if ns != nil {
+				_ = ns.Unsubscribe()
+			}
 			sub.Conn.Remove(sub)
 			return err
 		}
 		in.ns = ns
+		in.unhook = e.node.OnSlowConsumer(ns, func() { in.lossy.Store(true) })
 		e.interest[subject] = in
 		e.Interests.Add(1)
 	}
@@ -136,6 +150,9 @@ func (e *Pattern) fanOut(in *interest, msg *nats.Msg) {
 	local := *in.local.Load()
 	if len(local) == 0 {
 		return
+	}
+	if in.lossy.Load() {
+		e.noteLost(in, local)
 	}
 	m, err := message.Decode(msg.Data)
 	if err != nil {
@@ -177,6 +194,33 @@ func (e *Pattern) fanOut(in *interest, msg *nats.Msg) {
 	}
 }
 
+// pendingLimits are the pending limits (messages, bytes) of the node's NATS subscriptions
+// for events: nats.go's defaults. Tests lower them.
+var pendingLimits = [2]int{nats.DefaultSubPendingMsgsLimit, nats.DefaultSubPendingBytesLimit}
+
+// noteLost accounts for the events nats.go dropped for in's subscription since the last
+// call (its pending limits were reached: this node fell behind the cluster, see
+// cluster.Node.OnSlowConsumer). Those events were never seen, so each local subscription
+// takes them all as its own: under slow-consumer-policy DROP (looked up for the
+// subscription's destination) they are counted dropped by policy; under CLOSE its
+// connection is closed as a slow consumer, for it missed events (delivery.LoseEvents).
+// The NATS callback's goroutine only.
+func (e *Pattern) noteLost(in *interest, local []*delivery.Subscription) {
+	dropped, err := in.ns.Dropped()
+	if err != nil || uint64(dropped) <= in.lost {
+		return
+	}
+	n := uint64(dropped) - in.lost
+	in.lost = uint64(dropped)
+	detail := strconv.FormatUint(n, 10) + " events for " + in.subject +
+		" were dropped before delivery: this node fell behind the cluster (its NATS subscription's pending limits)"
+	for _, sub := range local {
+		pol := delivery.EventPolicy{Drop: e.opts.DropPolicy != nil && e.opts.DropPolicy.DropWhenFull(sub.Identity())}
+		e.opts.Drops.NoteLost(sub, sub.Conn.LoseEvents(sub, pol, detail), n, sub.Dest.String(), sub.Group)
+		e.Dropped.Add(n)
+	}
+}
+
 // dropWhenFull reports whether m's destination has slow-consumer-policy DROP
 // (Options.DropPolicy).
 func (e *Pattern) dropWhenFull(m *message.Message) bool {
@@ -207,6 +251,7 @@ func (e *Pattern) Detach(sub *delivery.Subscription, _ []delivery.Unacked) {
 			delete(e.interest, in.subject)
 			e.Interests.Add(-1)
 			end = in.ns
+			in.unhook()
 		}
 	}
 	e.mu.Unlock()

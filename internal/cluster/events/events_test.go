@@ -295,3 +295,95 @@ func TestClientAckEventsSubscriberHeldAtPrefetch(t *testing.T) {
 		t.Fatalf("got %q (dropped %d, held %d); want 0 to %d in order, none dropped", got, sub.Dropped.Load(), s.HeldCount(), n-1)
 	}
 }
+
+// TestEventsLostByALaggingNodeAreNotSilent: when a node falls behind the cluster, nats.go
+// drops events at its subscription's pending limits (here lowered to 8 messages, with a
+// fan-out slowed down by 2 ms per event). A subscriber under slow-consumer-policy CLOSE is
+// closed as a slow consumer, told how many events it missed; under DROP the loss is
+// counted, by policy. Either way the subscription's, the pattern's and
+// titan_events_dropped_total's counts agree, and every event sent is either delivered or
+// counted.
+func TestEventsLostByALaggingNodeAreNotSilent(t *testing.T) {
+	old := pendingLimits
+	pendingLimits = [2]int{8, 1 << 20}
+	defer func() { pendingLimits = old }()
+	nodes := clustertest.StartNodes(t)
+	for _, tc := range []struct {
+		name string
+		drop bool
+	}{{"close", false}, {"drop", true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			var eventsDropped, byPolicy atomic.Uint64
+			opts := Options{Drops: &delivery.EventDrops{Total: &eventsDropped, ByPolicy: &byPolicy}}
+			if tc.drop {
+				opts.DropPolicy = dropAll{}
+			}
+			sub, pub := New(nodes[0], opts), New(nodes[1], Options{})
+			w := &deliverytest.Buffered{}
+			var slowDown atomic.Bool
+			s := &delivery.Subscription{ID: "s", Conn: (&delivery.Registry{}).NewConn(w), Group: "g",
+				Dest: dest.Destination{Pattern: dest.PatternEvents, Channel: "lag." + tc.name}, Ack: delivery.AckAuto,
+				Allow: func(string) bool {
+					if slowDown.Load() {
+						time.Sleep(2 * time.Millisecond) // the node is busy: its fan-out falls behind
+					}
+					return true
+				}}
+			if err := sub.Subscribe(s); err != nil {
+				t.Fatal(err)
+			}
+			defer sub.Detach(s, nil)
+			id := dest.Identity{Group: "g", Pattern: dest.PatternEvents, Channel: "lag." + tc.name}
+			m := &message.Message{ID: "e-1", Group: "g", Destination: "/topic/lag/" + tc.name, Body: []byte("event")}
+			deadline := time.Now().Add(15 * time.Second)
+			probes := 0
+			for len(w.Bodies()) == 0 { // the interest may take a moment to reach the publishing node
+				if time.Now().After(deadline) {
+					t.Fatal("no event reached the subscribing node")
+				}
+				if _, err := pub.Publish(id, m, nil); err != nil {
+					t.Fatal(err)
+				}
+				probes++
+				time.Sleep(20 * time.Millisecond)
+			}
+			time.Sleep(100 * time.Millisecond) // the probes still on their way arrive
+			written0, dropped0 := len(w.Bodies()), sub.Dropped.Load()
+			slowDown.Store(true)
+			const sends = 400
+			for range sends {
+				if _, err := pub.Publish(id, m, nil); err != nil {
+					t.Fatal(err)
+				}
+			}
+			// Settled once every event sent is delivered or counted (the probes may be fewer
+			// than sent: some may have been published before the interest reached node 1).
+			for time.Now().Before(deadline) && uint64(len(w.Bodies())-written0)+sub.Dropped.Load()-dropped0 < sends {
+				time.Sleep(10 * time.Millisecond)
+			}
+			written, slow := len(w.Bodies())-written0, strings.Join(w.SlowCloses(), "; ")
+			dropped := sub.Dropped.Load() - dropped0
+			t.Logf("%d probes; of %d sent: written %d, dropped %d (by policy %d); slow-consumer ERROR %q",
+				probes, sends, written, dropped, byPolicy.Load(), slow)
+			if uint64(written)+dropped != sends {
+				t.Errorf("%d written + %d dropped, want %d: an event neither delivered nor counted", written, dropped, sends)
+			}
+			if dropped == 0 {
+				t.Fatal("no event counted dropped: the node did not fall behind its pending limits, or its NATS drops went uncounted")
+			}
+			if eventsDropped.Load() != sub.Dropped.Load() || s.Dropped.Load() != sub.Dropped.Load() {
+				t.Errorf("dropped: pattern %d, subscription %d, titan_events_dropped_total %d; want all equal",
+					sub.Dropped.Load(), s.Dropped.Load(), eventsDropped.Load())
+			}
+			if tc.drop {
+				if slow != "" || byPolicy.Load() != dropped {
+					t.Errorf("DROP: %d dropped, %d by policy, closed %q; want every drop counted by policy, no close", dropped, byPolicy.Load(), slow)
+				}
+				return
+			}
+			if !strings.Contains(slow, "fell behind the cluster") || byPolicy.Load() != 0 {
+				t.Errorf("CLOSE: slow-consumer ERROR %q, %d dropped by policy; want the connection closed as a slow consumer for the events it missed, none by policy", slow, byPolicy.Load())
+			}
+		})
+	}
+}
