@@ -150,6 +150,57 @@ type dropAll struct{}
 
 func (dropAll) DropWhenFull(dest.Identity) bool { return true }
 
+// policyCase is one slow-consumer policy under test: the subscribing node's Options with
+// its drop counters (titan_events_dropped_total and ..._by_policy_total).
+type policyCase struct {
+	name                    string
+	drop                    bool
+	opts                    Options
+	eventsDropped, byPolicy *atomic.Uint64
+}
+
+// forEachPolicy runs fn as a subtest for slow-consumer-policy CLOSE and DROP, with fresh
+// counters; maxBufferBytes is Options.MaxBufferBytes.
+func forEachPolicy(t *testing.T, maxBufferBytes int64, fn func(t *testing.T, pc policyCase)) {
+	for _, drop := range []bool{false, true} {
+		pc := policyCase{name: "close", drop: drop, eventsDropped: &atomic.Uint64{}, byPolicy: &atomic.Uint64{}}
+		pc.opts = Options{MaxBufferBytes: maxBufferBytes, Drops: &delivery.EventDrops{Total: pc.eventsDropped, ByPolicy: pc.byPolicy}}
+		if drop {
+			pc.name, pc.opts.DropPolicy = "drop", dropAll{}
+		}
+		t.Run(pc.name, func(t *testing.T) { fn(t, pc) })
+	}
+}
+
+// publishUntilDelivered publishes m through pub every 20 ms until w has a MESSAGE: the
+// subscribing node's interest may take a moment to reach the publishing node. It returns
+// the number published.
+func publishUntilDelivered(t *testing.T, pub *Pattern, id dest.Identity, m *message.Message, w *deliverytest.Buffered, deadline time.Time) int {
+	t.Helper()
+	n := 0
+	for len(w.Bodies()) == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("no event reached the subscribing node")
+		}
+		if _, err := pub.Publish(id, m, nil); err != nil {
+			t.Fatal(err)
+		}
+		n++
+		time.Sleep(20 * time.Millisecond)
+	}
+	return n
+}
+
+// checkDropsAgree fails t unless the pattern's, the subscription's and
+// titan_events_dropped_total's drop counts are equal.
+func checkDropsAgree(t *testing.T, e *Pattern, s *delivery.Subscription, pc policyCase) {
+	t.Helper()
+	if pc.eventsDropped.Load() != e.Dropped.Load() || s.Dropped.Load() != e.Dropped.Load() {
+		t.Errorf("dropped: pattern %d, subscription %d, titan_events_dropped_total %d; want all equal",
+			e.Dropped.Load(), s.Dropped.Load(), pc.eventsDropped.Load())
+	}
+}
+
 // A topic subscriber on a cluster node that reads nothing is treated as on a single node
 // (delivery.DeliverEvent), never dropped without a word: under slow-consumer-policy CLOSE
 // (the default) its connection keeps taking events past its high watermark up to
@@ -159,69 +210,49 @@ func (dropAll) DropWhenFull(dest.Identity) bool { return true }
 // refused was dropped and counted only in a counter nothing read.
 func TestSlowEventsSubscriberAsOnSingleNode(t *testing.T) {
 	nodes := clustertest.StartNodes(t)
-	for _, tc := range []struct {
-		name string
-		drop bool
-	}{{"close", false}, {"drop", true}} {
-		t.Run(tc.name, func(t *testing.T) {
-			var eventsDropped, byPolicy atomic.Uint64
-			opts := Options{MaxBufferBytes: 16 << 10, Drops: &delivery.EventDrops{Total: &eventsDropped, ByPolicy: &byPolicy}}
-			if tc.drop {
-				opts.DropPolicy = dropAll{}
-			}
-			sub, pub := New(nodes[0], opts), New(nodes[1], Options{})
-			w := &deliverytest.Buffered{Limit: 4 << 10} // a client that reads nothing
-			s := &delivery.Subscription{ID: "s", Conn: (&delivery.Registry{}).NewConn(w), Group: "g",
-				Dest: dest.Destination{Pattern: dest.PatternEvents, Channel: "slow." + tc.name}, Ack: delivery.AckAuto}
-			if err := sub.Subscribe(s); err != nil {
+	forEachPolicy(t, 16<<10, func(t *testing.T, tc policyCase) {
+		sub, pub := New(nodes[0], tc.opts), New(nodes[1], Options{})
+		w := &deliverytest.Buffered{Limit: 4 << 10} // a client that reads nothing
+		s := &delivery.Subscription{ID: "s", Conn: (&delivery.Registry{}).NewConn(w), Group: "g",
+			Dest: dest.Destination{Pattern: dest.PatternEvents, Channel: "slow." + tc.name}, Ack: delivery.AckAuto}
+		if err := sub.Subscribe(s); err != nil {
+			t.Fatal(err)
+		}
+		defer sub.Detach(s, nil)
+		id := dest.Identity{Group: "g", Pattern: dest.PatternEvents, Channel: "slow." + tc.name}
+		m := &message.Message{ID: "e-1", Group: "g", Destination: "/topic/slow/" + tc.name, Body: make([]byte, 1000)}
+		deadline := time.Now().Add(15 * time.Second)
+		publishUntilDelivered(t, pub, id, m, w, deadline)
+		const sends = 100 // 100 KB: past the high watermark (4 KiB) and max-buffer-bytes (16 KiB)
+		for range sends {
+			if _, err := pub.Publish(id, m, nil); err != nil {
 				t.Fatal(err)
 			}
-			defer sub.Detach(s, nil)
-			id := dest.Identity{Group: "g", Pattern: dest.PatternEvents, Channel: "slow." + tc.name}
-			m := &message.Message{ID: "e-1", Group: "g", Destination: "/topic/slow/" + tc.name, Body: make([]byte, 1000)}
-			deadline := time.Now().Add(15 * time.Second)
-			for len(w.Bodies()) == 0 { // the interest may take a moment to reach the publishing node
-				if time.Now().After(deadline) {
-					t.Fatal("no event reached the subscribing node")
-				}
-				if _, err := pub.Publish(id, m, nil); err != nil {
-					t.Fatal(err)
-				}
-				time.Sleep(20 * time.Millisecond)
+		}
+		for time.Now().Before(deadline) && uint64(len(w.Bodies()))+sub.Dropped.Load() < sends {
+			time.Sleep(10 * time.Millisecond)
+		}
+		written, slow := len(w.Bodies()), strings.Join(w.SlowCloses(), "; ")
+		byPolicy := tc.byPolicy
+		t.Logf("written %d, dropped %d (by policy %d), slow-consumer ERROR %q", written, sub.Dropped.Load(), byPolicy.Load(), slow)
+		checkDropsAgree(t, sub, s, tc)
+		if tc.drop {
+			if slow != "" || byPolicy.Load() == 0 || byPolicy.Load() != sub.Dropped.Load() {
+				t.Errorf("DROP: %d dropped, %d by policy, closed %q; want drops, all by policy, no close",
+					sub.Dropped.Load(), byPolicy.Load(), slow)
 			}
-			const sends = 100 // 100 KB: past the high watermark (4 KiB) and max-buffer-bytes (16 KiB)
-			for range sends {
-				if _, err := pub.Publish(id, m, nil); err != nil {
-					t.Fatal(err)
-				}
+			if written == 0 || w.QueuedBytes() > 4<<10 {
+				t.Errorf("DROP: %d written (%d bytes queued); want the connection filled to its high watermark and no further", written, w.QueuedBytes())
 			}
-			for time.Now().Before(deadline) && uint64(len(w.Bodies()))+sub.Dropped.Load() < sends {
-				time.Sleep(10 * time.Millisecond)
-			}
-			written, slow := len(w.Bodies()), strings.Join(w.SlowCloses(), "; ")
-			t.Logf("written %d, dropped %d (by policy %d), slow-consumer ERROR %q", written, sub.Dropped.Load(), byPolicy.Load(), slow)
-			if eventsDropped.Load() != sub.Dropped.Load() || s.Dropped.Load() != sub.Dropped.Load() {
-				t.Errorf("dropped: pattern %d, subscription %d, titan_events_dropped_total %d; want all equal",
-					sub.Dropped.Load(), s.Dropped.Load(), eventsDropped.Load())
-			}
-			if tc.drop {
-				if slow != "" || byPolicy.Load() == 0 || byPolicy.Load() != sub.Dropped.Load() {
-					t.Errorf("DROP: %d dropped, %d by policy, closed %q; want drops, all by policy, no close",
-						sub.Dropped.Load(), byPolicy.Load(), slow)
-				}
-				if written == 0 || w.QueuedBytes() > 4<<10 {
-					t.Errorf("DROP: %d written (%d bytes queued); want the connection filled to its high watermark and no further", written, w.QueuedBytes())
-				}
-				return
-			}
-			if !strings.Contains(slow, "max-buffer-bytes") || byPolicy.Load() != 0 {
-				t.Errorf("CLOSE: slow-consumer ERROR %q, %d dropped by policy; want the connection closed as a slow consumer, none by policy", slow, byPolicy.Load())
-			}
-			if q := w.QueuedBytes(); q <= 4<<10 || q > 16<<10 {
-				t.Errorf("CLOSE: %d bytes queued before the close; want past the 4 KiB high watermark, within the 16 KiB bound", q)
-			}
-		})
-	}
+			return
+		}
+		if !strings.Contains(slow, "max-buffer-bytes") || byPolicy.Load() != 0 {
+			t.Errorf("CLOSE: slow-consumer ERROR %q, %d dropped by policy; want the connection closed as a slow consumer, none by policy", slow, byPolicy.Load())
+		}
+		if q := w.QueuedBytes(); q <= 4<<10 || q > 16<<10 {
+			t.Errorf("CLOSE: %d bytes queued before the close; want past the 4 KiB high watermark, within the 16 KiB bound", q)
+		}
+	})
 }
 
 // A client-ack topic subscriber at its prefetch on a cluster node gets every event, in
@@ -308,82 +339,59 @@ func TestEventsLostByALaggingNodeAreNotSilent(t *testing.T) {
 	pendingLimits = [2]int{8, 1 << 20}
 	defer func() { pendingLimits = old }()
 	nodes := clustertest.StartNodes(t)
-	for _, tc := range []struct {
-		name string
-		drop bool
-	}{{"close", false}, {"drop", true}} {
-		t.Run(tc.name, func(t *testing.T) {
-			var eventsDropped, byPolicy atomic.Uint64
-			opts := Options{Drops: &delivery.EventDrops{Total: &eventsDropped, ByPolicy: &byPolicy}}
-			if tc.drop {
-				opts.DropPolicy = dropAll{}
-			}
-			sub, pub := New(nodes[0], opts), New(nodes[1], Options{})
-			w := &deliverytest.Buffered{}
-			var slowDown atomic.Bool
-			s := &delivery.Subscription{ID: "s", Conn: (&delivery.Registry{}).NewConn(w), Group: "g",
-				Dest: dest.Destination{Pattern: dest.PatternEvents, Channel: "lag." + tc.name}, Ack: delivery.AckAuto,
-				Allow: func(string) bool {
-					if slowDown.Load() {
-						time.Sleep(2 * time.Millisecond) // the node is busy: its fan-out falls behind
-					}
-					return true
-				}}
-			if err := sub.Subscribe(s); err != nil {
+	forEachPolicy(t, 0, func(t *testing.T, tc policyCase) {
+		sub, pub := New(nodes[0], tc.opts), New(nodes[1], Options{})
+		w := &deliverytest.Buffered{}
+		var slowDown atomic.Bool
+		s := &delivery.Subscription{ID: "s", Conn: (&delivery.Registry{}).NewConn(w), Group: "g",
+			Dest: dest.Destination{Pattern: dest.PatternEvents, Channel: "lag." + tc.name}, Ack: delivery.AckAuto,
+			Allow: func(string) bool {
+				if slowDown.Load() {
+					time.Sleep(2 * time.Millisecond) // the node is busy: its fan-out falls behind
+				}
+				return true
+			}}
+		if err := sub.Subscribe(s); err != nil {
+			t.Fatal(err)
+		}
+		defer sub.Detach(s, nil)
+		id := dest.Identity{Group: "g", Pattern: dest.PatternEvents, Channel: "lag." + tc.name}
+		m := &message.Message{ID: "e-1", Group: "g", Destination: "/topic/lag/" + tc.name, Body: []byte("event")}
+		deadline := time.Now().Add(15 * time.Second)
+		probes := publishUntilDelivered(t, pub, id, m, w, deadline)
+		time.Sleep(100 * time.Millisecond) // the probes still on their way arrive
+		written0, dropped0 := len(w.Bodies()), sub.Dropped.Load()
+		slowDown.Store(true)
+		const sends = 400
+		for range sends {
+			if _, err := pub.Publish(id, m, nil); err != nil {
 				t.Fatal(err)
 			}
-			defer sub.Detach(s, nil)
-			id := dest.Identity{Group: "g", Pattern: dest.PatternEvents, Channel: "lag." + tc.name}
-			m := &message.Message{ID: "e-1", Group: "g", Destination: "/topic/lag/" + tc.name, Body: []byte("event")}
-			deadline := time.Now().Add(15 * time.Second)
-			probes := 0
-			for len(w.Bodies()) == 0 { // the interest may take a moment to reach the publishing node
-				if time.Now().After(deadline) {
-					t.Fatal("no event reached the subscribing node")
-				}
-				if _, err := pub.Publish(id, m, nil); err != nil {
-					t.Fatal(err)
-				}
-				probes++
-				time.Sleep(20 * time.Millisecond)
+		}
+		// Settled once every event sent is delivered or counted (the probes may be fewer
+		// than sent: some may have been published before the interest reached node 1).
+		for time.Now().Before(deadline) && uint64(len(w.Bodies())-written0)+sub.Dropped.Load()-dropped0 < sends {
+			time.Sleep(10 * time.Millisecond)
+		}
+		written, slow := len(w.Bodies())-written0, strings.Join(w.SlowCloses(), "; ")
+		dropped, byPolicy := sub.Dropped.Load()-dropped0, tc.byPolicy
+		t.Logf("%d probes; of %d sent: written %d, dropped %d (by policy %d); slow-consumer ERROR %q",
+			probes, sends, written, dropped, byPolicy.Load(), slow)
+		if uint64(written)+dropped != sends {
+			t.Errorf("%d written + %d dropped, want %d: an event neither delivered nor counted", written, dropped, sends)
+		}
+		if dropped == 0 {
+			t.Fatal("no event counted dropped: the node did not fall behind its pending limits, or its NATS drops went uncounted")
+		}
+		checkDropsAgree(t, sub, s, tc)
+		if tc.drop {
+			if slow != "" || byPolicy.Load() != dropped {
+				t.Errorf("DROP: %d dropped, %d by policy, closed %q; want every drop counted by policy, no close", dropped, byPolicy.Load(), slow)
 			}
-			time.Sleep(100 * time.Millisecond) // the probes still on their way arrive
-			written0, dropped0 := len(w.Bodies()), sub.Dropped.Load()
-			slowDown.Store(true)
-			const sends = 400
-			for range sends {
-				if _, err := pub.Publish(id, m, nil); err != nil {
-					t.Fatal(err)
-				}
-			}
-			// Settled once every event sent is delivered or counted (the probes may be fewer
-			// than sent: some may have been published before the interest reached node 1).
-			for time.Now().Before(deadline) && uint64(len(w.Bodies())-written0)+sub.Dropped.Load()-dropped0 < sends {
-				time.Sleep(10 * time.Millisecond)
-			}
-			written, slow := len(w.Bodies())-written0, strings.Join(w.SlowCloses(), "; ")
-			dropped := sub.Dropped.Load() - dropped0
-			t.Logf("%d probes; of %d sent: written %d, dropped %d (by policy %d); slow-consumer ERROR %q",
-				probes, sends, written, dropped, byPolicy.Load(), slow)
-			if uint64(written)+dropped != sends {
-				t.Errorf("%d written + %d dropped, want %d: an event neither delivered nor counted", written, dropped, sends)
-			}
-			if dropped == 0 {
-				t.Fatal("no event counted dropped: the node did not fall behind its pending limits, or its NATS drops went uncounted")
-			}
-			if eventsDropped.Load() != sub.Dropped.Load() || s.Dropped.Load() != sub.Dropped.Load() {
-				t.Errorf("dropped: pattern %d, subscription %d, titan_events_dropped_total %d; want all equal",
-					sub.Dropped.Load(), s.Dropped.Load(), eventsDropped.Load())
-			}
-			if tc.drop {
-				if slow != "" || byPolicy.Load() != dropped {
-					t.Errorf("DROP: %d dropped, %d by policy, closed %q; want every drop counted by policy, no close", dropped, byPolicy.Load(), slow)
-				}
-				return
-			}
-			if !strings.Contains(slow, "fell behind the cluster") || byPolicy.Load() != 0 {
-				t.Errorf("CLOSE: slow-consumer ERROR %q, %d dropped by policy; want the connection closed as a slow consumer for the events it missed, none by policy", slow, byPolicy.Load())
-			}
-		})
-	}
+			return
+		}
+		if !strings.Contains(slow, "fell behind the cluster") || byPolicy.Load() != 0 {
+			t.Errorf("CLOSE: slow-consumer ERROR %q, %d dropped by policy; want the connection closed as a slow consumer for the events it missed, none by policy", slow, byPolicy.Load())
+		}
+	})
 }
