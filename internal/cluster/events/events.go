@@ -53,8 +53,9 @@ type interest struct {
 	unhook  func() // ends the node's OnSlowConsumer registration of ns
 	// lossy is set once nats.go reported ns a slow consumer (it dropped messages at its
 	// pending limits); from then on every fan-out compares ns.Dropped with lost.
-	lossy atomic.Bool
-	lost  uint64 // ns.Dropped already accounted to the local subscriptions; the NATS callback's goroutine only
+	lossy  atomic.Bool
+	lostMu sync.Mutex // guards lost: noteLost runs on the NATS callback's goroutine and on nats.go's error handler's
+	lost   uint64     // ns.Dropped already accounted to the local subscriptions
 	// local is the fan-out list, replaced whole (copy on write, under Pattern.mu) so the
 	// NATS callback reads it without a lock.
 	local atomic.Pointer[[]*delivery.Subscription]
@@ -131,7 +132,10 @@ func (e *Pattern) Subscribe(sub *delivery.Subscription) error {
 			return err
 		}
 		in.ns = ns
-		in.unhook = e.node.OnSlowConsumer(ns, func() { in.lossy.Store(true) })
+		in.unhook = e.node.OnSlowConsumer(ns, func() {
+			in.lossy.Store(true)
+			e.noteLost(in, *in.local.Load()) // now too: no event may follow the drops
+		})
 		e.interest[subject] = in
 		e.Interests.Add(1)
 	}
@@ -204,8 +208,12 @@ var pendingLimits = [2]int{nats.DefaultSubPendingMsgsLimit, nats.DefaultSubPendi
 // takes them all as its own: under slow-consumer-policy DROP (looked up for the
 // subscription's destination) they are counted dropped by policy; under CLOSE its
 // connection is closed as a slow consumer, for it missed events (delivery.LoseEvents).
-// The NATS callback's goroutine only.
+// Called by the fan-out once the subscription was reported slow, and by the report itself
+// (its handler may run after the last event of a burst was fanned out); safe for
+// concurrent use, never blocks beyond in.lostMu.
 func (e *Pattern) noteLost(in *interest, local []*delivery.Subscription) {
+	in.lostMu.Lock()
+	defer in.lostMu.Unlock()
 	dropped, err := in.ns.Dropped()
 	if err != nil || uint64(dropped) <= in.lost {
 		return
