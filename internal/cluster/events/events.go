@@ -134,7 +134,12 @@ func (e *Pattern) Subscribe(sub *delivery.Subscription) error {
 		in.ns = ns
 		in.unhook = e.node.OnSlowConsumer(ns, func() {
 			in.lossy.Store(true)
-			e.noteLost(in, *in.local.Load()) // now too: no event may follow the drops
+			// Now too: the drops may end a burst, with no event after them to account them.
+			// A tally already running will see them (TryLock: reports can come at every drop).
+			if in.lostMu.TryLock() {
+				e.noteLostLocked(in, *in.local.Load())
+				in.lostMu.Unlock()
+			}
 		})
 		e.interest[subject] = in
 		e.Interests.Add(1)
@@ -204,27 +209,43 @@ var pendingLimits = [2]int{nats.DefaultSubPendingMsgsLimit, nats.DefaultSubPendi
 
 // noteLost accounts for the events nats.go dropped for in's subscription since the last
 // call (its pending limits were reached: this node fell behind the cluster, see
-// cluster.Node.OnSlowConsumer). Those events were never seen, so each local subscription
-// takes them all as its own: under slow-consumer-policy DROP (looked up for the
-// subscription's destination) they are counted dropped by policy; under CLOSE its
-// connection is closed as a slow consumer, for it missed events (delivery.LoseEvents).
-// Called by the fan-out once the subscription was reported slow, and by the report itself
-// (its handler may run after the last event of a burst was fanned out); safe for
-// concurrent use, never blocks beyond in.lostMu.
+// cluster.Node.OnSlowConsumer). Called by the fan-out for every event once the subscription
+// was reported slow, and by the report itself (its handler may run after the last event of
+// a burst was fanned out); safe for concurrent use, never blocks beyond in.lostMu.
+//
+// Those events were never seen, so each local subscription takes them all as its own, even
+// one whose selector would have skipped them:
+//   - under slow-consumer-policy DROP they are counted dropped by policy;
+//   - under CLOSE its connection is closed as a slow consumer with an ERROR naming how many
+//     it missed (delivery.LoseEvents).
+//
+// The policy is looked up for the subscription's destination; for a wildcard subscription,
+// for its filter as written, so it is DROP only when a setting matching the filter itself
+// says DROP (the lost events' channels are unknown: when in doubt, the subscriber is told).
+// Events queued before the first drop are still delivered before the close. Until the first
+// report sets in.lossy, the fan-out does not look, so events after the gap may be written
+// before the ERROR when the report lags behind the fan-out of everything queued before the
+// gap (with nats.go's default limits, 512 Ki events).
 func (e *Pattern) noteLost(in *interest, local []*delivery.Subscription) {
 	in.lostMu.Lock()
-	defer in.lostMu.Unlock()
+	e.noteLostLocked(in, local)
+	in.lostMu.Unlock()
+}
+
+// noteLostLocked is noteLost with in.lostMu held.
+func (e *Pattern) noteLostLocked(in *interest, local []*delivery.Subscription) {
 	dropped, err := in.ns.Dropped()
 	if err != nil || uint64(dropped) <= in.lost {
 		return
 	}
 	n := uint64(dropped) - in.lost
 	in.lost = uint64(dropped)
-	detail := strconv.FormatUint(n, 10) + " events for " + in.subject +
-		" were dropped before delivery: this node fell behind the cluster (its NATS subscription's pending limits)"
 	for _, sub := range local {
+		where := sub.Dest.String()
 		pol := delivery.EventPolicy{Drop: e.opts.DropPolicy != nil && e.opts.DropPolicy.DropWhenFull(sub.Identity())}
-		e.opts.Drops.NoteLost(sub, sub.Conn.LoseEvents(sub, pol, detail), n, sub.Dest.String(), sub.Group)
+		detail := strconv.FormatUint(n, 10) + " events for " + where +
+			" were dropped before delivery: this node fell behind the cluster (its NATS subscription's pending limits)"
+		e.opts.Drops.NoteLost(sub, sub.Conn.LoseEvents(sub, pol, detail), n, where, sub.Group)
 		e.Dropped.Add(n)
 	}
 }
