@@ -135,7 +135,10 @@ func (e *Pattern) Subscribe(sub *delivery.Subscription) error {
 		in.unhook = e.node.OnSlowConsumer(ns, func() {
 			in.lossy.Store(true)
 			// Now too: the drops may end a burst, with no event after them to account them.
-			// A tally already running will see them (TryLock: reports can come at every drop).
+			// If a tally is running (the fan-out's, so in.lossy was already set), the events
+			// that filled the queue when these were dropped (the pending limit) are still to
+			// be fanned out, each tallying after it: skip rather than wait (reports can come
+			// at every drop).
 			if in.lostMu.TryLock() {
 				e.noteLostLocked(in, *in.local.Load())
 				in.lostMu.Unlock()
